@@ -1,0 +1,84 @@
+-- gen/compat.lua: the one place where LuaJIT 2.1 and Lua 5.4 differ for the generator.
+--
+-- Rules the rest of gen/ follows (so output is byte-identical under both):
+--   * numbers reach output only through compat.int / string.format("%d") with integral values;
+--   * iteration order that reaches output never comes from pairs(): use compat.sorted_keys;
+--   * 32-bit bit operations go through compat.band/bor/bxor/shl/shr/rol/add32, which always
+--     return a value in [0, 2^32).
+
+local M = {}
+
+local has_bit, bitlib = pcall(require, "bit")   -- LuaJIT (or Lua BitOp)
+
+local TWO32 = 4294967296
+
+local function u32(x) return x % TWO32 end
+
+if has_bit then
+  local band, bor, bxor, lshift, rshift, rol =
+    bitlib.band, bitlib.bor, bitlib.bxor, bitlib.lshift, bitlib.rshift, bitlib.rol
+  M.band = function(a, b) return u32(band(a, b)) end
+  M.bor  = function(a, b) return u32(bor(a, b)) end
+  M.bxor = function(a, b) return u32(bxor(a, b)) end
+  M.bnot = function(a) return u32(bxor(a, 0xffffffff)) end
+  M.shl  = function(a, n) return u32(lshift(a, n)) end
+  M.shr  = function(a, n) return u32(rshift(a, n)) end
+  M.rol  = function(a, n) return u32(rol(a, n)) end
+else
+  -- Lua 5.3+: native 64-bit integers and operators. load() keeps this file parseable by LuaJIT.
+  local ops = assert(load([[
+    local M, u32 = ...
+    M.band = function(a, b) return (a & b) & 0xffffffff end
+    M.bor  = function(a, b) return (a | b) & 0xffffffff end
+    M.bxor = function(a, b) return (a ~ b) & 0xffffffff end
+    M.bnot = function(a) return (~a) & 0xffffffff end
+    M.shl  = function(a, n) return (a << n) & 0xffffffff end
+    M.shr  = function(a, n) return (a & 0xffffffff) >> n end
+    M.rol  = function(a, n) a = a & 0xffffffff; return ((a << n) | (a >> (32 - n))) & 0xffffffff end
+  ]]))
+  ops(M, u32)
+  -- integer-valued floats would print as "3.0": normalise everything that enters bit ops.
+  for _, k in ipairs({ "band", "bor", "bxor", "shl", "shr", "rol" }) do
+    local f = M[k]
+    M[k] = function(a, b) return f(math.tointeger(a) or error("non-integer in bit op"), b) end
+  end
+  local bnot = M.bnot
+  M.bnot = function(a) return bnot(math.tointeger(a) or error("non-integer in bit op")) end
+end
+
+function M.add32(...)
+  local s = 0
+  for i = 1, select("#", ...) do s = s + select(i, ...) end
+  return u32(s)
+end
+
+-- Integral number -> decimal string, identical under both interpreters.
+function M.int(n)
+  assert(n == math.floor(n), "compat.int: not an integer")
+  return string.format("%d", n)
+end
+
+-- Keys of a table in a stable order (numbers before strings, each ascending).
+function M.sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b)
+    local ta, tb = type(a), type(b)
+    if ta ~= tb then return ta < tb end
+    return a < b
+  end)
+  return keys
+end
+
+-- Whole file as a string (binary), or nil, message.
+function M.read_file(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+M.interpreter = has_bit and "luajit" or _VERSION
+
+return M

@@ -1,0 +1,421 @@
+-- gen/dsl.lua: the template DSL. A template's body calls methods of a builder `t`; each call
+-- appends one IR op (gen/ir.lua) tagged with an op id and the template line that made it.
+-- The builder never knows which ISA the IR will be stamped for.
+
+local IR = require("ir")
+local C = require("compat")
+
+local M = {}
+local place_args
+
+-- C types a template may declare for an argument, with their size and IR class.
+-- CHECK: keep in sync with the field kinds in gen/header.lua and the harness (tests/harness).
+M.CTYPES = {
+  ["int64_t"]          = { size = 8, class = "i", kind = "i64" },
+  ["float"]            = { size = 4, class = "s", kind = "f32" },
+  ["const float *"]    = { size = 8, class = "i", kind = "ptr", elem = "f32", dir = "in" },
+  ["float *"]          = { size = 8, class = "i", kind = "ptr", elem = "f32", dir = "out" },
+  ["const uint16_t *"] = { size = 8, class = "i", kind = "ptr", elem = "bf16", dir = "in" },
+  ["uint16_t *"]       = { size = 8, class = "i", kind = "ptr", elem = "bf16", dir = "out" },
+}
+
+---------------------------------------------------------------------------------------------
+-- Errors: a template error carries the template line; the driver prints path:line: error: msg.
+
+local TemplateError = {}
+TemplateError.__index = TemplateError
+TemplateError.__tostring = function(e) return e.path .. ":" .. C.int(e.line) .. ": error: " .. e.msg end
+M.TemplateError = TemplateError
+
+-- The innermost stack frame that belongs to the template file.
+local function template_line(path)
+  for level = 2, 40 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    if info.source == "@" .. path then return info.currentline end
+  end
+  return 0
+end
+
+function M.raise(path, msg, line)
+  error(setmetatable({ path = path, line = line or template_line(path), msg = msg }, TemplateError), 0)
+end
+
+---------------------------------------------------------------------------------------------
+-- Argument struct layout (LP64 on both ISAs: natural alignment, no packing).
+
+function M.layout(form_args, path)
+  local fields, off, align = {}, 0, 1
+  local seen = {}
+  for i, a in ipairs(form_args) do
+    local name, ctype = a[1], a[2]
+    if type(name) ~= "string" or not name:match("^[a-z][a-z0-9_]*$") then
+      M.raise(path, "argument " .. i .. ": name must match [a-z][a-z0-9_]*", 0)
+    end
+    if seen[name] then M.raise(path, "argument '" .. name .. "' declared twice", 0) end
+    seen[name] = true
+    local ct = M.CTYPES[ctype]
+    if not ct then
+      local known = C.sorted_keys(M.CTYPES)
+      M.raise(path, "argument '" .. name .. "': unsupported C type '" .. tostring(ctype) ..
+              "' (known: " .. table.concat(known, ", ") .. ")", 0)
+    end
+    local dir = ct.dir
+    if a.inout then
+      if dir ~= "out" then M.raise(path, "argument '" .. name .. "': inout needs a non-const pointer", 0) end
+      dir = "inout"
+    end
+    off = math.floor((off + ct.size - 1) / ct.size) * ct.size
+    fields[#fields + 1] = { name = name, ctype = ctype, offset = off, size = ct.size,
+                            class = ct.class, kind = ct.kind, elem = ct.elem, dir = dir,
+                            doc = a.doc }
+    if ct.size > align then align = ct.size end
+    off = off + ct.size
+  end
+  local size = math.floor((off + align - 1) / align) * align
+  return fields, size
+end
+
+---------------------------------------------------------------------------------------------
+-- The builder.
+
+local B = {}
+B.__index = B
+
+local function new_value(b, vtype, var)
+  b.nvalues = b.nvalues + 1
+  return { id = b.nvalues, type = vtype, var = var or nil }
+end
+
+function B:_emit(kind, dst_type, src, attr, lanes)
+  self.nops = self.nops + 1
+  local op = { id = self.nops, op = kind, src = src or {}, attr = attr or {},
+               lanes = lanes, line = template_line(self.path) }
+  if dst_type then
+    op.dst = new_value(self, dst_type)
+    op.dst.line = op.line
+  end
+  local list = self.cur[#self.cur]
+  list[#list + 1] = op
+  return op
+end
+
+function B:_fail(msg) M.raise(self.path, msg) end
+
+function B:_is(v, vtype) return type(v) == "table" and v.type == vtype end
+
+function B:_want(v, vtype, what)
+  if not self:_is(v, vtype) then
+    local got = type(v) == "table" and v.type and ("a value of type " .. v.type) or type(v)
+    self:_fail(what .. ": expected a value of type " .. vtype .. ", got " .. got)
+  end
+  return v
+end
+
+function B:_int(n, what)
+  if type(n) ~= "number" or n ~= math.floor(n) then self:_fail(what .. ": expected an integer constant") end
+  return n
+end
+
+function B:_lanes(lanes, what)
+  if lanes == nil then return nil end
+  if type(lanes) ~= "table" or lanes.kind ~= "lanes" then
+    self:_fail(what .. ": the last argument must be a lane group from tail(base) or nil")
+  end
+  return lanes
+end
+
+-- Integer arithmetic ---------------------------------------------------------------------
+
+function B:_ival(a, what)
+  if type(a) == "number" then
+    return self:_emit("iconst", "i", {}, { imm = self:_int(a, what) }).dst
+  end
+  return self:_want(a, "i", what)
+end
+
+function B:iconst(n)
+  return self:_ival(n, "iconst")
+end
+
+function B:add(a, b)
+  if self:_is(a, "i") then
+    if b == 0 then return a end
+    if type(b) == "number" then
+      return self:_emit("iaddi", "i", { a }, { imm = self:_int(b, "add") }).dst
+    end
+    return self:_emit("iadd", "i", { a, self:_want(b, "i", "add") }).dst
+  elseif self:_is(a, "v") then
+    return self:_emit("vadd", "v", { a, self:_want(b, "v", "add") }).dst
+  elseif self:_is(a, "s") then
+    return self:_emit("sadd", "s", { a, self:_want(b, "s", "add") }).dst
+  end
+  self:_fail("add: operands must be integers, vectors or scalars of one type")
+end
+
+function B:sub(a, b)
+  return self:_emit("isub", "i", { self:_want(a, "i", "sub"), self:_ival(b, "sub") }).dst
+end
+
+function B:mul(a, b)
+  if self:_is(a, "i") then
+    return self:_emit("imul", "i", { a, self:_ival(b, "mul") }).dst
+  elseif self:_is(a, "v") then
+    return self:_emit("vmul", "v", { a, self:_want(b, "v", "mul") }).dst
+  elseif self:_is(a, "s") then
+    return self:_emit("smul", "s", { a, self:_want(b, "s", "mul") }).dst
+  end
+  self:_fail("mul: operands must be integers, vectors or scalars of one type")
+end
+
+-- base + index * scale: the address of element `index` of an array of `scale`-byte elements.
+function B:addr(base, index, scale)
+  return self:_emit("addr", "i", { self:_want(base, "i", "addr"), self:_ival(index, "addr") },
+                    { scale = self:_int(scale, "addr") }).dst
+end
+
+-- Float arithmetic ------------------------------------------------------------------------
+
+function B:max(a, b)
+  return self:_emit("vmax", "v", { self:_want(a, "v", "max"), self:_want(b, "v", "max") }).dst
+end
+
+function B:div(a, b)
+  return self:_emit("sdiv", "s", { self:_want(a, "s", "div"), self:_want(b, "s", "div") }).dst
+end
+
+function B:sqrt(a)
+  return self:_emit("ssqrt", "s", { self:_want(a, "s", "sqrt") }).dst
+end
+
+-- a * b + c, fused (one rounding).
+function B:fma(a, b, c)
+  return self:_emit("vfma", "v", { self:_want(a, "v", "fma"), self:_want(b, "v", "fma"),
+                                   self:_want(c, "v", "fma") }).dst
+end
+
+-- acc += a * b, fused, in place; lanes outside `lanes` keep their value.
+function B:fma_acc(acc, a, b, lanes)
+  self:_want(acc, "v", "fma_acc")
+  if not acc.var then self:_fail("fma_acc: the accumulator must come from t:zero()") end
+  lanes = self:_lanes(lanes, "fma_acc")
+  self:_emit("fma_acc", false, { acc, self:_want(a, "v", "fma_acc"), self:_want(b, "v", "fma_acc") },
+             {}, lanes)
+end
+
+-- Round to bf16 by the integer RNE rule; the result stays an f32 vector/scalar whose low 16
+-- bits are zero, so it feeds f32 math unchanged and store_bf16 keeps its high halves.
+function B:rne(a)
+  if self:_is(a, "v") then return self:_emit("vrne", "v", { a }).dst end
+  return self:_emit("srne", "s", { self:_want(a, "s", "rne") }).dst
+end
+
+function B:bcast(s)
+  return self:_emit("bcast", "v", { self:_want(s, "s", "bcast") }).dst
+end
+
+function B:reduce_add(v, tree)
+  if type(tree) ~= "string" then self:_fail("reduce_add: name the tree (e.g. \"halving\")") end
+  return self:_emit("reduce_add", "s", { self:_want(v, "v", "reduce_add") }, { tree = tree }).dst
+end
+
+function B:cvt_f32(i)
+  return self:_emit("cvt_i2s", "s", { self:_want(i, "i", "cvt_f32") }).dst
+end
+
+-- An f32 constant, given as its bit pattern (integer or "0x..." string).
+function B:f32(bits)
+  if type(bits) == "string" then bits = tonumber(bits) end
+  if type(bits) ~= "number" or bits < 0 or bits > 0xffffffff or bits ~= math.floor(bits) then
+    self:_fail("f32: give the constant as a 32-bit pattern")
+  end
+  return self:_emit("sconst", "s", {}, { bits = bits }).dst
+end
+
+-- A zeroed accumulator (+0.0 in every lane), updated in place by fma_acc.
+function B:zero()
+  local op = self:_emit("zero", "v", {})
+  op.dst.var = true
+  return op.dst
+end
+
+-- Memory ----------------------------------------------------------------------------------
+
+local function mem_op(self, kind, vtype, what, base, idx, off, lanes)
+  return self:_emit(kind, vtype, { self:_want(base, "i", what), self:_ival(idx, what) },
+                    { off = self:_int(off or 0, what) }, self:_lanes(lanes, what))
+end
+
+function B:load_f32(base, idx, off, lanes) return mem_op(self, "load_f32", "v", "load_f32", base, idx, off, lanes).dst end
+function B:load_bf16(base, idx, off, lanes) return mem_op(self, "load_bf16", "v", "load_bf16", base, idx, off, lanes).dst end
+function B:load1_f32(base, idx, off) return mem_op(self, "load1_f32", "s", "load1_f32", base, idx, off).dst end
+function B:load1_bf16(base, idx, off) return mem_op(self, "load1_bf16", "s", "load1_bf16", base, idx, off).dst end
+
+local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
+  local op = mem_op(self, kind, false, what, base, idx, off, lanes)
+  op.src[3] = self:_want(val, vtype, what)
+end
+
+function B:store_f32(base, idx, off, v, lanes) store_op(self, "store_f32", "v", "store_f32", base, idx, off, v, lanes) end
+function B:store_bf16(base, idx, off, v, lanes) store_op(self, "store_bf16", "v", "store_bf16", base, idx, off, v, lanes) end
+function B:store1_f32(base, idx, off, s) store_op(self, "store1_f32", "s", "store1_f32", base, idx, off, s) end
+function B:store1_bf16(base, idx, off, s) store_op(self, "store1_bf16", "s", "store1_bf16", base, idx, off, s) end
+
+-- Loops -----------------------------------------------------------------------------------
+
+local function capture(self, fn, ...)
+  local list = {}
+  self.cur[#self.cur + 1] = list
+  fn(...)
+  self.cur[#self.cur] = nil
+  return list
+end
+
+-- for (r = begin; r < end; ) : body(r, group) while group rows remain, then body(r, 1) for
+-- the rest. A row's work must not depend on the group it ran in (the template's promise;
+-- the tests check rows computed in a group against rows computed alone).
+function B:for_rows(first, last, group, body)
+  group = self:_int(group, "for_rows")
+  if group < 1 or group > 8 then self:_fail("for_rows: group must be 1..8") end
+  local op = self:_emit("for_rows", false, { self:_want(first, "i", "for_rows"), self:_want(last, "i", "for_rows") },
+                        { group = group })
+  local r = new_value(self, "i")
+  r.line = op.line
+  op.attr.ivar = r
+  op.attr.grouped = capture(self, body, r, group)
+  op.attr.single = group > 1 and capture(self, body, r, 1) or {}
+end
+
+-- for (i = 0; i + tile <= n; i += tile) body(i, nil); then, if n - i > 0, body(i, tail) once
+-- with tail(base) giving the lane group of lanes base..base+15 of the partial tile: lanes
+-- whose index i + base + l >= n are neither loaded nor stored, and accumulate nothing.
+function B:for_tiles(n, tile, body)
+  tile = self:_int(tile, "for_tiles")
+  if tile < 16 or tile % 16 ~= 0 then self:_fail("for_tiles: the tile must be a multiple of 16 lanes") end
+  local op = self:_emit("for_tiles", false, { self:_want(n, "i", "for_tiles") }, { tile = tile })
+  local i, rem = new_value(self, "i"), new_value(self, "i")
+  i.line, rem.line = op.line, op.line
+  op.attr.ivar, op.attr.rem = i, rem
+  op.attr.full = capture(self, body, i, nil)
+  local groups = {}
+  local function tail(base)
+    base = self:_int(base, "tail")
+    if base < 0 or base % 16 ~= 0 or base >= tile then
+      self:_fail("tail(base): base must be a multiple of 16 inside the tile")
+    end
+    if not groups[base] then
+      local m = self:_emit("mask", "k", { rem }, { base = base }).dst
+      groups[base] = { kind = "lanes", rem = rem, base = base, mask = m }
+    end
+    return groups[base]
+  end
+  op.attr.tail = capture(self, body, i, tail)
+end
+
+---------------------------------------------------------------------------------------------
+
+-- Places each argument load right before the first op of the innermost block that holds all
+-- of the argument's uses: loop-invariant fields load once, per-row fields load per row.
+local function sub_blocks(op)
+  if op.op == "for_tiles" then return { op.attr.full, op.attr.tail } end
+  if op.op == "for_rows" then return { op.attr.grouped, op.attr.single } end
+  return {}
+end
+
+place_args = function(self)
+  local paths = {}      -- value -> list of paths; a path is a list of { block, index }
+  local function walk(block, prefix)
+    for idx, op in ipairs(block) do
+      local here = {}
+      for i = 1, #prefix do here[i] = prefix[i] end
+      here[#here + 1] = { block = block, index = idx }
+      local used = {}
+      for _, s in ipairs(op.src) do used[#used + 1] = s end
+      if op.lanes then used[#used + 1] = op.lanes.rem; used[#used + 1] = op.lanes.mask end
+      for _, v in ipairs(used) do
+        if not paths[v] then paths[v] = {} end
+        paths[v][#paths[v] + 1] = here
+      end
+      for _, b in ipairs(sub_blocks(op)) do walk(b, here) end
+    end
+  end
+  walk(self.body, {})
+  local inserts = {}    -- block -> list of { index, op }
+  for _, op in ipairs(self.pending) do
+    local ps = paths[op.dst]
+    if ps then
+      -- longest common prefix of blocks, then the earliest index in the deepest common block
+      local depth = 1
+      while true do
+        local b = ps[1][depth] and ps[1][depth].block
+        local same = b ~= nil
+        for _, p in ipairs(ps) do if not p[depth] or p[depth].block ~= b then same = false end end
+        if not same then break end
+        depth = depth + 1
+      end
+      depth = depth - 1
+      local block, index = ps[1][depth].block, ps[1][depth].index
+      for _, p in ipairs(ps) do if p[depth].index < index then index = p[depth].index end end
+      if not inserts[block] then inserts[block] = {} end
+      local l = inserts[block]
+      l[#l + 1] = { index = index, op = op }
+    end
+  end
+  local function apply(block)
+    for _, op in ipairs(block) do for _, b in ipairs(sub_blocks(op)) do apply(b) end end
+    local l = inserts[block]
+    if not l then return end
+    -- stable: by index, then by first access (op id)
+    table.sort(l, function(a, b)
+      if a.index ~= b.index then return a.index < b.index end
+      return a.op.id < b.op.id
+    end)
+    for k = #l, 1, -1 do table.insert(block, l[k].index, l[k].op) end
+  end
+  apply(self.body)
+end
+
+-- Builds the IR of one form. `template` is the loaded template table, `form` one of its forms.
+function M.build(path, template, form, params)
+  local fields, size = M.layout(form.args, path)
+  local self = setmetatable({ path = path, nops = 0, nvalues = 0, prologue = {}, body = {},
+                              pending = {} }, B)
+  self.cur = { self.prologue }
+  local by_name = {}
+  for _, f in ipairs(fields) do by_name[f.name] = f end
+  -- The argument struct pointer is an ordinary value (precoloured to the ABI register); each
+  -- argument is loaded where its uses meet (see place_args), so a field needed only per row
+  -- does not hold a register for the whole leaf.
+  local entry = self:_emit("entry", "i", {})
+  self.argp = entry.dst
+  self.argp.fixed = true
+  self.argp.name = "a"
+  self.cur = { self.body }
+  local loaded = {}
+  self.arg = setmetatable({}, {
+    __index = function(_, name)
+      local f = by_name[name]
+      if not f then self:_fail("no argument named '" .. tostring(name) .. "' in form '" .. form.name .. "'") end
+      if not loaded[name] then
+        self.nops = self.nops + 1
+        local op = { id = self.nops, op = f.class == "s" and "arg_f32" or "arg", src = { self.argp },
+                     attr = { field = f }, line = template_line(self.path) }
+        op.dst = new_value(self, f.class)
+        op.dst.line, op.dst.name = op.line, name
+        loaded[name] = op
+        self.pending[#self.pending + 1] = op
+      end
+      return loaded[name].dst
+    end,
+    __newindex = function() self:_fail("t.arg is read-only") end,
+  })
+  template.body(self, params, form)
+  place_args(self)
+  local proc = { leaf = template.leaf, form = form.name, fields = fields, struct_size = size,
+                 prologue = self.prologue, body = self.body, nops = self.nops, path = path }
+  local msg, op = IR.validate(proc)
+  if msg then M.raise(path, msg, op and op.line or 0) end
+  return proc
+end
+
+return M

@@ -1,0 +1,164 @@
+-- gen/header.lua: the generated C header (argument structs, prototypes, registry tables),
+-- the shared assembly macro header, and the stamp manifest.
+
+local C = require("compat")
+
+local M = {}
+
+-- CPU feature bits, one list for both ISAs.
+-- CHECK: keep in sync with runtime/fk_cpu.c (detection) and runtime/include/flashkern.h.
+M.FEATURES = {
+  { "avx2", 0 }, { "fma", 1 }, { "avx512f", 2 }, { "avx512bw", 3 }, { "avx512vl", 4 },
+  { "avx512bf16", 5 },
+  { "asimd", 16 }, { "bf16", 17 },
+}
+
+local function feature_expr(list)
+  local parts = {}
+  for _, f in ipairs(list) do parts[#parts + 1] = "FK_CPU_" .. f:upper() end
+  return table.concat(parts, " | ")
+end
+
+local KIND = { i64 = "FK_FIELD_I64", f32 = "FK_FIELD_F32", ptr = "FK_FIELD_PTR" }
+local ELEM = { f32 = "FK_ELEM_F32", bf16 = "FK_ELEM_BF16" }
+local DIR = { ["in"] = "FK_DIR_IN", out = "FK_DIR_OUT", inout = "FK_DIR_INOUT" }
+
+-- leaves: list of { leaf, path, doc, forms = { { name, id, fields, size, doc } } }
+-- stamps: list of { id (form id), isa, variant, tier, symbol, features }
+function M.leaves_h(leaves, stamps, banner)
+  local o = {}
+  local function w(s) o[#o + 1] = s end
+  w("/* " .. banner .. " */")
+  w("/* The leaf registry: argument structs, stamp prototypes and the tables every harness,")
+  w("   the runtime and the bench are built from (templates/registry.lua, ORDER LEAF). */")
+  w("#ifndef FK_LEAVES_H")
+  w("#define FK_LEAVES_H")
+  w("")
+  w("#include <stddef.h>")
+  w("#include <stdint.h>")
+  w("")
+  w("/* CPU features a variant needs (CHECK: keep in sync with gen/header.lua, runtime/fk_cpu.c). */")
+  for _, f in ipairs(M.FEATURES) do
+    w(string.format("#define FK_CPU_%-12s (UINT64_C(1) << %d)", f[1]:upper(), f[2]))
+  end
+  w("")
+  w("enum fk_field_kind { FK_FIELD_I64, FK_FIELD_F32, FK_FIELD_PTR };")
+  w("enum fk_field_elem { FK_ELEM_NONE, FK_ELEM_F32, FK_ELEM_BF16 };")
+  w("enum fk_field_dir { FK_DIR_NONE, FK_DIR_IN, FK_DIR_OUT, FK_DIR_INOUT };")
+  for _, leaf in ipairs(leaves) do
+    w("")
+    w("/* ---- " .. leaf.leaf .. " (" .. leaf.path .. "): " .. leaf.doc .. " ---- */")
+    for _, form in ipairs(leaf.forms) do
+      w("")
+      w("typedef struct " .. form.id .. "_args {")
+      for _, f in ipairs(form.fields) do
+        local decl = f.ctype:match("%*$") and (f.ctype .. f.name) or (f.ctype .. " " .. f.name)
+        local doc = f.doc and ("  /* " .. f.doc .. " */") or ""
+        w("  " .. decl .. ";" .. doc)
+      end
+      w("} " .. form.id .. "_args;")
+      for _, f in ipairs(form.fields) do
+        w(string.format("_Static_assert(offsetof(%s_args, %s) == %d, \"%s: stamps load %s at +%d\");",
+          form.id, f.name, f.offset, form.id, f.name, f.offset))
+      end
+      w(string.format("_Static_assert(sizeof(%s_args) == %d, \"%s: struct size\");", form.id, form.size, form.id))
+      w("#define FK_FIELDS_" .. form.id:sub(4) .. "(X) \\")
+      for i, f in ipairs(form.fields) do
+        w(string.format("  X(%s, %s, %d, %s, %s, %s)%s", form.id:sub(4), f.name, f.offset, KIND[f.kind],
+          f.elem and ELEM[f.elem] or "FK_ELEM_NONE", f.dir and DIR[f.dir] or "FK_DIR_NONE",
+          i < #form.fields and " \\" or ""))
+      end
+    end
+  end
+  w("")
+  w("/* Every form: X(leaf, form, id). */")
+  w("#define FK_FORMS(X) \\")
+  local nforms, k = 0, 0
+  for _, leaf in ipairs(leaves) do nforms = nforms + #leaf.forms end
+  for _, leaf in ipairs(leaves) do
+    for _, form in ipairs(leaf.forms) do
+      k = k + 1
+      w(string.format("  X(%s, %s, %s)%s", leaf.leaf, form.name, form.id:sub(4), k < nforms and " \\" or ""))
+    end
+  end
+  for _, isa in ipairs({ "aarch64", "x86_64" }) do
+    local mine = {}
+    for _, st in ipairs(stamps) do if st.isa == isa then mine[#mine + 1] = st end end
+    w("")
+    w("/* Stamps for " .. isa .. ": X(id, variant, tier, symbol, features). */")
+    w("#define FK_STAMPS_" .. isa:upper() .. "(X) \\")
+    for i, st in ipairs(mine) do
+      w(string.format("  X(%s, %s, %s, %s, %s)%s", st.id:sub(4), st.variant, st.tier, st.symbol,
+        feature_expr(st.features), i < #mine and " \\" or ""))
+    end
+    w("")
+    w("#if defined(__" .. isa .. "__)")
+    w("#define FK_STAMPS_HOST(X) FK_STAMPS_" .. isa:upper() .. "(X)")
+    for _, st in ipairs(mine) do w("void " .. st.symbol .. "(const " .. st.id .. "_args *a);") end
+    w("#endif")
+  end
+  w("")
+  w("#endif /* FK_LEAVES_H */")
+  return table.concat(o, "\n") .. "\n"
+end
+
+function M.asm_h(banner)
+  return table.concat({
+    "/* " .. banner .. " */",
+    "/* The one macro header of every stamp: symbol, section and note differences between ELF",
+    "   (Linux) and Mach-O (macOS), and the AArch64 branch-target landing pad. */",
+    "#ifndef FK_ASM_H",
+    "#define FK_ASM_H",
+    "",
+    "#if defined(__APPLE__)",
+    "#define FK_SYM(s) _##s",
+    "#define FK_L(s) L##s",
+    "#define FK_TEXT .text",
+    "#define FK_RODATA .section __TEXT,__const",
+    "#define FK_HIDDEN(s) .private_extern FK_SYM(s)",
+    "#define FK_TYPE_FUNC(s)",
+    "#define FK_SIZE(s)",
+    "#define FK_PAGE(s) s@PAGE",
+    "#define FK_PAGEOFF(s) s@PAGEOFF",
+    "#define FK_GNU_STACK",
+    "#define FK_AARCH64_FEATURE_NOTE",
+    "#else",
+    "#define FK_SYM(s) s",
+    "#define FK_L(s) .L##s",
+    "#define FK_TEXT .text",
+    "#define FK_RODATA .section .rodata",
+    "#define FK_HIDDEN(s) .hidden s",
+    "#define FK_TYPE_FUNC(s) .type s, %function",
+    "#define FK_SIZE(s) .size s, .-s",
+    "#define FK_PAGE(s) s",
+    "#define FK_PAGEOFF(s) :lo12:s",
+    "#define FK_GNU_STACK .section .note.GNU-stack, \"\", %progbits",
+    "#if defined(__aarch64__)",
+    "/* GNU property note: this object is BTI- and PAC-compatible (leaves never spill LR). */",
+    "#define FK_AARCH64_FEATURE_NOTE \\",
+    "  .pushsection .note.gnu.property, \"a\"; .balign 8; .long 4; .long 16; .long 5; \\",
+    "  .asciz \"GNU\"; .long 0xc0000000; .long 4; .long 3; .long 0; .popsection",
+    "#else",
+    "#define FK_AARCH64_FEATURE_NOTE",
+    "#endif",
+    "#endif",
+    "",
+    "/* BTI c as its hint encoding, so Armv8.0 assemblers take it (a NOP before Armv8.5). */",
+    "#define FK_BTI_C hint #34",
+    "",
+    "#endif /* FK_ASM_H */",
+    "",
+  }, "\n")
+end
+
+-- One line per stamp; also the list of files the generator owns (stale ones are removed).
+function M.manifest(stamps, banner)
+  local o = { "# " .. banner, "# symbol file tier template template_blob features" }
+  for _, st in ipairs(stamps) do
+    o[#o + 1] = table.concat({ st.symbol, st.file, st.tier, st.template, st.template_hash,
+                               table.concat(st.features, "+") }, " ")
+  end
+  return table.concat(o, "\n") .. "\n"
+end
+
+return M

@@ -1,0 +1,235 @@
+-- gen/ir.lua: the ISA-neutral IR between templates and backends.
+--
+-- A proc is one leaf form: its argument struct, a prologue of argument loads, a body (a list of
+-- ops, with loop ops holding nested bodies), and constant tables. Values are typed:
+--   i  64-bit integer / pointer (a general register)
+--   v  16 f32 lanes, the canonical vector (1 zmm, 2 ymm or 4 q registers)
+--   s  one f32 in lane 0 (1 register on every ISA)
+--   k  a 16-lane mask (k register on AVX-512, a vector elsewhere)
+-- Temps are single-assignment. Accumulators ("vars") are updated in place by *_acc ops, which
+-- is what FMLA and VFMADD231PS do; their live range spans every loop that touches them.
+--
+-- ORDER OP: every op kind is listed here with its operand shape; validate() checks each op
+-- against this table and every backend must implement every kind (gen/fkgen.lua checks).
+
+local M = {}
+
+-- kind -> { dst type or false, { src types... }, attrs that must be present }
+M.OPS = {
+  entry      = { "i", {} },                         -- the argument struct pointer, at entry
+  arg        = { "i", { "i" }, { "field" } },       -- integer/pointer field of the arg struct
+  arg_f32    = { "s", { "i" }, { "field" } },       -- f32 field of the arg struct
+  iconst     = { "i", {}, { "imm" } },
+  iadd       = { "i", { "i", "i" } },
+  iaddi      = { "i", { "i" }, { "imm" } },
+  isub       = { "i", { "i", "i" } },
+  imul       = { "i", { "i", "i" } },
+  addr       = { "i", { "i", "i" }, { "scale" } },   -- src1 + src2 * scale (scale 1, 2, 4, 8)
+  zero       = { "v", {} },
+  sconst     = { "s", {}, { "bits" } },              -- f32 constant given as its bit pattern
+  cvt_i2s    = { "s", { "i" } },                     -- int64 -> f32, RNE
+  load_f32   = { "v", { "i", "i" }, { "off" } },     -- [base + (idx + off) * 4], 16 lanes
+  load_bf16  = { "v", { "i", "i" }, { "off" } },     -- 16 bf16 widened exactly (<< 16)
+  store_f32  = { false, { "i", "i", "v" }, { "off" } },
+  store_bf16 = { false, { "i", "i", "v" }, { "off" } }, -- stores the high halves (see rne)
+  load1_bf16 = { "s", { "i", "i" }, { "off" } },
+  load1_f32  = { "s", { "i", "i" }, { "off" } },
+  store1_bf16 = { false, { "i", "i", "s" }, { "off" } },
+  store1_f32 = { false, { "i", "i", "s" }, { "off" } },
+  mask       = { "k", { "i" }, { "base" } },         -- lanes l with base + l < src1
+  fma_acc    = { false, { "v", "v", "v" } },         -- src1 += src2 * src3 (fused), in place
+  vadd       = { "v", { "v", "v" } },
+  vmul       = { "v", { "v", "v" } },
+  vmax       = { "v", { "v", "v" } },
+  vfma       = { "v", { "v", "v", "v" } },           -- src1 * src2 + src3 (fused)
+  vrne       = { "v", { "v" } },                     -- integer RNE to bf16, kept as f32 bits
+  bcast      = { "v", { "s" } },
+  reduce_add = { "s", { "v" }, { "tree" } },
+  sadd       = { "s", { "s", "s" } },
+  smul       = { "s", { "s", "s" } },
+  sdiv       = { "s", { "s", "s" } },
+  ssqrt      = { "s", { "s" } },
+  srne       = { "s", { "s" } },
+  for_tiles  = { false, { "i" }, { "tile", "ivar", "rem", "full", "tail" } },
+  for_rows   = { false, { "i", "i" }, { "group", "ivar", "grouped", "single" } },
+}
+
+-- Ops that may carry a lane group (tail mask): masked lanes are neither read nor written,
+-- and a masked accumulator lane keeps its value.
+M.MASKABLE = { load_f32 = true, load_bf16 = true, store_f32 = true, store_bf16 = true,
+               fma_acc = true }
+
+M.TREES = { halving = true }   -- lane i += lane i + s for s = 8, 4, 2, 1
+
+M.VALUE_TYPES = { i = true, v = true, s = true, k = true }
+
+-- Visit every op in program order, loops depth first; fn(op, depth).
+local function walk(list, fn, depth)
+  for _, op in ipairs(list) do
+    fn(op, depth)
+    if op.op == "for_tiles" then
+      walk(op.attr.full, fn, depth + 1)
+      walk(op.attr.tail, fn, depth + 1)
+    elseif op.op == "for_rows" then
+      walk(op.attr.grouped, fn, depth + 1)
+      walk(op.attr.single, fn, depth + 1)
+    end
+  end
+end
+M.walk = walk
+
+function M.walk_proc(proc, fn)
+  walk(proc.prologue, fn, 0)
+  walk(proc.body, fn, 0)
+end
+
+-- Structural validation. Returns nil or (message, op) for the first problem.
+function M.validate(proc)
+  local defined = {}
+  local problem, where
+  local function fail(msg, op)
+    if not problem then problem, where = msg, op end
+  end
+  local function check(op)
+    local spec = M.OPS[op.op]
+    if not spec then return fail("unknown op '" .. tostring(op.op) .. "'", op) end
+    local dst_t, src_t, attrs = spec[1], spec[2], spec[3] or {}
+    if #op.src ~= #src_t then
+      return fail(op.op .. ": expected " .. #src_t .. " operands, got " .. #op.src, op)
+    end
+    for i, s in ipairs(op.src) do
+      if s.type ~= src_t[i] then
+        return fail(op.op .. ": operand " .. i .. " must be of type " .. src_t[i] ..
+                    ", got " .. tostring(s.type), op)
+      end
+      if not defined[s] then return fail(op.op .. ": operand " .. i .. " used before definition", op) end
+    end
+    for _, a in ipairs(attrs) do
+      if op.attr[a] == nil then return fail(op.op .. ": missing attribute '" .. a .. "'", op) end
+    end
+    if op.lanes then
+      if not M.MASKABLE[op.op] then return fail(op.op .. " cannot take a lane group", op) end
+      if op.lanes.mask.type ~= "k" or not defined[op.lanes.mask] then
+        return fail(op.op .. ": bad lane group", op)
+      end
+    end
+    if op.op == "reduce_add" and not M.TREES[op.attr.tree] then
+      return fail("reduce_add: unknown tree '" .. tostring(op.attr.tree) .. "' (known: halving)", op)
+    end
+    if op.op == "addr" then
+      local sc = op.attr.scale
+      if sc ~= 1 and sc ~= 2 and sc ~= 4 and sc ~= 8 then return fail("addr: scale must be 1, 2, 4 or 8", op) end
+    end
+    if dst_t then
+      if not op.dst or op.dst.type ~= dst_t then return fail(op.op .. ": result must be of type " .. dst_t, op) end
+      if defined[op.dst] then return fail(op.op .. ": value defined twice", op) end
+      defined[op.dst] = true
+    elseif op.dst then
+      return fail(op.op .. ": has no result", op)
+    end
+    if op.op == "for_tiles" then
+      defined[op.attr.ivar] = true
+      defined[op.attr.rem] = true
+    elseif op.op == "for_rows" then
+      defined[op.attr.ivar] = true
+    end
+  end
+  M.walk_proc(proc, function(op) if not problem then check(op) end end)
+  return problem, where
+end
+
+-- Linear positions and live intervals. Every op gets a position in program order; a loop op
+-- spans [its position, the last position inside it]. A value used inside a loop it was not
+-- defined in stays live to the loop's end (the back edge re-reads it). Returns the list of
+-- intervals { value, from, to } sorted by start, and the ops in position order.
+function M.liveness(proc)
+  local pos, order = 0, {}
+  local spans = {}           -- loop op -> { from, to }
+  local def_pos, use_pos = {}, {}
+  local loops_of_def = {}    -- value -> innermost enclosing loop list at definition
+  local stack = {}
+
+  local function enclosing()
+    local copy = {}
+    for i = 1, #stack do copy[i] = stack[i] end
+    return copy
+  end
+  local function note_use(v, p)
+    if not use_pos[v] then use_pos[v] = {} end
+    local u = use_pos[v]
+    u[#u + 1] = { pos = p, loops = enclosing() }
+  end
+  local function note_def(v, p)
+    if def_pos[v] == nil then
+      def_pos[v] = p
+      loops_of_def[v] = enclosing()
+    end
+  end
+
+  local visit
+  local function visit_list(list)
+    for _, op in ipairs(list) do visit(op) end
+  end
+  visit = function(op)
+    pos = pos + 1
+    op.pos = pos
+    order[#order + 1] = op
+    for _, s in ipairs(op.src) do note_use(s, pos) end
+    if op.lanes then note_use(op.lanes.rem, pos); note_use(op.lanes.mask, pos) end
+    if op.dst then note_def(op.dst, pos) end
+    if op.op == "fma_acc" then note_def(op.src[1], pos) end
+    if op.op == "for_tiles" or op.op == "for_rows" then
+      local span = { from = pos }
+      spans[op] = span
+      stack[#stack + 1] = op
+      note_def(op.attr.ivar, pos)
+      if op.op == "for_tiles" then
+        visit_list(op.attr.full)
+        pos = pos + 1        -- tail entry: the remainder is computed here
+        op.tail_pos = pos
+        note_def(op.attr.rem, pos)
+        visit_list(op.attr.tail)
+      else
+        visit_list(op.attr.grouped); visit_list(op.attr.single)
+      end
+      stack[#stack] = nil
+      pos = pos + 1          -- the loop's closing position (back edge, induction update)
+      span.to = pos
+      op.end_pos = pos
+    end
+  end
+  visit_list(proc.prologue)
+  visit_list(proc.body)
+
+  local intervals = {}
+  for _, op in ipairs(order) do
+    local function add(v)
+      if v.interval then return end
+      local from, to = def_pos[v], def_pos[v]
+      local dl = {}
+      for _, l in ipairs(loops_of_def[v] or {}) do dl[l] = true end
+      for _, u in ipairs(use_pos[v] or {}) do
+        if u.pos > to then to = u.pos end
+        for _, l in ipairs(u.loops) do
+          if not dl[l] and spans[l].to > to then to = spans[l].to end
+        end
+      end
+      v.interval = { value = v, from = from, to = to }
+      intervals[#intervals + 1] = v.interval
+    end
+    if op.dst then add(op.dst) end
+    if op.op == "for_tiles" or op.op == "for_rows" then
+      add(op.attr.ivar)
+      -- the induction variable is stepped at the back edge: live to the loop's end
+      if op.attr.ivar.interval.to < op.end_pos then op.attr.ivar.interval.to = op.end_pos end
+      if op.attr.rem then add(op.attr.rem) end
+    end
+  end
+  table.sort(intervals, function(a, b)
+    if a.from ~= b.from then return a.from < b.from end
+    return a.value.id < b.value.id
+  end)
+  return intervals, order
+end
+
+return M

@@ -1,0 +1,451 @@
+-- gen/isa/aarch64.lua: the AArch64 backend (AAPCS64, GNU/LLVM syntax, ELF and Mach-O).
+--
+-- Variant: neon (ASIMD, Armv8.0-A). A canonical vector is four q registers (lanes 0-3, 4-7,
+-- 8-11, 12-15), a mask four q registers of all-ones/zero lanes, a scalar lane 0 of one v
+-- register. Hooks are named after IR ops (gen/ir.lua, ORDER OP) and are the same set as
+-- gen/isa/x86_64.lua's.
+--
+-- Lowering conventions:
+--   * a bf16 value lives in the high half of an f32 lane: SHLL #16 widens, SHRN #16 narrows,
+--     and a tail load of one bf16 writes halfword 2l+1 of a zeroed register;
+--   * NEON has no masked memory access, so tail lanes are loaded and stored one by one up to
+--     the remainder: nothing past the end is touched;
+--   * x16, x17 and v28-v31 are scratch, outside the allocator; d8-d15 are saved when used.
+
+local C = require("compat")
+
+local M = {
+  isa = "aarch64",
+  abi = "AAPCS64",
+  comment = "//",
+}
+
+M.variants = {
+  { name = "neon", tier = "exact", features = { "asimd" }, features_doc = "Armv8.0-A ASIMD",
+    march = "armv8-a" },
+}
+
+local T0, T1, T2, T3 = "v28", "v29", "v30", "v31"
+
+local function n(r) return r:match("%d+$") end
+local function q(r) return "q" .. n(r) end
+local function s(r) return "s" .. n(r) end
+local function h(r) return "h" .. n(r) end
+local function w(r) return "w" .. n(r) end
+local function v4s(r) return "v" .. n(r) .. ".4s" end
+local function v16b(r) return "v" .. n(r) .. ".16b" end
+
+function M.registers()
+  local gpr, vec, saved = {}, {}, {}
+  for i = 1, 15 do gpr[#gpr + 1] = "x" .. C.int(i) end
+  gpr[#gpr + 1] = "x0"
+  for i = 19, 28 do gpr[#gpr + 1] = "x" .. C.int(i); saved["x" .. C.int(i)] = true end
+  for i = 0, 7 do vec[#vec + 1] = "v" .. C.int(i) end
+  for i = 16, 27 do vec[#vec + 1] = "v" .. C.int(i) end
+  for i = 8, 15 do vec[#vec + 1] = "v" .. C.int(i); saved["v" .. C.int(i)] = true end
+  return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "x0",
+           scratch = { "x16", "x17", "v28-v31" },
+           classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 4 },
+                       s = { pool = "vec", n = 1 }, k = { pool = "vec", n = 4 } } }
+end
+
+local function imm(x) return "#" .. C.int(x) end
+
+-- x16 = base + idx * size + off * size (the offset folded when it is zero).
+local function elem_addr(ctx, op, size)
+  local sh = ({ [1] = 0, [2] = 1, [4] = 2, [8] = 3 })[size]
+  ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(sh))
+  return op.attr.off * size
+end
+
+local function add_imm(ctx, d, a, x)
+  if x == 0 then
+    if d ~= a then ctx:wline("mov " .. d .. ", " .. a) end
+  elseif x > 0 and x < 4096 then
+    ctx:wline("add " .. d .. ", " .. a .. ", " .. imm(x))
+  elseif x < 0 and x > -4096 then
+    ctx:wline("sub " .. d .. ", " .. a .. ", " .. imm(-x))
+  else
+    error("internal: immediate out of range: " .. C.int(x))
+  end
+end
+
+local function const_addr(ctx, reg, sym)
+  ctx:wline("adrp " .. reg .. ", FK_PAGE(FK_SYM(" .. sym .. "))")
+  ctx:wline("add " .. reg .. ", " .. reg .. ", FK_PAGEOFF(FK_SYM(" .. sym .. "))")
+end
+
+---------------------------------------------------------------------------------------------
+-- Function frame
+
+function M.preamble() return {} end
+function M.const_section() return { "    FK_RODATA" } end
+function M.postamble() return { "    FK_GNU_STACK", "    FK_AARCH64_FEATURE_NOTE" } end
+
+-- Callee-saved registers as save-pair lines: x registers, then d registers (low halves).
+local function save_list(ctx)
+  local xs, ds = {}, {}
+  for _, r in ipairs(ctx.saved) do
+    if r:sub(1, 1) == "x" then xs[#xs + 1] = r else ds[#ds + 1] = "d" .. n(r) end
+  end
+  local all = {}
+  for _, r in ipairs(xs) do all[#all + 1] = r end
+  for _, r in ipairs(ds) do all[#all + 1] = r end
+  return all
+end
+
+function M.begin(ctx)
+  local sym = ctx.symbol
+  ctx:wraw("    FK_TEXT")
+  ctx:wraw("    .p2align 6")
+  ctx:wraw("    .globl FK_SYM(" .. sym .. ")")
+  ctx:wraw("    FK_HIDDEN(" .. sym .. ")")
+  ctx:wraw("    FK_TYPE_FUNC(" .. sym .. ")")
+  ctx:wraw("FK_SYM(" .. sym .. "):")
+  ctx:wline("FK_BTI_C")
+  local regs = save_list(ctx)
+  for i = 1, #regs, 2 do
+    if regs[i + 1] and regs[i]:sub(1, 1) == regs[i + 1]:sub(1, 1) then
+      ctx:wline("stp " .. regs[i] .. ", " .. regs[i + 1] .. ", [sp, #-16]!")
+    else
+      ctx:wline("str " .. regs[i] .. ", [sp, #-16]!")
+      if regs[i + 1] then ctx:wline("str " .. regs[i + 1] .. ", [sp, #-16]!") end
+    end
+  end
+  ctx.save_regs = regs
+end
+
+function M.finish(ctx)
+  local regs = ctx.save_regs
+  local groups = {}
+  for i = 1, #regs, 2 do
+    if regs[i + 1] and regs[i]:sub(1, 1) == regs[i + 1]:sub(1, 1) then
+      groups[#groups + 1] = { "ldp " .. regs[i] .. ", " .. regs[i + 1] .. ", [sp], #16" }
+    else
+      local g = { "ldr " .. regs[i] .. ", [sp], #16" }
+      if regs[i + 1] then g = { "ldr " .. regs[i + 1] .. ", [sp], #16", g[1] } end
+      groups[#groups + 1] = g
+    end
+  end
+  for i = #groups, 1, -1 do
+    for _, l in ipairs(groups[i]) do ctx:wline(l) end
+  end
+  ctx:wline("ret")
+  ctx:wraw("    FK_SIZE(" .. ctx.symbol .. ")")
+end
+
+---------------------------------------------------------------------------------------------
+-- Hooks
+
+local ops = {}
+M.ops = ops
+
+function ops.entry() end
+
+function ops.arg(ctx, op)
+  ctx:wline("ldr " .. ctx:reg(op.dst) .. ", [" .. ctx:reg(op.src[1]) .. ", " .. imm(op.attr.field.offset) .. "]")
+end
+
+function ops.arg_f32(ctx, op)
+  ctx:wline("ldr " .. s(ctx:reg(op.dst)) .. ", [" .. ctx:reg(op.src[1]) .. ", " .. imm(op.attr.field.offset) .. "]")
+end
+
+function ops.iconst(ctx, op)
+  local x = op.attr.imm
+  if x < -65535 or x > 65535 then error("internal: constant out of range: " .. C.int(x)) end
+  ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. imm(x))
+end
+
+function ops.iadd(ctx, op)
+  ctx:wline("add " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]))
+end
+
+function ops.iaddi(ctx, op)
+  add_imm(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]), op.attr.imm)
+end
+
+function ops.isub(ctx, op)
+  ctx:wline("sub " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]))
+end
+
+function ops.imul(ctx, op)
+  ctx:wline("mul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]))
+end
+
+function ops.addr(ctx, op)
+  local sh = ({ [1] = 0, [2] = 1, [4] = 2, [8] = 3 })[op.attr.scale]
+  ctx:wline("add " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) ..
+            ", lsl " .. imm(sh))
+end
+
+function ops.zero(ctx, op)
+  for _, p in ipairs(ctx:regs(op.dst)) do ctx:wline("movi v" .. n(p) .. ".2d, #0") end
+end
+
+function ops.sconst(ctx, op)
+  const_addr(ctx, "x17", ctx:const(string.format("f%08x", op.attr.bits), { op.attr.bits }))
+  ctx:wline("ldr " .. s(ctx:reg(op.dst)) .. ", [x17]")
+end
+
+function ops.cvt_i2s(ctx, op)
+  ctx:wline("scvtf " .. s(ctx:reg(op.dst)) .. ", " .. ctx:reg(op.src[1]))
+end
+
+-- Lane-by-lane walk over the valid lanes of a tail group (x16 already points at lane 0).
+local function lane_walk(ctx, op, emit)
+  local done = ctx:new_label("lanes")
+  local rem = ctx:reg(op.lanes.rem)
+  for j = 0, 15 do
+    ctx:wline("cmp " .. rem .. ", " .. imm(op.lanes.base + j + 1))
+    ctx:wline("b.lt " .. done)
+    emit(j)
+  end
+  ctx:wlabel(done)
+end
+
+local function tail_addr(ctx, op, size)
+  local o = elem_addr(ctx, op, size)
+  add_imm(ctx, "x16", "x16", o)
+end
+
+function ops.load_f32(ctx, op)
+  local d = ctx:regs(op.dst)
+  if op.lanes then
+    for _, p in ipairs(d) do ctx:wline("movi v" .. n(p) .. ".2d, #0") end
+    tail_addr(ctx, op, 4)
+    lane_walk(ctx, op, function(j)
+      ctx:wline("ld1 {v" .. n(d[math.floor(j / 4) + 1]) .. ".s}[" .. C.int(j % 4) .. "], [x16], #4")
+    end)
+    return
+  end
+  local o = elem_addr(ctx, op, 4)
+  ctx:wline("ldp " .. q(d[1]) .. ", " .. q(d[2]) .. ", [x16, " .. imm(o) .. "]")
+  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [x16, " .. imm(o + 32) .. "]")
+end
+
+function ops.load_bf16(ctx, op)
+  local d = ctx:regs(op.dst)
+  if op.lanes then
+    for _, p in ipairs(d) do ctx:wline("movi v" .. n(p) .. ".2d, #0") end
+    tail_addr(ctx, op, 2)
+    lane_walk(ctx, op, function(j)
+      ctx:wline("ld1 {v" .. n(d[math.floor(j / 4) + 1]) .. ".h}[" .. C.int(2 * (j % 4) + 1) .. "], [x16], #2")
+    end)
+    return
+  end
+  local o = elem_addr(ctx, op, 2)
+  -- 16 halfwords into d3, d4; widen into d1..d4 in an order that reads each source first
+  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [x16, " .. imm(o) .. "]")
+  ctx:wline("shll " .. v4s(d[1]) .. ", v" .. n(d[3]) .. ".4h, #16")
+  ctx:wline("shll2 " .. v4s(d[2]) .. ", v" .. n(d[3]) .. ".8h, #16")
+  ctx:wline("shll " .. v4s(d[3]) .. ", v" .. n(d[4]) .. ".4h, #16")
+  ctx:wline("shll2 " .. v4s(d[4]) .. ", v" .. n(d[4]) .. ".8h, #16")
+end
+
+function ops.store_f32(ctx, op)
+  local v = ctx:regs(op.src[3])
+  if op.lanes then
+    tail_addr(ctx, op, 4)
+    lane_walk(ctx, op, function(j)
+      ctx:wline("st1 {v" .. n(v[math.floor(j / 4) + 1]) .. ".s}[" .. C.int(j % 4) .. "], [x16], #4")
+    end)
+    return
+  end
+  local o = elem_addr(ctx, op, 4)
+  ctx:wline("stp " .. q(v[1]) .. ", " .. q(v[2]) .. ", [x16, " .. imm(o) .. "]")
+  ctx:wline("stp " .. q(v[3]) .. ", " .. q(v[4]) .. ", [x16, " .. imm(o + 32) .. "]")
+end
+
+function ops.store_bf16(ctx, op)
+  local v = ctx:regs(op.src[3])
+  if op.lanes then
+    tail_addr(ctx, op, 2)
+    lane_walk(ctx, op, function(j)
+      ctx:wline("st1 {v" .. n(v[math.floor(j / 4) + 1]) .. ".h}[" .. C.int(2 * (j % 4) + 1) .. "], [x16], #2")
+    end)
+    return
+  end
+  local o = elem_addr(ctx, op, 2)
+  ctx:wline("shrn v" .. n(T0) .. ".4h, " .. v4s(v[1]) .. ", #16")
+  ctx:wline("shrn2 v" .. n(T0) .. ".8h, " .. v4s(v[2]) .. ", #16")
+  ctx:wline("shrn v" .. n(T1) .. ".4h, " .. v4s(v[3]) .. ", #16")
+  ctx:wline("shrn2 v" .. n(T1) .. ".8h, " .. v4s(v[4]) .. ", #16")
+  ctx:wline("stp " .. q(T0) .. ", " .. q(T1) .. ", [x16, " .. imm(o) .. "]")
+end
+
+function ops.load1_bf16(ctx, op)
+  local o = elem_addr(ctx, op, 2)
+  local d = ctx:reg(op.dst)
+  ctx:wline("ldr " .. h(d) .. ", [x16, " .. imm(o) .. "]")
+  ctx:wline("shl v" .. n(d) .. ".2s, v" .. n(d) .. ".2s, #16")
+end
+
+function ops.load1_f32(ctx, op)
+  local o = elem_addr(ctx, op, 4)
+  ctx:wline("ldr " .. s(ctx:reg(op.dst)) .. ", [x16, " .. imm(o) .. "]")
+end
+
+function ops.store1_bf16(ctx, op)
+  tail_addr(ctx, op, 2)
+  ctx:wline("st1 {v" .. n(ctx:reg(op.src[3])) .. ".h}[1], [x16]")
+end
+
+function ops.store1_f32(ctx, op)
+  local o = elem_addr(ctx, op, 4)
+  ctx:wline("str " .. s(ctx:reg(op.src[3])) .. ", [x16, " .. imm(o) .. "]")
+end
+
+-- lanes l with base + l < rem: (rem - base) > iota, as all-ones lanes
+function ops.mask(ctx, op)
+  local d = ctx:regs(op.dst)
+  add_imm(ctx, "x16", ctx:reg(op.src[1]), -op.attr.base)
+  ctx:wline("dup " .. v4s(T0) .. ", w16")
+  local w16 = {}
+  for i = 0, 15 do w16[i + 1] = i end
+  const_addr(ctx, "x17", ctx:const("iota", w16))
+  for p = 1, 4 do
+    ctx:wline("ldr " .. q(T1) .. ", [x17, " .. imm(16 * (p - 1)) .. "]")
+    ctx:wline("cmgt " .. v4s(d[p]) .. ", " .. v4s(T0) .. ", " .. v4s(T1))
+  end
+end
+
+function ops.fma_acc(ctx, op)
+  local acc, a, b = ctx:regs(op.src[1]), ctx:regs(op.src[2]), ctx:regs(op.src[3])
+  for p = 1, 4 do
+    if op.lanes then
+      local m = ctx:regs(op.lanes.mask)[p]
+      ctx:wline("mov " .. v16b(T0) .. ", " .. v16b(acc[p]))
+      ctx:wline("fmla " .. v4s(T0) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p]))
+      ctx:wline("bit " .. v16b(acc[p]) .. ", " .. v16b(T0) .. ", " .. v16b(m))
+    else
+      ctx:wline("fmla " .. v4s(acc[p]) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p]))
+    end
+  end
+end
+
+local function binary(ins)
+  return function(ctx, op)
+    local d, a, b = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2])
+    for p = 1, #d do ctx:wline(ins .. " " .. v4s(d[p]) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p])) end
+  end
+end
+ops.vadd = binary("fadd")
+ops.vmul = binary("fmul")
+
+-- max(a, b) = a > b ? a : b (NaN or equal -> b), the x86 (v)maxps rule; FMAX differs.
+function ops.vmax(ctx, op)
+  local d, a, b = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2])
+  for p = 1, #d do
+    ctx:wline("fcmgt " .. v4s(d[p]) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p]))
+    ctx:wline("bsl " .. v16b(d[p]) .. ", " .. v16b(a[p]) .. ", " .. v16b(b[p]))
+  end
+end
+
+function ops.vfma(ctx, op)
+  local d, a, b, c = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2]), ctx:regs(op.src[3])
+  for p = 1, #d do
+    ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(c[p]))
+    ctx:wline("fmla " .. v4s(d[p]) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p]))
+  end
+end
+
+-- Integer RNE to bf16 (high half): u + 0x7fff + ((u >> 16) & 1), low half cleared; NaN
+-- lanes become (u | 0x00400000), low half cleared.
+local function rne(ctx, d, v)
+  ctx:wline("ushr " .. v4s(d) .. ", " .. v4s(v) .. ", #16")
+  ctx:wline("movi " .. v4s(T0) .. ", #1")
+  ctx:wline("and " .. v16b(d) .. ", " .. v16b(d) .. ", " .. v16b(T0))
+  ctx:wline("add " .. v4s(d) .. ", " .. v4s(d) .. ", " .. v4s(v))
+  ctx:wline("movi " .. v4s(T0) .. ", #0x7f, msl #8")                 -- 0x00007fff
+  ctx:wline("add " .. v4s(d) .. ", " .. v4s(d) .. ", " .. v4s(T0))
+  ctx:wline("fcmeq " .. v4s(T0) .. ", " .. v4s(v) .. ", " .. v4s(v))  -- all ones unless NaN
+  ctx:wline("mov " .. v16b(T1) .. ", " .. v16b(v))
+  ctx:wline("orr " .. v4s(T1) .. ", #0x40, lsl #16")
+  ctx:wline("bif " .. v16b(d) .. ", " .. v16b(T1) .. ", " .. v16b(T0))
+  ctx:wline("bic " .. v4s(d) .. ", #0xff")
+  ctx:wline("bic " .. v4s(d) .. ", #0xff, lsl #8")
+end
+
+function ops.vrne(ctx, op)
+  local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
+  for p = 1, 4 do rne(ctx, d[p], v[p]) end
+end
+
+function ops.srne(ctx, op)
+  rne(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]))
+end
+
+function ops.bcast(ctx, op)
+  local src = ctx:reg(op.src[1])
+  for _, p in ipairs(ctx:regs(op.dst)) do ctx:wline("dup " .. v4s(p) .. ", v" .. n(src) .. ".s[0]") end
+end
+
+-- Halving tree: lane i += lane i + s for s = 8, 4, 2, 1; lower lanes are the first operand.
+function ops.reduce_add(ctx, op)
+  local v, d = ctx:regs(op.src[1]), ctx:reg(op.dst)
+  ctx:wline("fadd " .. v4s(T0) .. ", " .. v4s(v[1]) .. ", " .. v4s(v[3]))
+  ctx:wline("fadd " .. v4s(T1) .. ", " .. v4s(v[2]) .. ", " .. v4s(v[4]))
+  ctx:wline("fadd " .. v4s(d) .. ", " .. v4s(T0) .. ", " .. v4s(T1))
+  ctx:wline("ext " .. v16b(T0) .. ", " .. v16b(d) .. ", " .. v16b(d) .. ", #8")
+  ctx:wline("fadd v" .. n(d) .. ".2s, v" .. n(d) .. ".2s, v" .. n(T0) .. ".2s")
+  ctx:wline("faddp " .. s(d) .. ", v" .. n(d) .. ".2s")
+end
+
+local function sbinary(ins)
+  return function(ctx, op)
+    ctx:wline(ins .. " " .. s(ctx:reg(op.dst)) .. ", " .. s(ctx:reg(op.src[1])) .. ", " .. s(ctx:reg(op.src[2])))
+  end
+end
+ops.sadd = sbinary("fadd")
+ops.smul = sbinary("fmul")
+ops.sdiv = sbinary("fdiv")
+
+function ops.ssqrt(ctx, op)
+  ctx:wline("fsqrt " .. s(ctx:reg(op.dst)) .. ", " .. s(ctx:reg(op.src[1])))
+end
+
+-- Loops -------------------------------------------------------------------------------------
+
+function ops.for_rows(ctx, op)
+  local r, first, last = ctx:reg(op.attr.ivar), ctx:reg(op.src[1]), ctx:reg(op.src[2])
+  local g = op.attr.group
+  local lg, ls, le = ctx:new_label("rows"), ctx:new_label("row"), ctx:new_label("rows_end")
+  ctx:wline("mov " .. r .. ", " .. first)
+  ctx:wlabel(lg)
+  ctx:wline("add x16, " .. r .. ", " .. imm(g))
+  ctx:wline("cmp x16, " .. last)
+  ctx:wline("b.gt " .. (g > 1 and ls or le))
+  ctx:lower(op.attr.grouped)
+  ctx:wline("add " .. r .. ", " .. r .. ", " .. imm(g))
+  ctx:wline("b " .. lg)
+  if g > 1 then
+    ctx:wlabel(ls)
+    ctx:wline("cmp " .. r .. ", " .. last)
+    ctx:wline("b.ge " .. le)
+    ctx:lower(op.attr.single)
+    ctx:wline("add " .. r .. ", " .. r .. ", #1")
+    ctx:wline("b " .. ls)
+  end
+  ctx:wlabel(le)
+end
+
+function ops.for_tiles(ctx, op)
+  local i, cnt, rem = ctx:reg(op.attr.ivar), ctx:reg(op.src[1]), ctx:reg(op.attr.rem)
+  local tile = op.attr.tile
+  local lt, ltail, le = ctx:new_label("tiles"), ctx:new_label("tail"), ctx:new_label("tiles_end")
+  ctx:wline("mov " .. i .. ", #0")
+  ctx:wlabel(lt)
+  ctx:wline("add x16, " .. i .. ", " .. imm(tile))
+  ctx:wline("cmp x16, " .. cnt)
+  ctx:wline("b.gt " .. ltail)
+  ctx:lower(op.attr.full)
+  ctx:wline("add " .. i .. ", " .. i .. ", " .. imm(tile))
+  ctx:wline("b " .. lt)
+  ctx:wlabel(ltail)
+  ctx:wline("subs " .. rem .. ", " .. cnt .. ", " .. i)
+  ctx:wline("b.le " .. le)
+  ctx:lower(op.attr.tail)
+  ctx:wlabel(le)
+end
+
+return M

@@ -1,0 +1,475 @@
+-- gen/isa/x86_64.lua: the x86_64 backend (SysV ABI, Intel syntax).
+--
+-- Variants: avx2 (AVX2 + FMA: a canonical vector is a ymm pair, masks are ymm pairs) and
+-- avx512 (AVX-512 F/BW/VL: one zmm, masks in k registers). Hooks are named after IR ops
+-- (gen/ir.lua, ORDER OP) and are the same set as gen/isa/aarch64.lua's.
+--
+-- Lowering conventions:
+--   * a bf16 value lives in the high half of an f32 lane (low half zero), so widening is a
+--     shift and RNE results feed f32 math directly;
+--   * tail lanes are never touched in memory: AVX-512 masks suppress faults, AVX2 uses
+--     vmaskmovps for f32 and lane-by-lane inserts/extracts for bf16;
+--   * rax, r11 and the top vector registers are scratch, outside the allocator.
+
+local C = require("compat")
+
+local M = {
+  isa = "x86_64",
+  abi = "SysV x86-64",
+  comment = "//",
+}
+
+M.variants = {
+  { name = "avx2", tier = "exact", features = { "avx2", "fma" }, features_doc = "AVX2 + FMA",
+    march = "haswell" },
+  { name = "avx512", tier = "exact", features = { "avx512f", "avx512bw", "avx512vl" },
+    features_doc = "AVX-512 F/BW/VL", march = "skylake-avx512" },
+}
+
+local GPR32 = { rax = "eax", rcx = "ecx", rdx = "edx", rbx = "ebx", rsi = "esi", rdi = "edi",
+                rbp = "ebp", r8 = "r8d", r9 = "r9d", r10 = "r10d", r11 = "r11d", r12 = "r12d",
+                r13 = "r13d", r14 = "r14d", r15 = "r15d" }
+
+local function vnum(r) return r:match("%d+$") end
+local function X(r) return "xmm" .. vnum(r) end
+local function Y(r) return "ymm" .. vnum(r) end
+local function Z(r) return "zmm" .. vnum(r) end
+
+local function is512(ctx) return ctx.variant.name == "avx512" end
+
+function M.registers(variant)
+  local gpr = { "rcx", "rdx", "rsi", "r8", "r9", "r10", "rdi", "rbx", "rbp", "r12", "r13", "r14", "r15" }
+  local saved = { rbx = true, rbp = true, r12 = true, r13 = true, r14 = true, r15 = true }
+  local vec, scratch = {}, { "rax", "r11" }
+  if variant.name == "avx512" then
+    for i = 0, 28 do vec[#vec + 1] = "zmm" .. C.int(i) end
+    scratch[#scratch + 1] = "zmm29-zmm31"
+    scratch[#scratch + 1] = "k7"
+    return { pools = { gpr = gpr, vec = vec, mask = { "k1", "k2", "k3", "k4", "k5", "k6" } },
+             callee_saved = saved, argp = "rdi", scratch = scratch,
+             classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 1 },
+                         s = { pool = "vec", n = 1 }, k = { pool = "mask", n = 1 } } }
+  end
+  for i = 0, 13 do vec[#vec + 1] = "ymm" .. C.int(i) end
+  scratch[#scratch + 1] = "ymm14-ymm15"
+  return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "rdi", scratch = scratch,
+           classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 2 },
+                       s = { pool = "vec", n = 1 }, k = { pool = "vec", n = 2 } } }
+end
+
+-- scratch vector registers
+local T0, T1, T2 = "zmm29", "zmm30", "zmm31"
+local function scratch(ctx, i)
+  if is512(ctx) then return ({ T0, T1, T2 })[i] end
+  return ({ "ymm14", "ymm15" })[i] or error("internal: avx2 has two scratch registers")
+end
+
+local function mem(base, idx, scale, disp)
+  local s = "[" .. base
+  if idx then s = s .. " + " .. idx .. "*" .. C.int(scale) end
+  if disp > 0 then s = s .. " + " .. C.int(disp) elseif disp < 0 then s = s .. " - " .. C.int(-disp) end
+  return s .. "]"
+end
+
+local function kconst(ctx, name, word, n)
+  local words = {}
+  for i = 1, n do words[i] = word end
+  return "[rip + FK_SYM(" .. ctx:const(name, words) .. ")]"
+end
+
+-- A 32-bit constant broadcast to the vector width: {1to16} on AVX-512, a 32-byte row on AVX2.
+local function bconst(ctx, name, word)
+  if is512(ctx) then return "dword ptr " .. kconst(ctx, name, word, 1) .. "{1to16}" end
+  return "ymmword ptr " .. kconst(ctx, name .. "_x8", word, 8)
+end
+
+local function iota(ctx)
+  local w = {}
+  for i = 0, 15 do w[i + 1] = i end
+  return "FK_SYM(" .. ctx:const("iota", w) .. ")"
+end
+
+-- Parts of a vector value: { "zmm3" } or { "ymm4", "ymm5" }.
+local function parts(ctx, v)
+  return ctx:regs(v)
+end
+
+-- Address of element (idx + off) of an array of `size`-byte elements.
+local function elem(ctx, op, size, extra)
+  return mem(ctx:reg(op.src[1]), ctx:reg(op.src[2]), size, (op.attr.off + (extra or 0)) * size)
+end
+
+---------------------------------------------------------------------------------------------
+-- Function frame
+
+function M.preamble() return { "    .intel_syntax noprefix" } end
+function M.const_section() return { "    FK_RODATA" } end
+function M.postamble() return { "    FK_GNU_STACK" } end
+
+function M.begin(ctx)
+  local s = ctx.symbol
+  ctx:wraw("    FK_TEXT")
+  ctx:wraw("    .p2align 6")
+  ctx:wraw("    .globl FK_SYM(" .. s .. ")")
+  ctx:wraw("    FK_HIDDEN(" .. s .. ")")
+  ctx:wraw("    FK_TYPE_FUNC(" .. s .. ")")
+  ctx:wraw("FK_SYM(" .. s .. "):")
+  for _, r in ipairs(ctx.saved) do ctx:wline("push " .. r) end
+end
+
+function M.finish(ctx)
+  ctx:wline("vzeroupper")
+  for i = #ctx.saved, 1, -1 do ctx:wline("pop " .. ctx.saved[i]) end
+  ctx:wline("ret")
+  ctx:wraw("    FK_SIZE(" .. ctx.symbol .. ")")
+end
+
+---------------------------------------------------------------------------------------------
+-- Hooks
+
+local ops = {}
+M.ops = ops
+
+function ops.entry() end
+
+function ops.arg(ctx, op)
+  ctx:wline("mov " .. ctx:reg(op.dst) .. ", qword ptr " .. mem(ctx:reg(op.src[1]), nil, 1, op.attr.field.offset))
+end
+
+function ops.arg_f32(ctx, op)
+  ctx:wline("vmovss " .. X(ctx:reg(op.dst)) .. ", dword ptr " .. mem(ctx:reg(op.src[1]), nil, 1, op.attr.field.offset))
+end
+
+function ops.iconst(ctx, op)
+  ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. C.int(op.attr.imm))
+end
+
+function ops.iadd(ctx, op)
+  ctx:wline("lea " .. ctx:reg(op.dst) .. ", " .. mem(ctx:reg(op.src[1]), ctx:reg(op.src[2]), 1, 0))
+end
+
+function ops.iaddi(ctx, op)
+  ctx:wline("lea " .. ctx:reg(op.dst) .. ", " .. mem(ctx:reg(op.src[1]), nil, 1, op.attr.imm))
+end
+
+function ops.isub(ctx, op)
+  ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]))
+  ctx:wline("sub " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[2]))
+end
+
+function ops.imul(ctx, op)
+  ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]))
+  ctx:wline("imul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[2]))
+end
+
+function ops.addr(ctx, op)
+  ctx:wline("lea " .. ctx:reg(op.dst) .. ", " .. mem(ctx:reg(op.src[1]), ctx:reg(op.src[2]), op.attr.scale, 0))
+end
+
+function ops.zero(ctx, op)
+  for _, p in ipairs(parts(ctx, op.dst)) do
+    if is512(ctx) then ctx:wline("vpxord " .. p .. ", " .. p .. ", " .. p)
+    else ctx:wline("vpxor " .. p .. ", " .. p .. ", " .. p) end
+  end
+end
+
+function ops.sconst(ctx, op)
+  ctx:wline("vmovss " .. X(ctx:reg(op.dst)) .. ", dword ptr " ..
+            kconst(ctx, string.format("f%08x", op.attr.bits), op.attr.bits, 1))
+end
+
+function ops.cvt_i2s(ctx, op)
+  local d = X(ctx:reg(op.dst))
+  ctx:wline((is512(ctx) and "vpxord " or "vxorps ") .. d .. ", " .. d .. ", " .. d)  -- no false dependency
+  ctx:wline("vcvtsi2ss " .. d .. ", " .. d .. ", " .. ctx:reg(op.src[1]))
+end
+
+-- Lane-by-lane loop over the valid lanes of a tail lane group: emit(j) for lane j, stopping
+-- at the first lane past the remainder. Used where AVX2 has no 16-bit masked move.
+local function lane_walk(ctx, op, emit)
+  local done = ctx:new_label("lanes")
+  local rem = ctx:reg(op.lanes.rem)
+  for j = 0, 15 do
+    ctx:wline("cmp " .. rem .. ", " .. C.int(op.lanes.base + j + 1))
+    ctx:wline("jl " .. done)
+    emit(j)
+  end
+  ctx:wlabel(done)
+end
+
+function ops.load_f32(ctx, op)
+  local d = parts(ctx, op.dst)
+  if is512(ctx) then
+    local k = op.lanes and ("{" .. ctx:reg(op.lanes.mask) .. "}{z}") or ""
+    ctx:wline("vmovups " .. d[1] .. k .. ", zmmword ptr " .. elem(ctx, op, 4))
+    return
+  end
+  for i = 1, 2 do
+    local a = "ymmword ptr " .. elem(ctx, op, 4, 8 * (i - 1))
+    if op.lanes then
+      ctx:wline("vmaskmovps " .. d[i] .. ", " .. ctx:regs(op.lanes.mask)[i] .. ", " .. a)
+    else
+      ctx:wline("vmovups " .. d[i] .. ", " .. a)
+    end
+  end
+end
+
+function ops.load_bf16(ctx, op)
+  local d = parts(ctx, op.dst)
+  if is512(ctx) then
+    local k = op.lanes and ("{" .. ctx:reg(op.lanes.mask) .. "}{z}") or ""
+    ctx:wline("vpmovzxwd " .. d[1] .. k .. ", ymmword ptr " .. elem(ctx, op, 2))
+    ctx:wline("vpslld " .. d[1] .. ", " .. d[1] .. ", 16")
+    return
+  end
+  if op.lanes then
+    -- stage the valid words in the low xmm halves, then widen in place
+    for i = 1, 2 do ctx:wline("vpxor " .. d[i] .. ", " .. d[i] .. ", " .. d[i]) end
+    lane_walk(ctx, op, function(j)
+      local x = X(d[j < 8 and 1 or 2])
+      ctx:wline("vpinsrw " .. x .. ", " .. x .. ", word ptr " .. elem(ctx, op, 2, j) .. ", " .. C.int(j % 8))
+    end)
+    for i = 1, 2 do ctx:wline("vpmovzxwd " .. d[i] .. ", " .. X(d[i])) end
+  else
+    for i = 1, 2 do ctx:wline("vpmovzxwd " .. d[i] .. ", xmmword ptr " .. elem(ctx, op, 2, 8 * (i - 1))) end
+  end
+  for i = 1, 2 do ctx:wline("vpslld " .. d[i] .. ", " .. d[i] .. ", 16") end
+end
+
+function ops.store_f32(ctx, op)
+  local v = parts(ctx, op.src[3])
+  if is512(ctx) then
+    local k = op.lanes and ("{" .. ctx:reg(op.lanes.mask) .. "}") or ""
+    ctx:wline("vmovups zmmword ptr " .. elem(ctx, op, 4) .. k .. ", " .. v[1])
+    return
+  end
+  for i = 1, 2 do
+    local a = "ymmword ptr " .. elem(ctx, op, 4, 8 * (i - 1))
+    if op.lanes then
+      ctx:wline("vmaskmovps " .. a .. ", " .. ctx:regs(op.lanes.mask)[i] .. ", " .. v[i])
+    else
+      ctx:wline("vmovups " .. a .. ", " .. v[i])
+    end
+  end
+end
+
+-- Stores the high halves (the bf16 bits) of 16 lanes.
+function ops.store_bf16(ctx, op)
+  local v = parts(ctx, op.src[3])
+  if is512(ctx) then
+    local k = op.lanes and ("{" .. ctx:reg(op.lanes.mask) .. "}") or ""
+    ctx:wline("vpsrld " .. T0 .. ", " .. v[1] .. ", 16")
+    ctx:wline("vpmovdw ymmword ptr " .. elem(ctx, op, 2) .. k .. ", " .. T0)
+    return
+  end
+  local a, b = scratch(ctx, 1), scratch(ctx, 2)
+  ctx:wline("vpsrld " .. a .. ", " .. v[1] .. ", 16")
+  ctx:wline("vpsrld " .. b .. ", " .. v[2] .. ", 16")
+  ctx:wline("vpackusdw " .. a .. ", " .. a .. ", " .. b)     -- words 0-3 8-11 4-7 12-15
+  ctx:wline("vpermq " .. a .. ", " .. a .. ", 0xd8")          -- words 0-15 in order
+  if not op.lanes then
+    ctx:wline("vmovdqu ymmword ptr " .. elem(ctx, op, 2) .. ", " .. a)
+    return
+  end
+  ctx:wline("vextracti128 " .. X(b) .. ", " .. a .. ", 1")
+  lane_walk(ctx, op, function(j)
+    ctx:wline("vpextrw word ptr " .. elem(ctx, op, 2, j) .. ", " .. X(j < 8 and a or b) .. ", " .. C.int(j % 8))
+  end)
+end
+
+function ops.load1_bf16(ctx, op)
+  ctx:wline("movzx eax, word ptr " .. elem(ctx, op, 2))
+  ctx:wline("shl eax, 16")
+  ctx:wline("vmovd " .. X(ctx:reg(op.dst)) .. ", eax")
+end
+
+function ops.load1_f32(ctx, op)
+  ctx:wline("vmovss " .. X(ctx:reg(op.dst)) .. ", dword ptr " .. elem(ctx, op, 4))
+end
+
+function ops.store1_bf16(ctx, op)
+  ctx:wline("vpextrw word ptr " .. elem(ctx, op, 2) .. ", " .. X(ctx:reg(op.src[3])) .. ", 1")
+end
+
+function ops.store1_f32(ctx, op)
+  ctx:wline("vmovss dword ptr " .. elem(ctx, op, 4) .. ", " .. X(ctx:reg(op.src[3])))
+end
+
+-- lanes l with base + l < rem: compare (rem - base) > iota
+function ops.mask(ctx, op)
+  ctx:wline("lea rax, " .. mem(ctx:reg(op.src[1]), nil, 1, -op.attr.base))
+  local t = scratch(ctx, 1)
+  if is512(ctx) then
+    ctx:wline("vpbroadcastd " .. t .. ", eax")
+    ctx:wline("vpcmpd " .. ctx:reg(op.dst) .. ", " .. t .. ", zmmword ptr [rip + " .. iota(ctx) .. "], 6")
+    return
+  end
+  local d = ctx:regs(op.dst)
+  ctx:wline("vmovd " .. X(t) .. ", eax")
+  ctx:wline("vpbroadcastd " .. t .. ", " .. X(t))
+  ctx:wline("vpcmpgtd " .. d[1] .. ", " .. t .. ", ymmword ptr [rip + " .. iota(ctx) .. "]")
+  ctx:wline("vpcmpgtd " .. d[2] .. ", " .. t .. ", ymmword ptr [rip + " .. iota(ctx) .. " + 32]")
+end
+
+function ops.fma_acc(ctx, op)
+  local acc, a, b = parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
+  if is512(ctx) then
+    local k = op.lanes and ("{" .. ctx:reg(op.lanes.mask) .. "}") or ""
+    ctx:wline("vfmadd231ps " .. acc[1] .. k .. ", " .. a[1] .. ", " .. b[1])
+    return
+  end
+  for i = 1, 2 do
+    if op.lanes then
+      local t = scratch(ctx, 1)
+      ctx:wline("vmovaps " .. t .. ", " .. acc[i])
+      ctx:wline("vfmadd231ps " .. t .. ", " .. a[i] .. ", " .. b[i])
+      ctx:wline("vblendvps " .. acc[i] .. ", " .. acc[i] .. ", " .. t .. ", " .. ctx:regs(op.lanes.mask)[i])
+    else
+      ctx:wline("vfmadd231ps " .. acc[i] .. ", " .. a[i] .. ", " .. b[i])
+    end
+  end
+end
+
+local function binary(ins)
+  return function(ctx, op)
+    local d, a, b = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2])
+    for i = 1, #d do ctx:wline(ins .. " " .. d[i] .. ", " .. a[i] .. ", " .. b[i]) end
+  end
+end
+ops.vadd = binary("vaddps")
+ops.vmul = binary("vmulps")
+-- max(a, b) = a > b ? a : b, which is exactly (v)maxps a, b (NaN or equal -> b)
+ops.vmax = binary("vmaxps")
+
+function ops.vfma(ctx, op)
+  local d, a, b, c = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
+  for i = 1, #d do
+    ctx:wline("vmovaps " .. d[i] .. ", " .. c[i])
+    ctx:wline("vfmadd231ps " .. d[i] .. ", " .. a[i] .. ", " .. b[i])
+  end
+end
+
+-- Integer RNE to bf16 (kept in the high half): u + 0x7fff + ((u >> 16) & 1), low half cleared;
+-- NaN lanes become (u | 0x00400000) with the low half cleared (quiet, sign and top payload kept).
+-- AVX-512 uses EVEX forms only (registers 16-31 have no VEX encoding), scalars included: a
+-- scalar is rounded as lane 0 of its zmm, the other lanes being don't-care.
+local function rne(ctx, d, v, xmm)
+  if is512(ctx) then
+    d, v = Z(d), Z(v)
+    ctx:wline("vpsrld " .. d .. ", " .. v .. ", 16")
+    ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "one", 1))
+    ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. v)
+    ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. bconst(ctx, "rne_bias", 0x7fff))
+    ctx:wline("vcmpps k7, " .. v .. ", " .. v .. ", 3")                 -- unordered: NaN lanes
+    ctx:wline("vpord " .. d .. "{k7}, " .. v .. ", " .. bconst(ctx, "qnan_bit", 0x00400000))
+    ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "hi16", 0xffff0000))
+    return
+  end
+  local W = xmm and X or Y
+  local size = xmm and "xmmword ptr " or "ymmword ptr "
+  local row = function(name, word) return size .. kconst(ctx, name .. "_x8", word, 8) end
+  local t, q = W(scratch(ctx, 1)), W(scratch(ctx, 2))
+  d, v = W(d), W(v)
+  ctx:wline("vpsrld " .. d .. ", " .. v .. ", 16")
+  ctx:wline("vpand " .. d .. ", " .. d .. ", " .. row("one", 1))
+  ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. v)
+  ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. row("rne_bias", 0x7fff))
+  ctx:wline("vcmpps " .. t .. ", " .. v .. ", " .. v .. ", 3")          -- all ones in NaN lanes
+  ctx:wline("vpor " .. q .. ", " .. v .. ", " .. row("qnan_bit", 0x00400000))
+  ctx:wline("vblendvps " .. d .. ", " .. d .. ", " .. q .. ", " .. t)
+  ctx:wline("vpand " .. d .. ", " .. d .. ", " .. row("hi16", 0xffff0000))
+end
+
+function ops.vrne(ctx, op)
+  local d, v = parts(ctx, op.dst), parts(ctx, op.src[1])
+  for i = 1, #d do rne(ctx, d[i], v[i], false) end
+end
+
+function ops.srne(ctx, op)
+  rne(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]), true)
+end
+
+function ops.bcast(ctx, op)
+  local d = parts(ctx, op.dst)
+  ctx:wline("vbroadcastss " .. d[1] .. ", " .. X(ctx:reg(op.src[1])))
+  for i = 2, #d do ctx:wline("vmovaps " .. d[i] .. ", " .. d[1]) end
+end
+
+-- Halving tree: lane i += lane i + s for s = 8, 4, 2, 1; lower lanes are the first operand.
+function ops.reduce_add(ctx, op)
+  local v, d = parts(ctx, op.src[1]), ctx:reg(op.dst)
+  local t = is512(ctx) and T0 or scratch(ctx, 1)
+  if is512(ctx) then
+    ctx:wline("vextractf64x4 " .. Y(t) .. ", " .. v[1] .. ", 1")
+    ctx:wline("vaddps " .. Y(d) .. ", " .. Y(v[1]) .. ", " .. Y(t))
+  else
+    ctx:wline("vaddps " .. Y(d) .. ", " .. v[1] .. ", " .. v[2])
+  end
+  ctx:wline((is512(ctx) and "vextractf32x4 " or "vextractf128 ") .. X(t) .. ", " .. Y(d) .. ", 1")
+  ctx:wline("vaddps " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
+  ctx:wline("vmovhlps " .. X(t) .. ", " .. X(d) .. ", " .. X(d))
+  ctx:wline("vaddps " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
+  ctx:wline("vmovshdup " .. X(t) .. ", " .. X(d))
+  ctx:wline("vaddss " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
+end
+
+local function sbinary(ins)
+  return function(ctx, op)
+    ctx:wline(ins .. " " .. X(ctx:reg(op.dst)) .. ", " .. X(ctx:reg(op.src[1])) .. ", " .. X(ctx:reg(op.src[2])))
+  end
+end
+ops.sadd = sbinary("vaddss")
+ops.smul = sbinary("vmulss")
+ops.sdiv = sbinary("vdivss")
+
+function ops.ssqrt(ctx, op)
+  local d = X(ctx:reg(op.dst))
+  ctx:wline("vsqrtss " .. d .. ", " .. d .. ", " .. X(ctx:reg(op.src[1])))
+end
+
+-- Loops -------------------------------------------------------------------------------------
+
+function ops.for_rows(ctx, op)
+  local r, first, last = ctx:reg(op.attr.ivar), ctx:reg(op.src[1]), ctx:reg(op.src[2])
+  local g = op.attr.group
+  local lg, ls, le = ctx:new_label("rows"), ctx:new_label("row"), ctx:new_label("rows_end")
+  ctx:wline("mov " .. r .. ", " .. first)
+  ctx:wlabel(lg)
+  ctx:wline("lea rax, " .. mem(r, nil, 1, g))
+  ctx:wline("cmp rax, " .. last)
+  ctx:wline("jg " .. (g > 1 and ls or le))
+  ctx:lower(op.attr.grouped)
+  ctx:wline("add " .. r .. ", " .. C.int(g))
+  ctx:wline("jmp " .. lg)
+  if g > 1 then
+    ctx:wlabel(ls)
+    ctx:wline("cmp " .. r .. ", " .. last)
+    ctx:wline("jge " .. le)
+    ctx:lower(op.attr.single)
+    ctx:wline("add " .. r .. ", 1")
+    ctx:wline("jmp " .. ls)
+  end
+  ctx:wlabel(le)
+end
+
+function ops.for_tiles(ctx, op)
+  local i, n, rem = ctx:reg(op.attr.ivar), ctx:reg(op.src[1]), ctx:reg(op.attr.rem)
+  local tile = op.attr.tile
+  local lt, ltail, le = ctx:new_label("tiles"), ctx:new_label("tail"), ctx:new_label("tiles_end")
+  ctx:wline("xor " .. GPR32[i] .. ", " .. GPR32[i])
+  ctx:wlabel(lt)
+  ctx:wline("lea rax, " .. mem(i, nil, 1, tile))
+  ctx:wline("cmp rax, " .. n)
+  ctx:wline("jg " .. ltail)
+  ctx:lower(op.attr.full)
+  ctx:wline("add " .. i .. ", " .. C.int(tile))
+  ctx:wline("jmp " .. lt)
+  ctx:wlabel(ltail)
+  ctx:wline("mov " .. rem .. ", " .. n)
+  ctx:wline("sub " .. rem .. ", " .. i)
+  ctx:wline("jle " .. le)
+  ctx:lower(op.attr.tail)
+  ctx:wlabel(le)
+end
+
+return M

@@ -1,0 +1,87 @@
+-- gen/regalloc.lua: linear-scan register allocation over the IR's live intervals.
+--
+-- A backend describes its register files as pools (ordered: caller-saved first, so callee-saved
+-- registers are only touched when the caller-saved ones run out) and, per IR value type, how
+-- many registers of which pool a value occupies (an AVX2 vector is two ymm, a NEON vector four
+-- q registers). There is no spilling: a template that needs more live values than a variant
+-- holds fails to generate, naming the op, the variant and what was live.
+
+local IR = require("ir")
+local C = require("compat")
+
+local M = {}
+
+-- backend.regs = { pools = { name = { "r1", "r2", ... } },
+--                  callee_saved = { reg = true },
+--                  classes = { i = { pool = "gpr", n = 1 }, v = ..., s = ..., k = ... },
+--                  argp = "rdi" }   -- where the value marked `fixed` (the argument pointer) lives
+-- Returns assignment (value -> { regs }), used callee-saved registers (sorted by pool order),
+-- or raises { msg, op_line } through fail(msg, line).
+function M.allocate(proc, regs, fail)
+  local intervals = IR.liveness(proc)
+  local free = {}          -- pool -> { reg -> true }
+  for _, pname in ipairs(C.sorted_keys(regs.pools)) do
+    free[pname] = {}
+    for _, r in ipairs(regs.pools[pname]) do free[pname][r] = true end
+  end
+
+  local active = {}        -- intervals holding registers, any order
+  local used = {}
+  local assign = {}
+
+  local function expire(pos)
+    local keep = {}
+    for _, iv in ipairs(active) do
+      if iv.to < pos then
+        for _, r in ipairs(assign[iv.value]) do free[iv.pool][r] = true end
+      else
+        keep[#keep + 1] = iv
+      end
+    end
+    active = keep
+  end
+
+  local function describe_live()
+    local names = {}
+    for _, iv in ipairs(active) do
+      names[#names + 1] = string.format("%s%d@%d", iv.value.type, iv.value.id, iv.value.line or 0)
+    end
+    table.sort(names)
+    return table.concat(names, " ")
+  end
+
+  for _, iv in ipairs(intervals) do
+    expire(iv.from)
+    local cls = regs.classes[iv.value.type]
+    local pool = regs.pools[cls.pool]
+    local got = {}
+    if iv.value.fixed then
+      -- the argument struct pointer arrives in the ABI's first argument register
+      if not free[cls.pool][regs.argp] then error("internal: argument register taken at entry") end
+      got[1] = regs.argp
+    end
+    for _, r in ipairs(pool) do
+      if #got == cls.n then break end
+      if free[cls.pool][r] then got[#got + 1] = r end
+    end
+    if #got < cls.n then
+      fail(string.format("out of %s registers for a %s value (live: %s)", cls.pool, iv.value.type,
+                         describe_live()), iv.value.line)
+    end
+    for _, r in ipairs(got) do
+      free[cls.pool][r] = false
+      if regs.callee_saved[r] then used[r] = true end
+    end
+    iv.pool = cls.pool
+    assign[iv.value] = got
+    active[#active + 1] = iv
+  end
+
+  local saved = {}
+  for _, pname in ipairs(C.sorted_keys(regs.pools)) do
+    for _, r in ipairs(regs.pools[pname]) do if used[r] then saved[#saved + 1] = r end end
+  end
+  return assign, saved
+end
+
+return M
