@@ -102,7 +102,8 @@ end
 
 function B:_fail(msg) M.raise(self.path, msg) end
 
-function B:_is(v, vtype) return type(v) == "table" and v.type == vtype end
+local function is(v, vtype) return type(v) == "table" and v.type == vtype end
+function B._is(_, v, vtype) return is(v, vtype) end
 
 function B:_want(v, vtype, what)
   if not self:_is(v, vtype) then
@@ -246,20 +247,24 @@ local function mem_op(self, kind, vtype, what, base, idx, off, lanes)
                     { off = self:_int(off or 0, what) }, self:_lanes(lanes, what))
 end
 
-function B:load_f32(base, idx, off, lanes) return mem_op(self, "load_f32", "v", "load_f32", base, idx, off, lanes).dst end
-function B:load_bf16(base, idx, off, lanes) return mem_op(self, "load_bf16", "v", "load_bf16", base, idx, off, lanes).dst end
-function B:load1_f32(base, idx, off) return mem_op(self, "load1_f32", "s", "load1_f32", base, idx, off).dst end
-function B:load1_bf16(base, idx, off) return mem_op(self, "load1_bf16", "s", "load1_bf16", base, idx, off).dst end
+-- The memory ops share one shape: base pointer, element index, constant element offset, and
+-- (vector ops) an optional tail lane group.
+local function loader(kind, vtype)
+  return function(self, base, idx, off, lanes) return mem_op(self, kind, vtype, kind, base, idx, off, lanes).dst end
+end
+B.load_f32, B.load_bf16 = loader("load_f32", "v"), loader("load_bf16", "v")
+B.load1_f32, B.load1_bf16 = loader("load1_f32", "s"), loader("load1_bf16", "s")
 
 local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
   local op = mem_op(self, kind, false, what, base, idx, off, lanes)
   op.src[3] = self:_want(val, vtype, what)
 end
 
-function B:store_f32(base, idx, off, v, lanes) store_op(self, "store_f32", "v", "store_f32", base, idx, off, v, lanes) end
-function B:store_bf16(base, idx, off, v, lanes) store_op(self, "store_bf16", "v", "store_bf16", base, idx, off, v, lanes) end
-function B:store1_f32(base, idx, off, s) store_op(self, "store1_f32", "s", "store1_f32", base, idx, off, s) end
-function B:store1_bf16(base, idx, off, s) store_op(self, "store1_bf16", "s", "store1_bf16", base, idx, off, s) end
+local function storer(kind, vtype)
+  return function(self, base, idx, off, v, lanes) store_op(self, kind, vtype, kind, base, idx, off, v, lanes) end
+end
+B.store_f32, B.store_bf16 = storer("store_f32", "v"), storer("store_bf16", "v")
+B.store1_f32, B.store1_bf16 = storer("store1_f32", "s"), storer("store1_bf16", "s")
 
 -- Loops -----------------------------------------------------------------------------------
 

@@ -66,7 +66,9 @@ end
 local function check_template(path, t, leaf_name)
   local function fail(msg) DSL.raise(path, msg, 0) end
   if type(t) ~= "table" then fail("a template must return a table") end
-  if t.leaf ~= leaf_name then fail("leaf must be '" .. leaf_name .. "' (the file name), got '" .. tostring(t.leaf) .. "'") end
+  if t.leaf ~= leaf_name then
+    fail("leaf must be '" .. leaf_name .. "' (the file name), got '" .. tostring(t.leaf) .. "'")
+  end
   if type(t.doc) ~= "string" then fail("doc: a one-line description is required") end
   if t.tier ~= "exact" then fail("tier must be 'exact' (the only tier stamped so far)") end
   if type(t.params) ~= "table" then fail("params: a table is required") end
@@ -141,7 +143,7 @@ local function run()
             local rel = be.isa .. "/" .. symbol .. ".S"
             put(rel, text)
             stamps[#stamps + 1] = { id = id, isa = be.isa, variant = variant.name, tier = t.tier,
-                                    symbol = symbol, features = variant.features, file = rel,
+                                    symbol = symbol, features = variant.features, file = rel, asflags = variant.asflags,
                                     template = path, template_hash = thash }
           end
         end

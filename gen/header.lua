@@ -1,8 +1,6 @@
 -- gen/header.lua: the generated C header (argument structs, prototypes, registry tables),
 -- the shared assembly macro header, and the stamp manifest.
 
-local C = require("compat")
-
 local M = {}
 
 -- CPU feature bits, one list for both ISAs.
@@ -153,10 +151,10 @@ end
 
 -- One line per stamp; also the list of files the generator owns (stale ones are removed).
 function M.manifest(stamps, banner)
-  local o = { "# " .. banner, "# symbol file tier template template_blob features" }
+  local o = { "# " .. banner, "# symbol file tier template template_blob features asflags" }
   for _, st in ipairs(stamps) do
     o[#o + 1] = table.concat({ st.symbol, st.file, st.tier, st.template, st.template_hash,
-                               table.concat(st.features, "+") }, " ")
+                               table.concat(st.features, "+"), st.asflags }, " ")
   end
   return table.concat(o, "\n") .. "\n"
 end

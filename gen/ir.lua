@@ -196,6 +196,8 @@ function M.liveness(proc)
       pos = pos + 1          -- the loop's closing position (back edge, induction update)
       span.to = pos
       op.end_pos = pos
+      -- the bounds are compared again on every iteration: live to the loop's end
+      for _, s in ipairs(op.src) do note_use(s, pos) end
     end
   end
   visit_list(proc.prologue)

@@ -41,10 +41,13 @@ function M.allocate(proc, regs, fail)
     active = keep
   end
 
-  local function describe_live()
+  -- values holding registers of one pool, as type+id@template line
+  local function describe_live(pool)
     local names = {}
     for _, iv in ipairs(active) do
-      names[#names + 1] = string.format("%s%d@%d", iv.value.type, iv.value.id, iv.value.line or 0)
+      if iv.pool == pool then
+        names[#names + 1] = string.format("%s%d@%d", iv.value.type, iv.value.id, iv.value.line or 0)
+      end
     end
     table.sort(names)
     return table.concat(names, " ")
@@ -66,7 +69,7 @@ function M.allocate(proc, regs, fail)
     end
     if #got < cls.n then
       fail(string.format("out of %s registers for a %s value (live: %s)", cls.pool, iv.value.type,
-                         describe_live()), iv.value.line)
+                         describe_live(cls.pool)), iv.value.line)
     end
     for _, r in ipairs(got) do
       free[cls.pool][r] = false

@@ -21,17 +21,17 @@ local M = {
 }
 
 M.variants = {
+  -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "neon", tier = "exact", features = { "asimd" }, features_doc = "Armv8.0-A ASIMD",
-    march = "armv8-a" },
+    asflags = "-march=armv8-a" },
 }
 
-local T0, T1, T2, T3 = "v28", "v29", "v30", "v31"
+local T0, T1 = "v28", "v29"   -- v30, v31 stay free for future hooks
 
 local function n(r) return r:match("%d+$") end
 local function q(r) return "q" .. n(r) end
 local function s(r) return "s" .. n(r) end
 local function h(r) return "h" .. n(r) end
-local function w(r) return "w" .. n(r) end
 local function v4s(r) return "v" .. n(r) .. ".4s" end
 local function v16b(r) return "v" .. n(r) .. ".16b" end
 

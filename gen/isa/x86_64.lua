@@ -20,10 +20,11 @@ local M = {
 }
 
 M.variants = {
+  -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "avx2", tier = "exact", features = { "avx2", "fma" }, features_doc = "AVX2 + FMA",
-    march = "haswell" },
+    asflags = "-Wa,-march=generic64+avx2+fma" },
   { name = "avx512", tier = "exact", features = { "avx512f", "avx512bw", "avx512vl" },
-    features_doc = "AVX-512 F/BW/VL", march = "skylake-avx512" },
+    features_doc = "AVX-512 F/BW/VL", asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl" },
 }
 
 local GPR32 = { rax = "eax", rcx = "ecx", rdx = "edx", rbx = "ebx", rsi = "esi", rdi = "edi",

@@ -1,0 +1,29 @@
+/* runtime/fk_error.c: status names and error recording. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "fk_internal.h"
+
+static const char *const status_names[FK_STATUS_COUNT] = {
+  [FK_OK] = "FK_OK: success",
+  [FK_EINVAL] = "FK_EINVAL: invalid argument",
+  [FK_EUNSUPPORTED] = "FK_EUNSUPPORTED: not supported by this CPU",
+  [FK_ENOTFOUND] = "FK_ENOTFOUND: no such leaf form",
+};
+
+const char *fk_strerror(fk_status s) {
+  if ((unsigned)s >= FK_STATUS_COUNT || !status_names[s]) return "FK_?: unknown status";
+  return status_names[s];
+}
+
+fk_status fk_error_set(fk_error *err, fk_status s, const char *file, int line, const char *fmt, ...) {
+  if (!err) return s;
+  err->status = s;
+  err->file = file;
+  err->line = line;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  va_end(ap);
+  return s;
+}

@@ -1,0 +1,67 @@
+/* flashkern.h: the public API of libflashkern.
+ *
+ * A host resolves, once, the stamp each leaf form runs on this CPU, then calls it through the
+ * returned function pointer with the form's argument struct (declared in fk_leaves.h, which
+ * is generated from the templates). Resolution fails with an error naming the missing CPU
+ * feature; there is no scalar fallback. Library code never aborts: errors are values. */
+#ifndef FLASHKERN_H
+#define FLASHKERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fk_leaves.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes; fk_strerror() names each one. */
+typedef enum fk_status {
+  FK_OK = 0,
+  FK_EINVAL,        /* an argument is invalid (the message names it) */
+  FK_EUNSUPPORTED,  /* this CPU lacks a feature every stamp of the leaf needs */
+  FK_ENOTFOUND,     /* no such leaf form */
+  FK_STATUS_COUNT
+} fk_status;
+
+typedef struct fk_error {
+  fk_status status;
+  char message[256];
+  const char *file; /* where in the library the error was raised */
+  int line;
+} fk_error;
+
+/* The name of a status ("FK_EUNSUPPORTED: ..."); never NULL. */
+const char *fk_strerror(fk_status s);
+
+/* CPU features (FK_CPU_* bits of fk_leaves.h) detected on first call and cached. The
+ * environment variable FK_CPU_MASK (hex) is ANDed in, so a test or a user can forbid
+ * features and reach every variant and every refusal. */
+uint64_t fk_cpu_features(void);
+
+/* Writes the names of the features in `f` ("avx2 fma avx512f") into buf; returns buf. */
+const char *fk_cpu_feature_names(uint64_t f, char *buf, size_t len);
+
+typedef void (*fk_leaf_fn)(const void *args);
+
+typedef struct fk_leaf {
+  fk_leaf_fn fn;        /* call as fn(&args) with the form's fk_<form>_args */
+  const char *form;     /* "gemv_bf16_rne" */
+  const char *symbol;   /* "fk_gemv_bf16_rne__x86_64_avx512_exact" */
+  const char *variant;  /* "avx512" */
+  const char *tier;     /* "exact" */
+} fk_leaf;
+
+/* fk_leaf_resolve(): picks the widest stamp of form `form` ("rmsnorm_f32", "gemv_bf16_rne")
+ * whose features are all in `features` (usually fk_cpu_features()).
+ * @return FK_OK and *out filled; FK_ENOTFOUND for an unknown form; FK_EUNSUPPORTED when no
+ * stamp fits, the message naming the features the narrowest stamp lacks. With FK_VARIANT_DEBUG
+ * set in the environment, each resolution is logged to stderr. */
+fk_status fk_leaf_resolve(const char *form, uint64_t features, fk_leaf *out, fk_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHKERN_H */

@@ -1,0 +1,42 @@
+/* tests/contract/contract.h: the scalar contract models of the exact-tier leaves.
+ *
+ * Plain C over the same argument structs as the stamps (generated/fk_leaves.h). Each model
+ * follows its template's order exactly: lane l of chain c, fmaf for every fused multiply-add,
+ * the template's reduction tree, the integer RNE rule. They are the bit-exact oracles of the
+ * tests and are never linked into the library. Build with -ffp-contract=off: the compiler must
+ * neither fuse nor split what is written here.
+ *
+ * A perturbation (fkc_perturb) changes one rule on purpose; the perturbation tests use it to
+ * prove that the gates see that kind of error. FKC_EXACT is the contract itself. */
+#ifndef FK_CONTRACT_H
+#define FK_CONTRACT_H
+
+#include <stdint.h>
+
+#include "fk_leaves.h"
+
+typedef enum fkc_perturb {
+  FKC_EXACT = 0,
+  FKC_RNE_BIAS,        /* round half up: u + 0x8000, no tie-to-even */
+  FKC_TREE_PAIRWISE,   /* lanes summed adjacent-pairwise instead of the halving tree */
+  FKC_LANES_INTERLEAVED, /* slot s of a tile goes to chain s % 2, lane s / 2 (not chain s / 16, lane s % 16) */
+  FKC_SKIP_COMMIT      /* add forms of RMSNorm: the residual stream is not written */
+} fkc_perturb;
+
+/* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> quiet, sign/top payload kept). */
+uint16_t fkc_rne_bits(uint32_t u, fkc_perturb p);
+float fkc_bf16_to_f32(uint16_t h);
+uint32_t fkc_f32_bits(float f);
+float fkc_bits_f32(uint32_t u);
+
+/* Sum of 16 canonical lanes by the halving tree (or the perturbation's tree). */
+float fkc_reduce16(const float lanes[16], fkc_perturb p);
+
+void fkc_rmsnorm_f32(const fk_rmsnorm_f32_args *a, fkc_perturb p);
+void fkc_rmsnorm_bf16(const fk_rmsnorm_bf16_args *a, fkc_perturb p);
+void fkc_rmsnorm_add_f32(const fk_rmsnorm_add_f32_args *a, fkc_perturb p);
+void fkc_rmsnorm_add_bf16(const fk_rmsnorm_add_bf16_args *a, fkc_perturb p);
+void fkc_gemv_bf16_rne(const fk_gemv_bf16_rne_args *a, fkc_perturb p);
+void fkc_gemv_bf16_rne_add(const fk_gemv_bf16_rne_add_args *a, fkc_perturb p);
+
+#endif

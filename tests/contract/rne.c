@@ -1,0 +1,40 @@
+/* tests/contract/rne.c: bit helpers shared by the contract models. */
+#include <string.h>
+
+#include "contract.h"
+
+uint32_t fkc_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+float fkc_bits_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+float fkc_bf16_to_f32(uint16_t h) { return fkc_bits_f32((uint32_t)h << 16); }
+
+/* u += 0x7fff + ((u >> 16) & 1); out = u >> 16. NaN: (u >> 16) | 0x40. Denormals are rounded
+ * like any other value (x86's VCVTNEPS2BF16 would flush them: it cannot serve this tier). */
+uint16_t fkc_rne_bits(uint32_t u, fkc_perturb p) {
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  if (p == FKC_RNE_BIAS) return (uint16_t)((u + 0x8000u) >> 16);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* Halving: lane i += lane i + s for s = 8, 4, 2, 1; the lower lane is the left operand. */
+float fkc_reduce16(const float lanes[16], fkc_perturb p) {
+  float v[16];
+  memcpy(v, lanes, sizeof v);
+  if (p == FKC_TREE_PAIRWISE) {
+    for (int s = 1; s <= 8; s *= 2)
+      for (int i = 0; i + s < 16; i += 2 * s) v[i] = v[i] + v[i + s];
+    return v[0];
+  }
+  for (int s = 8; s >= 1; s /= 2)
+    for (int i = 0; i < s; i++) v[i] = v[i] + v[i + s];
+  return v[0];
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# tests/gen_errors.sh: template errors fail closed. Each broken template below must make the
+# generator exit 1 with `templates/<leaf>.lua:LINE: error: ...` (LINE the template line at
+# fault) and leave generated/ untouched.
+set -u
+src=${FK_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+lua=$(command -v luajit || command -v lua5.4)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+# case name | sed script applied to templates/gemv.lua | expected message regex (after "error: ")
+cases=(
+  "bad param|s/params = { chains = 2, rows = 2/params = { chains = 3, rows = 2/|params: chains must be 1, 2 or 4"
+  "type error|s/t:store1_bf16(a.y, n, r - 1, t:rne(s))/t:store1_bf16(a.y, n, r - 1, t:rne(a.x))/|rne: expected a value of type s, got a value of type i"
+  "unknown arg|s/local xv = t:load_f32(a.x, i/local xv = t:load_f32(a.xx, i/|no argument named 'xx' in form 'bf16_rne'"
+  "registers|s/params = { chains = 2, rows = 2/params = { chains = 2, rows = 4/|out of vec registers"
+  "syntax|s/^return {/return {{/|"
+  "unknown tree|s/p.tree == \"halving\", \"tree must be 'halving'\"/true, \"\"/;s/tree = \"halving\" }/tree = \"butterfly\" }/|unknown tree 'butterfly'"
+)
+for c in "${cases[@]}"; do
+  IFS='|' read -r name script want <<<"$c"
+  root="$tmp/$name"
+  mkdir -p "$root"
+  cp -r "$src/gen" "$src/templates" "$src/generated" "$root/"
+  sed -i "$script" "$root/templates/gemv.lua"
+  if cmp -s "$src/templates/gemv.lua" "$root/templates/gemv.lua"; then echo "FAIL [$name]: the sed script changed nothing"; fail=1; continue; fi
+  before=$(cd "$root" && find generated -type f -exec sha1sum {} + | sort)
+  "$lua" "$root/gen/fkgen.lua" --root "$root" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  after=$(cd "$root" && find generated -type f -exec sha1sum {} + | sort)
+  msg=$(head -1 "$tmp/err")
+  if [ $rc -ne 1 ]; then echo "FAIL [$name]: exit $rc, want 1 ($msg)"; fail=1; fi
+  if ! grep -Eq "^templates/gemv\.lua:[0-9]+: error: .*$want" <<<"$msg"; then
+    echo "FAIL [$name]: message '$msg' does not match 'templates/gemv.lua:LINE: error: $want'"; fail=1
+  else
+    line=$(sed -E 's/^templates\/gemv\.lua:([0-9]+):.*/\1/' <<<"$msg")
+    [ "$line" -gt 0 ] || { echo "FAIL [$name]: no template line in '$msg'"; fail=1; }
+    echo "ok [$name]: $msg"
+  fi
+  [ "$before" = "$after" ] || { echo "FAIL [$name]: generated/ was written"; fail=1; }
+done
+exit $fail

@@ -1,0 +1,31 @@
+/* tests/harness/contract_call.c: the contract model of each form, behind the call interface. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../contract/contract.h"
+#include "fkh.h"
+
+typedef void (*contract_fn)(const void *args, fkc_perturb p);
+
+/* CHECK: one row per form of FK_FORMS (a missing row fails every test of that form). */
+static const struct { const char *id; contract_fn fn; } models[] = {
+  { "rmsnorm_f32", (contract_fn)(void (*)(void))fkc_rmsnorm_f32 },
+  { "rmsnorm_bf16", (contract_fn)(void (*)(void))fkc_rmsnorm_bf16 },
+  { "rmsnorm_add_f32", (contract_fn)(void (*)(void))fkc_rmsnorm_add_f32 },
+  { "rmsnorm_add_bf16", (contract_fn)(void (*)(void))fkc_rmsnorm_add_bf16 },
+  { "gemv_bf16_rne", (contract_fn)(void (*)(void))fkc_gemv_bf16_rne },
+  { "gemv_bf16_rne_add", (contract_fn)(void (*)(void))fkc_gemv_bf16_rne_add },
+};
+
+void fkh_invoke_contract(fkh_call *c, int perturb) {
+  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+    if (strcmp(models[i].id, fkh_forms[c->form].id) != 0) continue;
+    _Alignas(16) uint8_t s[256];
+    fkh_fill_struct(c, s);   /* the contract reads the same struct the stamps read */
+    models[i].fn(s, (fkc_perturb)perturb);
+    return;
+  }
+  c->failed = 1;
+  snprintf(c->why, sizeof c->why, "no contract model for form %s", fkh_forms[c->form].id);
+}

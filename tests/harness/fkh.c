@@ -1,0 +1,362 @@
+/* tests/harness/fkh.c: calls, buffers, targets, comparison and the runner protocol.
+ * Compiled into the host test suites and into the AArch64 stamp runner. */
+#define _GNU_SOURCE
+#include "fkh.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- registry tables ------ */
+
+#define FKH_FIELD_ROW(form, name, off, kind, elem, dir) { #name, off, kind, elem, dir },
+#define FKH_DEF_FIELDS(leaf, form, id) static const fkh_field fields_##id[] = { FK_FIELDS_##id(FKH_FIELD_ROW) };
+FK_FORMS(FKH_DEF_FIELDS)
+#define FKH_DEF_FORM(leaf, form, id) \
+  { #leaf, #form, #id, (int)sizeof(fk_##id##_args), (int)(sizeof fields_##id / sizeof fields_##id[0]), fields_##id },
+const fkh_form fkh_forms[] = { FK_FORMS(FKH_DEF_FORM) };
+const int fkh_nforms = (int)(sizeof fkh_forms / sizeof fkh_forms[0]);
+
+int fkh_form_index(const char *id) {
+  for (int i = 0; i < fkh_nforms; i++)
+    if (strcmp(fkh_forms[i].id, id) == 0) return i;
+  return -1;
+}
+
+static void die(const char *what) {
+  fprintf(stderr, "fkh: %s\n", what);
+  exit(2);
+}
+
+/* ---------------------------------------------------------------- buffers -------------- */
+
+static uint8_t guard_byte(size_t i) { return (uint8_t)(0xa5u ^ (i * 29u)); }
+
+void fkh_buf_alloc(fkh_buf *b, size_t nbytes) {
+  b->alloc = malloc(nbytes + 2 * FKH_GUARD);
+  if (!b->alloc) die("out of memory");
+  b->data = b->alloc + FKH_GUARD;
+  b->nbytes = nbytes;
+  for (size_t i = 0; i < FKH_GUARD; i++) {
+    b->alloc[i] = guard_byte(i);
+    b->data[nbytes + i] = guard_byte(i + 7);
+  }
+  memset(b->data, 0, nbytes);
+}
+
+void fkh_buf_free(fkh_buf *b) {
+  free(b->alloc);
+  memset(b, 0, sizeof *b);
+}
+
+int fkh_buf_guards_ok(const fkh_buf *b) {
+  if (!b->alloc) return 1;
+  for (size_t i = 0; i < FKH_GUARD; i++)
+    if (b->alloc[i] != guard_byte(i) || b->data[b->nbytes + i] != guard_byte(i + 7)) return 0;
+  return 1;
+}
+
+/* ---------------------------------------------------------------- calls ---------------- */
+
+void fkh_call_init(fkh_call *c, const char *form_id, const char *name) {
+  memset(c, 0, sizeof *c);
+  c->form = fkh_form_index(form_id);
+  if (c->form < 0) die("unknown form");
+  snprintf(c->name, sizeof c->name, "%s", name);
+}
+
+int fkh_field_index(const fkh_call *c, const char *field) {
+  const fkh_form *f = &fkh_forms[c->form];
+  for (int i = 0; i < f->nfields; i++)
+    if (strcmp(f->fields[i].name, field) == 0) return i;
+  return -1;
+}
+
+static int need_field(const fkh_call *c, const char *field, int kind) {
+  int i = fkh_field_index(c, field);
+  if (i < 0 || fkh_forms[c->form].fields[i].kind != kind) {
+    fprintf(stderr, "fkh: form %s has no %s field '%s'\n", fkh_forms[c->form].id,
+            kind == FK_FIELD_PTR ? "pointer" : kind == FK_FIELD_F32 ? "float" : "integer", field);
+    exit(2);
+  }
+  return i;
+}
+
+void fkh_set_i64(fkh_call *c, const char *field, int64_t v) { c->v[need_field(c, field, FK_FIELD_I64)].i64 = v; }
+void fkh_set_f32(fkh_call *c, const char *field, float v) { c->v[need_field(c, field, FK_FIELD_F32)].f32 = v; }
+int64_t fkh_i64_of(const fkh_call *c, const char *field) { return c->v[need_field(c, field, FK_FIELD_I64)].i64; }
+
+static size_t elem_size(int elem) { return elem == FK_ELEM_F32 ? 4 : 2; }
+
+void *fkh_set_buf(fkh_call *c, const char *field, size_t n) {
+  int i = need_field(c, field, FK_FIELD_PTR);
+  fkh_buf_free(&c->v[i].buf);
+  fkh_buf_alloc(&c->v[i].buf, n * elem_size(fkh_forms[c->form].fields[i].elem));
+  return c->v[i].buf.data;
+}
+
+void *fkh_buf_of(fkh_call *c, const char *field) { return c->v[need_field(c, field, FK_FIELD_PTR)].buf.data; }
+
+void fkh_call_copy(fkh_call *dst, const fkh_call *src) {
+  *dst = *src;
+  const fkh_form *f = &fkh_forms[src->form];
+  for (int i = 0; i < f->nfields; i++) {
+    if (f->fields[i].kind != FK_FIELD_PTR || !src->v[i].buf.alloc) continue;
+    fkh_buf_alloc(&dst->v[i].buf, src->v[i].buf.nbytes);
+    memcpy(dst->v[i].buf.alloc, src->v[i].buf.alloc, src->v[i].buf.nbytes + 2 * FKH_GUARD);
+  }
+}
+
+void fkh_call_free(fkh_call *c) {
+  for (int i = 0; i < FKH_MAX_FIELDS; i++) fkh_buf_free(&c->v[i].buf);
+}
+
+/* ---------------------------------------------------------------- local execution ------ */
+
+void fkh_fill_struct(const fkh_call *c, uint8_t *s) {
+  const fkh_form *f = &fkh_forms[c->form];
+  memset(s, 0, (size_t)f->size);
+  for (int i = 0; i < f->nfields; i++) {
+    const fkh_field *fd = &f->fields[i];
+    if (fd->kind == FK_FIELD_PTR) {
+      void *p = c->v[i].buf.data;
+      memcpy(s + fd->offset, &p, sizeof p);
+    } else if (fd->kind == FK_FIELD_I64) {
+      memcpy(s + fd->offset, &c->v[i].i64, 8);
+    } else {
+      memcpy(s + fd->offset, &c->v[i].f32, 4);
+    }
+  }
+}
+
+static void check_guards(fkh_call *c, const char *who) {
+  const fkh_form *f = &fkh_forms[c->form];
+  for (int i = 0; i < f->nfields; i++) {
+    if (f->fields[i].kind == FK_FIELD_PTR && !fkh_buf_guards_ok(&c->v[i].buf)) {
+      c->failed = 1;
+      snprintf(c->why, sizeof c->why, "%s wrote outside buffer '%s'", who, f->fields[i].name);
+      return;
+    }
+  }
+}
+
+void fkh_invoke(fkh_call *c, fkh_fn fn) {
+  _Alignas(16) uint8_t s[256];
+  fkh_fill_struct(c, s);
+  fn(s);
+  check_guards(c, "stamp");
+}
+
+/* ---------------------------------------------------------------- host stamps ---------- */
+
+#ifdef FK_STAMPS_HOST
+typedef struct { const char *id, *variant, *symbol; fkh_fn fn; uint64_t features; } host_stamp;
+#define FKH_HOST_ROW(id, variant, tier, symbol, features) \
+  { #id, #variant, #symbol, (fkh_fn)(void (*)(void))symbol, features },
+static const host_stamp host_stamps[] = { FK_STAMPS_HOST(FKH_HOST_ROW) };
+
+fkh_fn fkh_host_stamp(int form, const char *variant, uint64_t *features) {
+  for (size_t i = 0; i < sizeof host_stamps / sizeof host_stamps[0]; i++) {
+    if (strcmp(host_stamps[i].id, fkh_forms[form].id) == 0 && strcmp(host_stamps[i].variant, variant) == 0) {
+      if (features) *features = host_stamps[i].features;
+      return host_stamps[i].fn;
+    }
+  }
+  return NULL;
+}
+#endif
+
+/* ---------------------------------------------------------------- runner protocol ------ */
+/* Little-endian on both ends. Calls: "FKH1" u32 ncalls, suffix; per call: id, name, i32 nan
+ * policy, then per field in struct order: i64 | f32 | u64 nbytes + bytes. Results: "FKR1";
+ * per call: i32 failed, why, then per out/inout field: u64 nbytes + bytes. */
+
+static int wbytes(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
+static int rbytes(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n ? 0 : -1; }
+static int wstr(FILE *f, const char *s) {
+  uint32_t n = (uint32_t)strlen(s);
+  return wbytes(f, &n, 4) || wbytes(f, s, n);
+}
+static int rstr(FILE *f, char *s, size_t cap) {
+  uint32_t n;
+  if (rbytes(f, &n, 4) || n >= cap) return -1;
+  if (rbytes(f, s, n)) return -1;
+  s[n] = 0;
+  return 0;
+}
+
+int fkh_write_calls(const char *path, const fkh_call *calls, int ncalls, const char *suffix) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  uint32_t n = (uint32_t)ncalls;
+  int bad = wbytes(f, "FKH1", 4) || wbytes(f, &n, 4) || wstr(f, suffix);
+  for (int k = 0; k < ncalls && !bad; k++) {
+    const fkh_call *c = &calls[k];
+    const fkh_form *fm = &fkh_forms[c->form];
+    int32_t pol = c->nan_policy;
+    bad = wstr(f, fm->id) || wstr(f, c->name) || wbytes(f, &pol, 4);
+    for (int i = 0; i < fm->nfields && !bad; i++) {
+      if (fm->fields[i].kind == FK_FIELD_I64) bad = wbytes(f, &c->v[i].i64, 8);
+      else if (fm->fields[i].kind == FK_FIELD_F32) bad = wbytes(f, &c->v[i].f32, 4);
+      else {
+        uint64_t nb = c->v[i].buf.nbytes;
+        bad = wbytes(f, &nb, 8) || wbytes(f, c->v[i].buf.data, nb);
+      }
+    }
+  }
+  return (fclose(f) != 0 || bad) ? -1 : 0;
+}
+
+int fkh_read_calls(const char *path, fkh_call **out, int *nout, char *suffix, size_t suffixlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  char magic[4];
+  uint32_t n;
+  if (rbytes(f, magic, 4) || memcmp(magic, "FKH1", 4) || rbytes(f, &n, 4) || rstr(f, suffix, suffixlen)) {
+    fclose(f);
+    return -1;
+  }
+  fkh_call *calls = calloc(n ? n : 1, sizeof *calls);
+  if (!calls) die("out of memory");
+  int bad = 0;
+  for (uint32_t k = 0; k < n && !bad; k++) {
+    char id[64], name[96];
+    int32_t pol;
+    bad = rstr(f, id, sizeof id) || rstr(f, name, sizeof name) || rbytes(f, &pol, 4);
+    if (bad || fkh_form_index(id) < 0) { bad = 1; break; }
+    fkh_call_init(&calls[k], id, name);
+    calls[k].nan_policy = pol;
+    const fkh_form *fm = &fkh_forms[calls[k].form];
+    for (int i = 0; i < fm->nfields && !bad; i++) {
+      if (fm->fields[i].kind == FK_FIELD_I64) bad = rbytes(f, &calls[k].v[i].i64, 8);
+      else if (fm->fields[i].kind == FK_FIELD_F32) bad = rbytes(f, &calls[k].v[i].f32, 4);
+      else {
+        uint64_t nb;
+        bad = rbytes(f, &nb, 8);
+        if (!bad) {
+          fkh_buf_alloc(&calls[k].v[i].buf, (size_t)nb);
+          bad = rbytes(f, calls[k].v[i].buf.data, (size_t)nb);
+        }
+      }
+    }
+  }
+  fclose(f);
+  if (bad) {
+    for (uint32_t k = 0; k < n; k++) fkh_call_free(&calls[k]);
+    free(calls);
+    return -1;
+  }
+  *out = calls;
+  *nout = (int)n;
+  return 0;
+}
+
+int fkh_write_results(const char *path, const fkh_call *calls, int ncalls) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  int bad = wbytes(f, "FKR1", 4);
+  for (int k = 0; k < ncalls && !bad; k++) {
+    const fkh_call *c = &calls[k];
+    const fkh_form *fm = &fkh_forms[c->form];
+    int32_t failed = c->failed;
+    bad = wbytes(f, &failed, 4) || wstr(f, c->why);
+    for (int i = 0; i < fm->nfields && !bad; i++) {
+      if (fm->fields[i].kind != FK_FIELD_PTR || fm->fields[i].dir == FK_DIR_IN) continue;
+      uint64_t nb = c->v[i].buf.nbytes;
+      bad = wbytes(f, &nb, 8) || wbytes(f, c->v[i].buf.data, nb);
+    }
+  }
+  return (fclose(f) != 0 || bad) ? -1 : 0;
+}
+
+int fkh_read_results(const char *path, fkh_call *calls, int ncalls, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "no results file %s: %s", path, strerror(errno));
+    return -1;
+  }
+  char magic[4];
+  int bad = rbytes(f, magic, 4) || memcmp(magic, "FKR1", 4);
+  for (int k = 0; k < ncalls && !bad; k++) {
+    fkh_call *c = &calls[k];
+    const fkh_form *fm = &fkh_forms[c->form];
+    int32_t failed;
+    bad = rbytes(f, &failed, 4) || rstr(f, c->why, sizeof c->why);
+    c->failed = failed;
+    for (int i = 0; i < fm->nfields && !bad; i++) {
+      if (fm->fields[i].kind != FK_FIELD_PTR || fm->fields[i].dir == FK_DIR_IN) continue;
+      uint64_t nb;
+      bad = rbytes(f, &nb, 8) || nb != c->v[i].buf.nbytes || rbytes(f, c->v[i].buf.data, (size_t)nb);
+    }
+  }
+  fclose(f);
+  if (bad) snprintf(err, errlen, "malformed results file %s", path);
+  return bad ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- comparison ----------- */
+
+static int is_nan_bits(uint32_t u, int elem) {
+  if (elem == FK_ELEM_F32) return (u & 0x7fffffffu) > 0x7f800000u;
+  return (u & 0x7fffu) > 0x7f80u;
+}
+
+int fkh_same_outputs(const fkh_call *a, const fkh_call *b, char *msg, size_t msglen) {
+  const fkh_form *fm = &fkh_forms[a->form];
+  if (a->failed || b->failed) {
+    snprintf(msg, msglen, "%s: %s", a->name, a->failed ? a->why : b->why);
+    return 0;
+  }
+  for (int i = 0; i < fm->nfields; i++) {
+    const fkh_field *fd = &fm->fields[i];
+    if (fd->kind != FK_FIELD_PTR || fd->dir == FK_DIR_IN) continue;
+    const fkh_buf *x = &a->v[i].buf, *y = &b->v[i].buf;
+    size_t es = elem_size(fd->elem), n = x->nbytes / es, bad = 0, first = 0;
+    uint32_t ux = 0, uy = 0;
+    for (size_t k = 0; k < n; k++) {
+      uint32_t p = 0, q = 0;
+      memcpy(&p, x->data + k * es, es);
+      memcpy(&q, y->data + k * es, es);
+      if (p == q) continue;
+      if (a->nan_policy == FKH_NAN_CLASS && is_nan_bits(p, fd->elem) && is_nan_bits(q, fd->elem)) continue;
+      if (bad++ == 0) { first = k; ux = p; uy = q; }
+    }
+    if (bad) {
+      snprintf(msg, msglen, "%s: field %s: %zu of %zu elements differ, first at [%zu]: 0x%0*x vs 0x%0*x",
+               a->name, fd->name, bad, n, first, (int)(2 * es), ux, (int)(2 * es), uy);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* ---------------------------------------------------------------- randomness ----------- */
+
+uint64_t fkh_next(fkh_rng *r) {
+  uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+int64_t fkh_range(fkh_rng *r, int64_t lo, int64_t hi) {
+  return lo + (int64_t)(fkh_next(r) % (uint64_t)(hi - lo + 1));
+}
+
+float fkh_f32(fkh_rng *r, int emin, int emax) {
+  uint64_t z = fkh_next(r);
+  int e = (int)fkh_range(r, emin, emax);
+  uint32_t u = (uint32_t)(z & 0x7fffffu) | ((uint32_t)(z >> 63) << 31);
+  if (e >= -126) u |= (uint32_t)(e + 127) << 23;   /* below: subnormal (exponent field 0) */
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t fkh_bf16(fkh_rng *r, int emin, int emax) {
+  float f = fkh_f32(r, emin, emax);
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)(u >> 16);    /* truncation: a random bf16 value, no rounding involved */
+}

@@ -1,0 +1,128 @@
+/* tests/harness/fkh.h: one way to call any leaf form on any target.
+ *
+ * A call is a form (from the registry tables in generated/fk_leaves.h) plus one value per
+ * argument field: an integer, a float, or a buffer. Targets: the contract model, a host stamp,
+ * or an AArch64 stamp run by the stamp runner under qemu-aarch64 (a batch of calls per qemu
+ * start). Every buffer carries canaries on both sides; a target that writes outside a buffer
+ * fails the call. Outputs of two targets are compared bit for bit, with the NaN policy below.
+ */
+#ifndef FKH_H
+#define FKH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fk_leaves.h"
+
+enum { FKH_MAX_FIELDS = 16, FKH_GUARD = 64 };
+
+typedef struct fkh_field {
+  const char *name;
+  int offset, kind, elem, dir;
+} fkh_field;
+
+typedef struct fkh_form {
+  const char *leaf, *form, *id;
+  int size, nfields;
+  const fkh_field *fields;
+} fkh_form;
+
+extern const fkh_form fkh_forms[];
+extern const int fkh_nforms;
+int fkh_form_index(const char *id); /* "gemv_bf16_rne" -> index, -1 if unknown */
+
+typedef struct fkh_buf {
+  uint8_t *alloc;   /* guard | data | guard */
+  uint8_t *data;
+  size_t nbytes;
+} fkh_buf;
+
+typedef struct fkh_val {
+  int64_t i64;
+  float f32;
+  fkh_buf buf;
+} fkh_val;
+
+/* NaN policy: with FKH_NAN_STRICT two outputs must have the same bits; with FKH_NAN_CLASS two
+ * NaNs compare equal whatever their sign and payload (the sign of a NaN made by an invalid
+ * operation is ISA-defined: x86 0xffc00000, AArch64 0x7fc00000; several NaN inputs meeting
+ * in one operation propagate an ISA-defined one). Non-NaN values always compare by bits. */
+enum { FKH_NAN_STRICT = 0, FKH_NAN_CLASS = 1 };
+
+typedef struct fkh_call {
+  int form;
+  char name[96];
+  int nan_policy;
+  fkh_val v[FKH_MAX_FIELDS];
+  int failed;            /* set by a target: canary broken or target error */
+  char why[160];
+} fkh_call;
+
+/* Buffers -------------------------------------------------------------------------------- */
+void fkh_buf_alloc(fkh_buf *b, size_t nbytes);             /* zeroed data, canaried guards */
+void fkh_buf_free(fkh_buf *b);
+int fkh_buf_guards_ok(const fkh_buf *b);                   /* 1 if both guards intact */
+
+/* Calls ---------------------------------------------------------------------------------- */
+void fkh_call_init(fkh_call *c, const char *form_id, const char *name);
+int fkh_field_index(const fkh_call *c, const char *field);  /* -1 if absent */
+void fkh_set_i64(fkh_call *c, const char *field, int64_t v);
+void fkh_set_f32(fkh_call *c, const char *field, float v);
+/* Allocates a buffer of n elements of the field's element type, zero-filled. */
+void *fkh_set_buf(fkh_call *c, const char *field, size_t n);
+void *fkh_buf_of(fkh_call *c, const char *field);
+int64_t fkh_i64_of(const fkh_call *c, const char *field);
+void fkh_call_copy(fkh_call *dst, const fkh_call *src);     /* deep copy of every buffer */
+void fkh_call_free(fkh_call *c);
+
+/* Targets -------------------------------------------------------------------------------- */
+typedef enum { FKH_CONTRACT, FKH_HOST, FKH_REMOTE } fkh_kind;
+
+typedef struct fkh_target {
+  fkh_kind kind;
+  char variant[24];        /* host/remote: stamp variant ("avx512", "neon") */
+  char cpu[24];            /* remote: qemu -cpu value */
+  int perturb;             /* contract: fkc_perturb */
+  char label[64];
+} fkh_target;
+
+fkh_target fkh_contract(int perturb);
+fkh_target fkh_host(const char *variant);
+fkh_target fkh_remote(const char *variant, const char *cpu);
+
+/* 1 if this machine can run the target (host: CPU features; remote: runner and qemu exist),
+ * else 0 and a reason. */
+int fkh_available(const fkh_target *t, char *why, size_t whylen);
+
+/* Runs every call on the target, in place. Returns 0, or -1 with a message (the calls that
+ * failed have failed=1 and a reason). */
+int fkh_run(const fkh_target *t, fkh_call *calls, int ncalls, char *err, size_t errlen);
+
+/* Comparison ----------------------------------------------------------------------------- */
+/* Compares every output (out/inout) buffer of a and b. Returns 1 when equal under the call's
+ * NaN policy, else 0 and a message naming the call, field, index and both bit patterns. */
+int fkh_same_outputs(const fkh_call *a, const fkh_call *b, char *msg, size_t msglen);
+
+/* Remote protocol (shared by the host and the stamp runner) ------------------------------ */
+int fkh_write_calls(const char *path, const fkh_call *calls, int ncalls, const char *symbol_suffix);
+int fkh_read_calls(const char *path, fkh_call **calls, int *ncalls, char *suffix, size_t suffixlen);
+int fkh_write_results(const char *path, const fkh_call *calls, int ncalls);
+int fkh_read_results(const char *path, fkh_call *calls, int ncalls, char *err, size_t errlen);
+
+/* Local execution of one call through a function taking the argument struct. */
+typedef void (*fkh_fn)(const void *args);
+void fkh_invoke(fkh_call *c, fkh_fn fn);
+void fkh_invoke_contract(fkh_call *c, int perturb);
+void fkh_fill_struct(const fkh_call *c, uint8_t *s);  /* the form's argument struct */
+/* The host stamp of a form and variant, or NULL. */
+fkh_fn fkh_host_stamp(int form, const char *variant, uint64_t *features);
+uint64_t fkh_cpu_features(void);
+
+/* Deterministic randomness (splitmix64) and value makers; integer-only, identical on every ISA. */
+typedef struct fkh_rng { uint64_t s; } fkh_rng;
+uint64_t fkh_next(fkh_rng *r);
+int64_t fkh_range(fkh_rng *r, int64_t lo, int64_t hi);       /* inclusive */
+float fkh_f32(fkh_rng *r, int emin, int emax);                /* random sign, exponent, mantissa */
+uint16_t fkh_bf16(fkh_rng *r, int emin, int emax);
+
+#endif

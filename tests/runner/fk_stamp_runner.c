@@ -1,0 +1,47 @@
+/* tests/runner/fk_stamp_runner.c: runs a batch of calls on this machine's stamps.
+ *
+ *   fk_stamp_runner <calls-file> <results-file>
+ *
+ * Built for AArch64 and run under qemu-aarch64 by the host suites (Criterion's own runner
+ * spins under qemu-user here, so the host drives this plain program instead). The calls file
+ * names a variant ("neon") or "contract" (the contract model compiled for this ISA). Exit 0
+ * when every call ran (a call's own failure is reported in the results), 2 on a bad file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/fkh.h"
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s <calls-file> <results-file>\n", argv[0]);
+    return 2;
+  }
+  fkh_call *calls;
+  int n;
+  char variant[32];
+  if (fkh_read_calls(argv[1], &calls, &n, variant, sizeof variant) != 0) {
+    fprintf(stderr, "fk_stamp_runner: cannot read calls from %s\n", argv[1]);
+    return 2;
+  }
+  for (int i = 0; i < n; i++) {
+    if (strcmp(variant, "contract") == 0) {
+      fkh_invoke_contract(&calls[i], 0);
+      continue;
+    }
+    fkh_fn fn = fkh_host_stamp(calls[i].form, variant, NULL);
+    if (!fn) {
+      calls[i].failed = 1;
+      snprintf(calls[i].why, sizeof calls[i].why, "no %s stamp for form %s", variant, fkh_forms[calls[i].form].id);
+      continue;
+    }
+    fkh_invoke(&calls[i], fn);
+  }
+  if (fkh_write_results(argv[2], calls, n) != 0) {
+    fprintf(stderr, "fk_stamp_runner: cannot write %s\n", argv[2]);
+    return 2;
+  }
+  for (int i = 0; i < n; i++) fkh_call_free(&calls[i]);
+  free(calls);
+  return 0;
+}

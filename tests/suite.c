@@ -1,0 +1,331 @@
+/* tests/suite.c: shared machinery of the Criterion suites. */
+#include "suite.h"
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- target pairs --------- */
+
+typedef struct { const char *id, *variant, *tier; } stamp_ref;
+#define FKT_STAMP_REF(id, variant, tier, symbol, features) { #id, #variant, #tier },
+static const stamp_ref x86_stamps[] = { FK_STAMPS_X86_64(FKT_STAMP_REF) };
+static const stamp_ref a64_stamps[] = { FK_STAMPS_AARCH64(FKT_STAMP_REF) };
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const char *const qemu_cpus[] = { "max", "neoverse-n1" };
+
+static int add_pair(fkt_pair *out, int n, int cap, const char *form, fkh_target a, fkh_target b) {
+  if (n >= cap) cr_assert_fail("fkt: too many pairs");
+  snprintf(out[n].form, sizeof out[n].form, "%s", form);
+  out[n].a = a;
+  out[n].b = b;
+  return n + 1;
+}
+
+static int is_leaf_form(const char *leaf, const char *id) {
+  size_t n = strlen(leaf);
+  return strncmp(id, leaf, n) == 0 && id[n] == '_';
+}
+
+int fkt_exact_pairs(const char *leaf, fkt_pair *out, int cap) {
+  int n = 0;
+  for (int f = 0; f < fkh_nforms; f++) {
+    const char *form = fkh_forms[f].id;
+    if (strcmp(fkh_forms[f].leaf, leaf) != 0) continue;
+    for (int i = 0; i < COUNT(x86_stamps); i++)
+      if (!strcmp(x86_stamps[i].id, form) && !strcmp(x86_stamps[i].tier, "exact"))
+        n = add_pair(out, n, cap, form, fkh_host(x86_stamps[i].variant), fkh_contract(0));
+    for (int i = 0; i < COUNT(a64_stamps); i++) {
+      if (strcmp(a64_stamps[i].id, form) || strcmp(a64_stamps[i].tier, "exact")) continue;
+      for (int c = 0; c < COUNT(qemu_cpus); c++)
+        n = add_pair(out, n, cap, form, fkh_remote(a64_stamps[i].variant, qemu_cpus[c]), fkh_contract(0));
+      for (int j = 0; j < COUNT(x86_stamps); j++)
+        if (!strcmp(x86_stamps[j].id, form) && !strcmp(x86_stamps[j].tier, "exact"))
+          n = add_pair(out, n, cap, form, fkh_remote(a64_stamps[i].variant, "max"), fkh_host(x86_stamps[j].variant));
+    }
+    n = add_pair(out, n, cap, form, fkh_remote("contract", "max"), fkh_contract(0));
+  }
+  (void)is_leaf_form;
+  return n;
+}
+
+int fkt_fixture_targets(const char *leaf, fkh_target *out, int cap) {
+  int n = 0;
+  const char *seen[16];
+  int nseen = 0;
+  out[n++] = fkh_contract(0);
+  /* one target per distinct variant having a stamp of this leaf */
+  for (int pass = 0; pass < 2; pass++) {
+    const stamp_ref *tab = pass ? a64_stamps : x86_stamps;
+    int cnt = pass ? COUNT(a64_stamps) : COUNT(x86_stamps);
+    for (int i = 0; i < cnt && n < cap; i++) {
+      if (!is_leaf_form(leaf, tab[i].id) || strcmp(tab[i].tier, "exact")) continue;
+      int dup = 0;
+      for (int k = 0; k < nseen; k++) dup |= !strcmp(seen[k], tab[i].variant);
+      if (dup) continue;
+      seen[nseen++] = tab[i].variant;
+      out[n++] = pass ? fkh_remote(tab[i].variant, "max") : fkh_host(tab[i].variant);
+    }
+  }
+  return n;
+}
+
+/* ---------------------------------------------------------------- exact comparison ----- */
+
+void fkt_need(const fkh_target *t) {
+  char why[200];
+  if (!fkh_available(t, why, sizeof why)) cr_skip_test("%s: %s", t->label, why);
+}
+
+static void run_or_fail(const fkh_target *t, fkh_call *calls, int n) {
+  char err[256];
+  if (fkh_run(t, calls, n, err, sizeof err) != 0) cr_assert_fail("%s: %s", t->label, err);
+}
+
+int fkt_count_mismatches(const char *form, fkt_builder build, fkh_target a, fkh_target b,
+                         char *first, size_t firstlen) {
+  fkh_call *ca, *cb;
+  int n = build(form, &ca);
+  cb = calloc((size_t)n, sizeof *cb);
+  cr_assert_not_null(cb);
+  for (int i = 0; i < n; i++) fkh_call_copy(&cb[i], &ca[i]);
+  run_or_fail(&a, ca, n);
+  run_or_fail(&b, cb, n);
+  int bad = 0;
+  char msg[512];
+  if (first && firstlen) first[0] = 0;
+  for (int i = 0; i < n; i++) {
+    if (fkh_same_outputs(&ca[i], &cb[i], msg, sizeof msg)) continue;
+    if (bad < 5) cr_log_info("%s vs %s: %s", a.label, b.label, msg);
+    if (bad == 0 && first) snprintf(first, firstlen, "%s", msg);
+    bad++;
+  }
+  fkt_free_cases(ca, n);
+  fkt_free_cases(cb, n);
+  return bad;
+}
+
+void fkt_check_pair(const fkt_pair *p, fkt_builder build) {
+  fkt_need(&p->a);
+  fkt_need(&p->b);
+  char first[512];
+  fkh_call *probe;
+  int n = build(p->form, &probe);
+  fkt_free_cases(probe, n);
+  int bad = fkt_count_mismatches(p->form, build, p->a, p->b, first, sizeof first);
+  cr_log_info("%s: %s vs %s: %d cases, %d mismatching", p->form, p->a.label, p->b.label, n, bad);
+  cr_expect(n >= 200, "%s: only %d cases", p->form, n);
+  cr_assert(bad == 0, "%s: %s vs %s: %d of %d cases differ; first: %s", p->form, p->a.label, p->b.label,
+            bad, n, first);
+}
+
+/* ---------------------------------------------------------------- fixtures -------------- */
+
+static size_t dtype_size(fkfix_dtype d) {
+  switch (d) {
+  case FKFIX_BF16: case FKFIX_U16: return 2;
+  case FKFIX_F32: return 4;
+  default: return 8;
+  }
+}
+
+int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen) {
+  char id[96];
+  snprintf(id, sizeof id, "%s_%s", fx->leaf, fx->form);
+  if (fkh_form_index(id) < 0) {
+    snprintf(err, errlen, "%s: no leaf form %s", fx->path, id);
+    return -1;
+  }
+  fkh_call_init(c, id, fx->casename);
+  c->nan_policy = FKH_NAN_CLASS;
+  const fkh_form *fm = &fkh_forms[c->form];
+  for (int i = 0; i < fm->nfields; i++) {
+    const fkh_field *fd = &fm->fields[i];
+    if (fd->kind == FK_FIELD_I64) {
+      if (fkfix_scalar_i64(fx, fd->name, &c->v[i].i64) != 0) goto missing;
+    } else if (fd->kind == FK_FIELD_F32) {
+      if (fkfix_scalar_f32(fx, fd->name, &c->v[i].f32) != 0) goto missing;
+    } else if (fd->dir != FK_DIR_OUT) {
+      const fkfix_tensor *t = fkfix_tensor_get(fx, fd->name);
+      if (!t || !t->is_input) goto missing;
+      size_t want = fd->elem == FK_ELEM_F32 ? 4 : 2;
+      if (dtype_size(t->dtype) != want || (want == 4 && t->dtype != FKFIX_F32)) {
+        snprintf(err, errlen, "%s: tensor '%s' has the wrong dtype for field %s", fx->path, t->name, fd->name);
+        return -1;
+      }
+      fkh_buf_alloc(&c->v[i].buf, t->nbytes);
+      memcpy(c->v[i].buf.data, t->data, t->nbytes);
+    }
+    continue;
+  missing:
+    snprintf(err, errlen, "%s: no %s for field '%s' of %s", fx->path,
+             fd->kind == FK_FIELD_PTR ? "input tensor" : "scalar", fd->name, id);
+    return -1;
+  }
+  /* outputs: sized from the leaf's own shape arguments */
+  if (!strcmp(fx->leaf, "gemv")) {
+    fkh_set_buf(c, "y", (size_t)fkh_i64_of(c, "row_end"));
+  } else if (!strcmp(fx->leaf, "rmsnorm")) {
+    int64_t rows = fkh_i64_of(c, "rows"), n = fkh_i64_of(c, "n"), ys = fkh_i64_of(c, "y_stride");
+    fkh_set_buf(c, "y", (size_t)(rows > 0 ? (rows - 1) * ys + n : 0));
+  } else {
+    snprintf(err, errlen, "%s: the fixture gate does not know leaf %s", fx->path, fx->leaf);
+    return -1;
+  }
+  return 0;
+}
+
+/* Tolerances: fixtures/README.md, "Tolerance ids". u = 2^-24, eta = 2^-150. */
+static const double U = 0x1p-24, ETA = 0x1p-150;
+static double gamma_(double d) { return d * U / (1 - d * U); }
+
+static double bf16_value(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return (double)f;
+}
+
+static double tensor_at(const fkfix_tensor *t, int64_t i0, int64_t i1) {
+  int64_t off = t->ndim == 1 ? i0 * t->strides[0] : i0 * t->strides[0] + i1 * t->strides[1];
+  switch (t->dtype) {
+  case FKFIX_F64: return ((const double *)t->data)[off];
+  case FKFIX_F32: return (double)((const float *)t->data)[off];
+  default: return bf16_value(((const uint16_t *)t->data)[off]);
+  }
+}
+
+/* Special values compare by class; returns 1 when decided (ok set), 0 when both are finite. */
+static int by_class(double y, double ref, int *ok) {
+  if (isnan(ref)) { *ok = isnan(y); return 1; }
+  if (isinf(ref)) { *ok = isinf(y) && (y > 0) == (ref > 0); return 1; }
+  if (!isfinite(y)) { *ok = 0; return 1; }
+  return 0;
+}
+
+static double rmsnorm_bound(double w, double z, double delta) {
+  return fabs(w) * fabs(z) * (0x1p-7 + 0x1p-14 + 2 * delta) + fabs(w) * 0x1p-132 + 0x1p-133;
+}
+
+static int check_rmsnorm(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, char *msg, size_t len) {
+  int64_t rows = fkh_i64_of(c, "rows"), n = fkh_i64_of(c, "n");
+  float eps;
+  fkfix_scalar_f32(fx, "eps", &eps);
+  const fkfix_tensor *ref = fkfix_tensor_get(fx, b->tensor), *z = fkfix_tensor_get(fx, "z_f64");
+  const uint16_t *w = fkh_buf_of(c, "w");
+  const uint16_t *out = fkh_buf_of(c, b->field);
+  int64_t stride = fkh_i64_of(c, !strcmp(b->field, "r") ? "r_stride" : "y_stride");
+  double delta = (gamma_((double)n + 1) / 2 + ETA / (2 * (double)eps) + 4 * U) * (1 + 0x1p-20);
+  for (int64_t r = 0; r < rows; r++) {
+    for (int64_t i = 0; i < n; i++) {
+      uint16_t got = out[r * stride + i];
+      double y = bf16_value(got), rv = tensor_at(ref, r, i);
+      int ok;
+      if (b->bitexact) {
+        uint16_t want = ((const uint16_t *)ref->data)[r * ref->strides[0] + i * ref->strides[1]];
+        ok = got == want;
+      } else if (!by_class(y, !strcmp(b->tolerance, "rmsnorm_f64") ? bf16_value(w[i]) * rv : rv, &ok)) {
+        double wi = bf16_value(w[i]), zi = tensor_at(z, r, i);
+        double bound = rmsnorm_bound(wi, zi, delta);
+        if (!strcmp(b->tolerance, "rmsnorm_f64")) ok = fabs(y - wi * zi) <= bound;
+        else if (!strcmp(b->tolerance, "rmsnorm_torch")) ok = fabs(y - rv) <= bound + rmsnorm_bound(wi, zi, delta + 2 * U);
+        else {
+          snprintf(msg, len, "%s: unknown tolerance '%s'", fx->path, b->tolerance);
+          return 0;
+        }
+      }
+      if (!ok) {
+        snprintf(msg, len, "%s: boundary %s/%s (%s): row %lld [%lld]: got 0x%04x (%.9g), reference %.9g",
+                 fx->path, b->field, b->tensor, b->tolerance, (long long)r, (long long)i, got, y, rv);
+        return 0;
+      }
+    }
+  }
+  return 1;
+}
+
+static int check_gemv(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, char *msg, size_t len) {
+  int64_t k = fkh_i64_of(c, "k"), ldw = fkh_i64_of(c, "ldw");
+  int64_t rb = fkh_i64_of(c, "row_begin"), re = fkh_i64_of(c, "row_end");
+  const fkfix_tensor *ref = fkfix_tensor_get(fx, b->tensor);
+  const uint16_t *w = fkh_buf_of(c, "w"), *y = fkh_buf_of(c, "y");
+  const float *x = fkh_buf_of(c, "x");
+  const uint16_t *r = fkh_field_index(c, "r") >= 0 ? fkh_buf_of(c, "r") : NULL;
+  double d = (double)k + 1;
+  for (int64_t row = rb; row < re; row++) {
+    double yv = bf16_value(y[row]), rv = tensor_at(ref, row, 0);
+    int ok;
+    if (b->bitexact) {
+      ok = y[row] == ((const uint16_t *)ref->data)[row * ref->strides[0]];
+    } else if (!by_class(yv, rv, &ok)) {
+      double a = r ? fabs(bf16_value(r[row])) : 0;
+      for (int64_t i = 0; i < k; i++) a += fabs(bf16_value(w[row * ldw + i]) * (double)x[i]);
+      double e = gamma_(d) * a + d * ETA;
+      if (!strcmp(b->tolerance, "gemv_f64")) ok = fabs(yv - rv) <= 0x1p-8 * (fabs(rv) + e) + e + 0x1p-134;
+      else if (!strcmp(b->tolerance, "gemv_torch")) ok = fabs(yv - rv) <= 0x1p-8 * (fabs(rv) + 2 * e) + 2 * e + 0x1p-134;
+      else {
+        snprintf(msg, len, "%s: unknown tolerance '%s'", fx->path, b->tolerance);
+        return 0;
+      }
+    }
+    if (!ok) {
+      snprintf(msg, len, "%s: boundary %s/%s (%s): row %lld: got 0x%04x (%.9g), reference %.9g", fx->path,
+               b->field, b->tensor, b->tolerance, (long long)row, y[row], yv, rv);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+int fkt_fixture_check(const fkfix *fx, fkh_call *c, char *msg, size_t msglen) {
+  int bad = 0;
+  msg[0] = 0;
+  if (c->failed) {
+    snprintf(msg, msglen, "%s: %s", fx->path, c->why);
+    return fx->nboundaries ? fx->nboundaries : 1;
+  }
+  for (int i = 0; i < fx->nboundaries; i++) {
+    char one[512];
+    int ok = !strcmp(fx->leaf, "gemv") ? check_gemv(fx, &fx->boundaries[i], c, one, sizeof one)
+                                       : check_rmsnorm(fx, &fx->boundaries[i], c, one, sizeof one);
+    if (!ok) {
+      if (!bad) snprintf(msg, msglen, "%s", one);
+      bad++;
+    }
+  }
+  return bad;
+}
+
+int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases) {
+  char dir[512], err[512];
+  snprintf(dir, sizeof dir, "%s/%s", FKT_FIXTURE_DIR, leaf);
+  char **paths;
+  int n = fkfix_list(dir, &paths, err, sizeof err);
+  cr_assert(n > 0, "no fixtures in %s (%s)", dir, n < 0 ? err : "empty");
+  fkfix *fx = calloc((size_t)n, sizeof *fx);
+  fkh_call *calls = calloc((size_t)n, sizeof *calls);
+  cr_assert(fx && calls);
+  for (int i = 0; i < n; i++) {
+    cr_assert(fkfix_load(paths[i], &fx[i], err, sizeof err) == 0, "%s", err);
+    cr_assert(fkt_fixture_call(&fx[i], &calls[i], err, sizeof err) == 0, "%s", err);
+  }
+  run_or_fail(t, calls, n);
+  int bad = 0;
+  for (int i = 0; i < n; i++) {
+    char msg[600];
+    int b = fkt_fixture_check(&fx[i], &calls[i], msg, sizeof msg);
+    if (b && bad < 8) cr_log_error("%s: %s", t->label, msg);
+    bad += b;
+    fkh_call_free(&calls[i]);
+    fkfix_free(&fx[i]);
+  }
+  free(calls);
+  free(fx);
+  fkfix_list_free(paths, n);
+  *ncases = n;
+  return bad;
+}

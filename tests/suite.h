@@ -1,0 +1,52 @@
+/* tests/suite.h: what the Criterion suites share: target pairs drawn from the registry,
+ * the bit-exact comparison of two targets over a form's cases, and the fixture gate. */
+#ifndef FKT_SUITE_H
+#define FKT_SUITE_H
+
+#include "fixture/fkfix.h"
+#include "harness/fkh.h"
+#include "leaves/cases.h"
+
+/* One comparison: form `form`, cases of `builder`, outputs of a against outputs of b. */
+typedef struct fkt_pair {
+  char form[40];
+  fkh_target a, b;
+} fkt_pair;
+
+/* Every exact-tier pair of one leaf ("gemv"): for each form, each x86_64 and AArch64 stamp
+ * (AArch64 under qemu -cpu max and -cpu neoverse-n1) against the contract model, each AArch64
+ * stamp against each x86_64 stamp, and the contract model built for AArch64 against the host
+ * one. Variants come from the registry tables, never from a list in the tests. */
+int fkt_exact_pairs(const char *leaf, fkt_pair *out, int cap);
+
+/* Fixture targets: the contract model, each host stamp, each AArch64 stamp (qemu -cpu max). */
+int fkt_fixture_targets(const char *leaf, fkh_target *out, int cap);
+
+/* Runs both sides over every case and asserts bit-exactness (fails the test with the first
+ * mismatches), or skips the test when a side cannot run here. */
+void fkt_check_pair(const fkt_pair *p, fkt_builder build);
+
+/* Counts mismatching cases between a and b without asserting (for perturbation tests). */
+int fkt_count_mismatches(const char *form, fkt_builder build, fkh_target a, fkh_target b,
+                         char *first, size_t firstlen);
+
+/* Skips the current test unless the target can run here. */
+void fkt_need(const fkh_target *t);
+
+/* The fixture gate: every manifest of fixtures/<leaf>/ is loaded and validated, its call run
+ * on target t, and every boundary compared under its declared contract and tolerance.
+ * Returns the number of failing (case, boundary) pairs; messages go to the Criterion log. */
+int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases);
+
+/* Fixture boundary check of one call against one loaded fixture (used by the gate and by the
+ * perturbation tests). Returns the number of failing boundaries, with the first message. */
+int fkt_fixture_check(const fkfix *fx, fkh_call *c, char *msg, size_t msglen);
+
+/* Builds the leaf call described by a fixture (inputs copied, outputs allocated). */
+int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen);
+
+#ifndef FKT_FIXTURE_DIR
+#define FKT_FIXTURE_DIR "fixtures"
+#endif
+
+#endif

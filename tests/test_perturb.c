@@ -1,0 +1,203 @@
+/* tests/test_perturb.c: each gate must see the error it exists for.
+ *
+ * A gate that cannot fail proves nothing. Here every gate is fed a known error and must
+ * report it: a changed rounding bias, a reordered reduction (tree and chains), a skipped
+ * residual commit, a wrong row stride, a flipped fixture byte, a write past a buffer, and the
+ * same errors seen through the AArch64 runner. */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "contract/contract.h"
+#include "suite.h"
+
+static fkh_target best_host(void) {
+  fkh_target t = fkh_host("avx512");
+  char why[128];
+  return fkh_available(&t, why, sizeof why) ? t : fkh_host("avx2");
+}
+
+static void expect_caught(const char *form, fkt_builder build, fkh_target stamp, int perturb, const char *what) {
+  fkt_need(&stamp);
+  char first[512];
+  int bad = fkt_count_mismatches(form, build, stamp, fkh_contract(perturb), first, sizeof first);
+  cr_log_info("%s on %s: %d cases differ; first: %s", what, form, bad, first);
+  cr_assert(bad > 0, "%s on %s: the stamp-vs-contract gate saw nothing", what, form);
+}
+
+/* Every form of a leaf, one perturbation. */
+static void expect_caught_all(const char *leaf, fkt_builder build, int perturb, const char *what) {
+  int n = 0;
+  for (int f = 0; f < fkh_nforms; f++) {
+    if (strcmp(fkh_forms[f].leaf, leaf) != 0) continue;
+    if (perturb == FKC_SKIP_COMMIT && fkh_field_index(&(fkh_call){ .form = f }, "r") < 0) continue;
+    expect_caught(fkh_forms[f].id, build, best_host(), perturb, what);
+    n++;
+  }
+  cr_assert(n > 0, "no forms of %s", leaf);
+}
+
+Test(perturb, rounding_bias) {
+  expect_caught_all("gemv", fkt_gemv_cases, FKC_RNE_BIAS, "round-half-up");
+  expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_RNE_BIAS, "round-half-up");
+}
+
+Test(perturb, reordered_reduction_tree) {
+  expect_caught_all("gemv", fkt_gemv_cases, FKC_TREE_PAIRWISE, "pairwise tree");
+  expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_TREE_PAIRWISE, "pairwise tree");
+}
+
+Test(perturb, reordered_reduction_lanes) {
+  expect_caught_all("gemv", fkt_gemv_cases, FKC_LANES_INTERLEAVED, "interleaved lanes");
+  expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_LANES_INTERLEAVED, "interleaved lanes");
+}
+
+Test(perturb, skipped_residual_commit) {
+  expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_SKIP_COMMIT, "skipped commit");
+}
+
+Test(perturb, seen_through_the_aarch64_runner, .timeout = 300) {
+  fkh_target neon = fkh_remote("neon", "max");
+  expect_caught("gemv_bf16_rne", fkt_gemv_cases, neon, FKC_RNE_BIAS, "round-half-up (AArch64)");
+  expect_caught("rmsnorm_f32", fkt_rmsnorm_cases, neon, FKC_TREE_PAIRWISE, "pairwise tree (AArch64)");
+}
+
+/* A stamp run with a wrong row stride against the contract run with the right one. */
+static void wrong_stride(const char *form, fkt_builder build, const char *field, int64_t delta) {
+  fkh_target t = best_host();
+  fkt_need(&t);
+  fkh_call *calls;
+  int n = build(form, &calls), bad = 0, tried = 0;
+  for (int i = 0; i < n; i++) {
+    fkh_call ref, wrong;
+    fkh_call_copy(&ref, &calls[i]);
+    fkh_call_copy(&wrong, &calls[i]);
+    int64_t s = fkh_i64_of(&wrong, field);
+    /* only where the shrunk stride stays inside the buffer */
+    if (s + delta < 1 || strstr(calls[i].name, "random_") == NULL) goto next;
+    fkh_set_i64(&wrong, field, s + delta);
+    char err[256], msg[512];
+    cr_assert(fkh_run(&t, &wrong, 1, err, sizeof err) == 0, "%s", err);
+    fkh_invoke_contract(&ref, FKC_EXACT);
+    tried++;
+    if (!fkh_same_outputs(&wrong, &ref, msg, sizeof msg)) bad++;
+  next:
+    fkh_call_free(&ref);
+    fkh_call_free(&wrong);
+  }
+  fkt_free_cases(calls, n);
+  cr_log_info("%s with %s %+lld: %d of %d cases caught", form, field, (long long)delta, bad, tried);
+  cr_assert(tried > 50 && bad > tried / 2, "%s: wrong %s caught in only %d of %d cases", form, field, bad, tried);
+}
+
+Test(perturb, wrong_row_stride) {
+  wrong_stride("gemv_bf16_rne", fkt_gemv_cases, "ldw", -1);
+  wrong_stride("rmsnorm_f32", fkt_rmsnorm_cases, "x_stride", -1);
+  wrong_stride("rmsnorm_add_bf16", fkt_rmsnorm_cases, "r_stride", -1);
+}
+
+/* A stamp writing past its output buffer breaks the canary and fails the call. */
+Test(perturb, write_past_the_end) {
+  fkh_target targets[2] = { best_host(), fkh_remote("neon", "max") };
+  for (int k = 0; k < 2; k++) {
+    fkt_need(&targets[k]);
+    fkh_call c;
+    fkh_call_init(&c, "gemv_bf16_rne", "short_y");
+    fkh_set_i64(&c, "k", 40);
+    fkh_set_i64(&c, "ldw", 40);
+    fkh_set_i64(&c, "row_begin", 0);
+    fkh_set_i64(&c, "row_end", 4);
+    fkh_set_buf(&c, "w", 160);
+    fkh_set_buf(&c, "x", 40);
+    fkh_set_buf(&c, "y", 3);       /* one row short */
+    char err[256];
+    cr_assert(fkh_run(&targets[k], &c, 1, err, sizeof err) == 0, "%s", err);
+    cr_assert(c.failed, "%s: write past the end not seen", targets[k].label);
+    cr_assert(strstr(c.why, "outside buffer 'y'") != NULL, "%s", c.why);
+    fkh_call_free(&c);
+  }
+}
+
+/* ---------------------------------------------------------------- fixtures -------------- */
+
+static void copy_file(const char *from, const char *to) {
+  FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+  cr_assert(a && b, "copy %s -> %s", from, to);
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, a)) > 0) cr_assert(fwrite(buf, 1, n, b) == n);
+  fclose(a);
+  fclose(b);
+}
+
+/* A flipped payload byte fails the reader with a digest error naming the payload. */
+Test(perturb, flipped_fixture_byte) {
+  char dir[] = "/tmp/fkt_fixXXXXXX";
+  cr_assert(mkdtemp(dir));
+  const char *names[] = { "bf16_rne_k1_tie_down.manifest", "bf16_rne_k1_tie_down.w.zst", "bf16_rne_k1_tie_down.x.zst",
+                          "bf16_rne_k1_tie_down.s_f64.zst", "bf16_rne_k1_tie_down.y_rne.zst" };
+  char from[600], to[600], err[600];
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(from, sizeof from, "%s/gemv/%s", FKT_FIXTURE_DIR, names[i]);
+    snprintf(to, sizeof to, "%s/%s", dir, names[i]);
+    copy_file(from, to);
+  }
+  snprintf(to, sizeof to, "%s/%s", dir, names[0]);
+  fkfix fx;
+  cr_assert(fkfix_load(to, &fx, err, sizeof err) == 0, "intact copy must load: %s", err);
+  fkfix_free(&fx);
+  /* flip one bit of the decompressed content: rewrite the x payload with one value changed */
+  const char *xz = "/bf16_rne_k1_tie_down.x.zst";
+  char xpath[600];
+  snprintf(xpath, sizeof xpath, "%s%s", dir, xz);
+  FILE *f = fopen(xpath, "r+b");
+  cr_assert(f);
+  fseek(f, -4, SEEK_END);   /* inside the (uncompressed, stored) block of a small frame */
+  int ch = fgetc(f);
+  fseek(f, -4, SEEK_END);
+  fputc(ch ^ 0x01, f);
+  fclose(f);
+  int rc = fkfix_load(to, &fx, err, sizeof err);
+  cr_log_info("flipped byte: %s", err);
+  cr_assert(rc != 0, "a flipped payload byte was not seen");
+  cr_assert(strstr(err, "'x'") != NULL || strstr(err, ".x.zst") != NULL, "error does not name the tensor: %s", err);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(to, sizeof to, "%s/%s", dir, names[i]);
+    unlink(to);
+  }
+  rmdir(dir);
+}
+
+/* The fixture gate, independent of the contract model, sees a changed rounding rule (the
+ * bit-exact tie boundaries) and a wrong stride (the float64 bound). */
+Test(perturb, fixture_gate_sees_rounding_and_stride) {
+  char path[600], err[600], msg[600];
+  snprintf(path, sizeof path, "%s/gemv/bf16_rne_k1_tie_down.manifest", FKT_FIXTURE_DIR);
+  fkfix fx;
+  cr_assert(fkfix_load(path, &fx, err, sizeof err) == 0, "%s", err);
+  fkh_call c;
+  cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
+  fkh_invoke_contract(&c, FKC_EXACT);
+  cr_assert(fkt_fixture_check(&fx, &c, msg, sizeof msg) == 0, "exact contract fails the ties fixture: %s", msg);
+  fkh_call_free(&c);
+  cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
+  fkh_invoke_contract(&c, FKC_RNE_BIAS);
+  cr_assert(fkt_fixture_check(&fx, &c, msg, sizeof msg) > 0, "round-half-up passed the ties fixture");
+  cr_log_info("rounding caught: %s", msg);
+  fkh_call_free(&c);
+  fkfix_free(&fx);
+
+  snprintf(path, sizeof path, "%s/gemv/bf16_rne_ldw.manifest", FKT_FIXTURE_DIR);
+  cr_assert(fkfix_load(path, &fx, err, sizeof err) == 0, "%s", err);
+  cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
+  fkh_set_i64(&c, "ldw", fkh_i64_of(&c, "k"));
+  fkh_target t = best_host();
+  cr_assert(fkh_run(&t, &c, 1, err, sizeof err) == 0, "%s", err);
+  cr_assert(fkt_fixture_check(&fx, &c, msg, sizeof msg) > 0, "a wrong row stride passed the fixture gate");
+  cr_log_info("stride caught: %s", msg);
+  fkh_call_free(&c);
+  fkfix_free(&fx);
+}
