@@ -68,7 +68,8 @@ int fkt_fixture_targets(const char *leaf, fkh_target *out, int cap) {
       for (int k = 0; k < nseen; k++) dup |= !strcmp(seen[k], tab[i].variant);
       if (dup) continue;
       seen[nseen++] = tab[i].variant;
-      out[n++] = pass ? fkh_remote(tab[i].variant, "max") : fkh_host(tab[i].variant);
+      if (!pass) out[n++] = fkh_host(tab[i].variant);
+      for (int c = 0; pass && c < COUNT(qemu_cpus) && n < cap; c++) out[n++] = fkh_remote(tab[i].variant, qemu_cpus[c]);
     }
   }
   return n;
@@ -141,7 +142,7 @@ int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen) {
     return -1;
   }
   fkh_call_init(c, id, fx->casename);
-  c->nan_policy = FKH_NAN_CLASS;
+  c->nan_policy = FKH_NAN_DEFAULT;
   const fkh_form *fm = &fkh_forms[c->form];
   for (int i = 0; i < fm->nfields; i++) {
     const fkh_field *fd = &fm->fields[i];

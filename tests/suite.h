@@ -19,7 +19,8 @@ typedef struct fkt_pair {
  * one. Variants come from the registry tables, never from a list in the tests. */
 int fkt_exact_pairs(const char *leaf, fkt_pair *out, int cap);
 
-/* Fixture targets: the contract model, each host stamp, each AArch64 stamp (qemu -cpu max). */
+/* Fixture targets: the contract model, each host stamp, each AArch64 stamp (qemu -cpu max and
+ * -cpu neoverse-n1). */
 int fkt_fixture_targets(const char *leaf, fkh_target *out, int cap);
 
 /* Runs both sides over every case and asserts bit-exactness (fails the test with the first

@@ -297,9 +297,10 @@ int fkh_read_results(const char *path, fkh_call *calls, int ncalls, char *err, s
 
 /* ---------------------------------------------------------------- comparison ----------- */
 
-static int is_nan_bits(uint32_t u, int elem) {
-  if (elem == FK_ELEM_F32) return (u & 0x7fffffffu) > 0x7f800000u;
-  return (u & 0x7fffu) > 0x7f80u;
+/* The default quiet NaN (no payload), either sign. */
+static int is_default_nan(uint32_t u, int elem) {
+  if (elem == FK_ELEM_F32) return (u & 0x7fffffffu) == 0x7fc00000u;
+  return (u & 0x7fffu) == 0x7fc0u;
 }
 
 int fkh_same_outputs(const fkh_call *a, const fkh_call *b, char *msg, size_t msglen) {
@@ -319,7 +320,7 @@ int fkh_same_outputs(const fkh_call *a, const fkh_call *b, char *msg, size_t msg
       memcpy(&p, x->data + k * es, es);
       memcpy(&q, y->data + k * es, es);
       if (p == q) continue;
-      if (a->nan_policy == FKH_NAN_CLASS && is_nan_bits(p, fd->elem) && is_nan_bits(q, fd->elem)) continue;
+      if (a->nan_policy == FKH_NAN_DEFAULT && is_default_nan(p, fd->elem) && is_default_nan(q, fd->elem)) continue;
       if (bad++ == 0) { first = k; ux = p; uy = q; }
     }
     if (bad) {

@@ -43,11 +43,12 @@ typedef struct fkh_val {
   fkh_buf buf;
 } fkh_val;
 
-/* NaN policy: with FKH_NAN_STRICT two outputs must have the same bits; with FKH_NAN_CLASS two
- * NaNs compare equal whatever their sign and payload (the sign of a NaN made by an invalid
- * operation is ISA-defined: x86 0xffc00000, AArch64 0x7fc00000; several NaN inputs meeting
- * in one operation propagate an ISA-defined one). Non-NaN values always compare by bits. */
-enum { FKH_NAN_STRICT = 0, FKH_NAN_CLASS = 1 };
+/* NaN policy. The exact tier is bit-identical across ISAs with one exception the hardware
+ * fixes: a NaN *created* by an invalid operation (inf - inf, 0 * inf) is the ISA's default NaN,
+ * 0xffc00000 on x86 and 0x7fc00000 on AArch64; propagated NaNs keep sign and payload alike
+ * (measured: every strict case below passes across ISAs). FKH_NAN_STRICT: equal bits.
+ * FKH_NAN_DEFAULT: equal bits, or both the default quiet NaN (no payload) of either sign. */
+enum { FKH_NAN_STRICT = 0, FKH_NAN_DEFAULT = 1 };
 
 typedef struct fkh_call {
   int form;

@@ -74,7 +74,7 @@ int fkt_gemv_cases(const char *form, fkh_call **out) {
   w[3] = 0x7f80;
   w[40 + 7] = 0x7f80;
   w[40 + 30] = 0xff80;
-  c->nan_policy = FKH_NAN_CLASS;
+  c->nan_policy = FKH_NAN_DEFAULT;
   /* signed zeros: every product is -0 or +0; the accumulators start at +0 */
   c = gemv_case(&l, form, "signed_zero", sh(35, 0, 3), &rng, -6, 0, -2, 2);
   w = fkh_buf_of(c, "w");
@@ -92,7 +92,7 @@ int fkt_gemv_cases(const char *form, fkh_call **out) {
   gemv_case(&l, form, "subnormal_inputs", sh(70, 0, 4), &rng, -133, -120, -2, 2);
   /* overflow to infinity in the f32 accumulation */
   c = gemv_case(&l, form, "overflow", sh(64, 0, 4), &rng, 60, 64, 60, 64);
-  c->nan_policy = FKH_NAN_CLASS;
+  c->nan_policy = FKH_NAN_DEFAULT;
   /* exact RNE ties at the output: k = 1, products exact in f32 */
   c = gemv_case(&l, form, "ties", sh(1, 0, 6), &rng, 0, 0, 0, 0);
   static const uint16_t tw[6] = { 0x3f80, 0x3fc0, 0xbf80, 0x4040, 0x0001, 0x3f80 };
