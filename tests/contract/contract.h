@@ -6,6 +6,13 @@
  * tests and are never linked into the library. Build with -ffp-contract=off: the compiler must
  * neither fuse nor split what is written here.
  *
+ * Special values, as every model here and every exact stamp computes them: accumulators start
+ * at +0.0f, so a sum of -0 products is +0; lanes past the valid length are left as they are
+ * (nothing is added, not even +0). Propagated NaNs keep sign and payload (quieted). A NaN
+ * created by an invalid operation (inf - inf, 0 * inf) is the ISA's default NaN: 0xffc00000 on
+ * x86, 0x7fc00000 on AArch64, the one bit difference the exact tier has across ISAs
+ * (tests/harness/fkh.h, FKH_NAN_DEFAULT).
+ *
  * A perturbation (fkc_perturb) changes one rule on purpose; the perturbation tests use it to
  * prove that the gates see that kind of error. FKC_EXACT is the contract itself. */
 #ifndef FK_CONTRACT_H
