@@ -44,25 +44,27 @@ end
 ---------------------------------------------------------------------------------------------
 -- Argument struct layout (LP64 on both ISAs: natural alignment, no packing).
 
-function M.layout(form_args, path)
+-- `locate(name)` gives the template line declaring an argument (for error messages).
+function M.layout(form_args, path, locate)
   local fields, off, align = {}, 0, 1
   local seen = {}
+  local where = function(name) return locate and locate(name) or 0 end
   for i, a in ipairs(form_args) do
     local name, ctype = a[1], a[2]
     if type(name) ~= "string" or not name:match("^[a-z][a-z0-9_]*$") then
-      M.raise(path, "argument " .. i .. ": name must match [a-z][a-z0-9_]*", 0)
+      M.raise(path, "argument " .. i .. ": name must match [a-z][a-z0-9_]*", where(tostring(name)))
     end
-    if seen[name] then M.raise(path, "argument '" .. name .. "' declared twice", 0) end
+    if seen[name] then M.raise(path, "argument '" .. name .. "' declared twice", where(name)) end
     seen[name] = true
     local ct = M.CTYPES[ctype]
     if not ct then
       local known = C.sorted_keys(M.CTYPES)
       M.raise(path, "argument '" .. name .. "': unsupported C type '" .. tostring(ctype) ..
-              "' (known: " .. table.concat(known, ", ") .. ")", 0)
+              "' (known: " .. table.concat(known, ", ") .. ")", where(name))
     end
     local dir = ct.dir
     if a.inout then
-      if dir ~= "out" then M.raise(path, "argument '" .. name .. "': inout needs a non-const pointer", 0) end
+      if dir ~= "out" then M.raise(path, "argument '" .. name .. "': inout needs a non-const pointer", where(name)) end
       dir = "inout"
     end
     off = math.floor((off + ct.size - 1) / ct.size) * ct.size
@@ -382,7 +384,7 @@ end
 
 -- Builds the IR of one form. `template` is the loaded template table, `form` one of its forms.
 function M.build(path, template, form, params)
-  local fields, size = M.layout(form.args, path)
+  local fields, size = M.layout(form.args, path)   -- fkgen has validated the layout already
   local self = setmetatable({ path = path, nops = 0, nvalues = 0, prologue = {}, body = {},
                               pending = {} }, B)
   self.cur = { self.prologue }

@@ -77,10 +77,16 @@ function M.stamp(proc, backend, variant, meta, fail)
     assign = assign, saved = saved, regs_desc = regs,
     lines = {}, nlabels = 0, consts = {}, consts_by_name = {}, ops_seen = {},
   }, Ctx)
+  -- op 0 is the frame: ABI prologue and epilogue, which no template op asks for
+  local frame = { id = 0, op = "frame", line = 0, src = {}, attr = {} }
+  ctx.cur_op = frame
   backend.begin(ctx)
+  ctx.cur_op = nil
   ctx:lower(proc.prologue)
   ctx:lower(proc.body)
+  ctx.cur_op = frame
   backend.finish(ctx)
+  ctx.cur_op = nil
   return M.write(ctx, meta)
 end
 
@@ -141,7 +147,7 @@ function M.write(ctx, meta)
   banner("void " .. meta.symbol .. "(const " .. meta.struct_name .. " *a);")
   register_map(ctx, out)
   banner("")
-  banner("Each instruction ends with the id of the template op it implements: // [id].")
+  banner("Each instruction ends with the id of the template op it implements: // [id]; [0] is the frame.")
   banner("")
   out[#out + 1] = '#include "fk_asm.h"'
   for _, l in ipairs(ctx.backend.preamble(ctx)) do out[#out + 1] = l end
@@ -154,8 +160,12 @@ function M.write(ctx, meta)
       out[#out + 1] = l.raw
     else
       if l.op and l.op ~= last_op then
-        out[#out + 1] = string.format("    %s [%d] %s  %s:%d", cs, l.op.id, op_summary(l.op),
-                                      ctx.proc.path, l.op.line)
+        if l.op.id == 0 then
+          out[#out + 1] = string.format("    %s [0] frame (%s prologue/epilogue)", cs, ctx.backend.abi)
+        else
+          out[#out + 1] = string.format("    %s [%d] %s  %s:%d", cs, l.op.id, op_summary(l.op),
+                                        ctx.proc.path, l.op.line)
+        end
         last_op = l.op
       end
       local tag = l.op and (cs .. " [" .. C.int(l.op.id) .. "]") or ""

@@ -62,23 +62,44 @@ local function generator_hash()
   return SHA1.digest(table.concat(rows, "\n"))
 end
 
--- Template declaration checks, before anything is built.
-local function check_template(path, t, leaf_name)
-  local function fail(msg) DSL.raise(path, msg, 0) end
-  if type(t) ~= "table" then fail("a template must return a table") end
+-- Template declaration checks, before anything is built. A declaration error points at the
+-- line declaring the key (the first `key =` in the source), or line 1 when the key is absent.
+-- First line of src matching pattern, or 1.
+local function line_matching(src, pattern)
+  local n = 0
+  for line in (src .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    if line:match(pattern) then return n end
+  end
+  return 1
+end
+
+local function check_template(path, src, t, leaf_name)
+  local function line_of(key) return line_matching(src, "^%s*" .. key .. "%s*=") end
+  local function fail(msg) DSL.raise(path, msg, line_of(msg:match("^(%a+)") or "")) end
+  if type(t) ~= "table" then fail("return: a template must return a table") end
   if t.leaf ~= leaf_name then
-    fail("leaf must be '" .. leaf_name .. "' (the file name), got '" .. tostring(t.leaf) .. "'")
+    fail("leaf: must be '" .. leaf_name .. "' (the file name), got '" .. tostring(t.leaf) .. "'")
   end
   if type(t.doc) ~= "string" then fail("doc: a one-line description is required") end
-  if t.tier ~= "exact" then fail("tier must be 'exact' (the only tier stamped so far)") end
+  if t.tier ~= "exact" then fail("tier: must be 'exact' (the only tier stamped so far)") end
   if type(t.params) ~= "table" then fail("params: a table is required") end
   if type(t.check) ~= "function" then fail("check: a function asserting the params is required") end
   if type(t.body) ~= "function" then fail("body: a function is required") end
   if type(t.forms) ~= "table" or #t.forms == 0 then fail("forms: at least one form is required") end
+  -- variants: every name must be a backend variant of the template's tier
+  if type(t.variants) ~= "table" or #t.variants == 0 then fail("variants: list the variants to stamp") end
+  for _, name in ipairs(t.variants) do
+    local found
+    for _, be in ipairs(BACKENDS) do
+      for _, v in ipairs(be.variants) do if v.name == name and v.tier == t.tier then found = true end end
+    end
+    if not found then fail("variants: no " .. t.tier .. "-tier variant named '" .. tostring(name) .. "'") end
+  end
   local seen = {}
   for i, f in ipairs(t.forms) do
     if type(f.name) ~= "string" or not f.name:match("^[a-z0-9][a-z0-9_]*$") then
-      fail("forms[" .. i .. "]: name must match [a-z0-9][a-z0-9_]*")
+      fail("forms: forms[" .. i .. "].name must match [a-z0-9][a-z0-9_]*")
     end
     if seen[f.name] then fail("forms: '" .. f.name .. "' declared twice") end
     seen[f.name] = true
@@ -121,17 +142,21 @@ local function run()
     local chunk, lerr = load(src, "@" .. path)
     if not chunk then error({ plain = (lerr:gsub("^(templates/[^:]+:%d+:)", "%1 error:")) }, 0) end
     local t = chunk()
-    check_template(path, t, leaf_name)
+    check_template(path, src, t, leaf_name)
     local thash = SHA1.git_blob(src)
     local leaf = { leaf = leaf_name, path = path, doc = t.doc, forms = {} }
     leaves[#leaves + 1] = leaf
     for _, form in ipairs(t.forms) do
       local id = "fk_" .. leaf_name .. "_" .. form.name
-      local fields, size = DSL.layout(form.args, path)
+      local fields, size = DSL.layout(form.args, path, function(name)
+        return line_matching(src, '"' .. name:gsub("%p", "%%%0") .. '"')
+      end)
       leaf.forms[#leaf.forms + 1] = { name = form.name, id = id, fields = fields, size = size }
       for _, be in ipairs(BACKENDS) do
         for _, variant in ipairs(be.variants) do
-          if variant.tier == t.tier then
+          local wanted = false
+          for _, name in ipairs(t.variants) do wanted = wanted or name == variant.name end
+          if wanted then
             local proc = DSL.build(path, t, form, t.params)
             local symbol = id .. "__" .. be.isa .. "_" .. variant.name .. "_" .. t.tier
             local meta = { symbol = symbol, template_path = path, template_hash = thash,

@@ -27,6 +27,7 @@ return {
   leaf = "gemv",
   doc = "BF16 GEMV, f32 accumulation in canonical order, bf16 RNE output (optionally + residual)",
   tier = "exact",
+  variants = { "neon", "avx2", "avx512" },
   params = { chains = 2, rows = 2, tree = "halving" },
   check = function(p, need)
     need(p.chains == 1 or p.chains == 2 or p.chains == 4, "chains must be 1, 2 or 4")

@@ -15,6 +15,8 @@ cases=(
   "unknown arg|s/local xv = t:load_f32(a.x, i/local xv = t:load_f32(a.xx, i/|no argument named 'xx' in form 'bf16_rne'"
   "registers|s/params = { chains = 2, rows = 2/params = { chains = 2, rows = 4/|out of vec registers"
   "syntax|s/^return {/return {{/|"
+  "bad arg type|s/{ \"ldw\", \"int64_t\"/{ \"ldw\", \"int32_t\"/|argument 'ldw': unsupported C type 'int32_t'"
+  "unknown variant|s/variants = { \"neon\", \"avx2\", \"avx512\" }/variants = { \"neon\", \"sve\" }/|variants: no exact-tier variant named 'sve'"
   "unknown tree|s/p.tree == \"halving\", \"tree must be 'halving'\"/true, \"\"/;s/tree = \"halving\" }/tree = \"butterfly\" }/|unknown tree 'butterfly'"
 )
 for c in "${cases[@]}"; do
