@@ -330,3 +330,11 @@ int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases) {
   *ncases = n;
   return bad;
 }
+
+void fkt_fixture_test(const char *leaf, const fkh_target *t) {
+  fkt_need(t);
+  int ncases;
+  int bad = fkt_fixture_gate(leaf, t, &ncases);
+  cr_log_info("%s fixtures on %s: %d cases, %d failing boundaries", leaf, t->label, ncases, bad);
+  cr_assert(bad == 0, "%s fixtures on %s: %d failing boundaries (see log)", leaf, t->label, bad);
+}

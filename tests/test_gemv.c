@@ -13,25 +13,7 @@
 
 #include "suite.h"
 
-static fkt_pair pairs[64];
-ParameterizedTestParameters(gemv, exact) {
-  int n = fkt_exact_pairs("gemv", pairs, 64);
-  return cr_make_param_array(fkt_pair, pairs, (size_t)n);
-}
-ParameterizedTest(fkt_pair *p, gemv, exact, .timeout = 600) { fkt_check_pair(p, fkt_gemv_cases); }
-
-static fkh_target fixture_targets[16];
-ParameterizedTestParameters(gemv, fixtures) {
-  int n = fkt_fixture_targets("gemv", fixture_targets, 16);
-  return cr_make_param_array(fkh_target, fixture_targets, (size_t)n);
-}
-ParameterizedTest(fkh_target *t, gemv, fixtures, .timeout = 600) {
-  fkt_need(t);
-  int ncases;
-  int bad = fkt_fixture_gate("gemv", t, &ncases);
-  cr_log_info("gemv fixtures on %s: %d cases, %d failing boundaries", t->label, ncases, bad);
-  cr_assert(bad == 0, "gemv fixtures on %s: %d failing boundaries (see log)", t->label, bad);
-}
+FKT_LEAF_SUITE(gemv, fkt_gemv_cases)
 
 /* Rows [begin, end) in one call equal the same rows one call each: the row group (2 rows per
  * pass, remainder alone) does not enter a row's sum. Checked on every stamp, AArch64 included

@@ -33,6 +33,22 @@ static fkh_call *gemv_case(fkt_list *l, const char *form, const char *name, shap
 
 static shape sh(int64_t k, int64_t rb, int64_t re) { return (shape){ k, rb, re, k }; }
 
+/* x = 2^24 at slot 0, -2^24 at slot `neg`, 1 at slot 1, 3 at slot `odd`, 0 elsewhere; w all 1
+ * but row 1 negates slot `odd` and row 2 doubles slot 1 (three rows, three sums). */
+static void cancel_case(fkt_list *l, const char *form, const char *name, int64_t k, int neg, int odd, fkh_rng *rng) {
+  fkh_call *c = gemv_case(l, form, name, sh(k, 0, 3), rng, 0, 0, 0, 0);
+  float *x = fkh_buf_of(c, "x");
+  uint16_t *w = fkh_buf_of(c, "w");
+  for (int64_t i = 0; i < k; i++) x[i] = 0.0f;
+  x[0] = 16777216.0f;
+  x[neg] = -16777216.0f;
+  x[1] = 1.0f;
+  x[odd] = 3.0f;
+  for (int64_t i = 0; i < 3 * k; i++) w[i] = 0x3f80;
+  w[k + odd] = 0xbf80;
+  w[2 * k + 1] = 0x4000;
+}
+
 int fkt_gemv_cases(const char *form, fkh_call **out) {
   fkt_list l = { 0 };
   fkh_rng rng = { 0x6e6d76u };
@@ -105,31 +121,12 @@ int fkt_gemv_cases(const char *form, fkh_call **out) {
     r[5] = 0x3f80;                                              /* 1 + (1 + 2^-8) */
   }
   /* cancellation: the result depends on which products meet first, so any other tree or lane
-   * mapping gives another answer. Halving adds lane 0 to lane 8 (2^24 - 2^24 = 0, then + 1);
-   * pairwise adds lane 0 to lane 1 (2^24 + 1 rounds to 2^24, the 1 is lost). Slots 0 and 16
-   * share lane 0 of chains 0 and 1; an interleaved mapping would pair slots 0 and 1. */
-  c = gemv_case(&l, form, "cancel_tree", sh(16, 0, 3), &rng, 0, 0, 0, 0);
-  x = fkh_buf_of(c, "x");
-  w = fkh_buf_of(c, "w");
-  for (int i = 0; i < 16; i++) x[i] = 0.0f;
-  x[0] = 16777216.0f;
-  x[8] = -16777216.0f;
-  x[1] = 1.0f;
-  x[3] = 3.0f;
-  for (int i = 0; i < 48; i++) w[i] = 0x3f80;
-  w[16 + 3] = 0xbf80;
-  w[32 + 1] = 0x4000;
-  c = gemv_case(&l, form, "cancel_lanes", sh(32, 0, 3), &rng, 0, 0, 0, 0);
-  x = fkh_buf_of(c, "x");
-  w = fkh_buf_of(c, "w");
-  for (int i = 0; i < 32; i++) x[i] = 0.0f;
-  x[0] = 16777216.0f;
-  x[16] = -16777216.0f;
-  x[1] = 1.0f;
-  x[17] = 5.0f;
-  for (int i = 0; i < 96; i++) w[i] = 0x3f80;
-  w[32 + 17] = 0xbf80;
-  w[64 + 1] = 0x4040;
+   * mapping gives another answer. cancel_tree (K = 16, chain 0 only): halving adds lane 0 to
+   * lane 8 (2^24 - 2^24 = 0, then + 1); pairwise adds lane 0 to lane 1 (2^24 + 1 rounds to 2^24,
+   * the 1 is lost). cancel_lanes (K = 32): slots 0 and 16 meet in lane 0 (chains 0 and 1);
+   * an interleaved mapping would pair slots 0 and 1 instead. */
+  cancel_case(&l, form, "cancel_tree", 16, 8, 3, &rng);
+  cancel_case(&l, form, "cancel_lanes", 32, 16, 17, &rng);
   if (add) {
     c = gemv_case(&l, form, "residual_special", sh(20, 0, 4), &rng, -6, 0, -2, 2);
     uint16_t *r = fkh_buf_of(c, "r");
