@@ -63,9 +63,11 @@ function M.layout(form_args, path, locate)
               "' (known: " .. table.concat(known, ", ") .. ")", where(name))
     end
     local dir = ct.dir
-    if a.inout then
-      if dir ~= "out" then M.raise(path, "argument '" .. name .. "': inout needs a non-const pointer", where(name)) end
-      dir = "inout"
+    if a.inout or a.scratch then
+      if dir ~= "out" then
+        M.raise(path, "argument '" .. name .. "': inout and scratch need a non-const pointer", where(name))
+      end
+      dir = a.inout and "inout" or "scratch"
     end
     off = math.floor((off + ct.size - 1) / ct.size) * ct.size
     fields[#fields + 1] = { name = name, ctype = ctype, offset = off, size = ct.size,
@@ -123,9 +125,9 @@ end
 function B:_lanes(lanes, what)
   if lanes == nil then return nil end
   if type(lanes) ~= "table" or lanes.kind ~= "lanes" then
-    self:_fail(what .. ": the last argument must be a lane group from tail(base) or nil")
+    self:_fail(what .. ": the last argument must be a lane group from tail(base[, step]) or nil")
   end
-  return lanes
+  return { rem = lanes.rem, base = lanes.base, step = lanes.step }
 end
 
 -- Integer arithmetic ---------------------------------------------------------------------
@@ -157,12 +159,24 @@ function B:add(a, b)
 end
 
 function B:sub(a, b)
-  return self:_emit("isub", "i", { self:_want(a, "i", "sub"), self:_ival(b, "sub") }).dst
+  if type(b) == "number" then return self:add(a, -b) end
+  return self:_emit("isub", "i", { self:_want(a, "i", "sub"), self:_want(b, "i", "sub") }).dst
+end
+
+-- a & imm (imm a Lua integer, e.g. -64 to round down to a multiple of 64).
+function B:iand(a, imm)
+  return self:_emit("iandi", "i", { self:_want(a, "i", "iand") }, { imm = self:_int(imm, "iand") }).dst
 end
 
 function B:mul(a, b)
   if self:_is(a, "i") then
-    return self:_emit("imul", "i", { a, self:_ival(b, "mul") }).dst
+    if type(b) == "number" then
+      self:_int(b, "mul")
+      if b == 0 then return self:iconst(0) end
+      if b == 1 then return a end
+      return self:_emit("imuli", "i", { a }, { imm = b }).dst
+    end
+    return self:_emit("imul", "i", { a, self:_want(b, "i", "mul") }).dst
   elseif self:_is(a, "v") then
     return self:_emit("vmul", "v", { a, self:_want(b, "v", "mul") }).dst
   elseif self:_is(a, "s") then
@@ -172,9 +186,12 @@ function B:mul(a, b)
 end
 
 -- base + index * scale: the address of element `index` of an array of `scale`-byte elements.
+-- A constant index folds into an immediate add.
 function B:addr(base, index, scale)
-  return self:_emit("addr", "i", { self:_want(base, "i", "addr"), self:_ival(index, "addr") },
-                    { scale = self:_int(scale, "addr") }).dst
+  self:_want(base, "i", "addr")
+  scale = self:_int(scale, "addr")
+  if type(index) == "number" then return self:add(base, self:_int(index, "addr") * scale) end
+  return self:_emit("addr", "i", { base, self:_want(index, "i", "addr") }, { scale = scale }).dst
 end
 
 -- Float arithmetic ------------------------------------------------------------------------
@@ -204,6 +221,26 @@ function B:fma_acc(acc, a, b, lanes)
   lanes = self:_lanes(lanes, "fma_acc")
   self:_emit("fma_acc", false, { acc, self:_want(a, "v", "fma_acc"), self:_want(b, "v", "fma_acc") },
              {}, lanes)
+end
+
+-- acc[l] += w[2l] * x[2l] + w[2l+1] * x[2l+1] on raw bf16 pairs, with the CPU's bf16 dot
+-- instruction (VDPBF16PS, BFDOT): its rounding differs between ISAs, so fast tier only.
+function B:dot_bf16_acc(acc, w, x)
+  self:_want(acc, "v", "dot_bf16_acc")
+  if not acc.var then self:_fail("dot_bf16_acc: the accumulator must come from t:zero()") end
+  self:_emit("dot_bf16_acc", false, { acc, self:_want(w, "v", "dot_bf16_acc"), self:_want(x, "v", "dot_bf16_acc") })
+end
+
+-- Raw bf16 pairs -> f32: halfwords 2l (even) or 2l + 1 (odd) of the 32 loaded, exactly.
+function B:bf16_even(raw) return self:_emit("bf16_even", "v", { self:_want(raw, "v", "bf16_even") }).dst end
+function B:bf16_odd(raw) return self:_emit("bf16_odd", "v", { self:_want(raw, "v", "bf16_odd") }).dst end
+
+-- De-interleave the 32 elements of (a, b): even ones, odd ones.
+function B:uzp_even(a, b)
+  return self:_emit("uzp_even", "v", { self:_want(a, "v", "uzp_even"), self:_want(b, "v", "uzp_even") }).dst
+end
+function B:uzp_odd(a, b)
+  return self:_emit("uzp_odd", "v", { self:_want(a, "v", "uzp_odd"), self:_want(b, "v", "uzp_odd") }).dst
 end
 
 -- Round to bf16 by the integer RNE rule; the result stays an f32 vector/scalar whose low 16
@@ -254,7 +291,7 @@ end
 local function loader(kind, vtype)
   return function(self, base, idx, off, lanes) return mem_op(self, kind, vtype, kind, base, idx, off, lanes).dst end
 end
-B.load_f32, B.load_bf16 = loader("load_f32", "v"), loader("load_bf16", "v")
+B.load_f32, B.load_bf16, B.load_raw = loader("load_f32", "v"), loader("load_bf16", "v"), loader("load_raw", "v")
 B.load1_f32, B.load1_bf16 = loader("load1_f32", "s"), loader("load1_bf16", "s")
 
 local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
@@ -293,9 +330,10 @@ function B:for_rows(first, last, group, body)
   op.attr.single = group > 1 and capture(self, body, r, 1) or {}
 end
 
--- for (i = 0; i + tile <= n; i += tile) body(i, nil); then, if n - i > 0, body(i, tail) once
--- with tail(base) giving the lane group of lanes base..base+15 of the partial tile: lanes
--- whose index i + base + l >= n are neither loaded nor stored, and accumulate nothing.
+-- for (i = 0; i + tile <= n; i += tile) body(i, nil); then, if n - i > 0, body(i, tail) once,
+-- tail(base[, step]) giving the lane group of lanes l with i + base + step * l < n (for load_raw,
+-- the halfwords h with i + base + h < n): the other lanes are neither loaded nor stored, and
+-- accumulate nothing.
 function B:for_tiles(n, tile, body)
   tile = self:_int(tile, "for_tiles")
   if tile < 16 or tile % 16 ~= 0 then self:_fail("for_tiles: the tile must be a multiple of 16 lanes") end
@@ -304,30 +342,29 @@ function B:for_tiles(n, tile, body)
   i.line, rem.line = op.line, op.line
   op.attr.ivar, op.attr.rem = i, rem
   op.attr.full = capture(self, body, i, nil)
-  local groups = {}
-  local function tail(base)
-    base = self:_int(base, "tail")
-    if base < 0 or base % 16 ~= 0 or base >= tile then
-      self:_fail("tail(base): base must be a multiple of 16 inside the tile")
-    end
-    if not groups[base] then
-      local m = self:_emit("mask", "k", { rem }, { base = base }).dst
-      groups[base] = { kind = "lanes", rem = rem, base = base, mask = m }
-    end
-    return groups[base]
+  local function tail(base, step)
+    base, step = self:_int(base, "tail"), step or 1
+    if base < 0 or base >= tile then self:_fail("tail(base): base must lie inside the tile") end
+    if step ~= 1 and step ~= 2 then self:_fail("tail(base, step): step must be 1 or 2") end
+    return { kind = "lanes", rem = rem, base = base, step = step }
   end
   op.attr.tail = capture(self, body, i, tail)
+end
+
+-- Dispatch on an integer value known to be one of `values`: body(v) is emitted once per value
+-- and runs when the value equals v; any other value runs nothing (callers validate it).
+function B:cases(value, values, body)
+  local op = self:_emit("cases", false, { self:_want(value, "i", "cases") }, { arms = {} })
+  for _, v in ipairs(values) do
+    op.attr.arms[#op.attr.arms + 1] = { value = self:_int(v, "cases"), body = capture(self, body, v) }
+  end
 end
 
 ---------------------------------------------------------------------------------------------
 
 -- Places each argument load right before the first op of the innermost block that holds all
 -- of the argument's uses: loop-invariant fields load once, per-row fields load per row.
-local function sub_blocks(op)
-  if op.op == "for_tiles" then return { op.attr.full, op.attr.tail } end
-  if op.op == "for_rows" then return { op.attr.grouped, op.attr.single } end
-  return {}
-end
+local sub_blocks = IR.sub_blocks
 
 place_args = function(self)
   local paths = {}      -- value -> list of paths; a path is a list of { block, index }
@@ -338,7 +375,7 @@ place_args = function(self)
       here[#here + 1] = { block = block, index = idx }
       local used = {}
       for _, s in ipairs(op.src) do used[#used + 1] = s end
-      if op.lanes then used[#used + 1] = op.lanes.rem; used[#used + 1] = op.lanes.mask end
+      if op.lanes then used[#used + 1] = op.lanes.rem end
       for _, v in ipairs(used) do
         if not paths[v] then paths[v] = {} end
         paths[v][#paths[v] + 1] = here
@@ -348,25 +385,59 @@ place_args = function(self)
   end
   walk(self.body, {})
   local inserts = {}    -- block -> list of { index, op }
-  for _, op in ipairs(self.pending) do
-    local ps = paths[op.dst]
-    if ps then
-      -- longest common prefix of blocks, then the earliest index in the deepest common block
-      local depth = 1
-      while true do
-        local b = ps[1][depth] and ps[1][depth].block
-        local same = b ~= nil
-        for _, p in ipairs(ps) do if not p[depth] or p[depth].block ~= b then same = false end end
-        if not same then break end
-        depth = depth + 1
-      end
-      depth = depth - 1
-      local block, index = ps[1][depth].block, ps[1][depth].index
-      for _, p in ipairs(ps) do if p[depth].index < index then index = p[depth].index end end
-      if not inserts[block] then inserts[block] = {} end
-      local l = inserts[block]
-      l[#l + 1] = { index = index, op = op }
+  -- replace value `from` by `to` in every op of a block tree
+  local function substitute(block, from, to)
+    for _, op in ipairs(block) do
+      for i, v in ipairs(op.src) do if v == from then op.src[i] = to end end
+      if op.lanes and op.lanes.rem == from then op.lanes.rem = to end
+      for _, b in ipairs(sub_blocks(op)) do substitute(b, from, to) end
     end
+  end
+  local function place(op, ps)
+    -- longest common prefix of blocks, then the earliest index in the deepest common block
+    local depth = 1
+    while true do
+      local b = ps[1][depth] and ps[1][depth].block
+      local same = b ~= nil
+      for _, p in ipairs(ps) do if not p[depth] or p[depth].block ~= b then same = false end end
+      if not same then break end
+      depth = depth + 1
+    end
+    depth = depth - 1
+    local block, index = ps[1][depth].block, ps[1][depth].index
+    local split = block[index].op == "cases"
+    for _, p in ipairs(ps) do
+      if p[depth].index < index then index = p[depth].index end
+      split = split and p[depth].index == ps[1][depth].index and p[depth + 1] ~= nil
+    end
+    if split then
+      -- uses only inside the arms of one dispatch: one load per arm, so no field holds a
+      -- register across arms that do not need it
+      local arms, order = {}, {}
+      for _, p in ipairs(ps) do
+        local arm = p[depth + 1].block
+        if not arms[arm] then arms[arm] = {}; order[#order + 1] = arm end
+        arms[arm][#arms[arm] + 1] = p
+      end
+      for k, arm in ipairs(order) do
+        local clone = op
+        if k > 1 then
+          self.nops = self.nops + 1
+          clone = { id = self.nops, op = op.op, src = { op.src[1] }, attr = op.attr, line = op.line }
+          clone.dst = new_value(self, op.dst.type)
+          clone.dst.line, clone.dst.name = op.dst.line, op.dst.name
+          substitute(arm, op.dst, clone.dst)
+        end
+        place(clone, arms[arm])
+      end
+      return
+    end
+    if not inserts[block] then inserts[block] = {} end
+    local l = inserts[block]
+    l[#l + 1] = { index = index, op = op }
+  end
+  for _, op in ipairs(self.pending) do
+    if paths[op.dst] then place(op, paths[op.dst]) end
   end
   local function apply(block)
     for _, op in ipairs(block) do for _, b in ipairs(sub_blocks(op)) do apply(b) end end
@@ -382,11 +453,14 @@ place_args = function(self)
   apply(self.body)
 end
 
--- Builds the IR of one form. `template` is the loaded template table, `form` one of its forms.
-function M.build(path, template, form, params)
+-- Builds the IR of one form in one tier. `template` is the loaded template table, `form` one
+-- of its forms, `caps` what the target holds ({ vectors = canonical vectors allocatable }):
+-- a template may size its schedule (rows in flight, activation rows per pass) from it, never
+-- its arithmetic order.
+function M.build(path, template, form, params, tier, caps)
   local fields, size = M.layout(form.args, path)   -- fkgen has validated the layout already
   local self = setmetatable({ path = path, nops = 0, nvalues = 0, prologue = {}, body = {},
-                              pending = {} }, B)
+                              pending = {}, tier = tier, caps = caps }, B)
   self.cur = { self.prologue }
   local by_name = {}
   for _, f in ipairs(fields) do by_name[f.name] = f end
@@ -419,7 +493,7 @@ function M.build(path, template, form, params)
   template.body(self, params, form)
   place_args(self)
   local proc = { leaf = template.leaf, form = form.name, fields = fields, struct_size = size,
-                 prologue = self.prologue, body = self.body, nops = self.nops, path = path }
+                 prologue = self.prologue, body = self.body, nops = self.nops, path = path, tier = tier }
   local msg, op = IR.validate(proc)
   if msg then M.raise(path, msg, op and op.line or 0) end
   return proc

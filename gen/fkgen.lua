@@ -21,6 +21,8 @@ for _, name in ipairs(MODULES) do loaded[name] = require(name) end
 local C, SHA1, DSL, EMIT, HDR = loaded.compat, loaded.sha1, loaded.dsl, loaded.emit, loaded.header
 local BACKENDS = { loaded["isa.aarch64"], loaded["isa.x86_64"] }
 
+local TIERS = { "exact", "fast" }   -- stamping order
+
 local function werror(msg)
   io.stderr:write(msg, "\n")
 end
@@ -85,19 +87,23 @@ local function check_template(path, src, t, leaf_name)
     fail("leaf: must be '" .. leaf_name .. "' (the file name), got '" .. tostring(t.leaf) .. "'")
   end
   if type(t.doc) ~= "string" then fail("doc: a one-line description is required") end
-  if t.tier ~= "exact" then fail("tier: must be 'exact' (the only tier stamped so far)") end
+  if type(t.tiers) ~= "table" then fail("tiers: a table { exact = { variants }, fast = { variants } } is required") end
+  for _, k in ipairs(C.sorted_keys(t.tiers)) do
+    if k ~= "exact" and k ~= "fast" then fail("tiers: unknown tier '" .. tostring(k) .. "' (exact, fast)") end
+  end
   if type(t.params) ~= "table" then fail("params: a table is required") end
   if type(t.check) ~= "function" then fail("check: a function asserting the params is required") end
   if type(t.body) ~= "function" then fail("body: a function is required") end
   if type(t.forms) ~= "table" or #t.forms == 0 then fail("forms: at least one form is required") end
-  -- variants: every name must be a backend variant of the template's tier
-  if type(t.variants) ~= "table" or #t.variants == 0 then fail("variants: list the variants to stamp") end
-  for _, name in ipairs(t.variants) do
-    local found
-    for _, be in ipairs(BACKENDS) do
-      for _, v in ipairs(be.variants) do if v.name == name and v.tier == t.tier then found = true end end
+  -- every listed variant must be a backend variant of that tier
+  for _, tier in ipairs(TIERS) do
+    for _, name in ipairs(t.tiers[tier] or {}) do
+      local found
+      for _, be in ipairs(BACKENDS) do
+        for _, v in ipairs(be.variants) do if v.name == name and v.tier == tier then found = true end end
+      end
+      if not found then fail("tiers: no " .. tier .. "-tier variant named '" .. tostring(name) .. "'") end
     end
-    if not found then fail("variants: no " .. t.tier .. "-tier variant named '" .. tostring(name) .. "'") end
   end
   local seen = {}
   for i, f in ipairs(t.forms) do
@@ -155,26 +161,31 @@ local function run()
         return line_matching(src, '"' .. name:gsub("%p", "%%%0") .. '"')
       end)
       leaf.forms[#leaf.forms + 1] = { name = form.name, id = id, fields = fields, size = size }
+      for _, tier in ipairs(TIERS) do
       for _, be in ipairs(BACKENDS) do
         for _, variant in ipairs(be.variants) do
           local wanted = false
-          for _, name in ipairs(t.variants) do wanted = wanted or name == variant.name end
+          for _, name in ipairs(t.tiers[tier] or {}) do wanted = wanted or (name == variant.name and variant.tier == tier) end
           if wanted then
-            local proc = DSL.build(path, t, form, t.params)
-            local symbol = id .. "__" .. be.isa .. "_" .. variant.name .. "_" .. t.tier
+            local regs = be.registers(variant)
+            local vcls = regs.classes.v
+            local caps = { vectors = math.floor(#regs.pools[vcls.pool] / vcls.n) }
+            local proc = DSL.build(path, t, form, t.params, tier, caps)
+            local symbol = id .. "__" .. be.isa .. "_" .. variant.name .. "_" .. tier
             local meta = { symbol = symbol, template_path = path, template_hash = thash,
-                           generator_hash = ghash, tier = t.tier, params_doc = params_doc(t.params),
+                           generator_hash = ghash, tier = tier, params_doc = params_doc(t.params),
                            struct_name = id .. "_args" }
             local text = EMIT.stamp(proc, be, variant, meta, function(msg, line)
               DSL.raise(path, be.isa .. "/" .. variant.name .. ": " .. msg, line or 0)
             end)
             local rel = be.isa .. "/" .. symbol .. ".S"
             put(rel, text)
-            stamps[#stamps + 1] = { id = id, isa = be.isa, variant = variant.name, tier = t.tier,
+            stamps[#stamps + 1] = { id = id, isa = be.isa, variant = variant.name, tier = tier,
                                     symbol = symbol, features = variant.features, file = rel, asflags = variant.asflags,
                                     template = path, template_hash = thash }
           end
         end
+      end
       end
     end
   end

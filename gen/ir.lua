@@ -1,13 +1,19 @@
 -- gen/ir.lua: the ISA-neutral IR between templates and backends.
 --
--- A proc is one leaf form: its argument struct, a prologue of argument loads, a body (a list of
--- ops, with loop ops holding nested bodies), and constant tables. Values are typed:
+-- A proc is one leaf form of one tier: its argument struct, a prologue, a body (a list of
+-- ops, with loop and case ops holding nested bodies). Values are typed:
 --   i  64-bit integer / pointer (a general register)
---   v  16 f32 lanes, the canonical vector (1 zmm, 2 ymm or 4 q registers)
+--   v  16 32-bit lanes, the canonical vector (1 zmm, 2 ymm or 4 q registers): f32 values, or
+--      "raw" pairs of bf16 (lane l = halfwords 2l, 2l+1) from load_raw
 --   s  one f32 in lane 0 (1 register on every ISA)
---   k  a 16-lane mask (k register on AVX-512, a vector elsewhere)
 -- Temps are single-assignment. Accumulators ("vars") are updated in place by *_acc ops, which
--- is what FMLA and VFMADD231PS do; their live range spans every loop that touches them.
+-- is what FMLA, VFMADD231PS, BFDOT and VDPBF16PS do; their live range spans every loop that
+-- touches them.
+--
+-- A lane group ({ rem = i value, base = n, step = 1 | 2 }) on a memory or accumulate op selects
+-- the lanes l with base + step * l < rem (for load_raw: halfwords h with base + h < rem). The
+-- other lanes are neither read nor written, and accumulate nothing. Backends materialise the
+-- mask themselves (k registers, vector masks, or lane-by-lane code), outside the allocator.
 --
 -- ORDER OP: every op kind is listed here with its operand shape; validate() checks each op
 -- against this table and every backend must implement every kind (gen/fkgen.lua checks).
@@ -22,22 +28,29 @@ M.OPS = {
   iconst     = { "i", {}, { "imm" } },
   iadd       = { "i", { "i", "i" } },
   iaddi      = { "i", { "i" }, { "imm" } },
+  iandi      = { "i", { "i" }, { "imm" } },
   isub       = { "i", { "i", "i" } },
   imul       = { "i", { "i", "i" } },
+  imuli      = { "i", { "i" }, { "imm" } },
   addr       = { "i", { "i", "i" }, { "scale" } },   -- src1 + src2 * scale (scale 1, 2, 4, 8)
   zero       = { "v", {} },
   sconst     = { "s", {}, { "bits" } },              -- f32 constant given as its bit pattern
   cvt_i2s    = { "s", { "i" } },                     -- int64 -> f32, RNE
   load_f32   = { "v", { "i", "i" }, { "off" } },     -- [base + (idx + off) * 4], 16 lanes
   load_bf16  = { "v", { "i", "i" }, { "off" } },     -- 16 bf16 widened exactly (<< 16)
+  load_raw   = { "v", { "i", "i" }, { "off" } },     -- 32 bf16 as 16 pairs (lane l = 2l, 2l+1)
   store_f32  = { false, { "i", "i", "v" }, { "off" } },
   store_bf16 = { false, { "i", "i", "v" }, { "off" } }, -- stores the high halves (see rne)
   load1_bf16 = { "s", { "i", "i" }, { "off" } },
   load1_f32  = { "s", { "i", "i" }, { "off" } },
   store1_bf16 = { false, { "i", "i", "s" }, { "off" } },
   store1_f32 = { false, { "i", "i", "s" }, { "off" } },
-  mask       = { "k", { "i" }, { "base" } },         -- lanes l with base + l < src1
   fma_acc    = { false, { "v", "v", "v" } },         -- src1 += src2 * src3 (fused), in place
+  dot_bf16_acc = { false, { "v", "v", "v" } },       -- src1[l] += pair dot of raw src2, src3 (fast tier)
+  bf16_even  = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l
+  bf16_odd   = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l + 1
+  uzp_even   = { "v", { "v", "v" } },                -- elements 0, 2, .., 30 of (src1 ++ src2)
+  uzp_odd    = { "v", { "v", "v" } },                -- elements 1, 3, .., 31 of (src1 ++ src2)
   vadd       = { "v", { "v", "v" } },
   vmul       = { "v", { "v", "v" } },
   vmax       = { "v", { "v", "v" } },
@@ -52,28 +65,37 @@ M.OPS = {
   srne       = { "s", { "s" } },
   for_tiles  = { false, { "i" }, { "tile", "ivar", "rem", "full", "tail" } },
   for_rows   = { false, { "i", "i" }, { "group", "ivar", "grouped", "single" } },
+  cases      = { false, { "i" }, { "arms" } },       -- arms: { { value = n, body = {...} } }
 }
 
--- Ops that may carry a lane group (tail mask): masked lanes are neither read nor written,
--- and a masked accumulator lane keeps its value.
-M.MASKABLE = { load_f32 = true, load_bf16 = true, store_f32 = true, store_bf16 = true,
-               fma_acc = true }
+-- Ops that may carry a lane group.
+M.MASKABLE = { load_f32 = true, load_bf16 = true, load_raw = true, store_f32 = true,
+               store_bf16 = true, fma_acc = true }
+
+-- Ops only a fast-tier proc may use (their rounding differs between ISAs).
+M.FAST_ONLY = { dot_bf16_acc = true }
 
 M.TREES = { halving = true }   -- lane i += lane i + s for s = 8, 4, 2, 1
 
-M.VALUE_TYPES = { i = true, v = true, s = true, k = true }
+M.VALUE_TYPES = { i = true, v = true, s = true }
 
--- Visit every op in program order, loops depth first; fn(op, depth).
+-- The nested bodies of a structured op, in program order.
+function M.sub_blocks(op)
+  if op.op == "for_tiles" then return { op.attr.full, op.attr.tail } end
+  if op.op == "for_rows" then return { op.attr.grouped, op.attr.single } end
+  if op.op == "cases" then
+    local b = {}
+    for i, arm in ipairs(op.attr.arms) do b[i] = arm.body end
+    return b
+  end
+  return {}
+end
+
+-- Visit every op in program order, nested bodies depth first; fn(op, depth).
 local function walk(list, fn, depth)
   for _, op in ipairs(list) do
     fn(op, depth)
-    if op.op == "for_tiles" then
-      walk(op.attr.full, fn, depth + 1)
-      walk(op.attr.tail, fn, depth + 1)
-    elseif op.op == "for_rows" then
-      walk(op.attr.grouped, fn, depth + 1)
-      walk(op.attr.single, fn, depth + 1)
-    end
+    for _, b in ipairs(M.sub_blocks(op)) do walk(b, fn, depth + 1) end
   end
 end
 M.walk = walk
@@ -109,9 +131,15 @@ function M.validate(proc)
     end
     if op.lanes then
       if not M.MASKABLE[op.op] then return fail(op.op .. " cannot take a lane group", op) end
-      if op.lanes.mask.type ~= "k" or not defined[op.lanes.mask] then
-        return fail(op.op .. ": bad lane group", op)
+      local l = op.lanes
+      if not l.rem or l.rem.type ~= "i" or not defined[l.rem] then return fail(op.op .. ": bad lane group", op) end
+      if l.step ~= 1 and l.step ~= 2 then return fail(op.op .. ": lane group step must be 1 or 2", op) end
+      if op.op == "load_raw" and l.step ~= 1 then
+        return fail("load_raw: its lane group counts halfwords (step 1)", op)
       end
+    end
+    if M.FAST_ONLY[op.op] and proc.tier ~= "fast" then
+      return fail(op.op .. " rounds differently on each ISA: only a fast-tier form may use it", op)
     end
     if op.op == "reduce_add" and not M.TREES[op.attr.tree] then
       return fail("reduce_add: unknown tree '" .. tostring(op.attr.tree) .. "' (known: halving)", op)
@@ -132,6 +160,9 @@ function M.validate(proc)
       defined[op.attr.rem] = true
     elseif op.op == "for_rows" then
       defined[op.attr.ivar] = true
+    end
+    if op.op == "iandi" or op.op == "iaddi" or op.op == "imuli" or op.op == "iconst" then
+      if op.attr.imm ~= math.floor(op.attr.imm) then return fail(op.op .. ": integer immediate required", op) end
     end
   end
   M.walk_proc(proc, function(op) if not problem then check(op) end end)
@@ -175,10 +206,22 @@ function M.liveness(proc)
     op.pos = pos
     order[#order + 1] = op
     for _, s in ipairs(op.src) do note_use(s, pos) end
-    if op.lanes then note_use(op.lanes.rem, pos); note_use(op.lanes.mask, pos) end
+    if op.lanes then note_use(op.lanes.rem, pos) end
     if op.dst then note_def(op.dst, pos) end
     if op.op == "fma_acc" then note_def(op.src[1], pos) end
-    if op.op == "for_tiles" or op.op == "for_rows" then
+    if op.op == "cases" then
+      -- arms are alternatives: a value defined before the dispatch and used in an arm stays
+      -- live to the end of the dispatch (a register may not be reused by another arm's temp
+      -- while a later arm still needs it; linear positions would otherwise let it)
+      local span = { from = pos }
+      spans[op] = span
+      stack[#stack + 1] = op
+      for _, arm in ipairs(op.attr.arms) do visit_list(arm.body) end
+      stack[#stack] = nil
+      pos = pos + 1
+      span.to = pos
+      op.end_pos = pos
+    elseif op.op == "for_tiles" or op.op == "for_rows" then
       local span = { from = pos }
       spans[op] = span
       stack[#stack + 1] = op

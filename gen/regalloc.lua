@@ -46,7 +46,8 @@ function M.allocate(proc, regs, fail)
     local names = {}
     for _, iv in ipairs(active) do
       if iv.pool == pool then
-        names[#names + 1] = string.format("%s%d@%d", iv.value.type, iv.value.id, iv.value.line or 0)
+        names[#names + 1] = string.format("%s%d@%d%s", iv.value.type, iv.value.id, iv.value.line or 0,
+                                          iv.value.name and ("(" .. iv.value.name .. ")") or "")
       end
     end
     table.sort(names)

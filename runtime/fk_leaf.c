@@ -17,24 +17,32 @@ typedef struct stamp_row {
 static const stamp_row stamps[] = { FK_STAMPS_HOST(FK_STAMP_ROW) };
 enum { NSTAMPS = sizeof stamps / sizeof stamps[0] };
 
-fk_status fk_leaf_resolve(const char *form, uint64_t features, fk_leaf *out, fk_error *err) {
+static const char *const tier_names[] = { [FK_TIER_EXACT] = "exact", [FK_TIER_FAST] = "fast" };
+
+fk_status fk_leaf_resolve(const char *form, fk_tier tier, uint64_t features, fk_leaf *out, fk_error *err) {
   FK_RETURN_ERROR_IF(!form, err, FK_EINVAL, "fk_leaf_resolve: form is NULL");
   FK_RETURN_ERROR_IF(!out, err, FK_EINVAL, "fk_leaf_resolve: out is NULL");
+  FK_RETURN_ERROR_IF((unsigned)tier > FK_TIER_FAST, err, FK_EINVAL, "fk_leaf_resolve: tier %d is not a tier", (int)tier);
+  const char *tname = tier_names[tier];
   const stamp_row *best = NULL, *narrowest = NULL;
+  int known = 0;
   /* registry order lists each form's variants from narrowest to widest: keep the last fit */
   for (int i = 0; i < NSTAMPS; i++) {
     if (strcmp(stamps[i].form, form) != 0) continue;
+    known = 1;
+    if (strcmp(stamps[i].tier, tname) != 0) continue;
     if (!narrowest) narrowest = &stamps[i];
     if ((stamps[i].features & ~features) == 0) best = &stamps[i];
   }
-  FK_RETURN_ERROR_IF(!narrowest, err, FK_ENOTFOUND, "no leaf form '%s'", form);
+  FK_RETURN_ERROR_IF(!known, err, FK_ENOTFOUND, "no leaf form '%s'", form);
+  FK_RETURN_ERROR_IF(!narrowest, err, FK_ENOTFOUND, "leaf '%s' has no %s-tier stamp", form, tname);
   if (!best) {
     char need[128], have[128];
     fk_cpu_feature_names(narrowest->features & ~features, need, sizeof need);
     fk_cpu_feature_names(features, have, sizeof have);
     return fk_error_set(err, FK_EUNSUPPORTED, __FILE__, __LINE__,
-                        "leaf '%s': this CPU lacks %s (the narrowest stamp, %s, needs them; CPU has: %s)",
-                        form, need, narrowest->variant, have[0] ? have : "none");
+                        "leaf '%s' (%s tier): this CPU lacks %s (the narrowest stamp, %s, needs them; CPU has: %s)",
+                        form, tname, need, narrowest->variant, have[0] ? have : "none");
   }
   *out = (fk_leaf){ best->fn, best->form, best->symbol, best->variant, best->tier };
   if (getenv("FK_VARIANT_DEBUG")) fprintf(stderr, "flashkern: %s -> %s\n", form, best->symbol);

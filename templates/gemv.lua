@@ -1,68 +1,154 @@
--- templates/gemv.lua: BF16 GEMV with round-to-nearest-even output.
+-- templates/gemv.lua: the BF16 GEMV family.
 --
---   y[n] = RNE(sum_k W[n, k] * x[k])            form bf16_rne
---   y[n] = RNE(sum_k W[n, k] * x[k] + r[n])     form bf16_rne_add (y may equal r)
+-- For activation rows j in [0, m) (m = 1..4, sharing each pass over the weights) and weight
+-- rows n in [row_begin, row_end):
+--   s[j,n] = sum_k W[n,k] * x[j,k]          W bf16, row n at w + n*ldw; x f32, row j at x + j*ldx
+--   form f32:          y = s                 (f32 out)
+--   form f32_bias:     y = s + bias[n]       (f32 out, f32 bias)
+--   form bf16_rne:     y = RNE(s)            (bf16 out, integer round-to-nearest-even)
+--   form bf16_rne_add: y = RNE(s + r)        (r bf16, indexed like y; y may equal r)
+-- The destination of (j, n) is y + y_off + j*ldy + n: an explicit row stride and base offset,
+-- so a K or V projection writes straight into its cache slot.
 --
--- for rows n in [row_begin, row_end): W bf16 row-major with row stride ldw elements, x f32,
--- f32 accumulation with fma. Lane l of chain c accumulates the k with k mod (16 * chains) ==
--- 16c + l, in increasing k; chains are added in order (c0 + c1 + ...), then the halving tree
--- sums the 16 lanes; the residual is added last. Lanes past K contribute nothing. Rows run in
--- groups of `rows` sharing each x load; a row's sum does not depend on its group.
+-- Exact tier (bit-identical on every ISA). x is first arranged into xs, per 64-element tile,
+-- as chains of 16 lanes; then, per row n and activation row j, lane l of chain c (c = 0..3)
+-- accumulates with fma, in increasing k, the k with
+--     k mod 64 = 32*(c div 2) + 2*l + (c mod 2)
+-- (chains 0, 1: even and odd elements of the first 32 of a tile; chains 2, 3: of the second 32,
+-- which is how a 64-byte load of bf16 pairs splits into two f32 vectors with a shift and a
+-- mask). Lanes past k contribute nothing. Then v = (c0 + c1) + (c2 + c3) lane by lane, the
+-- halving tree sums v, and the destination op is applied. The schedule (how many activation
+-- rows share one pass over a weight row) follows the register file; the order does not.
+--
+-- Fast tier (faithful only). x is rounded to bf16 once per call (integer RNE) into xs; lane l
+-- of chain c (0, 1) accumulates, with the CPU's bf16 dot instruction (VDPBF16PS, BFDOT), the
+-- pairs k mod 64 = 32c + 2l, 32c + 2l + 1; then v = c0 + c1, the halving tree, the destination.
+-- The instruction's rounding differs between ISAs; fixtures/README.md derives the bound.
+--
+-- xs (caller scratch, per call and per thread): m * round_up(k, 64) floats.
 
-local function args(add)
+local function args(form)
+  local out = form.f32 and "float *" or "uint16_t *"
   local a = {
-    { "w", "const uint16_t *", doc = "weights, row n at w + n * ldw" },
+    { "w", "const uint16_t *", doc = "weights: row n at w + n * ldw" },
     { "ldw", "int64_t", doc = "row stride of w in elements, >= k" },
-    { "x", "const float *", doc = "k activations" },
-    { "y", "uint16_t *", doc = "outputs, indexed by absolute row n" },
+    { "x", "const float *", doc = "activations: row j at x + j * ldx" },
+    { "ldx", "int64_t", doc = "row stride of x in elements, >= k" },
+    { "xs", "float *", scratch = true, doc = "scratch: m * round_up(k, 64) floats, one per thread" },
   }
-  if add then a[#a + 1] = { "r", "const uint16_t *", doc = "residual, indexed by absolute row n" } end
+  if form.bias then a[#a + 1] = { "bias", "const float *", doc = "f32 bias, indexed by row n" } end
+  if form.add then a[#a + 1] = { "r", "const uint16_t *", doc = "bf16 residual, indexed like y" } end
+  a[#a + 1] = { "y", out, doc = "output (j, n) at y + y_off + j * ldy + n" }
+  a[#a + 1] = { "y_off", "int64_t", doc = "base offset of the destination, in elements" }
+  a[#a + 1] = { "ldy", "int64_t", doc = "stride between activation rows of the destination" }
+  a[#a + 1] = { "m", "int64_t", doc = "activation rows, 1..4" }
   a[#a + 1] = { "k", "int64_t", doc = "reduction length, >= 1" }
-  a[#a + 1] = { "row_begin", "int64_t", doc = "first row" }
-  a[#a + 1] = { "row_end", "int64_t", doc = "one past the last row" }
+  a[#a + 1] = { "row_begin", "int64_t", doc = "first weight row" }
+  a[#a + 1] = { "row_end", "int64_t", doc = "one past the last weight row" }
   return a
+end
+
+local function form(name, f)
+  f.name = name
+  f.args = args(f)
+  return f
+end
+
+-- The destination of (j, n): bias, residual, rounding, store.
+local function dest_row(t, a, base, j, size)
+  local row = t:addr(base, a.y_off, size)
+  if j > 0 then row = t:addr(row, t:mul(a.ldy, j), size) end
+  return row
+end
+
+local function finish(t, form_, a, s, j, n)
+  if form_.f32 then
+    if form_.bias then s = t:add(s, t:load1_f32(a.bias, n, 0)) end
+    t:store1_f32(dest_row(t, a, a.y, j, 4), n, 0, s)
+    return
+  end
+  if form_.add then s = t:add(s, t:load1_bf16(dest_row(t, a, a.r, j, 2), n, 0)) end
+  t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, t:rne(s))
 end
 
 return {
   leaf = "gemv",
-  doc = "BF16 GEMV, f32 accumulation in canonical order, bf16 RNE output (optionally + residual)",
-  tier = "exact",
-  variants = { "neon", "avx2", "avx512" },
-  params = { chains = 2, rows = 2, tree = "halving" },
+  doc = "BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations",
+  tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "bf16", "avx512bf16" } },
+  params = { chains = 4, tile = 64, tree = "halving", max_m = 4 },
   check = function(p, need)
-    need(p.chains == 1 or p.chains == 2 or p.chains == 4, "chains must be 1, 2 or 4")
-    need(p.rows >= 1 and p.rows <= 4, "rows must be 1..4")
+    need(p.chains == 4 and p.tile == 64, "the lane mapping is written for 4 chains over 64-element tiles")
     need(p.tree == "halving", "tree must be 'halving'")
+    need(p.max_m >= 1 and p.max_m <= 4, "max_m must be 1..4")
   end,
   forms = {
-    { name = "bf16_rne",     args = args(false), add = false },
-    { name = "bf16_rne_add", args = args(true),  add = true },
+    form("f32", { f32 = true }),
+    form("f32_bias", { f32 = true, bias = true }),
+    form("bf16_rne", {}),
+    form("bf16_rne_add", { add = true }),
   },
-  body = function(t, p, form)
+  body = function(t, p, form_)
     local a = t.arg
-    t:for_rows(a.row_begin, a.row_end, p.rows, function(n, nrows)
-      local wrow, acc = {}, {}
-      for r = 1, nrows do
-        wrow[r] = t:addr(a.w, t:mul(t:add(n, r - 1), a.ldw), 2)
-        acc[r] = {}
-        for c = 1, p.chains do acc[r][c] = t:zero() end
+    local fast = t.tier == "fast"
+    local ms = {}
+    for mm = 1, p.max_m do ms[mm] = mm end
+    t:cases(a.m, ms, function(M)
+      -- xs: per tile, M blocks of 64 (exact: f32 chains 0..3; fast: bf16 in order)
+      for j = 0, M - 1 do
+        local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
+        t:for_tiles(a.k, p.tile, function(i, tail)
+          local im = t:mul(i, M)
+          local v = {}
+          for q = 0, 3 do v[q] = t:load_f32(xrow, i, 16 * q, tail and tail(16 * q)) end
+          if fast then
+            for q = 0, 3 do t:store_bf16(a.xs, im, 64 * j + 16 * q, t:rne(v[q])) end
+          else
+            t:store_f32(a.xs, im, 64 * j, t:uzp_even(v[0], v[1]))
+            t:store_f32(a.xs, im, 64 * j + 16, t:uzp_odd(v[0], v[1]))
+            t:store_f32(a.xs, im, 64 * j + 32, t:uzp_even(v[2], v[3]))
+            t:store_f32(a.xs, im, 64 * j + 48, t:uzp_odd(v[2], v[3]))
+          end
+        end)
       end
-      t:for_tiles(a.k, 16 * p.chains, function(i, tail)
-        for c = 1, p.chains do
-          local lanes = tail and tail(16 * (c - 1))
-          local xv = t:load_f32(a.x, i, 16 * (c - 1), lanes)
-          for r = 1, nrows do
-            t:fma_acc(acc[r][c], t:load_bf16(wrow[r], i, 16 * (c - 1), lanes), xv, lanes)
+      -- activation rows per pass over a weight row: as many as the accumulators fit
+      local nchains = fast and 2 or 4
+      local group = math.max(1, math.min(M, math.floor((t.caps.vectors - 3) / nchains)))
+      t:for_rows(a.row_begin, a.row_end, 1, function(n)
+        local wrow = t:addr(a.w, t:mul(n, a.ldw), 2)
+        for g0 = 0, M - 1, group do
+          local js = {}
+          for j = g0, math.min(g0 + group, M) - 1 do js[#js + 1] = j end
+          local acc = {}
+          for _, j in ipairs(js) do
+            acc[j] = {}
+            for c = 0, nchains - 1 do acc[j][c] = t:zero() end
+          end
+          t:for_tiles(a.k, p.tile, function(i, tail)
+            local im = t:mul(i, M)
+            for h = 0, 1 do
+              local raw = t:load_raw(wrow, i, 32 * h, tail and tail(32 * h))
+              if fast then
+                for _, j in ipairs(js) do
+                  t:dot_bf16_acc(acc[j][h], raw, t:load_raw(a.xs, im, 64 * j + 32 * h))
+                end
+              else
+                for par = 0, 1 do
+                  local c = 2 * h + par
+                  local wv = par == 0 and t:bf16_even(raw) or t:bf16_odd(raw)
+                  for _, j in ipairs(js) do
+                    t:fma_acc(acc[j][c], wv, t:load_f32(a.xs, im, 64 * j + 16 * c), tail and tail(32 * h + par, 2))
+                  end
+                end
+              end
+            end
+          end)
+          for _, j in ipairs(js) do
+            local v = fast and t:add(acc[j][0], acc[j][1])
+                      or t:add(t:add(acc[j][0], acc[j][1]), t:add(acc[j][2], acc[j][3]))
+            finish(t, form_, a, t:reduce_add(v, p.tree), j, n)
           end
         end
       end)
-      for r = 1, nrows do
-        local v = acc[r][1]
-        for c = 2, p.chains do v = t:add(v, acc[r][c]) end
-        local s = t:reduce_add(v, p.tree)
-        if form.add then s = t:add(s, t:load1_bf16(a.r, n, r - 1)) end
-        t:store1_bf16(a.y, n, r - 1, t:rne(s))
-      end
     end)
   end,
 }

@@ -32,8 +32,7 @@ end
 return {
   leaf = "rmsnorm",
   doc = "LFM2 RMSNorm: y = RNE(w * RNE(h / sqrt(mean(h^2) + eps))), optional fused residual add",
-  tier = "exact",
-  variants = { "neon", "avx2", "avx512" },
+  tiers = { exact = { "neon", "avx2", "avx512" } },
   params = { chains = 2, tree = "halving" },
   check = function(p, need)
     need(p.chains == 1 or p.chains == 2 or p.chains == 4, "chains must be 1, 2 or 4")

@@ -11,19 +11,23 @@ try() { # label, command...
   local label=$1; shift
   if ! "$@" 2>"$tmp/err"; then echo "FAIL $label"; sed 's/^/    /' "$tmp/err" | head -5; fail=1; fi
 }
-while read -r symbol file _; do
+while read -r symbol file _tier _template _blob _features asflags; do
   case "$symbol" in fk_*) ;; *) continue ;; esac
   s="$src/generated/$file" o="$tmp/$symbol"
   if [ "${file%%/*}" = aarch64 ]; then
-    try "$symbol gas elf" aarch64-linux-gnu-gcc -c -I"$src/generated" "$s" -o "$o.gas.o"
-    try "$symbol clang elf" clang -target aarch64-linux-gnu -c -I"$src/generated" "$s" -o "$o.clang.o"
-    try "$symbol clang mach-o" clang -target arm64-apple-macos11 -c -I"$src/generated" "$s" -o "$o.macho.o"
+    # shellcheck disable=SC2086  # asflags: the variant's -march, understood by gcc and clang alike
+    try "$symbol gas elf" aarch64-linux-gnu-gcc $asflags -c -I"$src/generated" "$s" -o "$o.gas.o"
+    # shellcheck disable=SC2086
+    try "$symbol clang elf" clang -target aarch64-linux-gnu $asflags -c -I"$src/generated" "$s" -o "$o.clang.o"
+    # shellcheck disable=SC2086
+    try "$symbol clang mach-o" clang -target arm64-apple-macos11 $asflags -c -I"$src/generated" "$s" -o "$o.macho.o"
     if [ -f "$o.macho.o" ] && ! llvm-nm-14 "$o.macho.o" 2>/dev/null | grep -q " _$symbol\$"; then
       echo "FAIL $symbol: Mach-O object lacks _$symbol"; fail=1
     fi
     file "$o.macho.o" 2>/dev/null | grep -q "Mach-O 64-bit arm64" || { echo "FAIL $symbol: not a Mach-O arm64 object"; fail=1; }
   else
-    try "$symbol gas elf" gcc -c -I"$src/generated" "$s" -o "$o.gas.o"
+    # shellcheck disable=SC2086
+    try "$symbol gas elf" gcc $asflags -c -I"$src/generated" "$s" -o "$o.gas.o"
     try "$symbol clang elf" clang -c -I"$src/generated" "$s" -o "$o.clang.o"
   fi
   n=$((n + 1))

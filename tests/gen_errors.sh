@@ -10,14 +10,15 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 # case name | sed script applied to templates/gemv.lua | expected message regex (after "error: ")
 cases=(
-  "bad param|s/params = { chains = 2, rows = 2/params = { chains = 3, rows = 2/|params: chains must be 1, 2 or 4"
-  "type error|s/t:store1_bf16(a.y, n, r - 1, t:rne(s))/t:store1_bf16(a.y, n, r - 1, t:rne(a.x))/|rne: expected a value of type s, got a value of type i"
-  "unknown arg|s/local xv = t:load_f32(a.x, i/local xv = t:load_f32(a.xx, i/|no argument named 'xx' in form 'bf16_rne'"
-  "registers|s/params = { chains = 2, rows = 2/params = { chains = 2, rows = 4/|out of vec registers"
+  "bad param|s/params = { chains = 4, tile = 64/params = { chains = 3, tile = 64/|params: the lane mapping is written for 4 chains over 64-element tiles"
+  "type error|s/t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, t:rne(s))/t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, t:rne(a.x))/|rne: expected a value of type s, got a value of type i"
+  "unknown arg|s/t:load_f32(xrow, i, 16 \\* q/t:load_f32(a.xx, i, 16 * q/|no argument named 'xx' in form 'f32'"
+  "registers|s/math.floor((t.caps.vectors - 3) \\/ nchains)/M/|out of vec registers"
   "syntax|s/^return {/return {{/|"
   "bad arg type|s/{ \"ldw\", \"int64_t\"/{ \"ldw\", \"int32_t\"/|argument 'ldw': unsupported C type 'int32_t'"
-  "unknown variant|s/variants = { \"neon\", \"avx2\", \"avx512\" }/variants = { \"neon\", \"sve\" }/|variants: no exact-tier variant named 'sve'"
-  "unknown tree|s/p.tree == \"halving\", \"tree must be 'halving'\"/true, \"\"/;s/tree = \"halving\" }/tree = \"butterfly\" }/|unknown tree 'butterfly'"
+  "unknown variant|s/fast = { \"bf16\", \"avx512bf16\" }/fast = { \"bf16\", \"sve\" }/|tiers: no fast-tier variant named 'sve'"
+  "unknown tree|s/p.tree == \"halving\", \"tree must be 'halving'\"/true, \"\"/;s/tree = \"halving\", max_m/tree = \"butterfly\", max_m/|unknown tree 'butterfly'"
+  "exact uses dot|s/local fast = t.tier == \"fast\"/local fast = true/|dot_bf16_acc rounds differently on each ISA: only a fast-tier form may use it"
 )
 for c in "${cases[@]}"; do
   IFS='|' read -r name script want <<<"$c"

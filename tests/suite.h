@@ -19,9 +19,13 @@ typedef struct fkt_pair {
  * one. Variants come from the registry tables, never from a list in the tests. */
 int fkt_exact_pairs(const char *leaf, fkt_pair *out, int cap);
 
-/* Fixture targets: the contract model, each host stamp, each AArch64 stamp (qemu -cpu max and
- * -cpu neoverse-n1). */
-int fkt_fixture_targets(const char *leaf, fkh_target *out, int cap);
+/* Fixture targets of one tier ("exact": the contract model and every exact stamp; "fast":
+ * every fast stamp): host stamps, AArch64 stamps under qemu -cpu max and, for the exact tier,
+ * -cpu neoverse-n1 (which lacks FEAT_BF16). */
+int fkt_fixture_targets(const char *leaf, const char *tier, fkh_target *out, int cap);
+
+/* 1 for a fast-tier target. */
+int fkt_is_fast(const fkh_target *t);
 
 /* Runs both sides over every case and asserts bit-exactness (fails the test with the first
  * mismatches), or skips the test when a side cannot run here. */
@@ -41,7 +45,7 @@ int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases);
 
 /* Fixture boundary check of one call against one loaded fixture (used by the gate and by the
  * perturbation tests). Returns the number of failing boundaries, with the first message. */
-int fkt_fixture_check(const fkfix *fx, fkh_call *c, char *msg, size_t msglen);
+int fkt_fixture_check(const fkfix *fx, fkh_call *c, int fast, char *msg, size_t msglen);
 
 /* Builds the leaf call described by a fixture (inputs copied, outputs allocated). */
 int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen);
@@ -61,7 +65,7 @@ void fkt_fixture_test(const char *leaf, const fkh_target *t);
   static fkh_target leaf##_fixture_targets[16]; \
   ParameterizedTestParameters(leaf, fixtures) { \
     return cr_make_param_array(fkh_target, leaf##_fixture_targets, \
-                               (size_t)fkt_fixture_targets(#leaf, leaf##_fixture_targets, 16)); \
+                               (size_t)fkt_fixture_targets(#leaf, "exact", leaf##_fixture_targets, 16)); \
   } \
   ParameterizedTest(fkh_target *t, leaf, fixtures, .timeout = 600) { fkt_fixture_test(#leaf, t); }
 

@@ -28,12 +28,22 @@ static void expect_caught(const char *form, fkt_builder build, fkh_target stamp,
   cr_assert(bad > 0, "%s on %s: the stamp-vs-contract gate saw nothing", what, form);
 }
 
+/* Whether a form writes bf16 (so has a rounding rule to perturb). */
+static int rounds_to_bf16(const fkh_form *fm) {
+  for (int i = 0; i < fm->nfields; i++)
+    if (fm->fields[i].kind == FK_FIELD_PTR && (fm->fields[i].dir == FK_DIR_OUT || fm->fields[i].dir == FK_DIR_INOUT) &&
+        fm->fields[i].elem == FK_ELEM_BF16)
+      return 1;
+  return 0;
+}
+
 /* Every form of a leaf, one perturbation. */
 static void expect_caught_all(const char *leaf, fkt_builder build, int perturb, const char *what) {
   int n = 0;
   for (int f = 0; f < fkh_nforms; f++) {
     if (strcmp(fkh_forms[f].leaf, leaf) != 0) continue;
-    if (perturb == FKC_SKIP_COMMIT && fkh_field_index(&(fkh_call){ .form = f }, "r") < 0) continue;
+    if (perturb == FKC_SKIP_COMMIT && strncmp(fkh_forms[f].form, "add", 3) != 0) continue;
+    if (perturb == FKC_RNE_BIAS && !rounds_to_bf16(&fkh_forms[f])) continue;
     expect_caught(fkh_forms[f].id, build, best_host(), perturb, what);
     n++;
   }
@@ -51,8 +61,8 @@ Test(perturb, reordered_reduction_tree) {
 }
 
 Test(perturb, reordered_reduction_lanes) {
-  expect_caught_all("gemv", fkt_gemv_cases, FKC_LANES_INTERLEAVED, "interleaved lanes");
-  expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_LANES_INTERLEAVED, "interleaved lanes");
+  expect_caught_all("gemv", fkt_gemv_cases, FKC_LANES_PERMUTED, "permuted lanes");
+  expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_LANES_PERMUTED, "permuted lanes");
 }
 
 Test(perturb, skipped_residual_commit) {
@@ -108,10 +118,14 @@ Test(perturb, write_past_the_end) {
     fkh_call_init(&c, "gemv_bf16_rne", "short_y");
     fkh_set_i64(&c, "k", 40);
     fkh_set_i64(&c, "ldw", 40);
+    fkh_set_i64(&c, "ldx", 40);
+    fkh_set_i64(&c, "m", 1);
+    fkh_set_i64(&c, "ldy", 4);
     fkh_set_i64(&c, "row_begin", 0);
     fkh_set_i64(&c, "row_end", 4);
     fkh_set_buf(&c, "w", 160);
     fkh_set_buf(&c, "x", 40);
+    fkh_set_buf(&c, "xs", 64);
     fkh_set_buf(&c, "y", 3);       /* one row short */
     char err[256];
     cr_assert(fkh_run(&targets[k], &c, 1, err, sizeof err) == 0, "%s", err);
@@ -181,11 +195,11 @@ Test(perturb, fixture_gate_sees_rounding_and_stride) {
   fkh_call c;
   cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
   fkh_invoke_contract(&c, FKC_EXACT);
-  cr_assert(fkt_fixture_check(&fx, &c, msg, sizeof msg) == 0, "exact contract fails the ties fixture: %s", msg);
+  cr_assert(fkt_fixture_check(&fx, &c, 0, msg, sizeof msg) == 0, "exact contract fails the ties fixture: %s", msg);
   fkh_call_free(&c);
   cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
   fkh_invoke_contract(&c, FKC_RNE_BIAS);
-  cr_assert(fkt_fixture_check(&fx, &c, msg, sizeof msg) > 0, "round-half-up passed the ties fixture");
+  cr_assert(fkt_fixture_check(&fx, &c, 0, msg, sizeof msg) > 0, "round-half-up passed the ties fixture");
   cr_log_info("rounding caught: %s", msg);
   fkh_call_free(&c);
   fkfix_free(&fx);
@@ -196,8 +210,37 @@ Test(perturb, fixture_gate_sees_rounding_and_stride) {
   fkh_set_i64(&c, "ldw", fkh_i64_of(&c, "k"));
   fkh_target t = best_host();
   cr_assert(fkh_run(&t, &c, 1, err, sizeof err) == 0, "%s", err);
-  cr_assert(fkt_fixture_check(&fx, &c, msg, sizeof msg) > 0, "a wrong row stride passed the fixture gate");
+  cr_assert(fkt_fixture_check(&fx, &c, 0, msg, sizeof msg) > 0, "a wrong row stride passed the fixture gate");
   cr_log_info("stride caught: %s", msg);
   fkh_call_free(&c);
   fkfix_free(&fx);
+}
+
+/* The fast-tier gate (gemv_fast_f64) sees an x rounded by truncation instead of RNE: the fast
+ * stamp is fed x already truncated to bf16 (which it then passes through unchanged), and its
+ * outputs are checked against the bound of the original x. */
+Test(perturb, fast_gate_sees_truncated_x) {
+  fkh_target t = fkh_host("avx512bf16");
+  fkt_need(&t);
+  fkh_call *calls;
+  int n = fkt_gemv_cases("gemv_f32", &calls), caught = 0, tried = 0;
+  for (int i = 0; i < n; i++) {
+    if (strcmp(calls[i].name, "fast_round_up") != 0) continue;
+    fkh_call cut;
+    fkh_call_copy(&cut, &calls[i]);
+    float *x = fkh_buf_of(&cut, "x");
+    int64_t total = fkh_i64_of(&cut, "m") * fkh_i64_of(&cut, "ldx");
+    for (int64_t e = 0; e < total; e++) x[e] = fkt_f32((uint32_t)fkt_bf16_of(x[e]) << 16);
+    char err[256];
+    cr_assert(fkh_run(&t, &cut, 1, err, sizeof err) == 0, "%s", err);
+    for (int64_t r = fkh_i64_of(&cut, "row_begin"); r < fkh_i64_of(&cut, "row_end"); r++) {
+      double bound, ref = fkt_gemv_reference(&calls[i], 0, r, 1, &bound);
+      tried++;
+      if (!fkt_gemv_within(fkt_gemv_output(&cut, 0, r), ref, bound)) caught++;
+    }
+    fkh_call_free(&cut);
+  }
+  fkt_free_cases(calls, n);
+  cr_log_info("truncated x: %d of %d outputs outside gemv_fast_f64", caught, tried);
+  cr_assert(tried > 0 && caught == tried, "truncated x passed the fast gate in %d of %d outputs", tried - caught, tried);
 }

@@ -1,8 +1,8 @@
 -- gen/isa/aarch64.lua: the AArch64 backend (AAPCS64, GNU/LLVM syntax, ELF and Mach-O).
 --
--- Variant: neon (ASIMD, Armv8.0-A). A canonical vector is four q registers (lanes 0-3, 4-7,
--- 8-11, 12-15), a mask four q registers of all-ones/zero lanes, a scalar lane 0 of one v
--- register. Hooks are named after IR ops (gen/ir.lua, ORDER OP) and are the same set as
+-- Variants: neon (ASIMD, Armv8.0-A) and bf16 (the fast tier: neon plus BFDOT). A canonical
+-- vector is four q registers (lanes 0-3, 4-7, 8-11, 12-15), a scalar lane 0 of one v register.
+-- Hooks are named after IR ops (gen/ir.lua, ORDER OP) and are the same set as
 -- gen/isa/x86_64.lua's.
 --
 -- Lowering conventions:
@@ -24,9 +24,11 @@ M.variants = {
   -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "neon", tier = "exact", features = { "asimd" }, features_doc = "Armv8.0-A ASIMD",
     asflags = "-march=armv8-a" },
+  { name = "bf16", tier = "fast", features = { "asimd", "bf16" }, features_doc = "ASIMD + FEAT_BF16 (BFDOT)",
+    asflags = "-march=armv8.2-a+bf16" },
 }
 
-local T0, T1 = "v28", "v29"   -- v30, v31 stay free for future hooks
+local T0, T1, T2, T3 = "v28", "v29", "v30", "v31"
 
 local function n(r) return r:match("%d+$") end
 local function q(r) return "q" .. n(r) end
@@ -45,8 +47,7 @@ function M.registers()
   for i = 8, 15 do vec[#vec + 1] = "v" .. C.int(i); saved["v" .. C.int(i)] = true end
   return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "x0",
            scratch = { "x16", "x17", "v28-v31" },
-           classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 4 },
-                       s = { pool = "vec", n = 1 }, k = { pool = "vec", n = 4 } } }
+           classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 4 }, s = { pool = "vec", n = 1 } } }
 end
 
 local function imm(x) return "#" .. C.int(x) end
@@ -66,7 +67,9 @@ local function add_imm(ctx, d, a, x)
   elseif x < 0 and x > -4096 then
     ctx:wline("sub " .. d .. ", " .. a .. ", " .. imm(-x))
   else
-    error("internal: immediate out of range: " .. C.int(x))
+    if x < -65535 or x > 65535 then error("internal: immediate out of range: " .. C.int(x)) end
+    ctx:wline("mov x17, " .. imm(x))
+    ctx:wline("add " .. d .. ", " .. a .. ", x17")
   end
 end
 
@@ -168,6 +171,16 @@ function ops.isub(ctx, op)
   ctx:wline("sub " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]))
 end
 
+function ops.iandi(ctx, op)
+  ctx:wline("mov x16, " .. imm(op.attr.imm))
+  ctx:wline("and " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", x16")
+end
+
+function ops.imuli(ctx, op)
+  ctx:wline("mov x16, " .. imm(op.attr.imm))
+  ctx:wline("mul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", x16")
+end
+
 function ops.imul(ctx, op)
   ctx:wline("mul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]))
 end
@@ -191,12 +204,13 @@ function ops.cvt_i2s(ctx, op)
   ctx:wline("scvtf " .. s(ctx:reg(op.dst)) .. ", " .. ctx:reg(op.src[1]))
 end
 
--- Lane-by-lane walk over the valid lanes of a tail group (x16 already points at lane 0).
-local function lane_walk(ctx, op, emit)
+-- Lane-by-lane walk over the valid elements of a tail lane group (x16 already points at the
+-- first): emit(j) for element j while base + step*j < rem. NEON has no masked memory access.
+local function lane_walk(ctx, op, count, emit)
   local done = ctx:new_label("lanes")
-  local rem = ctx:reg(op.lanes.rem)
-  for j = 0, 15 do
-    ctx:wline("cmp " .. rem .. ", " .. imm(op.lanes.base + j + 1))
+  local rem, l = ctx:reg(op.lanes.rem), op.lanes
+  for j = 0, count - 1 do
+    ctx:wline("cmp " .. rem .. ", " .. imm(l.base + l.step * j + 1))
     ctx:wline("b.lt " .. done)
     emit(j)
   end
@@ -208,12 +222,29 @@ local function tail_addr(ctx, op, size)
   add_imm(ctx, "x16", "x16", o)
 end
 
+-- v31 = the lanes of part p (1..4) of the op's lane group, as all-ones lanes.
+local function qmask(ctx, op, p)
+  local l = op.lanes
+  local w = {}
+  for i = 0, 15 do w[i + 1] = l.step * i end
+  add_imm(ctx, "x16", ctx:reg(l.rem), -l.base)
+  ctx:wline("dup " .. v4s(T2) .. ", w16")
+  const_addr(ctx, "x17", ctx:const(l.step == 1 and "iota" or "iota" .. C.int(l.step), w))
+  ctx:wline("ldr " .. q(T3) .. ", [x17, " .. imm(16 * (p - 1)) .. "]")
+  ctx:wline("cmgt " .. v4s(T3) .. ", " .. v4s(T2) .. ", " .. v4s(T3))
+  return T3
+end
+
+local function zero_parts(ctx, d)
+  for _, p in ipairs(d) do ctx:wline("movi v" .. n(p) .. ".2d, #0") end
+end
+
 function ops.load_f32(ctx, op)
   local d = ctx:regs(op.dst)
   if op.lanes then
-    for _, p in ipairs(d) do ctx:wline("movi v" .. n(p) .. ".2d, #0") end
+    zero_parts(ctx, d)
     tail_addr(ctx, op, 4)
-    lane_walk(ctx, op, function(j)
+    lane_walk(ctx, op, 16, function(j)
       ctx:wline("ld1 {v" .. n(d[math.floor(j / 4) + 1]) .. ".s}[" .. C.int(j % 4) .. "], [x16], #4")
     end)
     return
@@ -226,9 +257,9 @@ end
 function ops.load_bf16(ctx, op)
   local d = ctx:regs(op.dst)
   if op.lanes then
-    for _, p in ipairs(d) do ctx:wline("movi v" .. n(p) .. ".2d, #0") end
+    zero_parts(ctx, d)
     tail_addr(ctx, op, 2)
-    lane_walk(ctx, op, function(j)
+    lane_walk(ctx, op, 16, function(j)
       ctx:wline("ld1 {v" .. n(d[math.floor(j / 4) + 1]) .. ".h}[" .. C.int(2 * (j % 4) + 1) .. "], [x16], #2")
     end)
     return
@@ -242,11 +273,27 @@ function ops.load_bf16(ctx, op)
   ctx:wline("shll2 " .. v4s(d[4]) .. ", v" .. n(d[4]) .. ".8h, #16")
 end
 
+-- 32 bf16 as they lie in memory: lane l holds halfwords 2l (low) and 2l + 1 (high).
+function ops.load_raw(ctx, op)
+  local d = ctx:regs(op.dst)
+  if op.lanes then
+    zero_parts(ctx, d)
+    tail_addr(ctx, op, 2)
+    lane_walk(ctx, op, 32, function(j)
+      ctx:wline("ld1 {v" .. n(d[math.floor(j / 8) + 1]) .. ".h}[" .. C.int(j % 8) .. "], [x16], #2")
+    end)
+    return
+  end
+  local o = elem_addr(ctx, op, 2)
+  ctx:wline("ldp " .. q(d[1]) .. ", " .. q(d[2]) .. ", [x16, " .. imm(o) .. "]")
+  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [x16, " .. imm(o + 32) .. "]")
+end
+
 function ops.store_f32(ctx, op)
   local v = ctx:regs(op.src[3])
   if op.lanes then
     tail_addr(ctx, op, 4)
-    lane_walk(ctx, op, function(j)
+    lane_walk(ctx, op, 16, function(j)
       ctx:wline("st1 {v" .. n(v[math.floor(j / 4) + 1]) .. ".s}[" .. C.int(j % 4) .. "], [x16], #4")
     end)
     return
@@ -260,7 +307,7 @@ function ops.store_bf16(ctx, op)
   local v = ctx:regs(op.src[3])
   if op.lanes then
     tail_addr(ctx, op, 2)
-    lane_walk(ctx, op, function(j)
+    lane_walk(ctx, op, 16, function(j)
       ctx:wline("st1 {v" .. n(v[math.floor(j / 4) + 1]) .. ".h}[" .. C.int(2 * (j % 4) + 1) .. "], [x16], #2")
     end)
     return
@@ -295,25 +342,11 @@ function ops.store1_f32(ctx, op)
   ctx:wline("str " .. s(ctx:reg(op.src[3])) .. ", [x16, " .. imm(o) .. "]")
 end
 
--- lanes l with base + l < rem: (rem - base) > iota, as all-ones lanes
-function ops.mask(ctx, op)
-  local d = ctx:regs(op.dst)
-  add_imm(ctx, "x16", ctx:reg(op.src[1]), -op.attr.base)
-  ctx:wline("dup " .. v4s(T0) .. ", w16")
-  local w16 = {}
-  for i = 0, 15 do w16[i + 1] = i end
-  const_addr(ctx, "x17", ctx:const("iota", w16))
-  for p = 1, 4 do
-    ctx:wline("ldr " .. q(T1) .. ", [x17, " .. imm(16 * (p - 1)) .. "]")
-    ctx:wline("cmgt " .. v4s(d[p]) .. ", " .. v4s(T0) .. ", " .. v4s(T1))
-  end
-end
-
 function ops.fma_acc(ctx, op)
   local acc, a, b = ctx:regs(op.src[1]), ctx:regs(op.src[2]), ctx:regs(op.src[3])
   for p = 1, 4 do
     if op.lanes then
-      local m = ctx:regs(op.lanes.mask)[p]
+      local m = qmask(ctx, op, p)
       ctx:wline("mov " .. v16b(T0) .. ", " .. v16b(acc[p]))
       ctx:wline("fmla " .. v4s(T0) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p]))
       ctx:wline("bit " .. v16b(acc[p]) .. ", " .. v16b(T0) .. ", " .. v16b(m))
@@ -322,6 +355,40 @@ function ops.fma_acc(ctx, op)
     end
   end
 end
+
+-- acc[l] += w[2l] * x[2l] + w[2l+1] * x[2l+1]: BFDOT (without FEAT_EBF16: round-to-odd
+-- intermediate, flush-to-zero, default NaN).
+function ops.dot_bf16_acc(ctx, op)
+  if ctx.variant.name ~= "bf16" then error("internal: dot_bf16_acc needs the bf16 variant") end
+  local acc, w, x = ctx:regs(op.src[1]), ctx:regs(op.src[2]), ctx:regs(op.src[3])
+  for p = 1, 4 do
+    ctx:wline("bfdot " .. v4s(acc[p]) .. ", v" .. n(w[p]) .. ".8h, v" .. n(x[p]) .. ".8h")
+  end
+end
+
+-- Raw pairs -> f32: the even halfword moved up (<< 16), the odd one kept (& 0xffff0000).
+function ops.bf16_even(ctx, op)
+  local d, r = ctx:regs(op.dst), ctx:regs(op.src[1])
+  for p = 1, 4 do ctx:wline("shl " .. v4s(d[p]) .. ", " .. v4s(r[p]) .. ", #16") end
+end
+
+function ops.bf16_odd(ctx, op)
+  local d, r = ctx:regs(op.dst), ctx:regs(op.src[1])
+  ctx:wline("mvni " .. v4s(T0) .. ", #0xff, msl #8")                  -- 0xffff0000
+  for p = 1, 4 do ctx:wline("and " .. v16b(d[p]) .. ", " .. v16b(r[p]) .. ", " .. v16b(T0)) end
+end
+
+-- Even or odd elements of the 32 in (a, b): UZP1 / UZP2 of neighbouring q registers.
+local function uzp(ins)
+  return function(ctx, op)
+    local d, a, b = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2])
+    local srcs = { { a[1], a[2] }, { a[3], a[4] }, { b[1], b[2] }, { b[3], b[4] } }
+    for p = 1, 4 do
+      ctx:wline(ins .. " " .. v4s(d[p]) .. ", " .. v4s(srcs[p][1]) .. ", " .. v4s(srcs[p][2]))
+    end
+  end
+end
+ops.uzp_even, ops.uzp_odd = uzp("uzp1"), uzp("uzp2")
 
 local function binary(ins)
   return function(ctx, op)
@@ -446,6 +513,20 @@ function ops.for_tiles(ctx, op)
   ctx:wline("b.le " .. le)
   ctx:lower(op.attr.tail)
   ctx:wlabel(le)
+end
+
+-- Dispatch: compare and branch to each arm; no arm for other values.
+function ops.cases(ctx, op)
+  local v, done = ctx:reg(op.src[1]), ctx:new_label("cases_end")
+  for _, arm in ipairs(op.attr.arms) do
+    local next_ = ctx:new_label("case")
+    ctx:wline("cmp " .. v .. ", " .. imm(arm.value))
+    ctx:wline("b.ne " .. next_)
+    ctx:lower(arm.body)
+    ctx:wline("b " .. done)
+    ctx:wlabel(next_)
+  end
+  ctx:wlabel(done)
 end
 
 return M

@@ -1,15 +1,15 @@
 -- gen/isa/x86_64.lua: the x86_64 backend (SysV ABI, Intel syntax).
 --
--- Variants: avx2 (AVX2 + FMA: a canonical vector is a ymm pair, masks are ymm pairs) and
--- avx512 (AVX-512 F/BW/VL: one zmm, masks in k registers). Hooks are named after IR ops
+-- Variants: avx2 (AVX2 + FMA: a canonical vector is a ymm pair), avx512 (AVX-512 F/BW/VL: one
+-- zmm) and avx512bf16 (the fast tier: avx512 plus VDPBF16PS). Hooks are named after IR ops
 -- (gen/ir.lua, ORDER OP) and are the same set as gen/isa/aarch64.lua's.
 --
 -- Lowering conventions:
 --   * a bf16 value lives in the high half of an f32 lane (low half zero), so widening is a
 --     shift and RNE results feed f32 math directly;
---   * tail lanes are never touched in memory: AVX-512 masks suppress faults, AVX2 uses
---     vmaskmovps for f32 and lane-by-lane inserts/extracts for bf16;
---   * rax, r11 and the top vector registers are scratch, outside the allocator.
+--   * tail lanes are never touched in memory: AVX-512 masks (k7, computed per op) suppress
+--     faults, AVX2 uses vmaskmovps for f32 and lane-by-lane inserts/extracts for 16-bit data;
+--   * rax, the top vector registers, k6 and k7 are scratch, outside the allocator.
 
 local C = require("compat")
 
@@ -25,6 +25,9 @@ M.variants = {
     asflags = "-Wa,-march=generic64+avx2+fma" },
   { name = "avx512", tier = "exact", features = { "avx512f", "avx512bw", "avx512vl" },
     features_doc = "AVX-512 F/BW/VL", asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl" },
+  { name = "avx512bf16", tier = "fast", features = { "avx512f", "avx512bw", "avx512vl", "avx512bf16" },
+    features_doc = "AVX-512 F/BW/VL + BF16",
+    asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_bf16" },
 }
 
 local GPR32 = { rax = "eax", rcx = "ecx", rdx = "edx", rbx = "ebx", rsi = "esi", rdi = "edi",
@@ -36,26 +39,23 @@ local function X(r) return "xmm" .. vnum(r) end
 local function Y(r) return "ymm" .. vnum(r) end
 local function Z(r) return "zmm" .. vnum(r) end
 
-local function is512(ctx) return ctx.variant.name == "avx512" end
+local function is512(ctx) return ctx.variant.name ~= "avx2" end
 
 function M.registers(variant)
-  local gpr = { "rcx", "rdx", "rsi", "r8", "r9", "r10", "rdi", "rbx", "rbp", "r12", "r13", "r14", "r15" }
+  local gpr = { "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "rdi", "rbx", "rbp", "r12", "r13", "r14", "r15" }
   local saved = { rbx = true, rbp = true, r12 = true, r13 = true, r14 = true, r15 = true }
-  local vec, scratch = {}, { "rax", "r11" }
-  if variant.name == "avx512" then
+  local vec, scratch = {}, { "rax" }
+  if variant.name ~= "avx2" then
     for i = 0, 28 do vec[#vec + 1] = "zmm" .. C.int(i) end
     scratch[#scratch + 1] = "zmm29-zmm31"
-    scratch[#scratch + 1] = "k7"
-    return { pools = { gpr = gpr, vec = vec, mask = { "k1", "k2", "k3", "k4", "k5", "k6" } },
-             callee_saved = saved, argp = "rdi", scratch = scratch,
-             classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 1 },
-                         s = { pool = "vec", n = 1 }, k = { pool = "mask", n = 1 } } }
+    scratch[#scratch + 1] = "k6-k7"
+    return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "rdi", scratch = scratch,
+             classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 1 }, s = { pool = "vec", n = 1 } } }
   end
   for i = 0, 13 do vec[#vec + 1] = "ymm" .. C.int(i) end
   scratch[#scratch + 1] = "ymm14-ymm15"
   return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "rdi", scratch = scratch,
-           classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 2 },
-                       s = { pool = "vec", n = 1 }, k = { pool = "vec", n = 2 } } }
+           classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 2 }, s = { pool = "vec", n = 1 } } }
 end
 
 -- scratch vector registers
@@ -84,10 +84,41 @@ local function bconst(ctx, name, word)
   return "ymmword ptr " .. kconst(ctx, name .. "_x8", word, 8)
 end
 
-local function iota(ctx)
+-- Lane index tables: dwords 0, step, 2*step, ... (16 lanes), or 32 halfwords 0..31.
+local function iota(ctx, step)
   local w = {}
-  for i = 0, 15 do w[i + 1] = i end
-  return "FK_SYM(" .. ctx:const("iota", w) .. ")"
+  for i = 0, 15 do w[i + 1] = step * i end
+  return "FK_SYM(" .. ctx:const(step == 1 and "iota" or "iota" .. C.int(step), w) .. ")"
+end
+
+local function iota_w32(ctx)
+  local w = {}
+  for i = 0, 15 do w[i + 1] = (2 * i) + (2 * i + 1) * 65536 end
+  return "FK_SYM(" .. ctx:const("iota_w32", w) .. ")"
+end
+
+-- k7 = the lanes of the op's lane group (AVX-512): (rem - base) > base-relative lane index.
+local function kmask(ctx, op)
+  local l = op.lanes
+  ctx:wline("lea rax, " .. mem(ctx:reg(l.rem), nil, 1, -l.base))
+  if op.op == "load_raw" then
+    ctx:wline("vpbroadcastw zmm31, eax")
+    ctx:wline("vpcmpw k7, zmm31, zmmword ptr [rip + " .. iota_w32(ctx) .. "], 6")
+  else
+    ctx:wline("vpbroadcastd zmm31, eax")
+    ctx:wline("vpcmpd k7, zmm31, zmmword ptr [rip + " .. iota(ctx, l.step) .. "], 6")
+  end
+  return "{k7}"
+end
+
+-- ymm14 = the lanes of part `part` (1 or 2) of the op's lane group (AVX2), as all-ones lanes.
+local function ymask(ctx, op, part)
+  local l = op.lanes
+  ctx:wline("lea rax, " .. mem(ctx:reg(l.rem), nil, 1, -l.base))
+  ctx:wline("vmovd xmm14, eax")
+  ctx:wline("vpbroadcastd ymm14, xmm14")
+  ctx:wline("vpcmpgtd ymm14, ymm14, ymmword ptr [rip + " .. iota(ctx, l.step) .. " + " .. C.int(32 * (part - 1)) .. "]")
+  return "ymm14"
 end
 
 -- Parts of a vector value: { "zmm3" } or { "ymm4", "ymm5" }.
@@ -158,6 +189,15 @@ function ops.isub(ctx, op)
   ctx:wline("sub " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[2]))
 end
 
+function ops.iandi(ctx, op)
+  ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]))
+  ctx:wline("and " .. ctx:reg(op.dst) .. ", " .. C.int(op.attr.imm))
+end
+
+function ops.imuli(ctx, op)
+  ctx:wline("imul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. C.int(op.attr.imm))
+end
+
 function ops.imul(ctx, op)
   ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]))
   ctx:wline("imul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[2]))
@@ -185,13 +225,14 @@ function ops.cvt_i2s(ctx, op)
   ctx:wline("vcvtsi2ss " .. d .. ", " .. d .. ", " .. ctx:reg(op.src[1]))
 end
 
--- Lane-by-lane loop over the valid lanes of a tail lane group: emit(j) for lane j, stopping
--- at the first lane past the remainder. Used where AVX2 has no 16-bit masked move.
-local function lane_walk(ctx, op, emit)
+-- Lane-by-lane walk over the valid elements of a tail lane group: emit(j) for element j
+-- (base + step*j < rem), stopping at the first invalid one. Used where AVX2 has no 16-bit
+-- masked move. `count` elements at most (16 lanes, or 32 halfwords for load_raw).
+local function lane_walk(ctx, op, count, emit)
   local done = ctx:new_label("lanes")
-  local rem = ctx:reg(op.lanes.rem)
-  for j = 0, 15 do
-    ctx:wline("cmp " .. rem .. ", " .. C.int(op.lanes.base + j + 1))
+  local rem, l = ctx:reg(op.lanes.rem), op.lanes
+  for j = 0, count - 1 do
+    ctx:wline("cmp " .. rem .. ", " .. C.int(l.base + l.step * j + 1))
     ctx:wline("jl " .. done)
     emit(j)
   end
@@ -201,14 +242,14 @@ end
 function ops.load_f32(ctx, op)
   local d = parts(ctx, op.dst)
   if is512(ctx) then
-    local k = op.lanes and ("{" .. ctx:reg(op.lanes.mask) .. "}{z}") or ""
+    local k = op.lanes and (kmask(ctx, op) .. "{z}") or ""
     ctx:wline("vmovups " .. d[1] .. k .. ", zmmword ptr " .. elem(ctx, op, 4))
     return
   end
   for i = 1, 2 do
     local a = "ymmword ptr " .. elem(ctx, op, 4, 8 * (i - 1))
     if op.lanes then
-      ctx:wline("vmaskmovps " .. d[i] .. ", " .. ctx:regs(op.lanes.mask)[i] .. ", " .. a)
+      ctx:wline("vmaskmovps " .. d[i] .. ", " .. ymask(ctx, op, i) .. ", " .. a)
     else
       ctx:wline("vmovups " .. d[i] .. ", " .. a)
     end
@@ -218,7 +259,7 @@ end
 function ops.load_bf16(ctx, op)
   local d = parts(ctx, op.dst)
   if is512(ctx) then
-    local k = op.lanes and ("{" .. ctx:reg(op.lanes.mask) .. "}{z}") or ""
+    local k = op.lanes and (kmask(ctx, op) .. "{z}") or ""
     ctx:wline("vpmovzxwd " .. d[1] .. k .. ", ymmword ptr " .. elem(ctx, op, 2))
     ctx:wline("vpslld " .. d[1] .. ", " .. d[1] .. ", 16")
     return
@@ -226,7 +267,7 @@ function ops.load_bf16(ctx, op)
   if op.lanes then
     -- stage the valid words in the low xmm halves, then widen in place
     for i = 1, 2 do ctx:wline("vpxor " .. d[i] .. ", " .. d[i] .. ", " .. d[i]) end
-    lane_walk(ctx, op, function(j)
+    lane_walk(ctx, op, 16, function(j)
       local x = X(d[j < 8 and 1 or 2])
       ctx:wline("vpinsrw " .. x .. ", " .. x .. ", word ptr " .. elem(ctx, op, 2, j) .. ", " .. C.int(j % 8))
     end)
@@ -237,17 +278,40 @@ function ops.load_bf16(ctx, op)
   for i = 1, 2 do ctx:wline("vpslld " .. d[i] .. ", " .. d[i] .. ", 16") end
 end
 
+-- 32 bf16 as they lie in memory: lane l holds halfwords 2l (low) and 2l + 1 (high).
+function ops.load_raw(ctx, op)
+  local d = parts(ctx, op.dst)
+  if is512(ctx) then
+    local k = op.lanes and (kmask(ctx, op) .. "{z}") or ""
+    ctx:wline("vmovdqu16 " .. d[1] .. k .. ", zmmword ptr " .. elem(ctx, op, 2))
+    return
+  end
+  if not op.lanes then
+    for i = 1, 2 do ctx:wline("vmovdqu " .. d[i] .. ", ymmword ptr " .. elem(ctx, op, 2, 16 * (i - 1))) end
+    return
+  end
+  -- halfwords 0-7 -> xmm(d1), 8-15 -> xmm14, 16-23 -> xmm(d2), 24-31 -> xmm15; join after
+  local stage = { X(d[1]), "xmm14", X(d[2]), "xmm15" }
+  for _, x in ipairs(stage) do ctx:wline("vpxor " .. x .. ", " .. x .. ", " .. x) end
+  lane_walk(ctx, op, 32, function(j)
+    local x = stage[math.floor(j / 8) + 1]
+    ctx:wline("vpinsrw " .. x .. ", " .. x .. ", word ptr " .. elem(ctx, op, 2, j) .. ", " .. C.int(j % 8))
+  end)
+  ctx:wline("vinserti128 " .. d[1] .. ", " .. d[1] .. ", xmm14, 1")
+  ctx:wline("vinserti128 " .. d[2] .. ", " .. d[2] .. ", xmm15, 1")
+end
+
 function ops.store_f32(ctx, op)
   local v = parts(ctx, op.src[3])
   if is512(ctx) then
-    local k = op.lanes and ("{" .. ctx:reg(op.lanes.mask) .. "}") or ""
+    local k = op.lanes and kmask(ctx, op) or ""
     ctx:wline("vmovups zmmword ptr " .. elem(ctx, op, 4) .. k .. ", " .. v[1])
     return
   end
   for i = 1, 2 do
     local a = "ymmword ptr " .. elem(ctx, op, 4, 8 * (i - 1))
     if op.lanes then
-      ctx:wline("vmaskmovps " .. a .. ", " .. ctx:regs(op.lanes.mask)[i] .. ", " .. v[i])
+      ctx:wline("vmaskmovps " .. a .. ", " .. ymask(ctx, op, i) .. ", " .. v[i])
     else
       ctx:wline("vmovups " .. a .. ", " .. v[i])
     end
@@ -258,7 +322,7 @@ end
 function ops.store_bf16(ctx, op)
   local v = parts(ctx, op.src[3])
   if is512(ctx) then
-    local k = op.lanes and ("{" .. ctx:reg(op.lanes.mask) .. "}") or ""
+    local k = op.lanes and kmask(ctx, op) or ""
     ctx:wline("vpsrld " .. T0 .. ", " .. v[1] .. ", 16")
     ctx:wline("vpmovdw ymmword ptr " .. elem(ctx, op, 2) .. k .. ", " .. T0)
     return
@@ -273,7 +337,7 @@ function ops.store_bf16(ctx, op)
     return
   end
   ctx:wline("vextracti128 " .. X(b) .. ", " .. a .. ", 1")
-  lane_walk(ctx, op, function(j)
+  lane_walk(ctx, op, 16, function(j)
     ctx:wline("vpextrw word ptr " .. elem(ctx, op, 2, j) .. ", " .. X(j < 8 and a or b) .. ", " .. C.int(j % 8))
   end)
 end
@@ -296,40 +360,66 @@ function ops.store1_f32(ctx, op)
   ctx:wline("vmovss dword ptr " .. elem(ctx, op, 4) .. ", " .. X(ctx:reg(op.src[3])))
 end
 
--- lanes l with base + l < rem: compare (rem - base) > iota
-function ops.mask(ctx, op)
-  ctx:wline("lea rax, " .. mem(ctx:reg(op.src[1]), nil, 1, -op.attr.base))
-  local t = scratch(ctx, 1)
-  if is512(ctx) then
-    ctx:wline("vpbroadcastd " .. t .. ", eax")
-    ctx:wline("vpcmpd " .. ctx:reg(op.dst) .. ", " .. t .. ", zmmword ptr [rip + " .. iota(ctx) .. "], 6")
-    return
-  end
-  local d = ctx:regs(op.dst)
-  ctx:wline("vmovd " .. X(t) .. ", eax")
-  ctx:wline("vpbroadcastd " .. t .. ", " .. X(t))
-  ctx:wline("vpcmpgtd " .. d[1] .. ", " .. t .. ", ymmword ptr [rip + " .. iota(ctx) .. "]")
-  ctx:wline("vpcmpgtd " .. d[2] .. ", " .. t .. ", ymmword ptr [rip + " .. iota(ctx) .. " + 32]")
-end
-
 function ops.fma_acc(ctx, op)
   local acc, a, b = parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
   if is512(ctx) then
-    local k = op.lanes and ("{" .. ctx:reg(op.lanes.mask) .. "}") or ""
+    local k = op.lanes and kmask(ctx, op) or ""
     ctx:wline("vfmadd231ps " .. acc[1] .. k .. ", " .. a[1] .. ", " .. b[1])
     return
   end
   for i = 1, 2 do
     if op.lanes then
-      local t = scratch(ctx, 1)
-      ctx:wline("vmovaps " .. t .. ", " .. acc[i])
-      ctx:wline("vfmadd231ps " .. t .. ", " .. a[i] .. ", " .. b[i])
-      ctx:wline("vblendvps " .. acc[i] .. ", " .. acc[i] .. ", " .. t .. ", " .. ctx:regs(op.lanes.mask)[i])
+      local m = ymask(ctx, op, i)
+      ctx:wline("vmovaps ymm15, " .. acc[i])
+      ctx:wline("vfmadd231ps ymm15, " .. a[i] .. ", " .. b[i])
+      ctx:wline("vblendvps " .. acc[i] .. ", " .. acc[i] .. ", ymm15, " .. m)
     else
       ctx:wline("vfmadd231ps " .. acc[i] .. ", " .. a[i] .. ", " .. b[i])
     end
   end
 end
+
+-- acc[l] += w[2l] * x[2l] + w[2l+1] * x[2l+1]: VDPBF16PS (RNE per step, DAZ/FTZ).
+function ops.dot_bf16_acc(ctx, op)
+  if ctx.variant.name ~= "avx512bf16" then error("internal: dot_bf16_acc needs the avx512bf16 variant") end
+  local acc, w, x = parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
+  ctx:wline("vdpbf16ps " .. acc[1] .. ", " .. w[1] .. ", " .. x[1])
+end
+
+-- Raw pairs -> f32: the even halfword moved up (<< 16), the odd one kept (& 0xffff0000).
+function ops.bf16_even(ctx, op)
+  local d, r = parts(ctx, op.dst), parts(ctx, op.src[1])
+  for i = 1, #d do ctx:wline("vpslld " .. d[i] .. ", " .. r[i] .. ", 16") end
+end
+
+function ops.bf16_odd(ctx, op)
+  local d, r = parts(ctx, op.dst), parts(ctx, op.src[1])
+  for i = 1, #d do
+    ctx:wline((is512(ctx) and "vpandd " or "vpand ") .. d[i] .. ", " .. r[i] .. ", " .. bconst(ctx, "hi16", 0xffff0000))
+  end
+end
+
+-- Even or odd elements of the 32 in (a, b). AVX-512: one two-table permute; AVX2: an in-lane
+-- shuffle of each ymm pair, then a qword permute to restore the order.
+local function uzp(parity)
+  return function(ctx, op)
+    local d, a, b = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2])
+    if is512(ctx) then
+      local w = {}
+      for i = 0, 15 do w[i + 1] = 2 * i + parity end
+      ctx:wline("vmovdqa32 " .. d[1] .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const("uzp" .. C.int(parity), w) .. ")]")
+      ctx:wline("vpermi2ps " .. d[1] .. ", " .. a[1] .. ", " .. b[1])
+      return
+    end
+    local imm = parity == 0 and "0x88" or "0xdd"
+    local pairs_ = { { a[1], a[2] }, { b[1], b[2] } }
+    for i = 1, 2 do
+      ctx:wline("vshufps " .. d[i] .. ", " .. pairs_[i][1] .. ", " .. pairs_[i][2] .. ", " .. imm)
+      ctx:wline("vpermpd " .. d[i] .. ", " .. d[i] .. ", 0xd8")
+    end
+  end
+end
+ops.uzp_even, ops.uzp_odd = uzp(0), uzp(1)
 
 local function binary(ins)
   return function(ctx, op)
@@ -361,8 +451,8 @@ local function rne(ctx, d, v, xmm)
     ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "one", 1))
     ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. v)
     ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. bconst(ctx, "rne_bias", 0x7fff))
-    ctx:wline("vcmpps k7, " .. v .. ", " .. v .. ", 3")                 -- unordered: NaN lanes
-    ctx:wline("vpord " .. d .. "{k7}, " .. v .. ", " .. bconst(ctx, "qnan_bit", 0x00400000))
+    ctx:wline("vcmpps k6, " .. v .. ", " .. v .. ", 3")                 -- unordered: NaN lanes
+    ctx:wline("vpord " .. d .. "{k6}, " .. v .. ", " .. bconst(ctx, "qnan_bit", 0x00400000))
     ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "hi16", 0xffff0000))
     return
   end
@@ -471,6 +561,20 @@ function ops.for_tiles(ctx, op)
   ctx:wline("jle " .. le)
   ctx:lower(op.attr.tail)
   ctx:wlabel(le)
+end
+
+-- Dispatch: compare and branch to each arm; no arm for other values.
+function ops.cases(ctx, op)
+  local v, done = ctx:reg(op.src[1]), ctx:new_label("cases_end")
+  for _, arm in ipairs(op.attr.arms) do
+    local next_ = ctx:new_label("case")
+    ctx:wline("cmp " .. v .. ", " .. C.int(arm.value))
+    ctx:wline("jne " .. next_)
+    ctx:lower(arm.body)
+    ctx:wline("jmp " .. done)
+    ctx:wlabel(next_)
+  end
+  ctx:wlabel(done)
 end
 
 return M

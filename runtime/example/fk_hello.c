@@ -25,8 +25,8 @@ int main(void) {
 
   fk_leaf norm, gemv;
   fk_error err;
-  if (fk_leaf_resolve("rmsnorm_f32", fk_cpu_features(), &norm, &err) != FK_OK ||
-      fk_leaf_resolve("gemv_bf16_rne", fk_cpu_features(), &gemv, &err) != FK_OK) {
+  if (fk_leaf_resolve("rmsnorm_f32", FK_TIER_EXACT, fk_cpu_features(), &norm, &err) != FK_OK ||
+      fk_leaf_resolve("gemv_bf16_rne", FK_TIER_EXACT, fk_cpu_features(), &gemv, &err) != FK_OK) {
     fprintf(stderr, "fk_hello: %s: %s\n", fk_strerror(err.status), err.message);
     return 1;
   }
@@ -40,13 +40,14 @@ int main(void) {
   for (int i = 0; i < N; i++) printf(" %.4f", f32(h[i]));
 
   uint16_t wm[2 * N];
-  float hx[N];
+  float hx[N], xs[64]; /* xs: the leaf's scratch, m * round_up(k, 64) floats */
   for (int i = 0; i < N; i++) {
     wm[i] = bf16(1.0f);
     wm[N + i] = bf16(i % 2 ? -0.5f : 0.5f);
     hx[i] = f32(h[i]);
   }
-  fk_gemv_bf16_rne_args ga = { .w = wm, .ldw = N, .x = hx, .y = y, .k = N, .row_begin = 0, .row_end = 2 };
+  fk_gemv_bf16_rne_args ga = { .w = wm, .ldw = N, .x = hx, .ldx = N, .xs = xs, .y = y, .y_off = 0, .ldy = 2,
+                               .m = 1, .k = N, .row_begin = 0, .row_end = 2 };
   gemv.fn(&ga);
   printf("\n%s ran %s\n  y = %.4f %.4f\n", gemv.form, gemv.symbol, f32(y[0]), f32(y[1]));
   return 0;

@@ -43,6 +43,11 @@ uint64_t fk_cpu_features(void);
 /* Writes the names of the features in `f` ("avx2 fma avx512f") into buf; returns buf. */
 const char *fk_cpu_feature_names(uint64_t f, char *buf, size_t len);
 
+/* A leaf's numerical tier: exact stamps are bit-identical on every ISA and to the contract
+ * model; fast stamps use the CPU's bf16 dot instructions and are faithful within the bound
+ * their fixtures derive (fixtures/README.md). */
+typedef enum fk_tier { FK_TIER_EXACT = 0, FK_TIER_FAST = 1 } fk_tier;
+
 typedef void (*fk_leaf_fn)(const void *args);
 
 typedef struct fk_leaf {
@@ -54,11 +59,12 @@ typedef struct fk_leaf {
 } fk_leaf;
 
 /* fk_leaf_resolve(): picks the widest stamp of form `form` ("rmsnorm_f32", "gemv_bf16_rne")
- * whose features are all in `features` (usually fk_cpu_features()).
- * @return FK_OK and *out filled; FK_ENOTFOUND for an unknown form; FK_EUNSUPPORTED when no
- * stamp fits, the message naming the features the narrowest stamp lacks. With FK_VARIANT_DEBUG
- * set in the environment, each resolution is logged to stderr. */
-fk_status fk_leaf_resolve(const char *form, uint64_t features, fk_leaf *out, fk_error *err);
+ * in tier `tier` whose features are all in `features` (usually fk_cpu_features()).
+ * @return FK_OK and *out filled; FK_ENOTFOUND for an unknown form, or a form without stamps of
+ * that tier; FK_EUNSUPPORTED when no stamp fits, the message naming the features the narrowest
+ * stamp lacks. There is never a fallback to another tier. With FK_VARIANT_DEBUG set in the
+ * environment, each resolution is logged to stderr. */
+fk_status fk_leaf_resolve(const char *form, fk_tier tier, uint64_t features, fk_leaf *out, fk_error *err);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,7 @@ typedef enum fkc_perturb {
   FKC_EXACT = 0,
   FKC_RNE_BIAS,        /* round half up: u + 0x8000, no tie-to-even */
   FKC_TREE_PAIRWISE,   /* lanes summed adjacent-pairwise instead of the halving tree */
-  FKC_LANES_INTERLEAVED, /* slot s of a tile goes to chain s % 2, lane s / 2 (not chain s / 16, lane s % 16) */
+  FKC_LANES_PERMUTED,  /* elements reach other lanes than the template's mapping says */
   FKC_SKIP_COMMIT      /* add forms of RMSNorm: the residual stream is not written */
 } fkc_perturb;
 
@@ -43,6 +43,8 @@ void fkc_rmsnorm_f32(const fk_rmsnorm_f32_args *a, fkc_perturb p);
 void fkc_rmsnorm_bf16(const fk_rmsnorm_bf16_args *a, fkc_perturb p);
 void fkc_rmsnorm_add_f32(const fk_rmsnorm_add_f32_args *a, fkc_perturb p);
 void fkc_rmsnorm_add_bf16(const fk_rmsnorm_add_bf16_args *a, fkc_perturb p);
+void fkc_gemv_f32(const fk_gemv_f32_args *a, fkc_perturb p);
+void fkc_gemv_f32_bias(const fk_gemv_f32_bias_args *a, fkc_perturb p);
 void fkc_gemv_bf16_rne(const fk_gemv_bf16_rne_args *a, fkc_perturb p);
 void fkc_gemv_bf16_rne_add(const fk_gemv_bf16_rne_add_args *a, fkc_perturb p);
 

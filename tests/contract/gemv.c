@@ -1,40 +1,50 @@
-/* tests/contract/gemv.c: contract model of templates/gemv.lua (params chains=2, rows=2).
+/* tests/contract/gemv.c: contract model of templates/gemv.lua, exact tier (chains=4, tile=64).
  *
- * Order, per row n: lane l (0..15) of chain c (0..1) starts at +0.0f and accumulates, by
- * fmaf(w, x, acc), the products of the k with k mod 32 == 16c + l, in increasing k; lanes
- * past K are left as they are. Then v[l] = chain0[l] + chain1[l], the halving tree sums v,
- * the residual (add form) is added, and the integer RNE rounds to bf16. The row group a row
- * runs in does not enter this order. */
+ * Order, per weight row n and activation row j: 4 chains x 16 lanes start at +0.0f; for k in
+ * [0, K), the element's slot s = k mod 64 goes to chain c = 2*(s / 32) + (s % 2), lane
+ * l = (s % 32) / 2, and acc[c][l] = fmaf(w, x, acc[c][l]); lanes past K are left as they are.
+ * Then v[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]), the halving tree sums v, and
+ * the destination op applies: y = s | s + bias[n] | RNE(s) | RNE(s + r). The destination of
+ * (j, n) is y + y_off + j*ldy + n (r is indexed the same way). The xs scratch is the stamps'
+ * business: the model neither reads nor writes it. */
 #include <math.h>
 
 #include "contract.h"
 
-enum { CHAINS = 2, LANES = 16, TILE = CHAINS * LANES };
+enum { CHAINS = 4, LANES = 16, TILE = 64 };
 
 static float row_sum(const uint16_t *w, const float *x, int64_t k, fkc_perturb p) {
   float acc[CHAINS][LANES] = { { 0 } };
   for (int64_t i = 0; i < k; i++) {
-    int slot = (int)(i % TILE);
-    int c = slot / LANES, l = slot % LANES;
-    if (p == FKC_LANES_INTERLEAVED) c = slot % CHAINS, l = slot / CHAINS;
+    int s = (int)(i % TILE);
+    int c = 2 * (s / 32) + s % 2, l = (s % 32) / 2;
+    if (p == FKC_LANES_PERMUTED) c = s / LANES, l = s % LANES; /* contiguous */
     acc[c][l] = fmaf(fkc_bf16_to_f32(w[i]), x[i], acc[c][l]);
   }
   float v[LANES];
-  for (int l = 0; l < LANES; l++) v[l] = acc[0][l] + acc[1][l];
+  for (int l = 0; l < LANES; l++) v[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
   return fkc_reduce16(v, p);
 }
 
+/* The common shape of every form: sum(j, n), then dest(j, n, s, offset of (j, n)). */
+#define FKC_GEMV_LOOP(a, p, DEST) \
+  for (int64_t n = (a)->row_begin; n < (a)->row_end; n++) \
+    for (int64_t j = 0; j < (a)->m; j++) { \
+      float s = row_sum((a)->w + n * (a)->ldw, (a)->x + j * (a)->ldx, (a)->k, (p)); \
+      int64_t at = (a)->y_off + j * (a)->ldy + n; \
+      DEST; \
+    }
+
+void fkc_gemv_f32(const fk_gemv_f32_args *a, fkc_perturb p) { FKC_GEMV_LOOP(a, p, a->y[at] = s) }
+
+void fkc_gemv_f32_bias(const fk_gemv_f32_bias_args *a, fkc_perturb p) {
+  FKC_GEMV_LOOP(a, p, a->y[at] = s + a->bias[n])
+}
+
 void fkc_gemv_bf16_rne(const fk_gemv_bf16_rne_args *a, fkc_perturb p) {
-  for (int64_t n = a->row_begin; n < a->row_end; n++) {
-    float s = row_sum(a->w + n * a->ldw, a->x, a->k, p);
-    a->y[n] = fkc_rne_bits(fkc_f32_bits(s), p);
-  }
+  FKC_GEMV_LOOP(a, p, a->y[at] = fkc_rne_bits(fkc_f32_bits(s), p))
 }
 
 void fkc_gemv_bf16_rne_add(const fk_gemv_bf16_rne_add_args *a, fkc_perturb p) {
-  for (int64_t n = a->row_begin; n < a->row_end; n++) {
-    float s = row_sum(a->w + n * a->ldw, a->x, a->k, p);
-    s = s + fkc_bf16_to_f32(a->r[n]);
-    a->y[n] = fkc_rne_bits(fkc_f32_bits(s), p);
-  }
+  FKC_GEMV_LOOP(a, p, a->y[at] = fkc_rne_bits(fkc_f32_bits(s + fkc_bf16_to_f32(a->r[at])), p))
 }

@@ -17,7 +17,7 @@ static void norm_row(const float *h, const uint16_t *w, uint16_t *y, int64_t n, 
   for (int64_t i = 0; i < n; i++) {
     int slot = (int)(i % TILE);
     int c = slot / LANES, l = slot % LANES;
-    if (p == FKC_LANES_INTERLEAVED) c = slot % CHAINS, l = slot / CHAINS;
+    if (p == FKC_LANES_PERMUTED) c = slot % CHAINS, l = slot / CHAINS; /* interleaved */
     acc[c][l] = fmaf(h[i], h[i], acc[c][l]);
   }
   float v[LANES];

@@ -5,8 +5,7 @@
 return {
   leaf = "opcheck",
   doc = "DSL conformance: elementwise max and fma, scalar ops",
-  tier = "exact",
-  variants = { "neon", "avx2", "avx512" },
+  tiers = { exact = { "neon", "avx2", "avx512" } },
   params = {},
   check = function() end,
   forms = {

@@ -262,7 +262,8 @@ int fkh_write_results(const char *path, const fkh_call *calls, int ncalls) {
     int32_t failed = c->failed;
     bad = wbytes(f, &failed, 4) || wstr(f, c->why);
     for (int i = 0; i < fm->nfields && !bad; i++) {
-      if (fm->fields[i].kind != FK_FIELD_PTR || fm->fields[i].dir == FK_DIR_IN) continue;
+      if (fm->fields[i].kind != FK_FIELD_PTR || fm->fields[i].dir == FK_DIR_IN || fm->fields[i].dir == FK_DIR_SCRATCH)
+        continue;
       uint64_t nb = c->v[i].buf.nbytes;
       bad = wbytes(f, &nb, 8) || wbytes(f, c->v[i].buf.data, nb);
     }
@@ -285,7 +286,8 @@ int fkh_read_results(const char *path, fkh_call *calls, int ncalls, char *err, s
     bad = rbytes(f, &failed, 4) || rstr(f, c->why, sizeof c->why);
     c->failed = failed;
     for (int i = 0; i < fm->nfields && !bad; i++) {
-      if (fm->fields[i].kind != FK_FIELD_PTR || fm->fields[i].dir == FK_DIR_IN) continue;
+      if (fm->fields[i].kind != FK_FIELD_PTR || fm->fields[i].dir == FK_DIR_IN || fm->fields[i].dir == FK_DIR_SCRATCH)
+        continue;
       uint64_t nb;
       bad = rbytes(f, &nb, 8) || nb != c->v[i].buf.nbytes || rbytes(f, c->v[i].buf.data, (size_t)nb);
     }
@@ -311,7 +313,7 @@ int fkh_same_outputs(const fkh_call *a, const fkh_call *b, char *msg, size_t msg
   }
   for (int i = 0; i < fm->nfields; i++) {
     const fkh_field *fd = &fm->fields[i];
-    if (fd->kind != FK_FIELD_PTR || fd->dir == FK_DIR_IN) continue;
+    if (fd->kind != FK_FIELD_PTR || fd->dir == FK_DIR_IN || fd->dir == FK_DIR_SCRATCH) continue;
     const fkh_buf *x = &a->v[i].buf, *y = &b->v[i].buf;
     size_t es = elem_size(fd->elem), n = x->nbytes / es, bad = 0, first = 0;
     uint32_t ux = 0, uy = 0;

@@ -14,6 +14,14 @@ int fkt_rmsnorm_cases(const char *form_id, fkh_call **calls);
 
 void fkt_free_cases(fkh_call *calls, int n);
 
+/* GEMV: elements of the xs scratch for m rows of k; the float64 reference of output (j, n)
+ * with its bound for the tier (fixtures/README.md: gemv_f64, gemv_fast_f64); the output as
+ * a double; whether a value is within (NaN and infinities by class). */
+int64_t fkt_gemv_xs_elems(int64_t m, int64_t k);
+double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *bound);
+double fkt_gemv_output(fkh_call *c, int64_t j, int64_t n);
+int fkt_gemv_within(double y, double ref, double bound);
+
 /* Case list under construction. */
 typedef struct fkt_list { fkh_call *calls; int n, cap; } fkt_list;
 fkh_call *fkt_push(fkt_list *l, const char *form_id, const char *name);

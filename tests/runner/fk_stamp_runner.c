@@ -11,10 +11,26 @@
 #include <string.h>
 
 #include "../harness/fkh.h"
+#include "flashkern.h"
+
+/* fk_stamp_runner --resolve <form> <exact|fast>: what the runtime resolves on this (emulated)
+ * CPU: prints the symbol and exits 0, or prints the error and exits 3. */
+static int resolve(const char *form, const char *tier) {
+  fk_leaf leaf;
+  fk_error err;
+  fk_tier t = strcmp(tier, "fast") == 0 ? FK_TIER_FAST : FK_TIER_EXACT;
+  if (fk_leaf_resolve(form, t, fk_cpu_features(), &leaf, &err) != FK_OK) {
+    printf("%s: %s\n", fk_strerror(err.status), err.message);
+    return 3;
+  }
+  printf("%s\n", leaf.symbol);
+  return 0;
+}
 
 int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "--resolve") == 0) return resolve(argv[2], argv[3]);
   if (argc != 3) {
-    fprintf(stderr, "usage: %s <calls-file> <results-file>\n", argv[0]);
+    fprintf(stderr, "usage: %s <calls-file> <results-file> | --resolve <form> <exact|fast>\n", argv[0]);
     return 2;
   }
   fkh_call *calls;

@@ -1,0 +1,124 @@
+/* bench/contender_flashkern.c: flashkern's GEMV leaves as bench contenders.
+ *
+ * Built only with FK_BENCH_WITH_FLASHKERN (the driver lists these rows under the same macro).
+ * Four rows: forms gemv_bf16_rne (bf16 RNE out, what the engine runs) and gemv_f32 (f32 out,
+ * the same output type as the peers), each in the exact and the fast tier. The leaf is
+ * resolved once per shape for this CPU; each team member calls it on its share of rows with
+ * its own x scratch (m * round_up(k, 64) floats), on the shared row-major bf16 copies. */
+#include <stdio.h>
+#include <string.h>
+
+#include "fkb.h"
+#include "flashkern.h"
+
+#ifndef FKB_FLASHKERN_VERSION
+#define FKB_FLASHKERN_VERSION "this tree"
+#endif
+
+typedef struct fk_state {
+  fk_leaf leaf;
+  int f32_out;
+  const fkb_copies *copies;
+  const float *x;
+  float *xs[FKB_THREADS_MAX];
+  void *y; /* FKB_M_MAX x n, bf16 bits or f32 */
+  int64_t n, k, m;
+} fk_state;
+
+const char *fkb_flashkern_version(void) { return "flashkern " FKB_FLASHKERN_VERSION; }
+
+static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen,
+                   const char *form, fk_tier tier) {
+  fk_state *st = fkb_alloc(sizeof *st);
+  if (!st) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  fk_error e;
+  memset(&e, 0, sizeof e);
+  if (fk_leaf_resolve(form, tier, fk_cpu_features(), &st->leaf, &e) != FK_OK) {
+    snprintf(err, errlen, "fk_leaf_resolve(%s, %s): %s: %s", form, tier == FK_TIER_EXACT ? "exact" : "fast",
+             fk_strerror(e.status), e.message);
+    fkb_free(st);
+    return -1;
+  }
+  st->f32_out = strcmp(form, "gemv_f32") == 0;
+  st->copies = c;
+  st->x = p->x;
+  st->n = p->n;
+  st->k = p->k;
+  st->m = 1;
+  size_t xs_floats = (size_t)(FKB_M_MAX * ((p->k + 63) / 64 * 64));
+  int ok = 1;
+  for (int t = 0; t < p->nthreads_max; t++) ok &= (st->xs[t] = fkb_alloc(xs_floats * sizeof(float))) != NULL;
+  ok &= (st->y = fkb_alloc((size_t)(FKB_M_MAX * p->n) * (st->f32_out ? sizeof(float) : sizeof(uint16_t)))) != NULL;
+  if (!ok) {
+    snprintf(err, errlen, "out of memory");
+    fkb_flashkern_finish(st);
+    return -1;
+  }
+  out->state = st;
+  out->ncopies = c->count;
+  out->own_copies = 0;
+  out->weight_bytes = 2.0 * (double)p->n * (double)p->k;
+  snprintf(out->detail, sizeof out->detail, "%s (variant %s, tier %s) on the shared row-major bf16 copies",
+           st->leaf.symbol, st->leaf.variant, st->leaf.tier);
+  return 0;
+}
+
+int fkb_flashkern_prepare_exact(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                size_t errlen) {
+  return prepare(p, c, out, err, errlen, "gemv_bf16_rne", FK_TIER_EXACT);
+}
+
+int fkb_flashkern_prepare_fast(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                               size_t errlen) {
+  return prepare(p, c, out, err, errlen, "gemv_bf16_rne", FK_TIER_FAST);
+}
+
+int fkb_flashkern_prepare_exact_f32(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                    size_t errlen) {
+  return prepare(p, c, out, err, errlen, "gemv_f32", FK_TIER_EXACT);
+}
+
+int fkb_flashkern_prepare_fast_f32(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                   size_t errlen) {
+  return prepare(p, c, out, err, errlen, "gemv_f32", FK_TIER_FAST);
+}
+
+int fkb_flashkern_select(void *state, int64_t m, int nthreads, char *err, size_t errlen) {
+  (void)nthreads, (void)err, (void)errlen;
+  ((fk_state *)state)->m = m;
+  return 0;
+}
+
+void fkb_flashkern_run(void *state, size_t copy, int tid, int nthreads) {
+  const fk_state *st = state;
+  int64_t b, e;
+  fkb_rows(st->n, tid, nthreads, &b, &e);
+  if (b >= e) return;
+  if (st->f32_out) {
+    fk_gemv_f32_args a = { .w = st->copies->w[copy], .ldw = st->k, .x = st->x, .ldx = st->k, .xs = st->xs[tid],
+                           .y = st->y, .y_off = 0, .ldy = st->n, .m = st->m, .k = st->k,
+                           .row_begin = b, .row_end = e };
+    st->leaf.fn(&a);
+  } else {
+    fk_gemv_bf16_rne_args a = { .w = st->copies->w[copy], .ldw = st->k, .x = st->x, .ldx = st->k,
+                                .xs = st->xs[tid], .y = st->y, .y_off = 0, .ldy = st->n, .m = st->m,
+                                .k = st->k, .row_begin = b, .row_end = e };
+    st->leaf.fn(&a);
+  }
+}
+
+void fkb_flashkern_output(void *state, float *y) {
+  const fk_state *st = state;
+  for (int64_t i = 0; i < st->m * st->n; i++)
+    y[i] = st->f32_out ? ((const float *)st->y)[i] : fkb_bf16_to_f32(((const uint16_t *)st->y)[i]);
+}
+
+void fkb_flashkern_finish(void *state) {
+  fk_state *st = state;
+  for (int t = 0; t < FKB_THREADS_MAX; t++) fkb_free(st->xs[t]);
+  fkb_free(st->y);
+  fkb_free(st);
+}

@@ -1,0 +1,70 @@
+/* tests/leaves/gemv_bounds.c: the float64 reference of one GEMV output and its faithful bound
+ * (fixtures/README.md: gemv_f64 for the exact tier, gemv_fast_f64 for the fast tier), computed
+ * from a call's own inputs. Used by the fixture gate and by the fast-tier tests. */
+#include <math.h>
+#include <string.h>
+
+#include "../contract/contract.h"
+#include "cases.h"
+
+static const double U = 0x1p-24, ETA = 0x1p-150;
+
+static double gamma_(double d) { return d * U / (1 - d * U); }
+
+static int is_bf16_subnormal(float f) {
+  uint32_t u = fkc_f32_bits(f);
+  return (u & 0x7f800000u) == 0 && (u & 0x007f0000u) != 0;
+}
+
+/* Destination index of (j, n). */
+static int64_t dest(const fkh_call *c, int64_t j, int64_t n) {
+  return fkh_i64_of(c, "y_off") + j * fkh_i64_of(c, "ldy") + n;
+}
+
+double fkt_gemv_output(fkh_call *c, int64_t j, int64_t n) {
+  int yi = fkh_field_index(c, "y");
+  if (fkh_forms[c->form].fields[yi].elem == FK_ELEM_F32) return ((const float *)fkh_buf_of(c, "y"))[dest(c, j, n)];
+  return fkc_bf16_to_f32(((const uint16_t *)fkh_buf_of(c, "y"))[dest(c, j, n)]);
+}
+
+/* s = sum w*x (+ r | + bias) in float64 (products of bf16 and f32 are exact in double; the
+ * sum's own error is far below every bound here); fills the bound for the tier. */
+double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *bound) {
+  int64_t k = fkh_i64_of(c, "k"), ldw = fkh_i64_of(c, "ldw"), ldx = fkh_i64_of(c, "ldx");
+  const uint16_t *w = (const uint16_t *)fkh_buf_of(c, "w") + n * ldw;
+  const float *x = (const float *)fkh_buf_of(c, "x") + j * ldx;
+  double s = 0, a = 0, xerr = 0, flushed = 0, kept = 0;
+  for (int64_t i = 0; i < k; i++) {
+    float wv = fkc_bf16_to_f32(w[i]), xb = fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(x[i]), FKC_EXACT));
+    s += (double)wv * (double)x[i];
+    a += fabs((double)wv * (double)x[i]);
+    xerr += fabs((double)wv) * fabs((double)xb - (double)x[i]);
+    if (is_bf16_subnormal(wv) || is_bf16_subnormal(xb)) flushed += fabs((double)wv * (double)xb);
+    else kept += fabs((double)wv * (double)xb);
+  }
+  double extra = 0;
+  if (fkh_field_index(c, "r") >= 0) extra = fkc_bf16_to_f32(((const uint16_t *)fkh_buf_of(c, "r"))[dest(c, j, n)]);
+  if (fkh_field_index(c, "bias") >= 0) extra = ((const float *)fkh_buf_of(c, "bias"))[n];
+  s += extra;
+  a += fabs(extra);
+  kept += fabs(extra);
+  int bf16_out = fkh_forms[c->form].fields[fkh_field_index(c, "y")].elem == FK_ELEM_BF16;
+  double e;
+  if (!fast) {
+    double d = (double)k + 1;
+    e = gamma_(d) * a + d * ETA;
+  } else {
+    double d = (double)k + 2;
+    e = xerr + flushed + gamma_(2 * d) * kept + d * 0x1p-126;
+  }
+  *bound = bf16_out ? 0x1p-8 * (fabs(s) + e) + e + 0x1p-134 : e;
+  return s;
+}
+
+/* 1 when y matches the reference: by class for NaN and infinities, within the bound else. */
+int fkt_gemv_within(double y, double ref, double bound) {
+  if (isnan(ref)) return isnan(y);
+  if (isinf(ref)) return isinf(y) && (y > 0) == (ref > 0);
+  if (!isfinite(y)) return 0;
+  return fabs(y - ref) <= bound;
+}
