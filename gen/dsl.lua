@@ -405,14 +405,15 @@ place_args = function(self)
     end
     depth = depth - 1
     local block, index = ps[1][depth].block, ps[1][depth].index
-    local split = block[index].op == "cases"
+    -- alternatives (the arms of a dispatch, the grouped and remainder bodies of a row loop):
+    -- when every use lies inside them, each loads the field itself; a row body reloading a
+    -- field per row costs one L1 load, a field held across the loop costs a register
+    local split = block[index].op == "cases" or block[index].op == "for_rows"
     for _, p in ipairs(ps) do
       if p[depth].index < index then index = p[depth].index end
       split = split and p[depth].index == ps[1][depth].index and p[depth + 1] ~= nil
     end
     if split then
-      -- uses only inside the arms of one dispatch: one load per arm, so no field holds a
-      -- register across arms that do not need it
       local arms, order = {}, {}
       for _, p in ipairs(ps) do
         local arm = p[depth + 1].block

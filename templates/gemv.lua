@@ -75,11 +75,12 @@ return {
   leaf = "gemv",
   doc = "BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations",
   tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "bf16", "avx512bf16" } },
-  params = { chains = 4, tile = 64, tree = "halving", max_m = 4 },
+  params = { chains = 4, tile = 64, tree = "halving", max_m = 4, max_rows = 1 },
   check = function(p, need)
     need(p.chains == 4 and p.tile == 64, "the lane mapping is written for 4 chains over 64-element tiles")
     need(p.tree == "halving", "tree must be 'halving'")
     need(p.max_m >= 1 and p.max_m <= 4, "max_m must be 1..4")
+    need(p.max_rows >= 1 and p.max_rows <= 8, "max_rows must be 1..8")
   end,
   forms = {
     form("f32", { f32 = true }),
@@ -110,42 +111,58 @@ return {
           end
         end)
       end
-      -- activation rows per pass over a weight row: as many as the accumulators fit
+      -- schedule: all m activation rows share each pass over the weights when the accumulators
+      -- fit, and `rows` weight rows share each xs load; neither changes a sum's order
       local nchains = fast and 2 or 4
-      local group = math.max(1, math.min(M, math.floor((t.caps.vectors - 3) / nchains)))
-      t:for_rows(a.row_begin, a.row_end, 1, function(n)
-        local wrow = t:addr(a.w, t:mul(n, a.ldw), 2)
+      local budget = t.caps.vectors - 1                  -- one x vector in flight
+      local group = math.max(1, math.min(M, math.floor((budget - 2) / nchains)))
+      local per_row = group * nchains + (fast and 1 or 2)  -- accumulators, raw w (+ widened w)
+      local rows = math.max(1, math.min(p.max_rows, math.floor(budget / per_row)))
+      t:for_rows(a.row_begin, a.row_end, rows, function(n, nrows)
+        local wrow = {}
+        for r = 0, nrows - 1 do wrow[r] = t:addr(a.w, t:mul(t:add(n, r), a.ldw), 2) end
         for g0 = 0, M - 1, group do
           local js = {}
           for j = g0, math.min(g0 + group, M) - 1 do js[#js + 1] = j end
           local acc = {}
-          for _, j in ipairs(js) do
-            acc[j] = {}
-            for c = 0, nchains - 1 do acc[j][c] = t:zero() end
+          for r = 0, nrows - 1 do
+            acc[r] = {}
+            for _, j in ipairs(js) do
+              acc[r][j] = {}
+              for c = 0, nchains - 1 do acc[r][j][c] = t:zero() end
+            end
           end
           t:for_tiles(a.k, p.tile, function(i, tail)
             local im = t:mul(i, M)
             for h = 0, 1 do
-              local raw = t:load_raw(wrow, i, 32 * h, tail and tail(32 * h))
+              local raw = {}
+              for r = 0, nrows - 1 do raw[r] = t:load_raw(wrow[r], i, 32 * h, tail and tail(32 * h)) end
               if fast then
                 for _, j in ipairs(js) do
-                  t:dot_bf16_acc(acc[j][h], raw, t:load_raw(a.xs, im, 64 * j + 32 * h))
+                  local xr = t:load_raw(a.xs, im, 64 * j + 32 * h)
+                  for r = 0, nrows - 1 do t:dot_bf16_acc(acc[r][j][h], raw[r], xr) end
                 end
               else
                 for par = 0, 1 do
                   local c = 2 * h + par
-                  local wv = par == 0 and t:bf16_even(raw) or t:bf16_odd(raw)
+                  local wv = {}
+                  for r = 0, nrows - 1 do wv[r] = par == 0 and t:bf16_even(raw[r]) or t:bf16_odd(raw[r]) end
                   for _, j in ipairs(js) do
-                    t:fma_acc(acc[j][c], wv, t:load_f32(a.xs, im, 64 * j + 16 * c), tail and tail(32 * h + par, 2))
+                    local xv = t:load_f32(a.xs, im, 64 * j + 16 * c)
+                    for r = 0, nrows - 1 do
+                      t:fma_acc(acc[r][j][c], wv[r], xv, tail and tail(32 * h + par, 2))
+                    end
                   end
                 end
               end
             end
           end)
-          for _, j in ipairs(js) do
-            local v = fast and t:add(acc[j][0], acc[j][1])
-                      or t:add(t:add(acc[j][0], acc[j][1]), t:add(acc[j][2], acc[j][3]))
-            finish(t, form_, a, t:reduce_add(v, p.tree), j, n)
+          for r = 0, nrows - 1 do
+            for _, j in ipairs(js) do
+              local q = acc[r][j]
+              local v = fast and t:add(q[0], q[1]) or t:add(t:add(q[0], q[1]), t:add(q[2], q[3]))
+              finish(t, form_, a, t:reduce_add(v, p.tree), j, t:add(n, r))
+            end
           end
         end
       end)

@@ -1,0 +1,965 @@
+/* bench/fk_bench_gemv.c: the GEMV benchmark. flashkern's GEMV against the peers a user would
+ * pick instead, all in one process and one run.
+ *
+ * For each shape (N x K) the driver makes one set of row-major bf16 weight copies, together
+ * more than 1 GiB, and lets every contender prepare (untimed: convert, reorder, pack, plan).
+ * Each contender's output is then checked against the contract model (bit for bit for the
+ * exact-tier contenders, within a tolerance for the others); one that fails is not timed.
+ * Then, for M = 1..4, cold and hot weights, 1 and 2 threads, repetitions run round-robin over
+ * the contenders and the read-bandwidth probe; a contender's turn is one untimed call and a
+ * batch of timed calls. Cold: every call, the warm-up included, reads the next copy of its
+ * rotation, so it reads weights last touched more than 1 GiB ago. Hot: every call reads copy
+ * 0. Medians, minimums and maximums are over repetitions.
+ *
+ * Before each turn the driver waits until every other thread of the process sleeps, so a
+ * library's workers still spinning after its turn do not steal a core from the next one.
+ *
+ * Output: DIR/gemv.md (tables), DIR/gemv.csv (every row), DIR/gemv_m1.dat, DIR/gemv_m4.dat
+ * and DIR/gemv.png (gnuplot, bench/plot_gemv.gp). Progress goes to stderr. */
+#define _GNU_SOURCE /* execv, gettid-free /proc reads, uname, strdup */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fkb.h"
+
+/* ---- the contenders: adding one is adding a row ------------------------------------------- */
+
+static const fkb_contender contenders[] = {
+#ifdef FK_BENCH_WITH_FLASHKERN
+  { "flashkern exact", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_BITEXACT | FKB_F_FK_EXACT,
+    fkb_flashkern_prepare_exact, fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output,
+    fkb_flashkern_finish },
+  { "flashkern fast", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_FK_FAST, fkb_flashkern_prepare_fast,
+    fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
+  { "flashkern exact f32-out", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_BITEXACT | FKB_F_F32_OUT,
+    fkb_flashkern_prepare_exact_f32, fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output,
+    fkb_flashkern_finish },
+  { "flashkern fast f32-out", fkb_flashkern_version, 2, FKB_TEAM, 0, fkb_flashkern_prepare_fast_f32,
+    fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
+#endif
+  { "oneDNN prepacked", fkb_onednn_version, 2, FKB_LIBRARY, 0, fkb_onednn_prepare_packed, fkb_onednn_select,
+    fkb_onednn_run, fkb_onednn_output, fkb_onednn_finish },
+  { "oneDNN row-major", fkb_onednn_version, 2, FKB_LIBRARY, 0, fkb_onednn_prepare_rowmajor, fkb_onednn_select,
+    fkb_onednn_run, fkb_onednn_output, fkb_onednn_finish },
+  { "OpenBLAS f32", fkb_openblas_version, 4, FKB_LIBRARY, 0, fkb_openblas_prepare, fkb_openblas_select,
+    fkb_openblas_run, fkb_openblas_output, fkb_openblas_finish },
+  { "autovec (gcc -O3 -march=native)", fkb_autovec_version, 2, FKB_TEAM, FKB_F_BITEXACT, fkb_autovec_prepare,
+    fkb_autovec_select, fkb_autovec_run, fkb_autovec_output, fkb_autovec_finish },
+};
+enum { NC = (int)(sizeof contenders / sizeof contenders[0]), NE = NC + 1 /* the probe is entry NC */ };
+
+/* The OpenBLAS kernel set: the library reads OPENBLAS_CORETYPE when it is loaded. Its own
+ * detection takes the AVX2 "Haswell" kernels on CPUs it does not know (this Zen 5) or SSE3
+ * ones on others; SkylakeX is the AVX-512 set for f32 (Cooperlake adds only bf16 sbgemm). */
+#define FKB_OPENBLAS_CORE "SkylakeX"
+
+#ifndef FKB_PLOT_SCRIPT
+#define FKB_PLOT_SCRIPT "bench/plot_gemv.gp"
+#endif
+
+enum { MODE_COLD, MODE_HOT, NMODES };
+static const char *const mode_name[NMODES] = { "cold", "hot" };
+
+#define PROBE_BYTES (((size_t)1 << 30) + ((size_t)128 << 20)) /* 1.125 GiB */
+#define BATCH_BYTES ((double)(16 << 20)) /* a timed batch reads at least this much (bf16 bytes) */
+#define CHECK_SEED 0x5eed
+
+/* ---- small utilities ---------------------------------------------------------------------- */
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("fk_bench_gemv: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+static uint64_t rng(void) { /* xorshift64* */
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 0x2545f4914f6cdd1du;
+}
+static float uniform(void) { return (float)((double)(rng() >> 40) / (double)(1u << 24)) * 2.0f - 1.0f; }
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* ---- the team: one persistent helper per extra thread ------------------------------------- *
+ * The main thread is member 0. A call stores the job, bumps the generation (the release), runs
+ * member 0's share and spins until the helpers have counted themselves done. A helper spins on
+ * the generation for SPIN_S after its last job, then sleeps on a condition variable, so an idle
+ * team never holds a core while another contender's turn runs. */
+
+typedef void (*job_fn)(void *state, size_t copy, int tid, int nthreads);
+
+#define SPIN_S 200e-6
+
+static struct team {
+  int size;
+  pthread_t th[FKB_THREADS_MAX];
+  int tids[FKB_THREADS_MAX];
+  atomic_uint gen;
+  atomic_int done, sleeping, quit;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  job_fn fn;
+  void *state;
+  size_t copy;
+  int nthreads;
+} team;
+
+static unsigned wait_generation(unsigned seen) {
+  double t0 = now();
+  for (unsigned i = 1;; i++) {
+    unsigned g = atomic_load_explicit(&team.gen, memory_order_acquire);
+    if (g != seen) return g;
+    cpu_relax();
+    if ((i & 255) == 0 && now() - t0 > SPIN_S) break;
+  }
+  pthread_mutex_lock(&team.mu);
+  atomic_fetch_add(&team.sleeping, 1); /* seq_cst, paired with the release's load of `sleeping` */
+  unsigned g;
+  while ((g = atomic_load(&team.gen)) == seen) pthread_cond_wait(&team.cv, &team.mu);
+  atomic_fetch_sub(&team.sleeping, 1);
+  pthread_mutex_unlock(&team.mu);
+  return g;
+}
+
+static void *team_member(void *arg) {
+  int tid = *(const int *)arg;
+  unsigned seen = 0;
+  for (;;) {
+    seen = wait_generation(seen);
+    if (atomic_load(&team.quit)) return NULL;
+    if (tid < team.nthreads) {
+      team.fn(team.state, team.copy, tid, team.nthreads);
+      atomic_fetch_add_explicit(&team.done, 1, memory_order_release);
+    }
+  }
+}
+
+static void team_start(int size) {
+  team.size = size;
+  pthread_mutex_init(&team.mu, NULL);
+  pthread_cond_init(&team.cv, NULL);
+  for (int t = 1; t < size; t++) {
+    team.tids[t] = t;
+    if (pthread_create(&team.th[t], NULL, team_member, &team.tids[t]) != 0) die("pthread_create failed");
+  }
+}
+
+static void team_release(void) {
+  atomic_fetch_add(&team.gen, 1); /* seq_cst: a helper either sees it or is counted in `sleeping` */
+  if (atomic_load(&team.sleeping)) {
+    pthread_mutex_lock(&team.mu);
+    pthread_cond_broadcast(&team.cv);
+    pthread_mutex_unlock(&team.mu);
+  }
+}
+
+/* Runs fn on members 0..nthreads-1 and returns when the last one is done. */
+static void team_run(job_fn fn, void *state, size_t copy, int nthreads) {
+  if (nthreads <= 1) {
+    fn(state, copy, 0, 1);
+    return;
+  }
+  team.fn = fn;
+  team.state = state;
+  team.copy = copy;
+  team.nthreads = nthreads;
+  atomic_store_explicit(&team.done, 0, memory_order_relaxed);
+  team_release();
+  fn(state, copy, 0, nthreads);
+  while (atomic_load_explicit(&team.done, memory_order_acquire) < nthreads - 1) cpu_relax();
+}
+
+static void noop_job(void *state, size_t copy, int tid, int nthreads) { (void)state, (void)copy, (void)tid, (void)nthreads; }
+
+static void team_stop(void) {
+  atomic_store(&team.quit, 1);
+  team_release();
+  for (int t = 1; t < team.size; t++) pthread_join(team.th[t], NULL);
+}
+
+/* ---- quiescence ---------------------------------------------------------------------------- *
+ * oneDNN's OpenMP workers and OpenBLAS's pthreads spin for a while after a call before they
+ * sleep; on two cores a spinning worker halves the next contender's second thread. Before
+ * each turn the driver polls /proc/self/task until no other thread is runnable. */
+
+static pid_t main_tid;
+static double quiesce_total, quiesce_max;
+static int quiesce_timeouts;
+
+static int others_running(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 0;
+  int running = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_name[0] < '0' || de->d_name[0] > '9' || atoi(de->d_name) == main_tid) continue;
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", de->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    const char *p = strrchr(buf, ')');
+    if (p && p[1] == ' ' && p[2] == 'R') running++;
+  }
+  closedir(d);
+  return running;
+}
+
+static void quiesce(void) {
+  double t0 = now(), t;
+  while (others_running()) {
+    if (now() - t0 > 0.5) {
+      quiesce_timeouts++;
+      break;
+    }
+    struct timespec ts = { 0, 100000 };
+    nanosleep(&ts, NULL);
+  }
+  t = now() - t0;
+  quiesce_total += t;
+  if (t > quiesce_max) quiesce_max = t;
+}
+
+/* ---- options ------------------------------------------------------------------------------- */
+
+typedef struct shape {
+  int64_t n, k;
+} shape;
+
+static const shape default_shapes[] = { { 2048, 2048 }, { 8192, 2048 }, { 2048, 8192 }, { 6144, 2048 },
+                                        { 4608, 1024 }, { 1024, 4608 }, { 1282, 512 } };
+
+static struct options {
+  int reps, threads, plot, quick;
+  const char *out, *plot_script;
+  shape shapes[32];
+  int nshapes;
+} opt = { .reps = 15, .threads = FKB_THREADS_MAX, .plot = 1, .out = "bench/results", .plot_script = FKB_PLOT_SCRIPT };
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: fk_bench_gemv [--quick] [--reps N] [--shapes NxK,...] [--threads 1|2] [--out DIR]\n"
+             "                     [--plot-script FILE] [--no-plot]\n"
+             "  --quick          %d repetitions instead of %d: a smoke run\n"
+             "  --reps N         repetitions (each one sample per contender per case)\n"
+             "  --shapes LIST    N x K weight shapes (N output rows); default: all seven\n"
+             "  --threads T      1, or 1 and 2 (default: up to 2, at most the online CPUs)\n"
+             "  --out DIR        where gemv.md, gemv.csv, gemv_m1.dat, gemv_m4.dat, gemv.png go (default %s)\n"
+             "  --plot-script F  the gnuplot script (default %s)\n",
+          3, 15, "bench/results", FKB_PLOT_SCRIPT);
+}
+
+static void parse_shapes(const char *s) {
+  opt.nshapes = 0;
+  while (*s) {
+    char *end;
+    long long n = strtoll(s, &end, 10);
+    if (end == s || (*end != 'x' && *end != 'X')) die("bad shape list at '%s' (want NxK,NxK,...)", s);
+    s = end + 1;
+    long long k = strtoll(s, &end, 10);
+    if (end == s || n < 1 || k < 1) die("bad shape list at '%s'", s);
+    if (opt.nshapes == (int)(sizeof opt.shapes / sizeof opt.shapes[0])) die("too many shapes");
+    opt.shapes[opt.nshapes++] = (shape){ n, k };
+    s = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') die("bad shape list at '%s'", end);
+  }
+  if (!opt.nshapes) die("empty shape list");
+}
+
+static void parse_options(int argc, char **argv) {
+  int reps_set = 0;
+  memcpy(opt.shapes, default_shapes, sizeof default_shapes);
+  opt.nshapes = (int)(sizeof default_shapes / sizeof default_shapes[0]);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--quick")) opt.quick = 1;
+    else if (!strcmp(a, "--no-plot")) opt.plot = 0;
+    else if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage(stdout), exit(0);
+    else if (!v) usage(stderr), die("%s: missing value or unknown option", a);
+    else if (!strcmp(a, "--reps")) opt.reps = atoi(v), reps_set = 1, i++;
+    else if (!strcmp(a, "--shapes")) parse_shapes(v), i++;
+    else if (!strcmp(a, "--threads")) opt.threads = atoi(v), i++;
+    else if (!strcmp(a, "--out")) opt.out = v, i++;
+    else if (!strcmp(a, "--plot-script")) opt.plot_script = v, i++;
+    else usage(stderr), die("unknown option %s", a);
+  }
+  if (opt.quick && !reps_set) opt.reps = 3;
+  if (opt.reps < 1) die("--reps must be at least 1");
+  if (opt.threads < 1 || opt.threads > FKB_THREADS_MAX) die("--threads must be 1..%d", FKB_THREADS_MAX);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (online > 0 && opt.threads > online) opt.threads = (int)online;
+}
+
+/* ---- the environment the libraries read at load time ---------------------------------------- */
+
+static char *saved_coretype; /* what the user had set, if anything */
+
+static void ensure_environment(char **argv) {
+  if (getenv("FKB_REEXEC")) return; /* already in the child image */
+  const char *ct = getenv("OPENBLAS_CORETYPE");
+  if (ct && *ct) return;            /* the user chose; respect it */
+  setenv("OPENBLAS_CORETYPE", FKB_OPENBLAS_CORE, 1);
+  setenv("FKB_REEXEC", "1", 1);
+  fflush(NULL);
+  execv("/proc/self/exe", argv);
+  fprintf(stderr, "fk_bench_gemv: re-exec with OPENBLAS_CORETYPE=%s failed (%s); OpenBLAS keeps its own pick\n",
+          FKB_OPENBLAS_CORE, strerror(errno));
+}
+
+/* ---- startup self-check: autovec == the scalar contract model, bit for bit ------------------ */
+
+static float wide_range(void) { /* magnitudes 2^-133 .. 2^6: denormal bf16 weights included */
+  float v = uniform();
+  int e = (int)(rng() % 140) - 133;
+  return ldexpf(v, e);
+}
+
+static void self_check(void) {
+  static const int64_t ks[] = { 1, 7, 63, 64, 65, 127, 130, 200, 1000 };
+  enum { ROWS = 21 };
+  rng_state = CHECK_SEED;
+  for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+    int64_t k = ks[t], ldw = k + 3, ldx = k + 5;
+    uint16_t *w = fkb_alloc((size_t)(ROWS * ldw) * sizeof *w);
+    float *x = fkb_alloc((size_t)(FKB_M_MAX * ldx) * sizeof *x);
+    uint16_t ref[FKB_M_MAX * ROWS], got[FKB_M_MAX * ROWS];
+    if (!w || !x) die("out of memory");
+    for (int64_t i = 0; i < ROWS * ldw; i++) w[i] = fkb_f32_to_bf16(t % 2 ? wide_range() : uniform());
+    for (int64_t i = 0; i < FKB_M_MAX * ldx; i++) x[i] = t % 3 == 2 ? wide_range() : uniform();
+    for (int64_t i = 0; i < ldw; i++) w[5 * ldw + i] = (uint16_t)(i % 2 ? 0x8000 : 0x0000); /* +-0 row */
+    for (int64_t i = 0; i < ldw; i++) w[6 * ldw + i] = w[7 * ldw + i] ^ 0x8000;             /* cancellation */
+    for (int64_t m = 1; m <= FKB_M_MAX; m++) {
+      memset(got, 0xff, sizeof got);
+      fkb_ref_exact(w, ldw, x, ldx, m, ROWS, k, ref, NULL, ROWS);
+      fkb_autovec_gemv(w, ldw, x, ldx, got, ROWS, m, k, 0, 10);
+      fkb_autovec_gemv(w, ldw, x, ldx, got, ROWS, m, k, 10, ROWS);
+      for (int64_t j = 0; j < m; j++)
+        for (int64_t n = 0; n < ROWS; n++)
+          if (got[j * ROWS + n] != ref[j * ROWS + n])
+            die("self-check failed: the autovec peer (%s) differs from the scalar contract model at K=%lld M=%lld "
+                "row %lld, activation %lld: 0x%04x, model 0x%04x. Was peer_autovec.c built with "
+                "-ffp-contract=off and without -ffast-math?",
+                fkb_autovec_compiler(), (long long)k, (long long)m, (long long)n, (long long)j,
+                got[j * ROWS + n], ref[j * ROWS + n]);
+    }
+    fkb_free(w);
+    fkb_free(x);
+  }
+}
+
+/* ---- results ------------------------------------------------------------------------------- */
+
+enum { CELL_NONE, CELL_OK, CELL_FAILED };
+
+typedef struct cell {
+  int state;
+  int n;
+  double *s;           /* seconds per call, one per repetition */
+  double weight_bytes; /* per call */
+  char why[200];
+} cell;
+
+typedef struct entry_info { /* per shape, per contender */
+  int prepared;
+  char detail[200];
+  char why[256];
+} entry_info;
+
+static cell *cells;
+static entry_info *infos;
+static int nthreads_list[FKB_THREADS_MAX], nnt;
+
+static cell *cell_at(int s, int m, int mode, int nt, int e) {
+  size_t i = ((((size_t)s * FKB_M_MAX + (size_t)(m - 1)) * NMODES + (size_t)mode) * FKB_THREADS_MAX +
+              (size_t)(nt - 1)) * NE + (size_t)e;
+  return &cells[i];
+}
+
+typedef struct stats {
+  double med, min, max;
+  int ok;
+} stats;
+
+static stats stats_of(const cell *c) {
+  stats st = { 0, 0, 0, 0 };
+  if (c->state != CELL_OK || c->n == 0) return st;
+  double *v = malloc((size_t)c->n * sizeof *v);
+  if (!v) die("out of memory");
+  memcpy(v, c->s, (size_t)c->n * sizeof *v);
+  qsort(v, (size_t)c->n, sizeof *v, cmp_double);
+  st.med = c->n % 2 ? v[c->n / 2] : 0.5 * (v[c->n / 2 - 1] + v[c->n / 2]);
+  st.min = v[0];
+  st.max = v[c->n - 1];
+  st.ok = 1;
+  free(v);
+  return st;
+}
+
+static double probe_gbps[FKB_THREADS_MAX + 1]; /* run-wide median, per thread count */
+static int probe_samples[FKB_THREADS_MAX + 1];
+
+static void compute_probe_medians(void) {
+  for (int ti = 0; ti < nnt; ti++) {
+    int nt = nthreads_list[ti];
+    cell all = { .state = CELL_OK };
+    all.s = malloc((size_t)(opt.nshapes * FKB_M_MAX * NMODES * opt.reps) * sizeof(double));
+    if (!all.s) die("out of memory");
+    for (int s = 0; s < opt.nshapes; s++)
+      for (int m = 1; m <= FKB_M_MAX; m++)
+        for (int mode = 0; mode < NMODES; mode++) {
+          const cell *c = cell_at(s, m, mode, nt, NC);
+          for (int i = 0; i < c->n; i++) all.s[all.n++] = c->s[i];
+        }
+    stats st = stats_of(&all);
+    probe_gbps[nt] = st.ok ? (double)PROBE_BYTES / st.med / 1e9 : 0.0;
+    probe_samples[nt] = all.n;
+    free(all.s);
+  }
+}
+
+/* ---- one shape ------------------------------------------------------------------------------ */
+
+typedef struct entry {
+  const fkb_contender *c;
+  fkb_prepared prep;
+  int prepared;
+  size_t cursor; /* own rotation */
+} entry;
+
+static size_t shared_cursor, shared_count;
+static int batch_of[32];
+static size_t copies_of[32];
+static fkb_probe *probe;
+static double t_start;
+
+static size_t next_copy(entry *e, int mode) {
+  if (mode == MODE_HOT) return 0;
+  if (e->prep.own_copies) return e->cursor++ % e->prep.ncopies;
+  return shared_cursor++ % shared_count;
+}
+
+static void call(const entry *e, size_t copy, int nt) {
+  if (e->c->threading == FKB_TEAM) team_run(e->c->run, e->prep.state, copy, nt);
+  else e->c->run(e->prep.state, copy, 0, nt);
+}
+
+/* The gate: one untimed call on copy 0 compared with the references. 0 if it passes. */
+static int gate(entry *e, int64_t m, int nt, const fkb_problem *p, const uint16_t *ref_bf, const float *ref_f32,
+                const double *ref_f64, const double *ref_abs, float *y, char *why, size_t len) {
+  if (e->c->select(e->prep.state, m, nt, why, len)) return -1;
+  call(e, 0, nt);
+  e->c->output(e->prep.state, y);
+  size_t bad = 0, first = 0;
+  for (int64_t i = 0; i < m * p->n; i++) {
+    int ok;
+    if (e->c->flags & FKB_F_BITEXACT) {
+      uint32_t got, want;
+      memcpy(&got, &y[i], sizeof got);
+      if (e->c->flags & FKB_F_F32_OUT) memcpy(&want, &ref_f32[i], sizeof want);
+      else want = (uint32_t)ref_bf[i] << 16;
+      ok = got == want;
+    } else {
+      ok = fabs((double)y[i] - ref_f64[i]) <= 1e-2 * ref_abs[i] + 1e-30;
+    }
+    if (!ok && bad++ == 0) first = (size_t)i;
+  }
+  if (!bad) return 0;
+  int64_t j = (int64_t)first / p->n, n = (int64_t)first % p->n;
+  snprintf(why, len, "wrong result at M=%lld %dT: y[%lld][%lld] = %.9g, %s %.9g (%zu of %lld outputs differ)",
+           (long long)m, nt, (long long)j, (long long)n, (double)y[first],
+           (e->c->flags & FKB_F_BITEXACT) ? "contract model (bit-exact)" : "float64 reference",
+           (e->c->flags & FKB_F_BITEXACT) ? ((e->c->flags & FKB_F_F32_OUT) ? (double)ref_f32[first]
+                                                                          : (double)fkb_bf16_to_f32(ref_bf[first]))
+                                          : ref_f64[first],
+           bad, (long long)(m * p->n));
+  return -1;
+}
+
+static void progress_line(int s, int m, int mode, int nt) {
+  fprintf(stderr, "[%7.1fs] %lldx%lld M=%d %s %dT:", now() - t_start, (long long)opt.shapes[s].n,
+          (long long)opt.shapes[s].k, m, mode_name[mode], nt);
+  for (int e = 0; e < NE; e++) {
+    stats st = stats_of(cell_at(s, m, mode, nt, e));
+    if (!st.ok) continue;
+    if (e == NC) fprintf(stderr, " | probe %.1f GB/s", (double)PROBE_BYTES / st.med / 1e9);
+    else fprintf(stderr, " | %s %.1f us", contenders[e].name, st.med * 1e6);
+  }
+  fputc('\n', stderr);
+}
+
+static void run_shape(int s) {
+  const int64_t N = opt.shapes[s].n, K = opt.shapes[s].k;
+  const size_t bytes = (size_t)(N * K) * sizeof(uint16_t);
+  double t0 = now();
+
+  /* the master weights and activations, then the shared copies */
+  rng_state = 0x1234567u + (uint64_t)s;
+  uint16_t *master = fkb_alloc(bytes);
+  float *x = fkb_alloc((size_t)(FKB_M_MAX * K) * sizeof(float));
+  if (!master || !x) die("out of memory");
+  for (int64_t i = 0; i < N * K; i++) master[i] = fkb_f32_to_bf16(uniform());
+  for (int64_t i = 0; i < FKB_M_MAX * K; i++) x[i] = uniform();
+  shared_count = fkb_copy_count(bytes);
+  size_t stride = fkb_copy_stride(bytes), region_bytes = shared_count * stride;
+  char *region = fkb_region_alloc(region_bytes);
+  const uint16_t **w = malloc(shared_count * sizeof *w);
+  if (!region || !w) die("out of memory: %zu copies of %zu bytes", shared_count, bytes);
+  for (size_t i = 0; i < shared_count; i++) {
+    memcpy(region + i * stride, master, bytes);
+    w[i] = (const uint16_t *)(const void *)(region + i * stride);
+  }
+  fkb_copies copies = { .w = w, .count = shared_count };
+  fkb_problem problem = { .n = N, .k = K, .x = x, .nthreads_max = opt.threads };
+  shared_cursor = 0;
+
+  /* the references, on the master weights (every copy holds the same bits) */
+  uint16_t *ref_bf = fkb_alloc((size_t)(FKB_M_MAX * N) * sizeof(uint16_t));
+  float *ref_f32 = fkb_alloc((size_t)(FKB_M_MAX * N) * sizeof(float));
+  double *ref_f64 = fkb_alloc((size_t)(FKB_M_MAX * N) * sizeof(double));
+  double *ref_abs = fkb_alloc((size_t)(FKB_M_MAX * N) * sizeof(double));
+  float *y = fkb_alloc((size_t)(FKB_M_MAX * N) * sizeof(float));
+  if (!ref_bf || !ref_f32 || !ref_f64 || !ref_abs || !y) die("out of memory");
+  fkb_ref_exact(master, K, x, K, FKB_M_MAX, N, K, ref_bf, ref_f32, N);
+  fkb_ref_f64(master, K, x, K, FKB_M_MAX, N, K, ref_f64, ref_abs, N);
+
+  entry es[NC];
+  for (int e = 0; e < NC; e++) {
+    entry_info *info = &infos[(size_t)s * NE + (size_t)e];
+    es[e] = (entry){ .c = &contenders[e] };
+    char why[256] = "";
+    if (contenders[e].prepare(&problem, &copies, &es[e].prep, why, sizeof why) == 0) {
+      es[e].prepared = info->prepared = 1;
+      snprintf(info->detail, sizeof info->detail, "%s", es[e].prep.detail);
+    } else {
+      snprintf(info->why, sizeof info->why, "%s", why);
+      fprintf(stderr, "fk_bench_gemv: %s sits out %lldx%lld: %s\n", contenders[e].name, (long long)N, (long long)K,
+              why);
+    }
+  }
+  infos[(size_t)s * NE + NC].prepared = 1;
+  fprintf(stderr, "[%7.1fs] %lldx%lld: prepared in %.1f s (%zu shared bf16 copies of %.2f MiB)\n", now() - t_start,
+          (long long)N, (long long)K, now() - t0, shared_count, (double)bytes / 1048576.0);
+
+  const int batch = (int)ceil(BATCH_BYTES / (double)bytes);
+  batch_of[s] = batch;
+  copies_of[s] = shared_count;
+  for (int m = 1; m <= FKB_M_MAX; m++) {
+    int live[FKB_THREADS_MAX + 1][NE];
+    for (int ti = 0; ti < nnt; ti++) {
+      int nt = nthreads_list[ti];
+      for (int e = 0; e < NE; e++) {
+        live[nt][e] = 0;
+        char why[200] = "";
+        if (e == NC) live[nt][e] = 1;
+        else if (!es[e].prepared) snprintf(why, sizeof why, "not prepared: %.180s", infos[(size_t)s * NE + (size_t)e].why);
+        else if (gate(&es[e], m, nt, &problem, ref_bf, ref_f32, ref_f64, ref_abs, y, why, sizeof why) == 0)
+          live[nt][e] = 1;
+        else fprintf(stderr, "fk_bench_gemv: %s is not timed: %s\n", contenders[e].name, why);
+        for (int mode = 0; mode < NMODES; mode++) {
+          cell *c = cell_at(s, m, mode, nt, e);
+          c->state = live[nt][e] ? CELL_OK : CELL_FAILED;
+          snprintf(c->why, sizeof c->why, "%s", why);
+          c->weight_bytes = e == NC ? (double)PROBE_BYTES : es[e].prep.weight_bytes;
+          c->s = calloc((size_t)opt.reps, sizeof(double));
+          if (!c->s) die("out of memory");
+        }
+      }
+    }
+    for (int mode = 0; mode < NMODES; mode++)
+      for (int ti = 0; ti < nnt; ti++) {
+        int nt = nthreads_list[ti];
+        for (int rep = 0; rep < opt.reps; rep++)
+          for (int r = 0; r < NE; r++) {
+            int e = (r + rep) % NE; /* the round-robin starts one contender later each repetition */
+            if (!live[nt][e]) continue;
+            cell *c = cell_at(s, m, mode, nt, e);
+            if (e == NC) {
+              quiesce();
+              team_run(noop_job, NULL, 0, nt); /* wake the helper; the read itself is the sample */
+              double a = now();
+              team_run(fkb_probe_run, probe, 0, nt);
+              c->s[c->n++] = now() - a;
+              continue;
+            }
+            entry *en = &es[e];
+            char why[200];
+            if (en->c->select(en->prep.state, m, nt, why, sizeof why)) die("%s: select: %s", en->c->name, why);
+            quiesce();
+            call(en, next_copy(en, mode), nt); /* untimed: wakes the library's or the team's threads */
+            double a = now();
+            for (int b = 0; b < batch; b++) call(en, next_copy(en, mode), nt);
+            c->s[c->n++] = (now() - a) / batch;
+          }
+        progress_line(s, m, mode, nt);
+      }
+  }
+
+  for (int e = 0; e < NC; e++)
+    if (es[e].prepared) es[e].c->finish(es[e].prep.state);
+  fkb_region_free(region, region_bytes);
+  free(w);
+  fkb_free(master);
+  fkb_free(x);
+  fkb_free(ref_bf);
+  fkb_free(ref_f32);
+  fkb_free(ref_f64);
+  fkb_free(ref_abs);
+  fkb_free(y);
+}
+
+/* ---- the machine ----------------------------------------------------------------------------- */
+
+static void read_line_of(const char *path, const char *key, char *out, size_t len) {
+  out[0] = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char line[4096];
+  while (fgets(line, sizeof line, f)) {
+    if (key && strncmp(line, key, strlen(key)) != 0) continue;
+    char *v = key ? strchr(line, ':') : line;
+    if (!v) continue;
+    v += key ? 1 : 0;
+    while (*v == ' ' || *v == '\t') v++;
+    v[strcspn(v, "\n")] = 0;
+    snprintf(out, len, "%s", v);
+    break;
+  }
+  fclose(f);
+}
+
+static void machine_line(char *buf, size_t len) {
+  char model[256], family[32], mdl[32], mem[64], thp[128], flags[4096];
+  read_line_of("/proc/cpuinfo", "model name", model, sizeof model);
+  read_line_of("/proc/cpuinfo", "cpu family", family, sizeof family);
+  read_line_of("/proc/cpuinfo", "model\t", mdl, sizeof mdl);
+  read_line_of("/proc/cpuinfo", "flags", flags, sizeof flags);
+  read_line_of("/proc/meminfo", "MemTotal", mem, sizeof mem);
+  read_line_of("/sys/kernel/mm/transparent_hugepage/enabled", NULL, thp, sizeof thp);
+  char caches[512] = "";
+  size_t at = 0;
+  for (int i = 0; i < 8 && at < sizeof caches; i++) {
+    char p[128], level[16], type[32], size[32], shared[64];
+    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    read_line_of(p, NULL, level, sizeof level);
+    if (!level[0]) break;
+    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    read_line_of(p, NULL, type, sizeof type);
+    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    read_line_of(p, NULL, size, sizeof size);
+    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list", i);
+    read_line_of(p, NULL, shared, sizeof shared);
+    if (!strcmp(type, "Instruction")) continue;
+    at += (size_t)snprintf(caches + at, sizeof caches - at, "%sL%s%s %s (CPUs %s)", at ? ", " : "", level,
+                           !strcmp(type, "Data") ? "d" : "", size, shared);
+  }
+  struct utsname u;
+  uname(&u);
+  time_t t = time(NULL);
+  char date[64];
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+  int vm = strstr(flags, " hypervisor") != NULL;
+  snprintf(buf, len,
+           "%s (family %s, model %s)%s, %ld CPUs online; caches %s; memory %s; THP %s; "
+           "%s %s %s; compiler gcc %s; %s",
+           model, family, mdl, vm ? ", virtual machine" : "", sysconf(_SC_NPROCESSORS_ONLN), caches, mem, thp,
+           u.sysname, u.release, u.machine, __VERSION__, date);
+}
+
+/* ---- the report ------------------------------------------------------------------------------- */
+
+static void fmt_ratio(char *buf, size_t len, const stats *base, const stats *st) {
+  if (base->ok && st->ok) snprintf(buf, len, "%.2f", base->med / st->med);
+  else snprintf(buf, len, "-");
+}
+
+static int fk_index(unsigned flag) {
+  for (int e = 0; e < NC; e++)
+    if (contenders[e].flags & flag) return e;
+  return -1;
+}
+
+static FILE *open_out(const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", opt.out, name);
+  FILE *f = fopen(path, "w");
+  if (!f) die("cannot write %s: %s", path, strerror(errno));
+  return f;
+}
+
+static void write_plot_data(const char *name, int m) {
+  FILE *f = open_out(name);
+  fprintf(f, "# fraction of the 1-thread probe read bandwidth; cold weights, 1 thread, M = %d\n\"shape\"", m);
+  for (int e = 0; e < NC; e++) fprintf(f, " \"%s\"", contenders[e].name);
+  fputc('\n', f);
+  for (int s = 0; s < opt.nshapes; s++) {
+    fprintf(f, "%lldx%lld", (long long)opt.shapes[s].n, (long long)opt.shapes[s].k);
+    for (int e = 0; e < NC; e++) {
+      const cell *c = cell_at(s, m, MODE_COLD, 1, e);
+      stats st = stats_of(c);
+      if (st.ok && probe_gbps[1] > 0) fprintf(f, " %.4f", c->weight_bytes / st.med / 1e9 / probe_gbps[1]);
+      else fprintf(f, " -");
+    }
+    fputc('\n', f);
+  }
+  fclose(f);
+}
+
+static void run_gnuplot(void) {
+  char m1[4096], m4[4096], png[4096], assign[16384];
+  snprintf(m1, sizeof m1, "%s/gemv_m1.dat", opt.out);
+  snprintf(m4, sizeof m4, "%s/gemv_m4.dat", opt.out);
+  snprintf(png, sizeof png, "%s/gemv.png", opt.out);
+  snprintf(assign, sizeof assign, "m1='%s'; m4='%s'; out='%s'; ncols=%d; probe1='%.1f'", m1, m4, png, NC + 1,
+           probe_gbps[1]);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execlp("gnuplot", "gnuplot", "-e", assign, opt.plot_script, (char *)NULL);
+    fprintf(stderr, "fk_bench_gemv: cannot run gnuplot: %s\n", strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fprintf(stderr, "fk_bench_gemv: the plot was not made (gnuplot %s failed); the tables are complete\n",
+            opt.plot_script);
+  else fprintf(stderr, "fk_bench_gemv: wrote %s\n", png);
+}
+
+static void write_report(double elapsed, const char *machine, const char *argv_line) {
+  const int ifx = fk_index(FKB_F_FK_EXACT), iff = fk_index(FKB_F_FK_FAST);
+  FILE *md = open_out("gemv.md"), *csv = open_out("gemv.csv");
+
+  fprintf(md, "# GEMV: flashkern and its peers\n\n");
+  fprintf(md, "Written by `fk_bench_gemv` (bench/fk_bench_gemv.c) from one run: `%s`, %.0f s. "
+              "Regenerate with `make bench-gemv`; never edit by hand.\n\n", argv_line, elapsed);
+  fprintf(md, "**Machine:** %s\n\n", machine);
+  fprintf(md, "**Contenders** (weights N x K, y[j][n] = x[j][:] . W[n][:], j < M):\n\n");
+  for (int e = 0; e < NC; e++) {
+    const fkb_contender *c = &contenders[e];
+    fprintf(md, "- **%s**: %s; %d-byte weights; %s threads.", c->name, c->version(), c->bytes_per_weight,
+            c->threading == FKB_TEAM ? "the bench's team (rows split in two at a multiple of 16)" : "the library's own");
+    /* what prepare() reported, shapes with the same text grouped */
+    for (int s = 0; s < opt.nshapes; s++) {
+      const entry_info *in = &infos[(size_t)s * NE + (size_t)e];
+      const char *txt = in->prepared ? in->detail : in->why;
+      int seen = 0;
+      for (int p = 0; p < s; p++) {
+        const entry_info *q = &infos[(size_t)p * NE + (size_t)e];
+        seen |= q->prepared == in->prepared && !strcmp(q->prepared ? q->detail : q->why, txt);
+      }
+      if (seen) continue;
+      fprintf(md, "\n  - ");
+      for (int p = s, first = 1; p < opt.nshapes; p++) {
+        const entry_info *q = &infos[(size_t)p * NE + (size_t)e];
+        if (q->prepared != in->prepared || strcmp(q->prepared ? q->detail : q->why, txt)) continue;
+        fprintf(md, "%s%lldx%lld", first ? "" : ", ", (long long)opt.shapes[p].n, (long long)opt.shapes[p].k);
+        first = 0;
+      }
+      fprintf(md, ": %s%s", in->prepared ? "" : "NOT RUN: ", txt);
+    }
+    fputc('\n', md);
+  }
+#ifndef FK_BENCH_WITH_FLASHKERN
+  fprintf(md, "- **flashkern**: not in this build (bench/contender_flashkern.c is compiled with "
+              "FK_BENCH_WITH_FLASHKERN); the ratio columns are empty.\n");
+#endif
+  fprintf(md, "- **read-bandwidth probe**: %s over %.2f GiB, 1 thread or 2 (each reads its half); "
+              "run-wide median: ", fkb_probe_kind(probe), (double)PROBE_BYTES / (double)(1u << 30));
+  for (int ti = 0; ti < nnt; ti++)
+    fprintf(md, "%s%d thread%s **%.1f GB/s** (%d samples)", ti ? ", " : "", nthreads_list[ti],
+            nthreads_list[ti] > 1 ? "s" : "", probe_gbps[nthreads_list[ti]], probe_samples[nthreads_list[ti]]);
+  fprintf(md, ".\n\n");
+
+  fprintf(md,
+          "**Method.** One process; all contenders see the same weights and activations (uniform in [-1, 1], "
+          "weights rounded to bf16). Before timing, every contender's output is checked: bit for bit against "
+          "the scalar exact-tier contract model for the exact-tier rows, within 1e-2 of sum |w x| against a "
+          "float64 reference for the others; a contender that fails is not timed. Repetitions: %d; in each, "
+          "the contenders and the probe take turns round-robin (the first one rotates). A turn: wait until no "
+          "other thread of the process is runnable (library workers done spinning), one untimed call, then "
+          "a batch of timed calls whose mean is one sample (a batch reads at least 16 MiB of bf16 weights; "
+          "its size is under each shape's heading; a 2-thread call is timed from the release to the last "
+          "thread done). **cold**: every call reads the next of copies "
+          "that together exceed %.3g GiB (the shared bf16 copies for the row-major bf16 contenders, one "
+          "rotation between them; oneDNN's packed copies and OpenBLAS's f32 copies rotate on their own), so "
+          "weights come from DRAM. **hot**: every call reads copy 0. Memory comes from anonymous mappings "
+          "with transparent huge pages requested, for every contender alike. oneDNN: src bf16 (x rounded once, "
+          "untimed), weights bf16, dst f32; primitives created for each M and thread count before timing with "
+          "omp_set_num_threads() (OpenMP runtime), user scratchpad. OpenBLAS: OPENBLAS_CORETYPE=%s, "
+          "openblas_set_num_threads().\n\n",
+          opt.reps, (double)FKB_ROTATE_BYTES / (double)(1u << 30), getenv("OPENBLAS_CORETYPE") ?
+          getenv("OPENBLAS_CORETYPE") : "(unset)");
+  if (saved_coretype) fprintf(md, "OPENBLAS_CORETYPE came from the environment: %s.\n\n", saved_coretype);
+  fprintf(md, "**Columns.** *us*: microseconds per call, median [min, max] over repetitions. *GB/s*: weight bytes "
+              "one call reads (bf16: 2 N K; oneDNN prepacked: its padded layout; OpenBLAS: f32, 4 N K) over the "
+              "median time, 1e9 bytes. *of probe*: that over the probe's run-wide median at the same thread count "
+              "(hot rows can exceed 1: the weights come from cache). *fk exact / this*, *fk fast / this*: "
+              "flashkern's median time (gemv_bf16_rne, exact or fast tier) over this row's; below 1 flashkern is "
+              "faster. Wait for quiescence before turns: %.1f s in total, longest %.1f ms, %d timeouts (0.5 s).\n\n",
+          quiesce_total, quiesce_max * 1e3, quiesce_timeouts);
+
+  /* summary: what the plot shows */
+  for (int mi = 0; mi < 2; mi++) {
+    int m = mi ? FKB_M_MAX : 1;
+    fprintf(md, "## Summary: cold, 1 thread, M = %d, fraction of probe bandwidth\n\n| shape |", m);
+    for (int e = 0; e < NC; e++) fprintf(md, " %s |", contenders[e].name);
+    fprintf(md, "\n|---|");
+    for (int e = 0; e < NC; e++) fprintf(md, "---:|");
+    fputc('\n', md);
+    for (int s = 0; s < opt.nshapes; s++) {
+      fprintf(md, "| %lldx%lld |", (long long)opt.shapes[s].n, (long long)opt.shapes[s].k);
+      for (int e = 0; e < NC; e++) {
+        const cell *c = cell_at(s, m, MODE_COLD, 1, e);
+        stats st = stats_of(c);
+        if (st.ok && probe_gbps[1] > 0) fprintf(md, " %.2f |", c->weight_bytes / st.med / 1e9 / probe_gbps[1]);
+        else fprintf(md, " - |");
+      }
+      fputc('\n', md);
+    }
+    fputc('\n', md);
+  }
+  fprintf(md, "![fraction of read bandwidth, cold, 1 thread](gemv.png)\n\n");
+
+  fprintf(csv, "n,k,m,mode,threads,contender,status,median_us,min_us,max_us,gbps,of_probe,fk_exact_over_this,"
+               "fk_fast_over_this,samples,weight_bytes\n");
+  for (int s = 0; s < opt.nshapes; s++) {
+    fprintf(md, "## %lld x %lld (N x K)\n\nBatch: %d call%s per sample. Shared bf16 copies: %zu.\n\n",
+            (long long)opt.shapes[s].n, (long long)opt.shapes[s].k, batch_of[s], batch_of[s] > 1 ? "s" : "",
+            copies_of[s]);
+    for (int m = 1; m <= FKB_M_MAX; m++)
+      for (int mode = 0; mode < NMODES; mode++)
+        for (int ti = 0; ti < nnt; ti++) {
+          int nt = nthreads_list[ti];
+          fprintf(md, "### %lldx%lld, M = %d, %s, %d thread%s\n\n", (long long)opt.shapes[s].n,
+                  (long long)opt.shapes[s].k, m, mode_name[mode], nt, nt > 1 ? "s" : "");
+          fprintf(md, "| contender | us median [min, max] | GB/s | of probe | fk exact / this | fk fast / this |\n"
+                      "|---|---:|---:|---:|---:|---:|\n");
+          stats bx = { 0, 0, 0, 0 }, bf = { 0, 0, 0, 0 };
+          if (ifx >= 0) bx = stats_of(cell_at(s, m, mode, nt, ifx));
+          if (iff >= 0) bf = stats_of(cell_at(s, m, mode, nt, iff));
+          for (int e = 0; e < NE; e++) {
+            const cell *c = cell_at(s, m, mode, nt, e);
+            const char *name = e == NC ? "read-bandwidth probe" : contenders[e].name;
+            stats st = stats_of(c);
+            if (!st.ok) {
+              const char *why = c->why[0] ? c->why : "not run";
+              fprintf(md, "| %s | not timed: %s | | | | |\n", name, why);
+              fprintf(csv, "%lld,%lld,%d,%s,%d,\"%s\",not timed,,,,,,,,0,\n", (long long)opt.shapes[s].n,
+                      (long long)opt.shapes[s].k, m, mode_name[mode], nt, name);
+              continue;
+            }
+            double gbps = c->weight_bytes / st.med / 1e9;
+            char frac[32], rx[32], rf[32];
+            snprintf(frac, sizeof frac, "%.2f", probe_gbps[nt] > 0 ? gbps / probe_gbps[nt] : 0.0);
+            if (e == NC) snprintf(rx, sizeof rx, "-"), snprintf(rf, sizeof rf, "-");
+            else fmt_ratio(rx, sizeof rx, &bx, &st), fmt_ratio(rf, sizeof rf, &bf, &st);
+            fprintf(md, "| %s | %.1f [%.1f, %.1f] | %.1f | %s | %s | %s |\n", name, st.med * 1e6, st.min * 1e6,
+                    st.max * 1e6, gbps, frac, rx, rf);
+            fprintf(csv, "%lld,%lld,%d,%s,%d,\"%s\",ok,%.3f,%.3f,%.3f,%.3f,%s,%s,%s,%d,%.0f\n",
+                    (long long)opt.shapes[s].n, (long long)opt.shapes[s].k, m, mode_name[mode], nt, name,
+                    st.med * 1e6, st.min * 1e6, st.max * 1e6, gbps, frac, !strcmp(rx, "-") ? "" : rx,
+                    !strcmp(rf, "-") ? "" : rf, c->n, c->weight_bytes);
+          }
+          fputc('\n', md);
+        }
+  }
+  fclose(md);
+  fclose(csv);
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+int main(int argc, char **argv) {
+  const char *user_ct = getenv("FKB_REEXEC") ? NULL : getenv("OPENBLAS_CORETYPE");
+  if (user_ct && *user_ct) saved_coretype = strdup(user_ct);
+  parse_options(argc, argv);
+  ensure_environment(argv);
+  main_tid = (pid_t)syscall(SYS_gettid);
+  t_start = now();
+
+  char argv_line[1024] = "fk_bench_gemv";
+  for (int i = 1; i < argc; i++) {
+    size_t at = strlen(argv_line);
+    snprintf(argv_line + at, sizeof argv_line - at, " %s", argv[i]);
+  }
+  const char *core = fkb_openblas_corename();
+  const char *want = getenv("OPENBLAS_CORETYPE");
+  if (want && strcasecmp(core, want) != 0)
+    fprintf(stderr, "fk_bench_gemv: warning: OPENBLAS_CORETYPE=%s but OpenBLAS runs core %s\n", want, core);
+
+  self_check();
+  fprintf(stderr, "fk_bench_gemv: self-check passed: the autovec peer matches the scalar contract model bit for bit\n");
+
+  if (mkdir(opt.out, 0777) != 0 && errno != EEXIST) die("cannot create %s: %s", opt.out, strerror(errno));
+  nnt = 0;
+  for (int t = 1; t <= opt.threads; t++) nthreads_list[nnt++] = t;
+  team_start(opt.threads);
+
+  char machine[2048];
+  machine_line(machine, sizeof machine);
+  fprintf(stderr, "fk_bench_gemv: %s\n", machine);
+  for (int e = 0; e < NC; e++) fprintf(stderr, "  %-34s %s\n", contenders[e].name, contenders[e].version());
+
+  probe = fkb_probe_create(PROBE_BYTES);
+  if (!probe) die("out of memory for the %.2f GiB probe buffer", (double)PROBE_BYTES / (double)(1u << 30));
+  cells = calloc((size_t)opt.nshapes * FKB_M_MAX * NMODES * FKB_THREADS_MAX * NE, sizeof *cells);
+  infos = calloc((size_t)opt.nshapes * NE, sizeof *infos);
+  if (!cells || !infos) die("out of memory");
+
+  fprintf(stderr, "fk_bench_gemv: %d shapes x M 1..%d x cold/hot x %d thread count%s, %d repetitions\n",
+          opt.nshapes, FKB_M_MAX, nnt, nnt > 1 ? "s" : "", opt.reps);
+  for (int s = 0; s < opt.nshapes; s++) run_shape(s);
+  team_stop();
+
+  double elapsed = now() - t_start;
+  compute_probe_medians();
+  write_report(elapsed, machine, argv_line);
+  write_plot_data("gemv_m1.dat", 1);
+  write_plot_data("gemv_m4.dat", FKB_M_MAX);
+  fprintf(stderr, "fk_bench_gemv: wrote %s/gemv.md and %s/gemv.csv (%.0f s)\n", opt.out, opt.out, elapsed);
+  if (opt.plot) run_gnuplot();
+
+  for (size_t i = 0; i < (size_t)opt.nshapes * FKB_M_MAX * NMODES * FKB_THREADS_MAX * NE; i++) free(cells[i].s);
+  free(cells);
+  free(infos);
+  fkb_probe_destroy(probe);
+  free(saved_coretype);
+  return 0;
+}
