@@ -165,7 +165,9 @@ local function run()
       for _, be in ipairs(BACKENDS) do
         for _, variant in ipairs(be.variants) do
           local wanted = false
-          for _, name in ipairs(t.tiers[tier] or {}) do wanted = wanted or (name == variant.name and variant.tier == tier) end
+          for _, name in ipairs(t.tiers[tier] or {}) do
+            wanted = wanted or (name == variant.name and variant.tier == tier)
+          end
           if wanted then
             local regs = be.registers(variant)
             local vcls = regs.classes.v

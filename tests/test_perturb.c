@@ -151,8 +151,8 @@ static void copy_file(const char *from, const char *to) {
 Test(perturb, flipped_fixture_byte) {
   char dir[] = "/tmp/fkt_fixXXXXXX";
   cr_assert(mkdtemp(dir));
-  const char *names[] = { "bf16_rne_k1_tie_down.manifest", "bf16_rne_k1_tie_down.w.zst", "bf16_rne_k1_tie_down.x.zst",
-                          "bf16_rne_k1_tie_down.s_f64.zst", "bf16_rne_k1_tie_down.y_rne.zst" };
+  const char *names[] = { "bf16_rne_k1_ties_normal.manifest", "bf16_rne_k1_ties_normal.w.zst", "bf16_rne_k1_ties_normal.x.zst",
+                          "bf16_rne_k1_ties_normal.s_f64.zst", "bf16_rne_k1_ties_normal.y_rne.zst" };
   char from[600], to[600], err[600];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     snprintf(from, sizeof from, "%s/gemv/%s", FKT_FIXTURE_DIR, names[i]);
@@ -164,7 +164,7 @@ Test(perturb, flipped_fixture_byte) {
   cr_assert(fkfix_load(to, &fx, err, sizeof err) == 0, "intact copy must load: %s", err);
   fkfix_free(&fx);
   /* flip one bit of the decompressed content: rewrite the x payload with one value changed */
-  const char *xz = "/bf16_rne_k1_tie_down.x.zst";
+  const char *xz = "/bf16_rne_k1_ties_normal.x.zst";
   char xpath[600];
   snprintf(xpath, sizeof xpath, "%s%s", dir, xz);
   FILE *f = fopen(xpath, "r+b");
@@ -189,7 +189,7 @@ Test(perturb, flipped_fixture_byte) {
  * bit-exact tie boundaries) and a wrong stride (the float64 bound). */
 Test(perturb, fixture_gate_sees_rounding_and_stride) {
   char path[600], err[600], msg[600];
-  snprintf(path, sizeof path, "%s/gemv/bf16_rne_k1_tie_down.manifest", FKT_FIXTURE_DIR);
+  snprintf(path, sizeof path, "%s/gemv/bf16_rne_k1_ties_normal.manifest", FKT_FIXTURE_DIR);
   fkfix fx;
   cr_assert(fkfix_load(path, &fx, err, sizeof err) == 0, "%s", err);
   fkh_call c;
@@ -204,7 +204,7 @@ Test(perturb, fixture_gate_sees_rounding_and_stride) {
   fkh_call_free(&c);
   fkfix_free(&fx);
 
-  snprintf(path, sizeof path, "%s/gemv/bf16_rne_ldw.manifest", FKT_FIXTURE_DIR);
+  snprintf(path, sizeof path, "%s/gemv/bf16_rne_ldw_ldx.manifest", FKT_FIXTURE_DIR);
   cr_assert(fkfix_load(path, &fx, err, sizeof err) == 0, "%s", err);
   cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
   fkh_set_i64(&c, "ldw", fkh_i64_of(&c, "k"));
@@ -234,7 +234,7 @@ Test(perturb, fast_gate_sees_truncated_x) {
     char err[256];
     cr_assert(fkh_run(&t, &cut, 1, err, sizeof err) == 0, "%s", err);
     for (int64_t r = fkh_i64_of(&cut, "row_begin"); r < fkh_i64_of(&cut, "row_end"); r++) {
-      double bound, ref = fkt_gemv_reference(&calls[i], 0, r, 1, &bound);
+      double e, ref = fkt_gemv_reference(&calls[i], 0, r, 1, &e), bound = fkt_gemv_bound(&calls[i], ref, e, 1);
       tried++;
       if (!fkt_gemv_within(fkt_gemv_output(&cut, 0, r), ref, bound)) caught++;
     }

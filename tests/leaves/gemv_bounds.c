@@ -28,8 +28,10 @@ double fkt_gemv_output(fkh_call *c, int64_t j, int64_t n) {
 }
 
 /* s = sum w*x (+ r | + bias) in float64 (products of bf16 and f32 are exact in double; the
- * sum's own error is far below every bound here); fills the bound for the tier. */
-double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *bound) {
+ * sum's own error is far below every bound here). *err gets E, the f32 evaluation's error bound
+ * for the tier before any output rounding (exact: gamma(d)*A + d*eta; fast: the x rounding X,
+ * the flushed products F, gamma(2d)*B + d*2^-126). */
+double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *err) {
   int64_t k = fkh_i64_of(c, "k"), ldw = fkh_i64_of(c, "ldw"), ldx = fkh_i64_of(c, "ldx");
   const uint16_t *w = (const uint16_t *)fkh_buf_of(c, "w") + n * ldw;
   const float *x = (const float *)fkh_buf_of(c, "x") + j * ldx;
@@ -48,17 +50,21 @@ double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *b
   s += extra;
   a += fabs(extra);
   kept += fabs(extra);
-  int bf16_out = fkh_forms[c->form].fields[fkh_field_index(c, "y")].elem == FK_ELEM_BF16;
-  double e;
   if (!fast) {
     double d = (double)k + 1;
-    e = gamma_(d) * a + d * ETA;
+    *err = gamma_(d) * a + d * ETA;
   } else {
     double d = (double)k + 2;
-    e = xerr + flushed + gamma_(2 * d) * kept + d * 0x1p-126;
+    *err = xerr + flushed + gamma_(2 * d) * kept + d * 0x1p-126;
   }
-  *bound = bf16_out ? 0x1p-8 * (fabs(s) + e) + e + 0x1p-134 : e;
   return s;
+}
+
+/* The output bound about a reference `ref` whose own error is `refs` times E (1 for float64
+ * references, 2 for another f32 evaluation such as torch's): bf16 outputs add one RNE. */
+double fkt_gemv_bound(fkh_call *c, double ref, double e, double refs) {
+  int bf16_out = fkh_forms[c->form].fields[fkh_field_index(c, "y")].elem == FK_ELEM_BF16;
+  return bf16_out ? 0x1p-8 * (fabs(ref) + refs * e) + refs * e + 0x1p-134 : refs * e;
 }
 
 /* 1 when y matches the reference: by class for NaN and infinities, within the bound else. */
