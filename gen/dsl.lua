@@ -299,6 +299,13 @@ local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
   op.src[3] = self:_want(val, vtype, what)
 end
 
+-- A read hint for the cache line holding element idx + off of an array of `size`-byte elements;
+-- never faults, so it may point past the end of a row or buffer.
+function B:prefetch(base, idx, off, size)
+  self:_emit("prefetch", false, { self:_want(base, "i", "prefetch"), self:_ival(idx, "prefetch") },
+             { off = self:_int(off, "prefetch"), size = self:_int(size, "prefetch") })
+end
+
 local function storer(kind, vtype)
   return function(self, base, idx, off, v, lanes) store_op(self, kind, vtype, kind, base, idx, off, v, lanes) end
 end

@@ -39,6 +39,7 @@ M.OPS = {
   load_f32   = { "v", { "i", "i" }, { "off" } },     -- [base + (idx + off) * 4], 16 lanes
   load_bf16  = { "v", { "i", "i" }, { "off" } },     -- 16 bf16 widened exactly (<< 16)
   load_raw   = { "v", { "i", "i" }, { "off" } },     -- 32 bf16 as 16 pairs (lane l = 2l, 2l+1)
+  prefetch   = { false, { "i", "i" }, { "off", "size" } }, -- hint: the line at base + (idx + off) * size
   store_f32  = { false, { "i", "i", "v" }, { "off" } },
   store_bf16 = { false, { "i", "i", "v" }, { "off" } }, -- stores the high halves (see rne)
   load1_bf16 = { "s", { "i", "i" }, { "off" } },

@@ -75,12 +75,13 @@ return {
   leaf = "gemv",
   doc = "BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations",
   tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "bf16", "avx512bf16" } },
-  params = { chains = 4, tile = 64, tree = "halving", max_m = 4, max_rows = 1 },
+  params = { chains = 4, tile = 64, tree = "halving", max_m = 4, max_rows = 1, prefetch = 0 },
   check = function(p, need)
     need(p.chains == 4 and p.tile == 64, "the lane mapping is written for 4 chains over 64-element tiles")
     need(p.tree == "halving", "tree must be 'halving'")
     need(p.max_m >= 1 and p.max_m <= 4, "max_m must be 1..4")
     need(p.max_rows >= 1 and p.max_rows <= 8, "max_rows must be 1..8")
+    need(p.prefetch >= 0 and p.prefetch % 64 == 0, "prefetch: a distance in elements, a multiple of 64 (0: none)")
   end,
   forms = {
     form("f32", { f32 = true }),
@@ -134,6 +135,9 @@ return {
           end
           t:for_tiles(a.k, p.tile, function(i, tail)
             local im = t:mul(i, M)
+            if p.prefetch > 0 then
+              for r = 0, nrows - 1 do t:prefetch(wrow[r], i, p.prefetch, 2) end
+            end
             for h = 0, 1 do
               local raw = {}
               for r = 0, nrows - 1 do raw[r] = t:load_raw(wrow[r], i, 32 * h, tail and tail(32 * h)) end

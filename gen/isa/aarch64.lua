@@ -289,6 +289,13 @@ function ops.load_raw(ctx, op)
   ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [x16, " .. imm(o + 32) .. "]")
 end
 
+function ops.prefetch(ctx, op)
+  local sh = ({ [1] = 0, [2] = 1, [4] = 2, [8] = 3 })[op.attr.size]
+  ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(sh))
+  add_imm(ctx, "x16", "x16", op.attr.off * op.attr.size)
+  ctx:wline("prfm pldl1keep, [x16]")
+end
+
 function ops.store_f32(ctx, op)
   local v = ctx:regs(op.src[3])
   if op.lanes then
@@ -496,18 +503,22 @@ function ops.for_rows(ctx, op)
   ctx:wlabel(le)
 end
 
+-- Full tiles in a bottom-tested loop (one taken branch per tile), then the tail.
 function ops.for_tiles(ctx, op)
   local i, cnt, rem = ctx:reg(op.attr.ivar), ctx:reg(op.src[1]), ctx:reg(op.attr.rem)
   local tile = op.attr.tile
-  local lt, ltail, le = ctx:new_label("tiles"), ctx:new_label("tail"), ctx:new_label("tiles_end")
+  local lt, lc, ltail, le = ctx:new_label("tiles"), ctx:new_label("tiles_check"), ctx:new_label("tail"),
+                            ctx:new_label("tiles_end")
   ctx:wline("mov " .. i .. ", #0")
+  ctx:wline("b " .. lc)
+  ctx:wraw("    .p2align 4")
   ctx:wlabel(lt)
-  ctx:wline("add x16, " .. i .. ", " .. imm(tile))
-  ctx:wline("cmp x16, " .. cnt)
-  ctx:wline("b.gt " .. ltail)
   ctx:lower(op.attr.full)
   ctx:wline("add " .. i .. ", " .. i .. ", " .. imm(tile))
-  ctx:wline("b " .. lt)
+  ctx:wlabel(lc)
+  ctx:wline("add x16, " .. i .. ", " .. imm(tile))
+  ctx:wline("cmp x16, " .. cnt)
+  ctx:wline("b.le " .. lt)
   ctx:wlabel(ltail)
   ctx:wline("subs " .. rem .. ", " .. cnt .. ", " .. i)
   ctx:wline("b.le " .. le)

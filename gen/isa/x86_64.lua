@@ -301,6 +301,10 @@ function ops.load_raw(ctx, op)
   ctx:wline("vinserti128 " .. d[2] .. ", " .. d[2] .. ", xmm15, 1")
 end
 
+function ops.prefetch(ctx, op)
+  ctx:wline("prefetcht0 byte ptr " .. elem(ctx, op, op.attr.size))
+end
+
 function ops.store_f32(ctx, op)
   local v = parts(ctx, op.src[3])
   if is512(ctx) then
@@ -543,18 +547,22 @@ function ops.for_rows(ctx, op)
   ctx:wlabel(le)
 end
 
+-- Full tiles in a bottom-tested loop (one taken branch per tile), then the tail.
 function ops.for_tiles(ctx, op)
   local i, n, rem = ctx:reg(op.attr.ivar), ctx:reg(op.src[1]), ctx:reg(op.attr.rem)
   local tile = op.attr.tile
-  local lt, ltail, le = ctx:new_label("tiles"), ctx:new_label("tail"), ctx:new_label("tiles_end")
+  local lt, lc, ltail, le = ctx:new_label("tiles"), ctx:new_label("tiles_check"), ctx:new_label("tail"),
+                            ctx:new_label("tiles_end")
   ctx:wline("xor " .. GPR32[i] .. ", " .. GPR32[i])
+  ctx:wline("jmp " .. lc)
+  ctx:wraw("    .p2align 4")
   ctx:wlabel(lt)
-  ctx:wline("lea rax, " .. mem(i, nil, 1, tile))
-  ctx:wline("cmp rax, " .. n)
-  ctx:wline("jg " .. ltail)
   ctx:lower(op.attr.full)
   ctx:wline("add " .. i .. ", " .. C.int(tile))
-  ctx:wline("jmp " .. lt)
+  ctx:wlabel(lc)
+  ctx:wline("lea rax, " .. mem(i, nil, 1, tile))
+  ctx:wline("cmp rax, " .. n)
+  ctx:wline("jle " .. lt)
   ctx:wlabel(ltail)
   ctx:wline("mov " .. rem .. ", " .. n)
   ctx:wline("sub " .. rem .. ", " .. i)
