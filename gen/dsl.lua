@@ -461,6 +461,48 @@ place_args = function(self)
   apply(self.body)
 end
 
+-- Folds a full (unmasked) f32 load whose only use is the multiplicand of the next fma_acc in
+-- the same block into that fma_acc (fma_acc_mem), when no store lies between them: the value
+-- and the order of every operation are unchanged; a backend with memory operands (x86) saves
+-- the load and its register, others load into a scratch register at the fma.
+local function fold_loads(self)
+  local uses = {}
+  IR.walk_proc({ prologue = self.prologue, body = self.body }, function(op)
+    for _, v in ipairs(op.src) do uses[v] = (uses[v] or 0) + 1 end
+    if op.lanes then uses[op.lanes.rem] = (uses[op.lanes.rem] or 0) + 1 end
+  end)
+  local function pass(block)
+    local out, pending = {}, {}       -- pending: load dst -> index in out
+    for _, op in ipairs(block) do
+      for _, b in ipairs(IR.sub_blocks(op)) do pass(b) end
+      if op.op == "store_f32" or op.op == "store_bf16" or op.op == "store1_f32" or op.op == "store1_bf16" then
+        pending = {}
+      end
+      local folded = false
+      if op.op == "fma_acc" then
+        local x = op.src[3]
+        local at = pending[x]
+        if at and uses[x] == 1 then
+          local load = out[at]
+          op.op = "fma_acc_mem"
+          op.src = { op.src[1], op.src[2], load.src[1], load.src[2] }
+          op.attr = { off = load.attr.off }
+          out[at] = false
+          folded = true
+        end
+      end
+      out[#out + 1] = op
+      if not folded and op.op == "load_f32" and not op.lanes then pending[op.dst] = #out end
+    end
+    local j = 0
+    for i = 1, #out do
+      if out[i] then j = j + 1; block[j] = out[i] end
+    end
+    for i = #block, j + 1, -1 do block[i] = nil end
+  end
+  pass(self.body)
+end
+
 -- Builds the IR of one form in one tier. `template` is the loaded template table, `form` one
 -- of its forms, `caps` what the target holds ({ vectors = canonical vectors allocatable }):
 -- a template may size its schedule (rows in flight, activation rows per pass) from it, never
@@ -499,6 +541,7 @@ function M.build(path, template, form, params, tier, caps)
     __newindex = function() self:_fail("t.arg is read-only") end,
   })
   template.body(self, params, form)
+  fold_loads(self)
   place_args(self)
   local proc = { leaf = template.leaf, form = form.name, fields = fields, struct_size = size,
                  prologue = self.prologue, body = self.body, nops = self.nops, path = path, tier = tier }

@@ -47,6 +47,7 @@ M.OPS = {
   store1_bf16 = { false, { "i", "i", "s" }, { "off" } },
   store1_f32 = { false, { "i", "i", "s" }, { "off" } },
   fma_acc    = { false, { "v", "v", "v" } },         -- src1 += src2 * src3 (fused), in place
+  fma_acc_mem = { false, { "v", "v", "i", "i" }, { "off" } }, -- src1 += src2 * f32 [src3 + (src4 + off) * 4]
   dot_bf16_acc = { false, { "v", "v", "v" } },       -- src1[l] += pair dot of raw src2, src3 (fast tier)
   bf16_even  = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l
   bf16_odd   = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l + 1
@@ -71,7 +72,7 @@ M.OPS = {
 
 -- Ops that may carry a lane group.
 M.MASKABLE = { load_f32 = true, load_bf16 = true, load_raw = true, store_f32 = true,
-               store_bf16 = true, fma_acc = true }
+               store_bf16 = true, fma_acc = true, fma_acc_mem = true }
 
 -- Ops only a fast-tier proc may use (their rounding differs between ISAs).
 M.FAST_ONLY = { dot_bf16_acc = true }

@@ -363,6 +363,26 @@ function ops.fma_acc(ctx, op)
   end
 end
 
+-- acc += a * [memory]: each q part of the multiplicand loaded into v29 just before its fmla.
+function ops.fma_acc_mem(ctx, op)
+  local acc, a = ctx:regs(op.src[1]), ctx:regs(op.src[2])
+  local o = op.attr.off * 4
+  for p = 1, 4 do
+    local m = op.lanes and qmask(ctx, op, p)     -- (uses x16, x17: the address comes after)
+    if op.lanes or p == 1 then
+      ctx:wline("add x16, " .. ctx:reg(op.src[3]) .. ", " .. ctx:reg(op.src[4]) .. ", lsl #2")
+    end
+    ctx:wline("ldr " .. q(T1) .. ", [x16, " .. imm(o + 16 * (p - 1)) .. "]")
+    if op.lanes then
+      ctx:wline("mov " .. v16b(T0) .. ", " .. v16b(acc[p]))
+      ctx:wline("fmla " .. v4s(T0) .. ", " .. v4s(a[p]) .. ", " .. v4s(T1))
+      ctx:wline("bit " .. v16b(acc[p]) .. ", " .. v16b(T0) .. ", " .. v16b(m))
+    else
+      ctx:wline("fmla " .. v4s(acc[p]) .. ", " .. v4s(a[p]) .. ", " .. v4s(T1))
+    end
+  end
+end
+
 -- acc[l] += w[2l] * x[2l] + w[2l+1] * x[2l+1]: BFDOT (without FEAT_EBF16: round-to-odd
 -- intermediate, flush-to-zero, default NaN).
 function ops.dot_bf16_acc(ctx, op)

@@ -383,6 +383,28 @@ function ops.fma_acc(ctx, op)
   end
 end
 
+-- acc += a * [memory]: the multiplicand straight from memory (a full load, never masked).
+function ops.fma_acc_mem(ctx, op)
+  local acc, a = parts(ctx, op.src[1]), parts(ctx, op.src[2])
+  local base, idx = ctx:reg(op.src[3]), ctx:reg(op.src[4])
+  if is512(ctx) then
+    local k = op.lanes and kmask(ctx, op) or ""
+    ctx:wline("vfmadd231ps " .. acc[1] .. k .. ", " .. a[1] .. ", zmmword ptr " .. mem(base, idx, 4, op.attr.off * 4))
+    return
+  end
+  for i = 1, 2 do
+    local m = "ymmword ptr " .. mem(base, idx, 4, (op.attr.off + 8 * (i - 1)) * 4)
+    if op.lanes then
+      local mask = ymask(ctx, op, i)
+      ctx:wline("vmovaps ymm15, " .. acc[i])
+      ctx:wline("vfmadd231ps ymm15, " .. a[i] .. ", " .. m)
+      ctx:wline("vblendvps " .. acc[i] .. ", " .. acc[i] .. ", ymm15, " .. mask)
+    else
+      ctx:wline("vfmadd231ps " .. acc[i] .. ", " .. a[i] .. ", " .. m)
+    end
+  end
+end
+
 -- acc[l] += w[2l] * x[2l] + w[2l+1] * x[2l+1]: VDPBF16PS (RNE per step, DAZ/FTZ).
 function ops.dot_bf16_acc(ctx, op)
   if ctx.variant.name ~= "avx512bf16" then error("internal: dot_bf16_acc needs the avx512bf16 variant") end
