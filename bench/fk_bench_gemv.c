@@ -16,7 +16,7 @@
  *
  * Output: DIR/gemv.md (tables), DIR/gemv.csv (every row), DIR/gemv_m1.dat, DIR/gemv_m4.dat
  * and DIR/gemv.png (gnuplot, bench/plot_gemv.gp). Progress goes to stderr. */
-#define _GNU_SOURCE /* execv, gettid-free /proc reads, uname, strdup */
+#define _GNU_SOURCE /* environ, syscall(SYS_gettid), strncasecmp, getrusage */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -62,10 +63,12 @@ static const fkb_contender contenders[] = {
 };
 enum { NC = (int)(sizeof contenders / sizeof contenders[0]), NE = NC + 1 /* the probe is entry NC */ };
 
-/* The OpenBLAS kernel set: the library reads OPENBLAS_CORETYPE when it is loaded. Its own
- * detection takes the AVX2 "Haswell" kernels on CPUs it does not know (this Zen 5) or SSE3
- * ones on others; SkylakeX is the AVX-512 set for f32 (Cooperlake adds only bf16 sbgemm). */
-#define FKB_OPENBLAS_CORE "SkylakeX"
+/* The OpenBLAS kernel set (--openblas-core), forced through OPENBLAS_CORETYPE so that neither
+ * the environment (this machine's sets Haswell, AVX2) nor OpenBLAS's own detection (which falls
+ * back to SSE3 kernels on CPUs it does not know) decides. Cooperlake is what OpenBLAS 0.3.21
+ * itself picks on this Zen 5: the AVX-512 SkylakeX kernels plus a bf16 sbgemm this bench does
+ * not call. It is forced only on CPUs with AVX-512 F/BW/DQ/VL. */
+#define FKB_OPENBLAS_CORE "Cooperlake"
 
 #ifndef FKB_PLOT_SCRIPT
 #define FKB_PLOT_SCRIPT "bench/plot_gemv.gp"
@@ -205,7 +208,9 @@ static void team_run(job_fn fn, void *state, size_t copy, int nthreads) {
   while (atomic_load_explicit(&team.done, memory_order_acquire) < nthreads - 1) cpu_relax();
 }
 
-static void noop_job(void *state, size_t copy, int tid, int nthreads) { (void)state, (void)copy, (void)tid, (void)nthreads; }
+static void noop_job(void *state, size_t copy, int tid, int nthreads) {
+  (void)state, (void)copy, (void)tid, (void)nthreads;
+}
 
 static void team_stop(void) {
   atomic_store(&team.quit, 1);
@@ -258,6 +263,43 @@ static void quiesce(void) {
   if (t > quiesce_max) quiesce_max = t;
 }
 
+/* ---- other processes ------------------------------------------------------------------------ *
+ * The bench cannot keep other processes off the machine, but it can say when they were there:
+ * CPU time the whole machine spent busy (/proc/stat, steal included) minus this process's own
+ * (getrusage), as a share of the CPUs over the interval. */
+
+typedef struct cpu_mark {
+  double busy, self, wall;
+} cpu_mark;
+
+static cpu_mark cpu_mark_now(void) {
+  cpu_mark c = { 0, 0, now() };
+  unsigned long long v[8] = { 0 };
+  FILE *f = fopen("/proc/stat", "r");
+  if (f) {
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+               &v[7]) == 8)
+      c.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
+    fclose(f);
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  c.self = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
+  return c;
+}
+
+/* The share of all CPUs other processes used between a and b, 0..1. /proc/stat counts in
+ * clock ticks, so less than 5 ticks of other work is reported as none. */
+static double others_share(cpu_mark a, cpu_mark b) {
+  double wall = b.wall - a.wall, cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
+  double other = (b.busy - a.busy) - (b.self - a.self);
+  if (wall <= 0 || cpus <= 0 || other < 5.0 / (double)sysconf(_SC_CLK_TCK)) return 0.0;
+  return other / (wall * cpus) > 1.0 ? 1.0 : other / (wall * cpus);
+}
+
+#define NOISY 0.05 /* a case during which other processes used this share of the CPUs is marked */
+
 /* ---- options ------------------------------------------------------------------------------- */
 
 typedef struct shape {
@@ -268,22 +310,26 @@ static const shape default_shapes[] = { { 2048, 2048 }, { 8192, 2048 }, { 2048, 
                                         { 4608, 1024 }, { 1024, 4608 }, { 1282, 512 } };
 
 static struct options {
-  int reps, threads, plot, quick;
-  const char *out, *plot_script;
+  int reps, threads, plot, quick, openblas_core_set;
+  const char *out, *plot_script, *openblas_core, *only;
   shape shapes[32];
   int nshapes;
-} opt = { .reps = 15, .threads = FKB_THREADS_MAX, .plot = 1, .out = "bench/results", .plot_script = FKB_PLOT_SCRIPT };
+} opt = { .reps = 21, .threads = FKB_THREADS_MAX, .plot = 1, .out = "bench/results", .plot_script = FKB_PLOT_SCRIPT,
+        .openblas_core = FKB_OPENBLAS_CORE };
 
 static void usage(FILE *f) {
   fprintf(f, "usage: fk_bench_gemv [--quick] [--reps N] [--shapes NxK,...] [--threads 1|2] [--out DIR]\n"
-             "                     [--plot-script FILE] [--no-plot]\n"
+             "                     [--only NAME,...] [--openblas-core NAME] [--plot-script FILE] [--no-plot]\n"
              "  --quick          %d repetitions instead of %d: a smoke run\n"
              "  --reps N         repetitions (each one sample per contender per case)\n"
              "  --shapes LIST    N x K weight shapes (N output rows); default: all seven\n"
              "  --threads T      1, or 1 and 2 (default: up to 2, at most the online CPUs)\n"
+             "  --only LIST      run only the contenders whose names contain one of these (case-insensitive)\n"
              "  --out DIR        where gemv.md, gemv.csv, gemv_m1.dat, gemv_m4.dat, gemv.png go (default %s)\n"
+             "  --openblas-core NAME  OPENBLAS_CORETYPE for the run (default %s; the bench re-executes\n"
+             "                   itself when the environment names another)\n"
              "  --plot-script F  the gnuplot script (default %s)\n",
-          3, 15, "bench/results", FKB_PLOT_SCRIPT);
+          3, 21, "bench/results", FKB_OPENBLAS_CORE, FKB_PLOT_SCRIPT);
 }
 
 static void parse_shapes(const char *s) {
@@ -319,6 +365,8 @@ static void parse_options(int argc, char **argv) {
     else if (!strcmp(a, "--threads")) opt.threads = atoi(v), i++;
     else if (!strcmp(a, "--out")) opt.out = v, i++;
     else if (!strcmp(a, "--plot-script")) opt.plot_script = v, i++;
+    else if (!strcmp(a, "--openblas-core")) opt.openblas_core = v, opt.openblas_core_set = 1, i++;
+    else if (!strcmp(a, "--only")) opt.only = v, i++;
     else usage(stderr), die("unknown option %s", a);
   }
   if (opt.quick && !reps_set) opt.reps = 3;
@@ -328,20 +376,48 @@ static void parse_options(int argc, char **argv) {
   if (online > 0 && opt.threads > online) opt.threads = (int)online;
 }
 
+/* Is the contender chosen by --only (a comma list of case-insensitive substrings)? */
+static int selected(const char *name) {
+  if (!opt.only) return 1;
+  for (const char *p = opt.only; *p;) {
+    size_t len = strcspn(p, ",");
+    for (const char *q = name; len && *q; q++)
+      if (!strncasecmp(q, p, len)) return 1;
+    p += len + (p[len] == ',');
+  }
+  return 0;
+}
+
 /* ---- the environment the libraries read at load time ---------------------------------------- */
 
-static char *saved_coretype; /* what the user had set, if anything */
+/* OpenBLAS reads OPENBLAS_CORETYPE when it is loaded, before main(): if the environment does
+ * not name the wanted core, the driver sets it and executes itself again. What the environment
+ * had is passed on in FKB_OPENBLAS_CORETYPE_WAS and reported. */
+static char coretype_was[128] = "";
 
 static void ensure_environment(char **argv) {
-  if (getenv("FKB_REEXEC")) return; /* already in the child image */
+  const char *was = getenv("FKB_OPENBLAS_CORETYPE_WAS");
+  if (was) { /* the re-executed image */
+    snprintf(coretype_was, sizeof coretype_was, "%s", was);
+    unsetenv("FKB_OPENBLAS_CORETYPE_WAS");
+    return;
+  }
   const char *ct = getenv("OPENBLAS_CORETYPE");
-  if (ct && *ct) return;            /* the user chose; respect it */
-  setenv("OPENBLAS_CORETYPE", FKB_OPENBLAS_CORE, 1);
-  setenv("FKB_REEXEC", "1", 1);
+  snprintf(coretype_was, sizeof coretype_was, "%s", ct ? ct : "(unset)");
+  if (ct && !strcasecmp(ct, opt.openblas_core)) return;
+  __builtin_cpu_init();
+  if (!opt.openblas_core_set && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))) {
+    fprintf(stderr, "fk_bench_gemv: no AVX-512 here: OpenBLAS keeps OPENBLAS_CORETYPE=%s\n", coretype_was);
+    return;
+  }
+  setenv("FKB_OPENBLAS_CORETYPE_WAS", coretype_was, 1);
+  setenv("OPENBLAS_CORETYPE", opt.openblas_core, 1);
   fflush(NULL);
   execv("/proc/self/exe", argv);
   fprintf(stderr, "fk_bench_gemv: re-exec with OPENBLAS_CORETYPE=%s failed (%s); OpenBLAS keeps its own pick\n",
-          FKB_OPENBLAS_CORE, strerror(errno));
+          opt.openblas_core, strerror(errno));
+  unsetenv("FKB_OPENBLAS_CORETYPE_WAS");
 }
 
 /* ---- startup self-check: autovec == the scalar contract model, bit for bit ------------------ */
@@ -404,6 +480,8 @@ typedef struct entry_info { /* per shape, per contender */
 } entry_info;
 
 static cell *cells;
+static double *noise; /* per case (shape, M, mode, threads): others_share() while it ran */
+static double noise_run;
 static entry_info *infos;
 static int nthreads_list[FKB_THREADS_MAX], nnt;
 
@@ -411,6 +489,11 @@ static cell *cell_at(int s, int m, int mode, int nt, int e) {
   size_t i = ((((size_t)s * FKB_M_MAX + (size_t)(m - 1)) * NMODES + (size_t)mode) * FKB_THREADS_MAX +
               (size_t)(nt - 1)) * NE + (size_t)e;
   return &cells[i];
+}
+
+static double *noise_at(int s, int m, int mode, int nt) {
+  return &noise[(((size_t)s * FKB_M_MAX + (size_t)(m - 1)) * NMODES + (size_t)mode) * FKB_THREADS_MAX +
+                (size_t)(nt - 1)];
 }
 
 typedef struct stats {
@@ -434,7 +517,24 @@ static stats stats_of(const cell *c) {
 }
 
 static double probe_gbps[FKB_THREADS_MAX + 1]; /* run-wide median, per thread count */
+static double probe_case_min[FKB_THREADS_MAX + 1], probe_case_max[FKB_THREADS_MAX + 1];
 static int probe_samples[FKB_THREADS_MAX + 1];
+
+/* The probe's median GB/s in one case: the denominator of that case's "of probe" column. The
+ * machine's 2-thread bandwidth can change during a run (on this VM it jumps between about 42
+ * and 69 GB/s, as the host places the two vCPUs), so each case is compared with the probe
+ * turns interleaved with it, not with a run-wide figure. 0 if the probe has no sample. */
+static double probe_case(int s, int m, int mode, int nt) {
+  stats st = stats_of(cell_at(s, m, mode, nt, NC));
+  return st.ok ? (double)PROBE_BYTES / st.med / 1e9 : 0.0;
+}
+
+/* this cell's median GB/s over its case's probe, or -1 */
+static double of_probe(const cell *c, int s, int m, int mode, int nt) {
+  stats st = stats_of(c);
+  double p = probe_case(s, m, mode, nt);
+  return st.ok && p > 0 ? c->weight_bytes / st.med / 1e9 / p : -1.0;
+}
 
 static void compute_probe_medians(void) {
   for (int ti = 0; ti < nnt; ti++) {
@@ -451,6 +551,15 @@ static void compute_probe_medians(void) {
     stats st = stats_of(&all);
     probe_gbps[nt] = st.ok ? (double)PROBE_BYTES / st.med / 1e9 : 0.0;
     probe_samples[nt] = all.n;
+    probe_case_min[nt] = 1e300, probe_case_max[nt] = 0;
+    for (int s = 0; s < opt.nshapes; s++)
+      for (int m = 1; m <= FKB_M_MAX; m++)
+        for (int mode = 0; mode < NMODES; mode++) {
+          double g = probe_case(s, m, mode, nt);
+          if (g <= 0) continue;
+          if (g < probe_case_min[nt]) probe_case_min[nt] = g;
+          if (g > probe_case_max[nt]) probe_case_max[nt] = g;
+        }
     free(all.s);
   }
 }
@@ -513,15 +622,22 @@ static int gate(entry *e, int64_t m, int nt, const fkb_problem *p, const uint16_
   return -1;
 }
 
+static int cases_done, cases_total;
+
 static void progress_line(int s, int m, int mode, int nt) {
-  fprintf(stderr, "[%7.1fs] %lldx%lld M=%d %s %dT:", now() - t_start, (long long)opt.shapes[s].n,
-          (long long)opt.shapes[s].k, m, mode_name[mode], nt);
+  double el = now() - t_start;
+  cases_done++;
+  fprintf(stderr, "[%7.1fs, case %d/%d, ~%.0f s left] %lldx%lld M=%d %s %dT:", el, cases_done, cases_total,
+          el / cases_done * (cases_total - cases_done), (long long)opt.shapes[s].n, (long long)opt.shapes[s].k, m,
+          mode_name[mode], nt);
   for (int e = 0; e < NE; e++) {
     stats st = stats_of(cell_at(s, m, mode, nt, e));
     if (!st.ok) continue;
     if (e == NC) fprintf(stderr, " | probe %.1f GB/s", (double)PROBE_BYTES / st.med / 1e9);
     else fprintf(stderr, " | %s %.1f us", contenders[e].name, st.med * 1e6);
   }
+  double busy = *noise_at(s, m, mode, nt);
+  if (busy >= NOISY) fprintf(stderr, " | OTHER PROCESSES %.0f%% of the CPUs", 100.0 * busy);
   fputc('\n', stderr);
 }
 
@@ -565,9 +681,13 @@ static void run_shape(int s) {
     entry_info *info = &infos[(size_t)s * NE + (size_t)e];
     es[e] = (entry){ .c = &contenders[e] };
     char why[256] = "";
-    if (contenders[e].prepare(&problem, &copies, &es[e].prep, why, sizeof why) == 0) {
+    double tp = now();
+    if (!selected(contenders[e].name)) snprintf(info->why, sizeof info->why, "left out by --only %s", opt.only);
+    else if (contenders[e].prepare(&problem, &copies, &es[e].prep, why, sizeof why) == 0) {
       es[e].prepared = info->prepared = 1;
       snprintf(info->detail, sizeof info->detail, "%s", es[e].prep.detail);
+      fprintf(stderr, "[%7.1fs]   %s prepared in %.1f s: %s\n", now() - t_start, contenders[e].name, now() - tp,
+              es[e].prep.detail);
     } else {
       snprintf(info->why, sizeof info->why, "%s", why);
       fprintf(stderr, "fk_bench_gemv: %s sits out %lldx%lld: %s\n", contenders[e].name, (long long)N, (long long)K,
@@ -589,7 +709,8 @@ static void run_shape(int s) {
         live[nt][e] = 0;
         char why[200] = "";
         if (e == NC) live[nt][e] = 1;
-        else if (!es[e].prepared) snprintf(why, sizeof why, "not prepared: %.180s", infos[(size_t)s * NE + (size_t)e].why);
+        else if (!es[e].prepared)
+          snprintf(why, sizeof why, "not prepared: %.180s", infos[(size_t)s * NE + (size_t)e].why);
         else if (gate(&es[e], m, nt, &problem, ref_bf, ref_f32, ref_f64, ref_abs, y, why, sizeof why) == 0)
           live[nt][e] = 1;
         else fprintf(stderr, "fk_bench_gemv: %s is not timed: %s\n", contenders[e].name, why);
@@ -606,6 +727,7 @@ static void run_shape(int s) {
     for (int mode = 0; mode < NMODES; mode++)
       for (int ti = 0; ti < nnt; ti++) {
         int nt = nthreads_list[ti];
+        cpu_mark mark = cpu_mark_now();
         for (int rep = 0; rep < opt.reps; rep++)
           for (int r = 0; r < NE; r++) {
             int e = (r + rep) % NE; /* the round-robin starts one contender later each repetition */
@@ -628,6 +750,7 @@ static void run_shape(int s) {
             for (int b = 0; b < batch; b++) call(en, next_copy(en, mode), nt);
             c->s[c->n++] = (now() - a) / batch;
           }
+        *noise_at(s, m, mode, nt) = others_share(mark, cpu_mark_now());
         progress_line(s, m, mode, nt);
       }
   }
@@ -726,15 +849,14 @@ static FILE *open_out(const char *name) {
 
 static void write_plot_data(const char *name, int m) {
   FILE *f = open_out(name);
-  fprintf(f, "# fraction of the 1-thread probe read bandwidth; cold weights, 1 thread, M = %d\n\"shape\"", m);
+  fprintf(f, "# GB/s over the probe's in the same case; cold weights, 1 thread, M = %d\n\"shape\"", m);
   for (int e = 0; e < NC; e++) fprintf(f, " \"%s\"", contenders[e].name);
   fputc('\n', f);
   for (int s = 0; s < opt.nshapes; s++) {
     fprintf(f, "%lldx%lld", (long long)opt.shapes[s].n, (long long)opt.shapes[s].k);
     for (int e = 0; e < NC; e++) {
-      const cell *c = cell_at(s, m, MODE_COLD, 1, e);
-      stats st = stats_of(c);
-      if (st.ok && probe_gbps[1] > 0) fprintf(f, " %.4f", c->weight_bytes / st.med / 1e9 / probe_gbps[1]);
+      double fr = of_probe(cell_at(s, m, MODE_COLD, 1, e), s, m, MODE_COLD, 1);
+      if (fr >= 0) fprintf(f, " %.4f", fr);
       else fprintf(f, " -");
     }
     fputc('\n', f);
@@ -773,8 +895,8 @@ static void write_report(double elapsed, const char *machine, const char *argv_l
   fprintf(md, "**Contenders** (weights N x K, y[j][n] = x[j][:] . W[n][:], j < M):\n\n");
   for (int e = 0; e < NC; e++) {
     const fkb_contender *c = &contenders[e];
-    fprintf(md, "- **%s**: %s; %d-byte weights; %s threads.", c->name, c->version(), c->bytes_per_weight,
-            c->threading == FKB_TEAM ? "the bench's team (rows split in two at a multiple of 16)" : "the library's own");
+    fprintf(md, "- **%s**: %s; %d-byte weights; threads: %s.", c->name, c->version(), c->bytes_per_weight,
+            c->threading == FKB_TEAM ? "the bench's team, rows split at a multiple of 16" : "the library's own");
     /* what prepare() reported, shapes with the same text grouped */
     for (int s = 0; s < opt.nshapes; s++) {
       const entry_info *in = &infos[(size_t)s * NE + (size_t)e];
@@ -800,12 +922,13 @@ static void write_report(double elapsed, const char *machine, const char *argv_l
   fprintf(md, "- **flashkern**: not in this build (bench/contender_flashkern.c is compiled with "
               "FK_BENCH_WITH_FLASHKERN); the ratio columns are empty.\n");
 #endif
-  fprintf(md, "- **read-bandwidth probe**: %s over %.2f GiB, 1 thread or 2 (each reads its half); "
+  fprintf(md, "- **read-bandwidth probe**: %s over %.3f GiB, 1 thread or 2 (each reads its half); "
               "run-wide median: ", fkb_probe_kind(probe), (double)PROBE_BYTES / (double)(1u << 30));
   for (int ti = 0; ti < nnt; ti++)
-    fprintf(md, "%s%d thread%s **%.1f GB/s** (%d samples)", ti ? ", " : "", nthreads_list[ti],
-            nthreads_list[ti] > 1 ? "s" : "", probe_gbps[nthreads_list[ti]], probe_samples[nthreads_list[ti]]);
-  fprintf(md, ".\n\n");
+    fprintf(md, "%s%d thread%s **%.1f GB/s** (%d samples; the medians of single cases range from %.1f to %.1f)",
+            ti ? ", " : "", nthreads_list[ti], nthreads_list[ti] > 1 ? "s" : "", probe_gbps[nthreads_list[ti]],
+            probe_samples[nthreads_list[ti]], probe_case_min[nthreads_list[ti]], probe_case_max[nthreads_list[ti]]);
+  fprintf(md, ". Each table's *of probe* column divides by the probe's median in that table's case.\n\n");
 
   fprintf(md,
           "**Method.** One process; all contenders see the same weights and activations (uniform in [-1, 1], "
@@ -817,7 +940,7 @@ static void write_report(double elapsed, const char *machine, const char *argv_l
           "a batch of timed calls whose mean is one sample (a batch reads at least 16 MiB of bf16 weights; "
           "its size is under each shape's heading; a 2-thread call is timed from the release to the last "
           "thread done). **cold**: every call reads the next of copies "
-          "that together exceed %.3g GiB (the shared bf16 copies for the row-major bf16 contenders, one "
+          "that together exceed %.3f GiB (the shared bf16 copies for the row-major bf16 contenders, one "
           "rotation between them; oneDNN's packed copies and OpenBLAS's f32 copies rotate on their own), so "
           "weights come from DRAM. **hot**: every call reads copy 0. Memory comes from anonymous mappings "
           "with transparent huge pages requested, for every contender alike. oneDNN: src bf16 (x rounded once, "
@@ -826,14 +949,28 @@ static void write_report(double elapsed, const char *machine, const char *argv_l
           "openblas_set_num_threads().\n\n",
           opt.reps, (double)FKB_ROTATE_BYTES / (double)(1u << 30), getenv("OPENBLAS_CORETYPE") ?
           getenv("OPENBLAS_CORETYPE") : "(unset)");
-  if (saved_coretype) fprintf(md, "OPENBLAS_CORETYPE came from the environment: %s.\n\n", saved_coretype);
+  fprintf(md, "Environment: OPENBLAS_CORETYPE was %s before the bench set it", coretype_was);
+  for (char **ev = environ; *ev; ev++)
+    if ((!strncmp(*ev, "OPENBLAS_", 9) && strncmp(*ev, "OPENBLAS_CORETYPE=", 18)) || !strncmp(*ev, "OMP_", 4) ||
+        !strncmp(*ev, "GOMP_", 5) || !strncmp(*ev, "DNNL_", 5) || !strncmp(*ev, "ONEDNN_", 7))
+      fprintf(md, "; `%s`", *ev);
+  fprintf(md, ".\n\n");
   fprintf(md, "**Columns.** *us*: microseconds per call, median [min, max] over repetitions. *GB/s*: weight bytes "
               "one call reads (bf16: 2 N K; oneDNN prepacked: its padded layout; OpenBLAS: f32, 4 N K) over the "
-              "median time, 1e9 bytes. *of probe*: that over the probe's run-wide median at the same thread count "
-              "(hot rows can exceed 1: the weights come from cache). *fk exact / this*, *fk fast / this*: "
+              "median time, 1e9 bytes. *of probe*: that over the median of the probe turns interleaved with this "
+              "case (same shape, M, cold/hot, thread count; hot rows can exceed 1: the weights come from cache). *fk exact / this*, *fk fast / this*: "
               "flashkern's median time (gemv_bf16_rne, exact or fast tier) over this row's; below 1 flashkern is "
-              "faster. Wait for quiescence before turns: %.1f s in total, longest %.1f ms, %d timeouts (0.5 s).\n\n",
-          quiesce_total, quiesce_max * 1e3, quiesce_timeouts);
+              "faster.\n\n");
+  int noisy = 0, cases = 0;
+  for (int s = 0; s < opt.nshapes; s++)
+    for (int m = 1; m <= FKB_M_MAX; m++)
+      for (int mode = 0; mode < NMODES; mode++)
+        for (int ti = 0; ti < nnt; ti++) cases++, noisy += *noise_at(s, m, mode, nthreads_list[ti]) >= NOISY;
+  fprintf(md, "**Disturbance.** Waiting for the process's other threads to sleep before turns took %.1f s in "
+              "total (longest %.1f ms, %d waits cut at 0.5 s). Other processes used %.1f%% of the CPUs over the "
+              "run (machine busy time from /proc/stat minus this process's); %d of %d cases ran while they used "
+              "%.0f%% or more and are marked.\n\n",
+          quiesce_total, quiesce_max * 1e3, quiesce_timeouts, 100.0 * noise_run, noisy, cases, 100.0 * NOISY);
 
   /* summary: what the plot shows */
   for (int mi = 0; mi < 2; mi++) {
@@ -846,9 +983,8 @@ static void write_report(double elapsed, const char *machine, const char *argv_l
     for (int s = 0; s < opt.nshapes; s++) {
       fprintf(md, "| %lldx%lld |", (long long)opt.shapes[s].n, (long long)opt.shapes[s].k);
       for (int e = 0; e < NC; e++) {
-        const cell *c = cell_at(s, m, MODE_COLD, 1, e);
-        stats st = stats_of(c);
-        if (st.ok && probe_gbps[1] > 0) fprintf(md, " %.2f |", c->weight_bytes / st.med / 1e9 / probe_gbps[1]);
+        double fr = of_probe(cell_at(s, m, MODE_COLD, 1, e), s, m, MODE_COLD, 1);
+        if (fr >= 0) fprintf(md, " %.2f |", fr);
         else fprintf(md, " - |");
       }
       fputc('\n', md);
@@ -858,7 +994,7 @@ static void write_report(double elapsed, const char *machine, const char *argv_l
   fprintf(md, "![fraction of read bandwidth, cold, 1 thread](gemv.png)\n\n");
 
   fprintf(csv, "n,k,m,mode,threads,contender,status,median_us,min_us,max_us,gbps,of_probe,fk_exact_over_this,"
-               "fk_fast_over_this,samples,weight_bytes\n");
+               "fk_fast_over_this,samples,weight_bytes,probe_gbps_case\n");
   for (int s = 0; s < opt.nshapes; s++) {
     fprintf(md, "## %lld x %lld (N x K)\n\nBatch: %d call%s per sample. Shared bf16 copies: %zu.\n\n",
             (long long)opt.shapes[s].n, (long long)opt.shapes[s].k, batch_of[s], batch_of[s] > 1 ? "s" : "",
@@ -869,6 +1005,9 @@ static void write_report(double elapsed, const char *machine, const char *argv_l
           int nt = nthreads_list[ti];
           fprintf(md, "### %lldx%lld, M = %d, %s, %d thread%s\n\n", (long long)opt.shapes[s].n,
                   (long long)opt.shapes[s].k, m, mode_name[mode], nt, nt > 1 ? "s" : "");
+          if (*noise_at(s, m, mode, nt) >= NOISY)
+            fprintf(md, "Other processes used %.0f%% of the CPUs while this case ran: its times are disturbed.\n\n",
+                    100.0 * *noise_at(s, m, mode, nt));
           fprintf(md, "| contender | us median [min, max] | GB/s | of probe | fk exact / this | fk fast / this |\n"
                       "|---|---:|---:|---:|---:|---:|\n");
           stats bx = { 0, 0, 0, 0 }, bf = { 0, 0, 0, 0 };
@@ -881,21 +1020,24 @@ static void write_report(double elapsed, const char *machine, const char *argv_l
             if (!st.ok) {
               const char *why = c->why[0] ? c->why : "not run";
               fprintf(md, "| %s | not timed: %s | | | | |\n", name, why);
-              fprintf(csv, "%lld,%lld,%d,%s,%d,\"%s\",not timed,,,,,,,,0,\n", (long long)opt.shapes[s].n,
+              fprintf(csv, "%lld,%lld,%d,%s,%d,\"%s\",not timed,,,,,,,,0,,\n", (long long)opt.shapes[s].n,
                       (long long)opt.shapes[s].k, m, mode_name[mode], nt, name);
               continue;
             }
             double gbps = c->weight_bytes / st.med / 1e9;
             char frac[32], rx[32], rf[32];
-            snprintf(frac, sizeof frac, "%.2f", probe_gbps[nt] > 0 ? gbps / probe_gbps[nt] : 0.0);
+            double fr = of_probe(c, s, m, mode, nt);
+            if (fr >= 0) snprintf(frac, sizeof frac, "%.2f", fr);
+            else snprintf(frac, sizeof frac, "-");
             if (e == NC) snprintf(rx, sizeof rx, "-"), snprintf(rf, sizeof rf, "-");
             else fmt_ratio(rx, sizeof rx, &bx, &st), fmt_ratio(rf, sizeof rf, &bf, &st);
             fprintf(md, "| %s | %.1f [%.1f, %.1f] | %.1f | %s | %s | %s |\n", name, st.med * 1e6, st.min * 1e6,
                     st.max * 1e6, gbps, frac, rx, rf);
-            fprintf(csv, "%lld,%lld,%d,%s,%d,\"%s\",ok,%.3f,%.3f,%.3f,%.3f,%s,%s,%s,%d,%.0f\n",
+            fprintf(csv, "%lld,%lld,%d,%s,%d,\"%s\",ok,%.3f,%.3f,%.3f,%.3f,%s,%s,%s,%d,%.0f,%.3f\n",
                     (long long)opt.shapes[s].n, (long long)opt.shapes[s].k, m, mode_name[mode], nt, name,
-                    st.med * 1e6, st.min * 1e6, st.max * 1e6, gbps, frac, !strcmp(rx, "-") ? "" : rx,
-                    !strcmp(rf, "-") ? "" : rf, c->n, c->weight_bytes);
+                    st.med * 1e6, st.min * 1e6, st.max * 1e6, gbps, !strcmp(frac, "-") ? "" : frac,
+                    !strcmp(rx, "-") ? "" : rx, !strcmp(rf, "-") ? "" : rf, c->n, c->weight_bytes,
+                    probe_case(s, m, mode, nt));
           }
           fputc('\n', md);
         }
@@ -907,8 +1049,6 @@ static void write_report(double elapsed, const char *machine, const char *argv_l
 /* ---- main ------------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
-  const char *user_ct = getenv("FKB_REEXEC") ? NULL : getenv("OPENBLAS_CORETYPE");
-  if (user_ct && *user_ct) saved_coretype = strdup(user_ct);
   parse_options(argc, argv);
   ensure_environment(argv);
   main_tid = (pid_t)syscall(SYS_gettid);
@@ -940,13 +1080,18 @@ int main(int argc, char **argv) {
   probe = fkb_probe_create(PROBE_BYTES);
   if (!probe) die("out of memory for the %.2f GiB probe buffer", (double)PROBE_BYTES / (double)(1u << 30));
   cells = calloc((size_t)opt.nshapes * FKB_M_MAX * NMODES * FKB_THREADS_MAX * NE, sizeof *cells);
+  noise = calloc((size_t)opt.nshapes * FKB_M_MAX * NMODES * FKB_THREADS_MAX, sizeof *noise);
+  if (!noise) die("out of memory");
+  cpu_mark run_mark = cpu_mark_now();
   infos = calloc((size_t)opt.nshapes * NE, sizeof *infos);
   if (!cells || !infos) die("out of memory");
 
   fprintf(stderr, "fk_bench_gemv: %d shapes x M 1..%d x cold/hot x %d thread count%s, %d repetitions\n",
           opt.nshapes, FKB_M_MAX, nnt, nnt > 1 ? "s" : "", opt.reps);
+  cases_total = opt.nshapes * FKB_M_MAX * NMODES * nnt;
   for (int s = 0; s < opt.nshapes; s++) run_shape(s);
   team_stop();
+  noise_run = others_share(run_mark, cpu_mark_now());
 
   double elapsed = now() - t_start;
   compute_probe_medians();
@@ -958,8 +1103,8 @@ int main(int argc, char **argv) {
 
   for (size_t i = 0; i < (size_t)opt.nshapes * FKB_M_MAX * NMODES * FKB_THREADS_MAX * NE; i++) free(cells[i].s);
   free(cells);
+  free(noise);
   free(infos);
   fkb_probe_destroy(probe);
-  free(saved_coretype);
   return 0;
 }

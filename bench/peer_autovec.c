@@ -6,7 +6,9 @@
  * the slot loop is what gets vectorized; the weights of a 64-wide block are widened once and
  * shared by the M activation rows. Every fmaf is one fused multiply-add of one slot, in
  * increasing k: vectorizing across slots does not reorder anything, so the result is bit
- * identical to the scalar model (checked at the bench's startup). */
+ * identical to the scalar model (checked at the bench's startup). gcc 12 -fopt-info-vec reports
+ * the slot loop (the fmaf line) "vectorized using 64 byte vectors" and keeps all M x 4 zmm
+ * accumulators in registers across the K loop. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -206,20 +206,19 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   }
   dnnl_primitive_attr_destroy(attr);
 
-  /* detail: the implementations (deduplicated) and the layouts */
+  /* detail: the implementations (one line if every M and thread count got the same) and the layouts */
   size_t at = 0;
-  const char *seen[MAX_POOLS * 2];
-  int nseen = 0;
-  at += (size_t)snprintf(out->detail + at, sizeof out->detail - at, "impl");
+  int same = 1;
   for (int m = 0; m < FKB_M_MAX; m++)
-    for (int t = 0; t < p->nthreads_max; t++) {
-      const char *impl = st->prims[m][t].impl;
-      int dup = 0;
-      for (int i = 0; i < nseen; i++) dup |= strcmp(seen[i], impl) == 0;
-      if (dup || at >= sizeof out->detail) continue;
-      seen[nseen++] = impl;
-      at += (size_t)snprintf(out->detail + at, sizeof out->detail - at, " %s (M=%d %dT)", impl, m + 1, t + 1);
-    }
+    for (int t = 0; t < p->nthreads_max; t++) same &= strcmp(st->prims[m][t].impl, st->prims[0][0].impl) == 0;
+  if (same)
+    at += (size_t)snprintf(out->detail, sizeof out->detail, "impl %s for every M and thread count",
+                           st->prims[0][0].impl);
+  else
+    for (int m = 0; m < FKB_M_MAX; m++)
+      for (int t = 0; t < p->nthreads_max && at < sizeof out->detail; t++)
+        at += (size_t)snprintf(out->detail + at, sizeof out->detail - at, "%sM=%d %dT %s", at ? ", " : "impl ",
+                               m + 1, t + 1, st->prims[m][t].impl);
   for (int i = 0; i < st->npools && at < sizeof out->detail; i++) {
     char lay[96];
     describe(&st->pools[i].md, lay, sizeof lay);
