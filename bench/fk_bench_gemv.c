@@ -41,10 +41,15 @@
 
 static const fkb_contender contenders[] = {
 #ifdef FK_BENCH_WITH_FLASHKERN
-  { "flashkern exact", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_BITEXACT | FKB_F_FK_EXACT,
+  { "flashkern exact packed", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_BITEXACT | FKB_F_FK_EXACT,
+    fkb_flashkern_prepare_exact_packed, fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output,
+    fkb_flashkern_finish },
+  { "flashkern fast packed", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_FK_FAST, fkb_flashkern_prepare_fast_packed,
+    fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
+  { "flashkern exact", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_BITEXACT,
     fkb_flashkern_prepare_exact, fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output,
     fkb_flashkern_finish },
-  { "flashkern fast", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_FK_FAST, fkb_flashkern_prepare_fast,
+  { "flashkern fast", fkb_flashkern_version, 2, FKB_TEAM, 0, fkb_flashkern_prepare_fast,
     fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
   { "flashkern exact f32-out", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_BITEXACT | FKB_F_F32_OUT,
     fkb_flashkern_prepare_exact_f32, fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output,

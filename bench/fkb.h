@@ -148,6 +148,10 @@ int fkb_flashkern_prepare_exact_f32(const fkb_problem *p, const fkb_copies *c, f
                                     size_t errlen);
 int fkb_flashkern_prepare_fast_f32(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                    size_t errlen);
+int fkb_flashkern_prepare_exact_packed(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                       size_t errlen);
+int fkb_flashkern_prepare_fast_packed(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                      size_t errlen);
 int fkb_flashkern_select(void *state, int64_t m, int nthreads, char *err, size_t errlen);
 void fkb_flashkern_run(void *state, size_t copy, int tid, int nthreads);
 void fkb_flashkern_output(void *state, float *y);

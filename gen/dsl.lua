@@ -400,8 +400,21 @@ place_args = function(self)
       for _, b in ipairs(sub_blocks(op)) do substitute(b, from, to) end
     end
   end
-  local function place(op, ps)
-    -- longest common prefix of blocks, then the earliest index in the deepest common block
+  local function clone_of(op)
+    self.nops = self.nops + 1
+    local c = { id = self.nops, op = op.op, src = { op.src[1] }, attr = op.attr, line = op.line }
+    c.dst = new_value(self, op.dst.type)
+    c.dst.line, c.dst.name = op.dst.line, op.dst.name
+    return c
+  end
+  local function is_loop(o) return o.op == "for_tiles" or o.op == "for_rows" end
+  -- a row loop or a dispatch whose body holds every use: place inside it, per body, so the field
+  -- is reloaded per row rather than held across the loop (a tile loop keeps it in a register)
+  local function descends(o) return o.op == "for_rows" or o.op == "cases" end
+
+  local place
+  place = function(op, ps)
+    -- longest common prefix of blocks
     local depth = 1
     while true do
       local b = ps[1][depth] and ps[1][depth].block
@@ -411,38 +424,63 @@ place_args = function(self)
       depth = depth + 1
     end
     depth = depth - 1
-    local block, index = ps[1][depth].block, ps[1][depth].index
-    -- alternatives (the arms of a dispatch, the grouped and remainder bodies of a row loop):
-    -- when every use lies inside them, each loads the field itself; a row body reloading a
-    -- field per row costs one L1 load, a field held across the loop costs a register
-    local split = block[index].op == "cases" or block[index].op == "for_rows"
+    local block = ps[1][depth].block
+    -- group the uses by their op in this block, in order
+    local by_index, idxs = {}, {}
     for _, p in ipairs(ps) do
-      if p[depth].index < index then index = p[depth].index end
-      split = split and p[depth].index == ps[1][depth].index and p[depth + 1] ~= nil
+      local k = p[depth].index
+      if not by_index[k] then by_index[k] = {}; idxs[#idxs + 1] = k end
+      by_index[k][#by_index[k] + 1] = p
     end
-    if split then
-      local arms, order = {}, {}
-      for _, p in ipairs(ps) do
-        local arm = p[depth + 1].block
-        if not arms[arm] then arms[arm] = {}; order[#order + 1] = arm end
-        arms[arm][#arms[arm] + 1] = p
+    table.sort(idxs)
+    -- runs of uses not separated by a loop share one load; a use that is (inside) a row loop or
+    -- a dispatch, with every use of its run inside, is placed within it instead
+    local segments, cur = {}, nil
+    for _, k in ipairs(idxs) do
+      local deeper = true
+      for _, p in ipairs(by_index[k]) do deeper = deeper and p[depth + 1] ~= nil end
+      local own = descends(block[k]) and deeper
+      local split = own or not cur or cur.own or is_loop(block[cur.last])
+      if not split then
+        for q = cur.last + 1, k - 1 do split = split or is_loop(block[q]) end
       end
-      for k, arm in ipairs(order) do
-        local clone = op
-        if k > 1 then
-          self.nops = self.nops + 1
-          clone = { id = self.nops, op = op.op, src = { op.src[1] }, attr = op.attr, line = op.line }
-          clone.dst = new_value(self, op.dst.type)
-          clone.dst.line, clone.dst.name = op.dst.line, op.dst.name
-          substitute(arm, op.dst, clone.dst)
+      if split then
+        cur = { first = k, last = k, own = own, paths = {} }
+        segments[#segments + 1] = cur
+      end
+      cur.last = k
+      for _, p in ipairs(by_index[k]) do cur.paths[#cur.paths + 1] = p end
+    end
+    for si, seg in ipairs(segments) do
+      local clone = op
+      if si > 1 then
+        clone = clone_of(op)
+        local slice = {}
+        for q = seg.first, seg.last do slice[#slice + 1] = block[q] end
+        substitute(slice, op.dst, clone.dst)
+      end
+      if seg.own then
+        -- one load per body (arm, grouped rows, remainder rows), each placed inside it
+        local subs, order = {}, {}
+        for _, p in ipairs(seg.paths) do
+          local b = p[depth + 1].block
+          if not subs[b] then subs[b] = {}; order[#order + 1] = b end
+          subs[b][#subs[b] + 1] = p
         end
-        place(clone, arms[arm])
+        for bi, b in ipairs(order) do
+          local c = clone
+          if bi > 1 then
+            c = clone_of(op)
+            substitute(b, clone.dst, c.dst)
+          end
+          place(c, subs[b])
+        end
+      else
+        if not inserts[block] then inserts[block] = {} end
+        local l = inserts[block]
+        l[#l + 1] = { index = seg.first, op = clone }
       end
-      return
     end
-    if not inserts[block] then inserts[block] = {} end
-    local l = inserts[block]
-    l[#l + 1] = { index = index, op = op }
   end
   for _, op in ipairs(self.pending) do
     if paths[op.dst] then place(op, paths[op.dst]) end

@@ -153,7 +153,16 @@ local function run()
     local t = chunk()
     check_template(path, src, t, leaf_name)
     local thash = SHA1.git_blob(src)
-    local leaf = { leaf = leaf_name, path = path, doc = t.doc, forms = {} }
+    local leaf = { leaf = leaf_name, path = path, doc = t.doc, forms = {}, exports = {} }
+    -- constants the template publishes for C (a layout the runtime must honour, ...)
+    for _, key in ipairs(C.sorted_keys(t.exports or {})) do
+      local v = t.exports[key]
+      if type(key) ~= "string" or not key:match("^[A-Z][A-Z0-9_]*$") or type(v) ~= "number" or v ~= math.floor(v) then
+        DSL.raise(path, "exports: " .. tostring(key) .. " must be an UPPER_CASE name with an integer value",
+                  line_matching(src, "^%s*exports%s*="))
+      end
+      leaf.exports[#leaf.exports + 1] = { key = key, value = v }
+    end
     leaves[#leaves + 1] = leaf
     for _, form in ipairs(t.forms) do
       local id = "fk_" .. leaf_name .. "_" .. form.name

@@ -47,6 +47,9 @@ function M.leaves_h(leaves, stamps, banner)
   for _, leaf in ipairs(leaves) do
     w("")
     w("/* ---- " .. leaf.leaf .. " (" .. leaf.path .. "): " .. leaf.doc .. " ---- */")
+    for _, e in ipairs(leaf.exports) do
+      w(string.format("#define FK_%s_%s %d", leaf.leaf:upper(), e.key, e.value))
+    end
     for _, form in ipairs(leaf.forms) do
       w("")
       w("typedef struct " .. form.id .. "_args {")

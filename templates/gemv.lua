@@ -27,15 +27,23 @@
 --
 -- xs (caller scratch, per call and per thread): m * round_up(k, 64) floats.
 
+local PACK_ROWS, TILE = 4, 64
+
 local function args(form)
   local out = form.f32 and "float *" or "uint16_t *"
-  local a = {
-    { "w", "const uint16_t *", doc = "weights: row n at w + n * ldw" },
-    { "ldw", "int64_t", doc = "row stride of w in elements, >= k" },
+  local a = {}
+  if form.packed then
+    a[#a + 1] = { "w", "const uint16_t *", doc = "weights packed by fk_gemv_pack (FK_GEMV_PACK_ROWS rows per group)" }
+  else
+    a[#a + 1] = { "w", "const uint16_t *", doc = "weights: row n at w + n * ldw" }
+    a[#a + 1] = { "ldw", "int64_t", doc = "row stride of w in elements, >= k" }
+  end
+  local rest = {
     { "x", "const float *", doc = "activations: row j at x + j * ldx" },
     { "ldx", "int64_t", doc = "row stride of x in elements, >= k" },
     { "xs", "float *", scratch = true, doc = "scratch: m * round_up(k, 64) floats, one per thread" },
   }
+  for _, r in ipairs(rest) do a[#a + 1] = r end
   if form.bias then a[#a + 1] = { "bias", "const float *", doc = "f32 bias, indexed by row n" } end
   if form.add then a[#a + 1] = { "r", "const uint16_t *", doc = "bf16 residual, indexed like y" } end
   a[#a + 1] = { "y", out, doc = "output (j, n) at y + y_off + j * ldy + n" }
@@ -43,7 +51,8 @@ local function args(form)
   a[#a + 1] = { "ldy", "int64_t", doc = "stride between activation rows of the destination" }
   a[#a + 1] = { "m", "int64_t", doc = "activation rows, 1..4" }
   a[#a + 1] = { "k", "int64_t", doc = "reduction length, >= 1" }
-  a[#a + 1] = { "row_begin", "int64_t", doc = "first weight row" }
+  a[#a + 1] = { "row_begin", "int64_t", doc = form.packed and "first weight row, a multiple of FK_GEMV_PACK_ROWS"
+                                                              or "first weight row" }
   a[#a + 1] = { "row_end", "int64_t", doc = "one past the last weight row" }
   return a
 end
@@ -75,19 +84,31 @@ return {
   leaf = "gemv",
   doc = "BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations",
   tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "bf16", "avx512bf16" } },
-  params = { chains = 4, tile = 64, tree = "halving", max_m = 4, max_rows = 1, prefetch = 0 },
+  params = { chains = 4, tile = TILE, tree = "halving", max_m = 4, max_rows = 1, prefetch = 1024,
+             pack_rows = PACK_ROWS },
+  -- the packed weight layout, for runtime/fk_pack.c: groups of PACK_ROWS rows (the last one
+  -- padded with zero rows); per group, per TILE-element tile of k (the last padded with zeros),
+  -- the group's rows one after another: row n, element k at
+  --   ((n / PACK_ROWS) * ceil(k_total / TILE) + k / TILE) * PACK_ROWS * TILE + (n % PACK_ROWS) * TILE + k % TILE
+  -- so a pass over a group is one sequential stream, and one xs load serves PACK_ROWS rows
+  exports = { PACK_ROWS = PACK_ROWS, PACK_TILE = TILE },
   check = function(p, need)
     need(p.chains == 4 and p.tile == 64, "the lane mapping is written for 4 chains over 64-element tiles")
     need(p.tree == "halving", "tree must be 'halving'")
     need(p.max_m >= 1 and p.max_m <= 4, "max_m must be 1..4")
     need(p.max_rows >= 1 and p.max_rows <= 8, "max_rows must be 1..8")
     need(p.prefetch >= 0 and p.prefetch % 64 == 0, "prefetch: a distance in elements, a multiple of 64 (0: none)")
+    need(p.pack_rows == 2 or p.pack_rows == 4, "pack_rows must be 2 or 4")
   end,
   forms = {
     form("f32", { f32 = true }),
     form("f32_bias", { f32 = true, bias = true }),
     form("bf16_rne", {}),
     form("bf16_rne_add", { add = true }),
+    form("f32_packed", { f32 = true, packed = true }),
+    form("f32_bias_packed", { f32 = true, bias = true, packed = true }),
+    form("bf16_rne_packed", { packed = true }),
+    form("bf16_rne_add_packed", { add = true, packed = true }),
   },
   body = function(t, p, form_)
     local a = t.arg
@@ -112,60 +133,104 @@ return {
           end
         end)
       end
-      -- schedule: all m activation rows share each pass over the weights when the accumulators
-      -- fit, and `rows` weight rows share each xs load; neither changes a sum's order
+      -- schedule: `rows` weight rows share each xs load (a packed group, or max_rows row-major
+      -- rows), and as many of the m activation rows as the accumulators fit share each pass
+      -- over the weights; neither changes a sum's order
       local nchains = fast and 2 or 4
       local budget = t.caps.vectors - 1                  -- one x vector in flight
-      local group = math.max(1, math.min(M, math.floor((budget - 2) / nchains)))
-      local per_row = group * nchains + (fast and 1 or 2)  -- accumulators, raw w (+ widened w)
-      local rows = math.max(1, math.min(p.max_rows, math.floor(budget / per_row)))
+      local wregs = fast and 1 or 2                      -- raw w (+ widened w) per row
+      local function group_for(nrows)
+        return math.max(1, math.min(M, math.floor((budget - nrows * wregs) / (nrows * nchains))))
+      end
+      local rows = form_.packed and p.pack_rows
+                   or math.max(1, math.min(p.max_rows, math.floor(budget / (group_for(1) * nchains + wregs))))
+      local kpad = form_.packed and t:iand(t:add(a.k, p.tile - 1), -p.tile)
       t:for_rows(a.row_begin, a.row_end, rows, function(n, nrows)
-        local wrow = {}
-        for r = 0, nrows - 1 do wrow[r] = t:addr(a.w, t:mul(t:add(n, r), a.ldw), 2) end
-        for g0 = 0, M - 1, group do
-          local js = {}
-          for j = g0, math.min(g0 + group, M) - 1 do js[#js + 1] = j end
-          local acc = {}
-          for r = 0, nrows - 1 do
-            acc[r] = {}
-            for _, j in ipairs(js) do
-              acc[r][j] = {}
-              for c = 0, nchains - 1 do acc[r][j][c] = t:zero() end
+        -- row_at(rs): for the rows of a pass, { pointer, element offset } of where each row's
+        -- elements start (computed per pass: only that pass's pointers hold registers; a packed
+        -- group shares one pointer); widx(i): the element index of tile i from there
+        local row_at, widx
+        if form_.packed then
+          local pr = p.pack_rows
+          if nrows == pr then
+            row_at = function(rs)                            -- n is a multiple of pack_rows
+              local base, at = t:addr(a.w, t:mul(n, kpad), 2), {}
+              for _, r in ipairs(rs) do at[r] = { base, p.tile * r } end
+              return at
+            end
+          else
+            row_at = function(rs)
+              local base = t:addr(a.w, t:mul(t:iand(n, -pr), kpad), 2)
+              return { [rs[1]] = { t:addr(base, t:mul(t:iand(n, pr - 1), p.tile), 2), 0 } }
             end
           end
-          t:for_tiles(a.k, p.tile, function(i, tail)
-            local im = t:mul(i, M)
-            if p.prefetch > 0 then
-              for r = 0, nrows - 1 do t:prefetch(wrow[r], i, p.prefetch, 2) end
+          widx = function(i) return t:mul(i, pr) end
+        else
+          row_at = function(rs)
+            local at = {}
+            for _, r in ipairs(rs) do at[r] = { t:addr(a.w, t:mul(t:add(n, r), a.ldw), 2), 0 } end
+            return at
+          end
+          widx = function(i) return i end
+        end
+        -- rows of this pass that fit the accumulators together (a small register file walks
+        -- a packed group one row at a time)
+        local sub = nrows
+        while sub > 1 and sub * (nchains * group_for(sub) + wregs) > budget do sub = sub - 1 end
+        for r0 = 0, nrows - 1, sub do
+          local rs = {}
+          for r = r0, math.min(r0 + sub, nrows) - 1 do rs[#rs + 1] = r end
+          local group = group_for(#rs)
+          local wrow = row_at(rs)
+          for g0 = 0, M - 1, group do
+            local js = {}
+            for j = g0, math.min(g0 + group, M) - 1 do js[#js + 1] = j end
+            local acc = {}
+            for _, r in ipairs(rs) do
+              acc[r] = {}
+              for _, j in ipairs(js) do
+                acc[r][j] = {}
+                for c = 0, nchains - 1 do acc[r][j][c] = t:zero() end
+              end
             end
-            for h = 0, 1 do
-              local raw = {}
-              for r = 0, nrows - 1 do raw[r] = t:load_raw(wrow[r], i, 32 * h, tail and tail(32 * h)) end
-              if fast then
-                for _, j in ipairs(js) do
-                  local xr = t:load_raw(a.xs, im, 64 * j + 32 * h)
-                  for r = 0, nrows - 1 do t:dot_bf16_acc(acc[r][j][h], raw[r], xr) end
+            t:for_tiles(a.k, p.tile, function(i, tail)
+              local im, wi = t:mul(i, M), widx(i)
+              if p.prefetch > 0 then
+                for _, r in ipairs(rs) do t:prefetch(wrow[r][1], wi, wrow[r][2] + p.prefetch, 2) end
+              end
+              for h = 0, 1 do
+                local raw = {}
+                for _, r in ipairs(rs) do
+                  -- packed rows are zero-padded to the tile: their tail needs no masked load
+                  raw[r] = t:load_raw(wrow[r][1], wi, wrow[r][2] + 32 * h,
+                                      (tail and not form_.packed) and tail(32 * h) or nil)
                 end
-              else
-                for par = 0, 1 do
-                  local c = 2 * h + par
-                  local wv = {}
-                  for r = 0, nrows - 1 do wv[r] = par == 0 and t:bf16_even(raw[r]) or t:bf16_odd(raw[r]) end
+                if fast then
                   for _, j in ipairs(js) do
-                    local xv = t:load_f32(a.xs, im, 64 * j + 16 * c)
-                    for r = 0, nrows - 1 do
-                      t:fma_acc(acc[r][j][c], wv[r], xv, tail and tail(32 * h + par, 2))
+                    local xr = t:load_raw(a.xs, im, 64 * j + 32 * h)
+                    for _, r in ipairs(rs) do t:dot_bf16_acc(acc[r][j][h], raw[r], xr) end
+                  end
+                else
+                  for par = 0, 1 do
+                    local c = 2 * h + par
+                    local wv = {}
+                    for _, r in ipairs(rs) do wv[r] = par == 0 and t:bf16_even(raw[r]) or t:bf16_odd(raw[r]) end
+                    for _, j in ipairs(js) do
+                      local xv = t:load_f32(a.xs, im, 64 * j + 16 * c)
+                      for _, r in ipairs(rs) do
+                        t:fma_acc(acc[r][j][c], wv[r], xv, tail and tail(32 * h + par, 2))
+                      end
                     end
                   end
                 end
               end
-            end
-          end)
-          for r = 0, nrows - 1 do
-            for _, j in ipairs(js) do
-              local q = acc[r][j]
-              local v = fast and t:add(q[0], q[1]) or t:add(t:add(q[0], q[1]), t:add(q[2], q[3]))
-              finish(t, form_, a, t:reduce_add(v, p.tree), j, t:add(n, r))
+            end)
+            for _, r in ipairs(rs) do
+              for _, j in ipairs(js) do
+                local q = acc[r][j]
+                local v = fast and t:add(q[0], q[1]) or t:add(t:add(q[0], q[1]), t:add(q[2], q[3]))
+                finish(t, form_, a, t:reduce_add(v, p.tree), j, t:add(n, r))
+              end
             end
           end
         end

@@ -10,10 +10,10 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 # case name | sed script applied to templates/gemv.lua | expected message regex (after "error: ")
 cases=(
-  "bad param|s/params = { chains = 4, tile = 64/params = { chains = 3, tile = 64/|params: the lane mapping is written for 4 chains over 64-element tiles"
+  "bad param|s/params = { chains = 4, tile = TILE/params = { chains = 3, tile = TILE/|params: the lane mapping is written for 4 chains over 64-element tiles"
   "type error|s/t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, t:rne(s))/t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, t:rne(a.x))/|rne: expected a value of type s, got a value of type i"
   "unknown arg|s/t:load_f32(xrow, i, 16 \\* q/t:load_f32(a.xx, i, 16 * q/|no argument named 'xx' in form 'f32'"
-  "registers|s/math.floor((budget - 2) \\/ nchains)/M/|out of vec registers"
+  "registers|s/math.floor((budget - nrows \\* wregs) \\/ (nrows \\* nchains))/M/|out of vec registers"
   "syntax|s/^return {/return {{/|"
   "bad arg type|s/{ \"ldw\", \"int64_t\"/{ \"ldw\", \"int32_t\"/|argument 'ldw': unsupported C type 'int32_t'"
   "unknown variant|s/fast = { \"bf16\", \"avx512bf16\" }/fast = { \"bf16\", \"sve\" }/|tiers: no fast-tier variant named 'sve'"

@@ -348,16 +348,40 @@ int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases) {
     cr_assert(fkfix_load(paths[i], &fx[i], err, sizeof err) == 0, "%s", err);
     cr_assert(fkt_fixture_call(&fx[i], &calls[i], err, sizeof err) == 0, "%s", err);
   }
+  /* the packed forms answer to the same evidence: each gemv fixture also runs packed */
+  fkh_call *packed = calloc((size_t)n, sizeof *packed);
+  int *has_packed = calloc((size_t)n, sizeof *has_packed);
+  cr_assert(packed && has_packed);
+  for (int i = 0; i < n; i++) {
+    char id[96];
+    snprintf(id, sizeof id, "%s_packed", fkh_forms[calls[i].form].id);
+    if (fkh_form_index(id) >= 0) {
+      fkt_gemv_pack_call(&calls[i], id, &packed[i]);
+      has_packed[i] = 1;
+    }
+  }
   run_or_fail(t, calls, n);
-  int bad = 0;
+  for (int i = 0; i < n; i++)
+    if (has_packed[i]) run_or_fail(t, &packed[i], 1);
+  int bad = 0, npacked = 0;
   for (int i = 0; i < n; i++) {
     char msg[600];
     int b = fkt_fixture_check(&fx[i], &calls[i], fkt_is_fast(t), msg, sizeof msg);
+    if (has_packed[i]) {
+      int bp = fkt_fixture_check(&fx[i], &packed[i], fkt_is_fast(t), msg + (b ? 0 : 0), sizeof msg);
+      if (bp && bad + b < 8) cr_log_error("%s (packed): %s", t->label, msg);
+      b += bp;
+      npacked++;
+      fkh_call_free(&packed[i]);
+    }
     if (b && bad < 8) cr_log_error("%s: %s", t->label, msg);
     bad += b;
     fkh_call_free(&calls[i]);
     fkfix_free(&fx[i]);
   }
+  if (npacked) cr_log_info("%s: %d fixtures also ran through the packed forms", t->label, npacked);
+  free(packed);
+  free(has_packed);
   free(calls);
   free(fx);
   fkfix_list_free(paths, n);

@@ -20,8 +20,10 @@
 
 FKT_LEAF_SUITE(gemv, fkt_gemv_cases)
 
-static const char *const forms[] = { "gemv_f32", "gemv_f32_bias", "gemv_bf16_rne", "gemv_bf16_rne_add" };
-enum { NFORMS = 4 };
+static const char *const forms[] = { "gemv_f32", "gemv_f32_bias", "gemv_bf16_rne", "gemv_bf16_rne_add",
+                                     "gemv_f32_packed", "gemv_f32_bias_packed", "gemv_bf16_rne_packed",
+                                     "gemv_bf16_rne_add_packed" };
+enum { NFORMS = 8 };
 
 /* ---------------------------------------------------------------- fast tier ------------ */
 
@@ -156,13 +158,15 @@ ParameterizedTestParameters(gemv, row_ranges) {
   return cr_make_param_array(fkh_target, range_targets + 1, (size_t)(n - 1));
 }
 
-/* part p = weight row row_begin + p alone */
+/* part p = weight row row_begin + p alone; for the packed forms, whose row_begin is a whole
+ * group, part p = group p alone (its rows computed together, then the remainder path) */
 static int split_rows(const fkh_call *whole, int p, fkh_call *out) {
-  int64_t rb = fkh_i64_of(whole, "row_begin");
-  if (rb + p >= fkh_i64_of(whole, "row_end")) return 0;
+  int64_t rb = fkh_i64_of(whole, "row_begin"), re = fkh_i64_of(whole, "row_end");
+  int64_t step = fkh_field_index(whole, "ldw") >= 0 ? 1 : FK_GEMV_PACK_ROWS;
+  if (rb + p * step >= re) return 0;
   fkh_call_copy(out, whole);
-  fkh_set_i64(out, "row_begin", rb + p);
-  fkh_set_i64(out, "row_end", rb + p + 1);
+  fkh_set_i64(out, "row_begin", rb + p * step);
+  fkh_set_i64(out, "row_end", rb + (p + 1) * step < re ? rb + (p + 1) * step : re);
   return 1;
 }
 

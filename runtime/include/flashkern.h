@@ -66,6 +66,18 @@ typedef struct fk_leaf {
  * environment, each resolution is logged to stderr. */
 fk_status fk_leaf_resolve(const char *form, fk_tier tier, uint64_t features, fk_leaf *out, fk_error *err);
 
+/* fk_gemv_packed_elems(): elements (bf16) of the packed copy of an n x k weight matrix, 0 when
+ * n or k is < 1 or the size overflows. */
+size_t fk_gemv_packed_elems(int64_t n, int64_t k);
+
+/* fk_gemv_pack(): writes the n x k row-major bf16 weights w (row stride ldw) into out in the
+ * layout the gemv *_packed forms read (templates/gemv.lua: FK_GEMV_PACK_ROWS rows per group,
+ * FK_GEMV_PACK_TILE elements per tile, zero padding). Call it before readiness, once.
+ * @return FK_OK; FK_EINVAL naming the argument when a pointer is NULL, n or k < 1, ldw < k, or
+ * out holds fewer than fk_gemv_packed_elems(n, k) elements (out is then untouched). */
+fk_status fk_gemv_pack(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, uint16_t *out, size_t out_elems,
+                       fk_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,5 +47,9 @@ void fkc_gemv_f32(const fk_gemv_f32_args *a, fkc_perturb p);
 void fkc_gemv_f32_bias(const fk_gemv_f32_bias_args *a, fkc_perturb p);
 void fkc_gemv_bf16_rne(const fk_gemv_bf16_rne_args *a, fkc_perturb p);
 void fkc_gemv_bf16_rne_add(const fk_gemv_bf16_rne_add_args *a, fkc_perturb p);
+void fkc_gemv_f32_packed(const fk_gemv_f32_packed_args *a, fkc_perturb p);
+void fkc_gemv_f32_bias_packed(const fk_gemv_f32_bias_packed_args *a, fkc_perturb p);
+void fkc_gemv_bf16_rne_packed(const fk_gemv_bf16_rne_packed_args *a, fkc_perturb p);
+void fkc_gemv_bf16_rne_add_packed(const fk_gemv_bf16_rne_add_packed_args *a, fkc_perturb p);
 
 #endif

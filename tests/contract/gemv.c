@@ -6,7 +6,8 @@
  * Then v[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]), the halving tree sums v, and
  * the destination op applies: y = s | s + bias[n] | RNE(s) | RNE(s + r). The destination of
  * (j, n) is y + y_off + j*ldy + n (r is indexed the same way). The xs scratch is the stamps'
- * business: the model neither reads nor writes it. */
+ * business: the model neither reads nor writes it. The *_packed forms compute the same sums
+ * over weights in the packed layout. */
 #include <math.h>
 
 #include "contract.h"
@@ -26,25 +27,56 @@ static float row_sum(const uint16_t *w, const float *x, int64_t k, fkc_perturb p
   return fkc_reduce16(v, p);
 }
 
-/* The common shape of every form: sum(j, n), then dest(j, n, s, offset of (j, n)). */
-#define FKC_GEMV_LOOP(a, p, DEST) \
+/* Row n of a packed matrix (templates/gemv.lua: "the packed weight layout"), read element by
+ * element from the layout's formula, independently of the packer: row n, element k at
+ *   ((n / ROWS) * ceil(K / TILE) + k / TILE) * ROWS * TILE + (n % ROWS) * TILE + k % TILE */
+enum { MAXK = 1 << 16 };
+static uint16_t rowbuf[MAXK];
+
+static const uint16_t *packed_row(const uint16_t *wp, int64_t n, int64_t k) {
+  const int64_t R = FK_GEMV_PACK_ROWS, T = FK_GEMV_PACK_TILE, tiles = (k + T - 1) / T;
+  for (int64_t i = 0; i < k; i++) rowbuf[i] = wp[((n / R) * tiles + i / T) * R * T + (n % R) * T + i % T];
+  return rowbuf;
+}
+
+/* The common shape of every form: sum(j, n) over the row ROW, then dest(j, n, s, at) where at
+ * is the destination index of (j, n). */
+#define FKC_GEMV_LOOP(a, p, ROW, DEST) \
   for (int64_t n = (a)->row_begin; n < (a)->row_end; n++) \
     for (int64_t j = 0; j < (a)->m; j++) { \
-      float s = row_sum((a)->w + n * (a)->ldw, (a)->x + j * (a)->ldx, (a)->k, (p)); \
+      float s = row_sum((ROW), (a)->x + j * (a)->ldx, (a)->k, (p)); \
       int64_t at = (a)->y_off + j * (a)->ldy + n; \
       DEST; \
     }
+#define RM(a) ((a)->w + n * (a)->ldw)
+#define PK(a) packed_row((a)->w, n, (a)->k)
 
-void fkc_gemv_f32(const fk_gemv_f32_args *a, fkc_perturb p) { FKC_GEMV_LOOP(a, p, a->y[at] = s) }
+void fkc_gemv_f32(const fk_gemv_f32_args *a, fkc_perturb p) { FKC_GEMV_LOOP(a, p, RM(a), a->y[at] = s) }
 
 void fkc_gemv_f32_bias(const fk_gemv_f32_bias_args *a, fkc_perturb p) {
-  FKC_GEMV_LOOP(a, p, a->y[at] = s + a->bias[n])
+  FKC_GEMV_LOOP(a, p, RM(a), a->y[at] = s + a->bias[n])
 }
 
 void fkc_gemv_bf16_rne(const fk_gemv_bf16_rne_args *a, fkc_perturb p) {
-  FKC_GEMV_LOOP(a, p, a->y[at] = fkc_rne_bits(fkc_f32_bits(s), p))
+  FKC_GEMV_LOOP(a, p, RM(a), a->y[at] = fkc_rne_bits(fkc_f32_bits(s), p))
 }
 
 void fkc_gemv_bf16_rne_add(const fk_gemv_bf16_rne_add_args *a, fkc_perturb p) {
-  FKC_GEMV_LOOP(a, p, a->y[at] = fkc_rne_bits(fkc_f32_bits(s + fkc_bf16_to_f32(a->r[at])), p))
+  FKC_GEMV_LOOP(a, p, RM(a), a->y[at] = fkc_rne_bits(fkc_f32_bits(s + fkc_bf16_to_f32(a->r[at])), p))
+}
+
+void fkc_gemv_f32_packed(const fk_gemv_f32_packed_args *a, fkc_perturb p) {
+  FKC_GEMV_LOOP(a, p, PK(a), a->y[at] = s)
+}
+
+void fkc_gemv_f32_bias_packed(const fk_gemv_f32_bias_packed_args *a, fkc_perturb p) {
+  FKC_GEMV_LOOP(a, p, PK(a), a->y[at] = s + a->bias[n])
+}
+
+void fkc_gemv_bf16_rne_packed(const fk_gemv_bf16_rne_packed_args *a, fkc_perturb p) {
+  FKC_GEMV_LOOP(a, p, PK(a), a->y[at] = fkc_rne_bits(fkc_f32_bits(s), p))
+}
+
+void fkc_gemv_bf16_rne_add_packed(const fk_gemv_bf16_rne_add_packed_args *a, fkc_perturb p) {
+  FKC_GEMV_LOOP(a, p, PK(a), a->y[at] = fkc_rne_bits(fkc_f32_bits(s + fkc_bf16_to_f32(a->r[at])), p))
 }

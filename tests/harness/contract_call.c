@@ -18,6 +18,10 @@ static const struct { const char *id; contract_fn fn; } models[] = {
   { "gemv_f32_bias", (contract_fn)(void (*)(void))fkc_gemv_f32_bias },
   { "gemv_bf16_rne", (contract_fn)(void (*)(void))fkc_gemv_bf16_rne },
   { "gemv_bf16_rne_add", (contract_fn)(void (*)(void))fkc_gemv_bf16_rne_add },
+  { "gemv_f32_packed", (contract_fn)(void (*)(void))fkc_gemv_f32_packed },
+  { "gemv_f32_bias_packed", (contract_fn)(void (*)(void))fkc_gemv_f32_bias_packed },
+  { "gemv_bf16_rne_packed", (contract_fn)(void (*)(void))fkc_gemv_bf16_rne_packed },
+  { "gemv_bf16_rne_add_packed", (contract_fn)(void (*)(void))fkc_gemv_bf16_rne_add_packed },
 };
 
 void fkh_invoke_contract(fkh_call *c, int perturb) {

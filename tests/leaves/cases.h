@@ -18,6 +18,7 @@ void fkt_free_cases(fkh_call *calls, int n);
  * with its bound for the tier (fixtures/README.md: gemv_f64, gemv_fast_f64); the output as
  * a double; whether a value is within (NaN and infinities by class). */
 int64_t fkt_gemv_xs_elems(int64_t m, int64_t k);
+void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *out);
 double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *err);
 double fkt_gemv_bound(fkh_call *c, double ref, double e, double refs);
 double fkt_gemv_output(fkh_call *c, int64_t j, int64_t n);

@@ -4,9 +4,11 @@
  * pre-filled with a canary everywhere (slots outside (j, n) in [0, m) x [row_begin, row_end)
  * must keep it: a strided destination writes only its slots). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cases.h"
+#include "flashkern.h"
 
 typedef struct shape {
   int64_t k, row_begin, row_end, ldw, m, ldx, y_off, ldy;
@@ -73,7 +75,52 @@ static void cancel_case(fkt_list *l, const char *form, const char *name, int64_t
   w[2 * k + 1] = 0x4000;
 }
 
+/* The packed counterpart of a row-major case: every field copied but w (packed by the runtime's
+ * fk_gemv_pack) and ldw (gone); row_begin rounded down to a whole group, as the packed forms
+ * require (the extra rows are computed like the others). */
+void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *out) {
+  fkh_call_init(out, packed_form, rm->name);
+  out->nan_policy = rm->nan_policy;
+  const fkh_form *from = &fkh_forms[rm->form], *to = &fkh_forms[out->form];
+  for (int i = 0; i < to->nfields; i++) {
+    const char *name = to->fields[i].name;
+    int f = fkh_field_index(rm, name);
+    if (!strcmp(name, "w")) continue;
+    if (f < 0) { fprintf(stderr, "fkt: %s has no field %s\n", from->id, name); exit(2); }
+    if (to->fields[i].kind == FK_FIELD_PTR) {
+      fkh_buf_alloc(&out->v[i].buf, rm->v[f].buf.nbytes);
+      memcpy(out->v[i].buf.alloc, rm->v[f].buf.alloc, rm->v[f].buf.nbytes + 2 * FKH_GUARD);
+    } else {
+      out->v[i] = rm->v[f];
+    }
+  }
+  int64_t k = fkh_i64_of(rm, "k"), re = fkh_i64_of(rm, "row_end"), rb = fkh_i64_of(rm, "row_begin");
+  fkh_set_i64(out, "row_begin", rb / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS);
+  size_t elems = fk_gemv_packed_elems(re > 0 ? re : 1, k);
+  uint16_t *wp = fkh_set_buf(out, "w", elems);
+  fk_error err;
+  const uint16_t *w = (const uint16_t *)rm->v[fkh_field_index(rm, "w")].buf.data;
+  if (re > 0 && fk_gemv_pack(w, fkh_i64_of(rm, "ldw"), re, k, wp, elems, &err) != FK_OK) {
+    fprintf(stderr, "fkt: fk_gemv_pack: %s\n", err.message);
+    exit(2);
+  }
+}
+
 int fkt_gemv_cases(const char *form, fkh_call **out) {
+  const char *packed = strstr(form, "_packed");
+  if (packed) {
+    /* the row-major cases of the same destination, with their weights packed */
+    char rm_form[64];
+    snprintf(rm_form, sizeof rm_form, "%.*s", (int)(packed - form), form);
+    fkh_call *rm;
+    int n = fkt_gemv_cases(rm_form, &rm);
+    fkh_call *calls = calloc((size_t)n, sizeof *calls);
+    if (!calls) exit(2);
+    for (int i = 0; i < n; i++) fkt_gemv_pack_call(&rm[i], form, &calls[i]);
+    fkt_free_cases(rm, n);
+    *out = calls;
+    return n;
+  }
   fkt_list l = { 0 };
   fkh_rng rng = { 0x6e6d76u };
   char name[96];

@@ -31,13 +31,20 @@ double fkt_gemv_output(fkh_call *c, int64_t j, int64_t n) {
  * sum's own error is far below every bound here). *err gets E, the f32 evaluation's error bound
  * for the tier before any output rounding (exact: gamma(d)*A + d*eta; fast: the x rounding X,
  * the flushed products F, gamma(2d)*B + d*2^-126). */
+/* Weight (n, i) of a call, row-major or packed (the layout's formula, as in the contract). */
+static uint16_t w_at(fkh_call *c, int64_t n, int64_t i) {
+  const uint16_t *w = fkh_buf_of(c, "w");
+  if (fkh_field_index(c, "ldw") >= 0) return w[n * fkh_i64_of(c, "ldw") + i];
+  const int64_t R = FK_GEMV_PACK_ROWS, T = FK_GEMV_PACK_TILE, tiles = (fkh_i64_of(c, "k") + T - 1) / T;
+  return w[((n / R) * tiles + i / T) * R * T + (n % R) * T + i % T];
+}
+
 double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *err) {
-  int64_t k = fkh_i64_of(c, "k"), ldw = fkh_i64_of(c, "ldw"), ldx = fkh_i64_of(c, "ldx");
-  const uint16_t *w = (const uint16_t *)fkh_buf_of(c, "w") + n * ldw;
+  int64_t k = fkh_i64_of(c, "k"), ldx = fkh_i64_of(c, "ldx");
   const float *x = (const float *)fkh_buf_of(c, "x") + j * ldx;
   double s = 0, a = 0, xerr = 0, flushed = 0, kept = 0;
   for (int64_t i = 0; i < k; i++) {
-    float wv = fkc_bf16_to_f32(w[i]), xb = fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(x[i]), FKC_EXACT));
+    float wv = fkc_bf16_to_f32(w_at(c, n, i)), xb = fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(x[i]), FKC_EXACT));
     s += (double)wv * (double)x[i];
     a += fabs((double)wv * (double)x[i]);
     xerr += fabs((double)wv) * fabs((double)xb - (double)x[i]);
