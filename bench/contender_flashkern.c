@@ -4,9 +4,11 @@
  * Rows: forms gemv_bf16_rne (bf16 RNE out, what the engine runs) and gemv_f32 (f32 out, the same
  * output type as the peers), each in the exact and the fast tier, on the shared row-major bf16
  * copies; and gemv_bf16_rne_packed in both tiers on copies of its own, packed once before timing
- * by fk_gemv_pack (as oneDNN's prepacked row is reordered once). The leaf is resolved once per
+ * by fk_gemv_pack (as oneDNN's prepacked row is reordered once), and the fast tier's
+ * gemv_bf16_rne_blocked (the outer-product form) on copies blocked by fk_gemv_pack_blocked. The
+ * leaf is resolved once per
  * shape for this CPU; each team member calls it on its share of rows (whole packing groups:
- * fkb_rows splits at multiples of 16) with its own x scratch (m * round_up(k, 64) floats). */
+ * fkb_rows splits at multiples of 64) with its own x scratch (m * round_up(k, 64) floats). */
 #include <stdio.h>
 #include <string.h>
 
@@ -19,7 +21,7 @@
 
 typedef struct fk_state {
   fk_leaf leaf;
-  int f32_out, packed;
+  int f32_out, packed, blocked;
   uint16_t *region;          /* packed: its own copies, `ncopies` of `stride` bytes */
   size_t ncopies, stride, region_bytes;
   const fkb_copies *copies;
@@ -47,7 +49,8 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
     return -1;
   }
   st->f32_out = strcmp(form, "gemv_f32") == 0;
-  st->packed = strstr(form, "_packed") != NULL;
+  st->blocked = strstr(form, "_blocked") != NULL;
+  st->packed = strstr(form, "_packed") != NULL || st->blocked;
   st->copies = c;
   st->x = p->x;
   st->n = p->n;
@@ -68,12 +71,17 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   out->weight_bytes = 2.0 * (double)p->n * (double)p->k;
   if (st->packed) {
     /* its own copies, packed once from the shared row-major weights, rotated > 1 GiB */
-    size_t elems = fk_gemv_packed_elems(p->n, p->k), bytes = elems * sizeof(uint16_t);
+    size_t elems = st->blocked ? fk_gemv_blocked_elems(p->n, p->k) : fk_gemv_packed_elems(p->n, p->k);
+    size_t bytes = elems * sizeof(uint16_t);
     st->ncopies = fkb_copy_count(bytes);
     st->stride = fkb_copy_stride(bytes);
     st->region_bytes = st->ncopies * st->stride;
     st->region = fkb_region_alloc(st->region_bytes);
-    if (!st->region || fk_gemv_pack(c->w[0], p->k, p->n, p->k, st->region, elems, &e) != FK_OK) {
+    fk_status ps = FK_EINVAL;
+    if (st->region)
+      ps = st->blocked ? fk_gemv_pack_blocked(c->w[0], p->k, p->n, p->k, st->region, elems, &e)
+                       : fk_gemv_pack(c->w[0], p->k, p->n, p->k, st->region, elems, &e);
+    if (ps != FK_OK) {
       snprintf(err, errlen, "packing: %s", st->region ? e.message : "out of memory");
       fkb_flashkern_finish(st);
       return -1;
@@ -82,8 +90,9 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
     out->ncopies = st->ncopies;
     out->own_copies = 1;
     out->weight_bytes = (double)bytes;
-    snprintf(out->detail, sizeof out->detail, "%s (variant %s, tier %s) on %zu packed copies (fk_gemv_pack)",
-             st->leaf.symbol, st->leaf.variant, st->leaf.tier, st->ncopies);
+    snprintf(out->detail, sizeof out->detail, "%s (variant %s, tier %s) on %zu %s copies (%s)", st->leaf.symbol,
+             st->leaf.variant, st->leaf.tier, st->ncopies, st->blocked ? "blocked" : "packed",
+             st->blocked ? "fk_gemv_pack_blocked" : "fk_gemv_pack");
     return 0;
   }
   snprintf(out->detail, sizeof out->detail, "%s (variant %s, tier %s) on the shared row-major bf16 copies",
@@ -121,6 +130,11 @@ int fkb_flashkern_prepare_fast_packed(const fkb_problem *p, const fkb_copies *c,
   return prepare(p, c, out, err, errlen, "gemv_bf16_rne_packed", FK_TIER_FAST);
 }
 
+int fkb_flashkern_prepare_fast_blocked(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                       size_t errlen) {
+  return prepare(p, c, out, err, errlen, "gemv_bf16_rne_blocked", FK_TIER_FAST);
+}
+
 int fkb_flashkern_select(void *state, int64_t m, int nthreads, char *err, size_t errlen) {
   (void)nthreads, (void)err, (void)errlen;
   ((fk_state *)state)->m = m;
@@ -132,10 +146,16 @@ void fkb_flashkern_run(void *state, size_t copy, int tid, int nthreads) {
   int64_t b, e;
   fkb_rows(st->n, tid, nthreads, &b, &e);
   if (b >= e) return;
-  if (st->packed) {
-    fk_gemv_bf16_rne_packed_args a = { .w = (const uint16_t *)((const char *)st->region + copy % st->ncopies * st->stride),
-                                       .x = st->x, .ldx = st->k, .xs = st->xs[tid], .y = st->y, .y_off = 0,
-                                       .ldy = st->n, .m = st->m, .k = st->k, .row_begin = b, .row_end = e };
+  const uint16_t *own = st->packed ? (const uint16_t *)((const char *)st->region + copy % st->ncopies * st->stride) : NULL;
+  if (st->blocked) {
+    fk_gemv_bf16_rne_blocked_args a = { .w = own, .x = st->x, .ldx = st->k, .xs = st->xs[tid], .y = st->y,
+                                        .y_off = 0, .ldy = st->n, .m = st->m, .k = st->k, .row_begin = b,
+                                        .row_end = e };
+    st->leaf.fn(&a);
+  } else if (st->packed) {
+    fk_gemv_bf16_rne_packed_args a = { .w = own, .x = st->x, .ldx = st->k, .xs = st->xs[tid], .y = st->y,
+                                       .y_off = 0, .ldy = st->n, .m = st->m, .k = st->k, .row_begin = b,
+                                       .row_end = e };
     st->leaf.fn(&a);
   } else if (st->f32_out) {
     fk_gemv_f32_args a = { .w = st->copies->w[copy], .ldw = st->k, .x = st->x, .ldx = st->k, .xs = st->xs[tid],

@@ -44,7 +44,9 @@ static const fkb_contender contenders[] = {
   { "flashkern exact packed", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_BITEXACT | FKB_F_FK_EXACT,
     fkb_flashkern_prepare_exact_packed, fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output,
     fkb_flashkern_finish },
-  { "flashkern fast packed", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_FK_FAST, fkb_flashkern_prepare_fast_packed,
+  { "flashkern fast blocked", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_FK_FAST, fkb_flashkern_prepare_fast_blocked,
+    fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
+  { "flashkern fast packed", fkb_flashkern_version, 2, FKB_TEAM, 0, fkb_flashkern_prepare_fast_packed,
     fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
   { "flashkern exact", fkb_flashkern_version, 2, FKB_TEAM, FKB_F_BITEXACT,
     fkb_flashkern_prepare_exact, fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output,
@@ -901,7 +903,7 @@ static void write_report(double elapsed, const char *machine, const char *argv_l
   for (int e = 0; e < NC; e++) {
     const fkb_contender *c = &contenders[e];
     fprintf(md, "- **%s**: %s; %d-byte weights; threads: %s.", c->name, c->version(), c->bytes_per_weight,
-            c->threading == FKB_TEAM ? "the bench's team, rows split at a multiple of 16" : "the library's own");
+            c->threading == FKB_TEAM ? "the bench's team, rows split at a multiple of 64" : "the library's own");
     /* what prepare() reported, shapes with the same text grouped */
     for (int s = 0; s < opt.nshapes; s++) {
       const entry_info *in = &infos[(size_t)s * NE + (size_t)e];

@@ -87,7 +87,7 @@ void fkb_region_free(void *p, size_t bytes);
 void *fkb_alloc(size_t bytes);
 void fkb_free(void *p);
 
-/* Rows [*begin, *end) of member tid of nthreads, split at multiples of 16 rows. */
+/* Rows [*begin, *end) of member tid of nthreads, split at multiples of 64 rows. */
 void fkb_rows(int64_t n, int tid, int nthreads, int64_t *begin, int64_t *end);
 
 float fkb_bf16_to_f32(uint16_t h);
@@ -152,6 +152,8 @@ int fkb_flashkern_prepare_exact_packed(const fkb_problem *p, const fkb_copies *c
                                        size_t errlen);
 int fkb_flashkern_prepare_fast_packed(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                       size_t errlen);
+int fkb_flashkern_prepare_fast_blocked(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                       size_t errlen);
 int fkb_flashkern_select(void *state, int64_t m, int nthreads, char *err, size_t errlen);
 void fkb_flashkern_run(void *state, size_t copy, int tid, int nthreads);
 void fkb_flashkern_output(void *state, float *y);

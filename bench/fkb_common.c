@@ -36,8 +36,9 @@ void *fkb_alloc(size_t bytes) {
 void fkb_free(void *p) { free(p); }
 
 void fkb_rows(int64_t n, int tid, int nthreads, int64_t *begin, int64_t *end) {
-  int64_t groups = (n + 15) / 16;
-  int64_t b = groups * tid / nthreads * 16, e = groups * (tid + 1) / nthreads * 16;
+  /* multiples of 64 rows: whole groups of flashkern's packed (4) and blocked (64) layouts */
+  int64_t groups = (n + 63) / 64;
+  int64_t b = groups * tid / nthreads * 64, e = groups * (tid + 1) / nthreads * 64;
   *begin = b < n ? b : n;
   *end = e < n ? e : n;
 }

@@ -292,6 +292,8 @@ local function loader(kind, vtype)
   return function(self, base, idx, off, lanes) return mem_op(self, kind, vtype, kind, base, idx, off, lanes).dst end
 end
 B.load_f32, B.load_bf16, B.load_raw = loader("load_f32", "v"), loader("load_bf16", "v"), loader("load_raw", "v")
+-- the bf16 pair (32 bits) at element idx + off of a bf16 array, in every lane (for an outer product)
+B.load_pair_bcast = loader("load_pair_bcast", "v")
 B.load1_f32, B.load1_bf16 = loader("load1_f32", "s"), loader("load1_bf16", "s")
 
 local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
@@ -341,10 +343,16 @@ end
 -- tail(base[, step]) giving the lane group of lanes l with i + base + step * l < n (for load_raw,
 -- the halfwords h with i + base + h < n): the other lanes are neither loaded nor stored, and
 -- accumulate nothing.
-function B:for_tiles(n, tile, body)
+-- opts.whole: n is known to be a multiple of the tile (no tail is emitted).
+function B:for_tiles(n, tile, body, start, opts)
   tile = self:_int(tile, "for_tiles")
   if tile < 16 or tile % 16 ~= 0 then self:_fail("for_tiles: the tile must be a multiple of 16 lanes") end
   local op = self:_emit("for_tiles", false, { self:_want(n, "i", "for_tiles") }, { tile = tile })
+  if start ~= nil then
+    -- i runs from `start` instead of 0: a second operand, read once at the loop's entry
+    op.src[2] = self:_want(start, "i", "for_tiles")
+    op.attr.start = true
+  end
   local i, rem = new_value(self, "i"), new_value(self, "i")
   i.line, rem.line = op.line, op.line
   op.attr.ivar, op.attr.rem = i, rem
@@ -355,7 +363,12 @@ function B:for_tiles(n, tile, body)
     if step ~= 1 and step ~= 2 then self:_fail("tail(base, step): step must be 1 or 2") end
     return { kind = "lanes", rem = rem, base = base, step = step }
   end
-  op.attr.tail = capture(self, body, i, tail)
+  if opts and opts.whole then
+    op.attr.whole = true
+    op.attr.tail = {}
+  else
+    op.attr.tail = capture(self, body, i, tail)
+  end
 end
 
 -- Dispatch on an integer value known to be one of `values`: body(v) is emitted once per value
@@ -408,9 +421,20 @@ place_args = function(self)
     return c
   end
   local function is_loop(o) return o.op == "for_tiles" or o.op == "for_rows" end
-  -- a row loop or a dispatch whose body holds every use: place inside it, per body, so the field
-  -- is reloaded per row rather than held across the loop (a tile loop keeps it in a register)
-  local function descends(o) return o.op == "for_rows" or o.op == "cases" end
+  -- a row loop, a dispatch, or an outer tile loop (one holding another loop) whose body holds
+  -- every use: place inside it, per body, so the field is reloaded per row rather than held
+  -- across the loop; an innermost tile loop keeps it in a register
+  local function holds_loop(list)
+    for _, o in ipairs(list) do
+      if is_loop(o) then return true end
+      for _, b in ipairs(IR.sub_blocks(o)) do if holds_loop(b) then return true end end
+    end
+    return false
+  end
+  local function descends(o)
+    if o.op == "for_rows" or o.op == "cases" then return true end
+    return o.op == "for_tiles" and holds_loop(o.attr.full)
+  end
 
   local place
   place = function(op, ps)

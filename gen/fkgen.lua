@@ -177,6 +177,12 @@ local function run()
           for _, name in ipairs(t.tiers[tier] or {}) do
             wanted = wanted or (name == variant.name and variant.tier == tier)
           end
+          -- a form may exist in some tiers only (form.tiers)
+          if wanted and form.tiers then
+            local listed = false
+            for _, ft in ipairs(form.tiers) do listed = listed or ft == tier end
+            wanted = listed
+          end
           if wanted then
             local regs = be.registers(variant)
             local vcls = regs.classes.v

@@ -39,6 +39,7 @@ M.OPS = {
   load_f32   = { "v", { "i", "i" }, { "off" } },     -- [base + (idx + off) * 4], 16 lanes
   load_bf16  = { "v", { "i", "i" }, { "off" } },     -- 16 bf16 widened exactly (<< 16)
   load_raw   = { "v", { "i", "i" }, { "off" } },     -- 32 bf16 as 16 pairs (lane l = 2l, 2l+1)
+  load_pair_bcast = { "v", { "i", "i" }, { "off" } }, -- the bf16 pair at [base + (idx + off) * 2] in every lane
   prefetch   = { false, { "i", "i" }, { "off", "size" } }, -- hint: the line at base + (idx + off) * size
   store_f32  = { false, { "i", "i", "v" }, { "off" } },
   store_bf16 = { false, { "i", "i", "v" }, { "off" } }, -- stores the high halves (see rne)
@@ -49,6 +50,7 @@ M.OPS = {
   fma_acc    = { false, { "v", "v", "v" } },         -- src1 += src2 * src3 (fused), in place
   fma_acc_mem = { false, { "v", "v", "i", "i" }, { "off" } }, -- src1 += src2 * f32 [src3 + (src4 + off) * 4]
   dot_bf16_acc = { false, { "v", "v", "v" } },       -- src1[l] += pair dot of raw src2, src3 (fast tier)
+
   bf16_even  = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l
   bf16_odd   = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l + 1
   uzp_even   = { "v", { "v", "v" } },                -- elements 0, 2, .., 30 of (src1 ++ src2)
@@ -65,7 +67,7 @@ M.OPS = {
   sdiv       = { "s", { "s", "s" } },
   ssqrt      = { "s", { "s" } },
   srne       = { "s", { "s" } },
-  for_tiles  = { false, { "i" }, { "tile", "ivar", "rem", "full", "tail" } },
+  for_tiles  = { false, { "i" }, { "tile", "ivar", "rem", "full", "tail" } }, -- attr.start: i value or nil
   for_rows   = { false, { "i", "i" }, { "group", "ivar", "grouped", "single" } },
   cases      = { false, { "i" }, { "arms" } },       -- arms: { { value = n, body = {...} } }
 }
@@ -118,6 +120,7 @@ function M.validate(proc)
     local spec = M.OPS[op.op]
     if not spec then return fail("unknown op '" .. tostring(op.op) .. "'", op) end
     local dst_t, src_t, attrs = spec[1], spec[2], spec[3] or {}
+    if op.op == "for_tiles" and op.attr.start then src_t = { "i", "i" } end
     if #op.src ~= #src_t then
       return fail(op.op .. ": expected " .. #src_t .. " operands, got " .. #op.src, op)
     end
@@ -241,8 +244,9 @@ function M.liveness(proc)
       pos = pos + 1          -- the loop's closing position (back edge, induction update)
       span.to = pos
       op.end_pos = pos
-      -- the bounds are compared again on every iteration: live to the loop's end
-      for _, s in ipairs(op.src) do note_use(s, pos) end
+      -- the bound is compared again on every iteration: live to the loop's end (a start value
+      -- is read once, at the entry)
+      note_use(op.op == "for_rows" and op.src[2] or op.src[1], pos)
     end
   end
   visit_list(proc.prologue)

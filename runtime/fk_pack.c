@@ -37,3 +37,36 @@ fk_status fk_gemv_pack(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, uin
       }
   return FK_OK;
 }
+
+/* ---- the blocked layout of the fast tier's outer-product forms --------------------------- */
+
+enum { BR = FK_GEMV_BLOCK_ROWS, BG = FK_GEMV_BLOCK_GROUP, BK = FK_GEMV_BLOCK_KALIGN };
+
+size_t fk_gemv_blocked_elems(int64_t n, int64_t k) {
+  if (n < 1 || k < 1 || n > INT64_MAX / 2 || k > INT64_MAX / 2) return 0;
+  uint64_t rows = ((uint64_t)n + BR * BG - 1) / (BR * BG) * (BR * BG), cols = ((uint64_t)k + BK - 1) / BK * BK;
+  if (rows > SIZE_MAX / cols) return 0;
+  return (size_t)(rows * cols);
+}
+
+fk_status fk_gemv_pack_blocked(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, uint16_t *out,
+                               size_t out_elems, fk_error *err) {
+  FK_RETURN_ERROR_IF(!w, err, FK_EINVAL, "fk_gemv_pack_blocked: w is NULL");
+  FK_RETURN_ERROR_IF(!out, err, FK_EINVAL, "fk_gemv_pack_blocked: out is NULL");
+  FK_RETURN_ERROR_IF(n < 1, err, FK_EINVAL, "fk_gemv_pack_blocked: n = %lld, must be >= 1", (long long)n);
+  FK_RETURN_ERROR_IF(k < 1, err, FK_EINVAL, "fk_gemv_pack_blocked: k = %lld, must be >= 1", (long long)k);
+  FK_RETURN_ERROR_IF(ldw < k, err, FK_EINVAL, "fk_gemv_pack_blocked: ldw = %lld, must be >= k = %lld",
+                     (long long)ldw, (long long)k);
+  size_t need = fk_gemv_blocked_elems(n, k);
+  FK_RETURN_ERROR_IF(need == 0, err, FK_EINVAL, "fk_gemv_pack_blocked: %lld x %lld overflows", (long long)n,
+                     (long long)k);
+  FK_RETURN_ERROR_IF(out_elems < need, err, FK_EINVAL,
+                     "fk_gemv_pack_blocked: out holds %zu elements, the layout needs %zu", out_elems, need);
+  const int64_t kpad = (k + BK - 1) / BK * BK, rows = (int64_t)(need / (size_t)kpad);
+  /* row r, element e at (r / (BR*BG)) * BR*BG * kpad + ((e/2) * BG + (r/BR) % BG) * BR*2 + (r % BR)*2 + e % 2 */
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t e = 0; e < kpad; e++)
+      out[(r / (BR * BG)) * (BR * BG) * kpad + ((e / 2) * BG + (r / BR) % BG) * BR * 2 + (r % BR) * 2 + e % 2] =
+        (r < n && e < k) ? w[r * ldw + e] : 0;
+  return FK_OK;
+}

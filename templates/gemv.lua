@@ -28,11 +28,17 @@
 -- xs (caller scratch, per call and per thread): m * round_up(k, 64) floats.
 
 local PACK_ROWS, TILE = 4, 64
+-- the blocked layout of the fast tier's outer-product forms: blocks of BLOCK_ROWS rows (one
+-- output row per f32 lane), BLOCK_GROUP blocks interleaved per bf16 pair of k, k padded to
+-- BLOCK_KALIGN
+local BLOCK_ROWS, BLOCK_GROUP, BLOCK_KALIGN = 16, 4, 16
 
 local function args(form)
   local out = form.f32 and "float *" or "uint16_t *"
   local a = {}
-  if form.packed then
+  if form.blocked then
+    a[#a + 1] = { "w", "const uint16_t *", doc = "weights blocked by fk_gemv_pack_blocked (FK_GEMV_BLOCK_* layout)" }
+  elseif form.packed then
     a[#a + 1] = { "w", "const uint16_t *", doc = "weights packed by fk_gemv_pack (FK_GEMV_PACK_ROWS rows per group)" }
   else
     a[#a + 1] = { "w", "const uint16_t *", doc = "weights: row n at w + n * ldw" }
@@ -41,6 +47,7 @@ local function args(form)
   local rest = {
     { "x", "const float *", doc = "activations: row j at x + j * ldx" },
     { "ldx", "int64_t", doc = "row stride of x in elements, >= k" },
+    -- (the blocked forms need less scratch than this)
     { "xs", "float *", scratch = true, doc = "scratch: m * round_up(k, 64) floats, one per thread" },
   }
   for _, r in ipairs(rest) do a[#a + 1] = r end
@@ -51,8 +58,9 @@ local function args(form)
   a[#a + 1] = { "ldy", "int64_t", doc = "stride between activation rows of the destination" }
   a[#a + 1] = { "m", "int64_t", doc = "activation rows, 1..4" }
   a[#a + 1] = { "k", "int64_t", doc = "reduction length, >= 1" }
-  a[#a + 1] = { "row_begin", "int64_t", doc = form.packed and "first weight row, a multiple of FK_GEMV_PACK_ROWS"
-                                                              or "first weight row" }
+  a[#a + 1] = { "row_begin", "int64_t", doc = form.blocked and "first weight row, a multiple of 64 (a block group)"
+                                              or form.packed and "first weight row, a multiple of FK_GEMV_PACK_ROWS"
+                                              or "first weight row" }
   a[#a + 1] = { "row_end", "int64_t", doc = "one past the last weight row" }
   return a
 end
@@ -64,6 +72,8 @@ local function form(name, f)
 end
 
 -- The destination of (j, n): bias, residual, rounding, store.
+local blocked_body
+
 local function dest_row(t, a, base, j, size)
   local row = t:addr(base, a.y_off, size)
   if j > 0 then row = t:addr(row, t:mul(a.ldy, j), size) end
@@ -80,6 +90,77 @@ local function finish(t, form_, a, s, j, n)
   t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, t:rne(s))
 end
 
+-- The fast tier's outer product over the blocked layout: lane l of an accumulator is output
+-- row n + l; each step adds w[n+l][k, k+1] . x[k, k+1] (x rounded to bf16 once, the pair
+-- broadcast from memory); no horizontal reduction. Rows past row_end (zero padding) are
+-- computed and not stored.
+blocked_body = function(t, _, form_, a, ms)
+  local BR, BG = BLOCK_ROWS, BLOCK_GROUP
+  local kpad = t:iand(t:add(a.k, BLOCK_KALIGN - 1), -BLOCK_KALIGN)
+  t:cases(a.m, ms, function(M)
+    -- xs: x rounded to bf16 once, row j at xs + j * kpad halfwords, zero-padded to kpad
+    for j = 0, M - 1 do
+      local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
+      local xsrow = t:addr(a.xs, t:mul(kpad, j), 2)
+      t:for_tiles(a.k, 16, function(i, tail)
+        t:store_bf16(xsrow, i, 0, t:rne(t:load_f32(xrow, i, 0, tail and tail(0))))
+      end)
+    end
+    -- accumulators (activation rows x blocks) + the broadcast x pairs + one w vector in flight
+    local budget = t.caps.vectors - 1
+    local group = math.max(1, math.min(M, math.floor(budget / (BG + 1))))   -- activation rows per pass
+    local sub = BG                                      -- blocks per pass: a divisor of the group
+    while sub > 1 and (BG % sub ~= 0 or sub * group + group > budget) do sub = sub - 1 end
+    t:for_tiles(a.row_end, BR * BG, function(n, tail)
+      for b0 = 0, BG - 1, sub do
+        for g0 = 0, M - 1, group do
+          local js, bs = {}, {}
+          for j = g0, math.min(g0 + group, M) - 1 do js[#js + 1] = j end
+          for b = b0, b0 + sub - 1 do bs[#bs + 1] = b end
+          local acc = {}
+          for _, j in ipairs(js) do
+            acc[j] = {}
+            for _, b in ipairs(bs) do acc[j][b] = t:zero() end
+          end
+          local gw = t:addr(a.w, t:mul(n, kpad), 2)     -- n is a multiple of BR * BG
+          local xsrow = {}
+          for _, j in ipairs(js) do xsrow[j] = t:addr(a.xs, t:mul(kpad, j), 2) end
+          t:for_tiles(kpad, 16, function(i)
+            local wi = t:mul(i, BG * BR)
+            for u = 0, 7 do                            -- the 8 pairs of this 16-element tile
+              local xp = {}
+              for _, j in ipairs(js) do xp[j] = t:load_pair_bcast(xsrow[j], i, 2 * u) end
+              for _, b in ipairs(bs) do
+                local w = t:load_raw(gw, wi, (u * BG + b) * 2 * BR)
+                for _, j in ipairs(js) do t:dot_bf16_acc(acc[j][b], w, xp[j]) end
+              end
+            end
+          end, nil, { whole = true })
+          for _, j in ipairs(js) do
+            for _, b in ipairs(bs) do
+              local lanes = tail and tail(BR * b)
+              local v = acc[j][b]
+              local yrow = t:addr(a.y, a.y_off, form_.f32 and 4 or 2)
+              if j > 0 then yrow = t:addr(yrow, t:mul(a.ldy, j), form_.f32 and 4 or 2) end
+              if form_.f32 then
+                if form_.bias then v = t:add(v, t:load_f32(a.bias, n, BR * b, lanes)) end
+                t:store_f32(yrow, n, BR * b, v, lanes)
+              else
+                if form_.add then
+                  local rrow = t:addr(a.r, a.y_off, 2)
+                  if j > 0 then rrow = t:addr(rrow, t:mul(a.ldy, j), 2) end
+                  v = t:add(v, t:load_bf16(rrow, n, BR * b, lanes))
+                end
+                t:store_bf16(yrow, n, BR * b, t:rne(v), lanes)
+              end
+            end
+          end
+        end
+      end
+    end, a.row_begin)
+  end)
+end
+
 return {
   leaf = "gemv",
   doc = "BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations",
@@ -91,7 +172,13 @@ return {
   -- the group's rows one after another: row n, element k at
   --   ((n / PACK_ROWS) * ceil(k_total / TILE) + k / TILE) * PACK_ROWS * TILE + (n % PACK_ROWS) * TILE + k % TILE
   -- so a pass over a group is one sequential stream, and one xs load serves PACK_ROWS rows
-  exports = { PACK_ROWS = PACK_ROWS, PACK_TILE = TILE },
+  -- the blocked layout (fast tier only): row n, element k at
+  --   (n / (BLOCK_ROWS * BLOCK_GROUP)) * (BLOCK_ROWS * BLOCK_GROUP) * kpad
+  --   + ((k / 2) * BLOCK_GROUP + (n / BLOCK_ROWS) % BLOCK_GROUP) * BLOCK_ROWS * 2 + (n % BLOCK_ROWS) * 2 + k % 2
+  -- with kpad = round_up(k_total, BLOCK_KALIGN), rows padded with zeros to a whole group: a
+  -- pass over a group is one stream, every lane of an accumulator an output row
+  exports = { PACK_ROWS = PACK_ROWS, PACK_TILE = TILE, BLOCK_ROWS = BLOCK_ROWS, BLOCK_GROUP = BLOCK_GROUP,
+              BLOCK_KALIGN = BLOCK_KALIGN },
   check = function(p, need)
     need(p.chains == 4 and p.tile == 64, "the lane mapping is written for 4 chains over 64-element tiles")
     need(p.tree == "halving", "tree must be 'halving'")
@@ -109,12 +196,17 @@ return {
     form("f32_bias_packed", { f32 = true, bias = true, packed = true }),
     form("bf16_rne_packed", { packed = true }),
     form("bf16_rne_add_packed", { add = true, packed = true }),
+    form("f32_blocked", { f32 = true, blocked = true, tiers = { "fast" } }),
+    form("f32_bias_blocked", { f32 = true, bias = true, blocked = true, tiers = { "fast" } }),
+    form("bf16_rne_blocked", { blocked = true, tiers = { "fast" } }),
+    form("bf16_rne_add_blocked", { add = true, blocked = true, tiers = { "fast" } }),
   },
   body = function(t, p, form_)
     local a = t.arg
     local fast = t.tier == "fast"
     local ms = {}
     for mm = 1, p.max_m do ms[mm] = mm end
+    if form_.blocked then return blocked_body(t, p, form_, a, ms) end
     t:cases(a.m, ms, function(M)
       -- xs: per tile, M blocks of 64 (exact: f32 chains 0..3; fast: bf16 in order)
       for j = 0, M - 1 do

@@ -22,8 +22,9 @@ FKT_LEAF_SUITE(gemv, fkt_gemv_cases)
 
 static const char *const forms[] = { "gemv_f32", "gemv_f32_bias", "gemv_bf16_rne", "gemv_bf16_rne_add",
                                      "gemv_f32_packed", "gemv_f32_bias_packed", "gemv_bf16_rne_packed",
-                                     "gemv_bf16_rne_add_packed" };
-enum { NFORMS = 8 };
+                                     "gemv_bf16_rne_add_packed", "gemv_f32_blocked", "gemv_f32_bias_blocked",
+                                     "gemv_bf16_rne_blocked", "gemv_bf16_rne_add_blocked" };
+enum { NFORMS = 12, NEXACT_FORMS = 8 };   /* the blocked forms exist in the fast tier only */
 
 /* ---------------------------------------------------------------- fast tier ------------ */
 
@@ -97,7 +98,7 @@ typedef int (*splitter)(const fkh_call *whole, int part, fkh_call *out);
 
 static void check_split(const fkh_target *t, splitter split, const char *what) {
   fkt_need(t);
-  for (int f = 0; f < NFORMS; f++) {
+  for (int f = 0; f < NEXACT_FORMS; f++) {
     fkh_call *all;
     int n = fkt_gemv_cases(forms[f], &all), nparts = 0, cap = 8 * n;
     fkh_call *parts = calloc((size_t)cap, sizeof *parts);

@@ -53,13 +53,22 @@ end
 local function imm(x) return "#" .. C.int(x) end
 
 -- x16 = base + idx * size + off * size (the offset folded when it is zero).
+-- x16 = base + idx * size; returns the byte offset the access adds to x16. The offset is folded
+-- into x16 (and 0 returned) when the instruction's immediate could not reach offset + 32 (LDP/
+-- STP of q registers: -1024..1008, a multiple of 16).
+local add_imm
 local function elem_addr(ctx, op, size)
   local sh = ({ [1] = 0, [2] = 1, [4] = 2, [8] = 3 })[size]
   ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(sh))
-  return op.attr.off * size
+  local o = op.attr.off * size
+  if o < -1024 or o + 32 > 1008 or o % 16 ~= 0 then
+    add_imm(ctx, "x16", "x16", o)
+    return 0
+  end
+  return o
 end
 
-local function add_imm(ctx, d, a, x)
+add_imm = function(ctx, d, a, x)
   if x == 0 then
     if d ~= a then ctx:wline("mov " .. d .. ", " .. a) end
   elseif x > 0 and x < 4096 then
@@ -393,6 +402,14 @@ function ops.dot_bf16_acc(ctx, op)
   end
 end
 
+-- The bf16 pair at an element address, in every 32-bit lane (LD1R, copied to the other parts).
+function ops.load_pair_bcast(ctx, op)
+  local d = ctx:regs(op.dst)
+  tail_addr(ctx, op, 2)
+  ctx:wline("ld1r {v" .. n(d[1]) .. ".4s}, [x16]")
+  for p = 2, 4 do ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(d[1])) end
+end
+
 -- Raw pairs -> f32: the even halfword moved up (<< 16), the odd one kept (& 0xffff0000).
 function ops.bf16_even(ctx, op)
   local d, r = ctx:regs(op.dst), ctx:regs(op.src[1])
@@ -529,7 +546,7 @@ function ops.for_tiles(ctx, op)
   local tile = op.attr.tile
   local lt, lc, ltail, le = ctx:new_label("tiles"), ctx:new_label("tiles_check"), ctx:new_label("tail"),
                             ctx:new_label("tiles_end")
-  ctx:wline("mov " .. i .. ", #0")
+  ctx:wline("mov " .. i .. ", " .. (op.attr.start and ctx:reg(op.src[2]) or "#0"))
   ctx:wline("b " .. lc)
   ctx:wraw("    .p2align 4")
   ctx:wlabel(lt)
@@ -540,6 +557,7 @@ function ops.for_tiles(ctx, op)
   ctx:wline("cmp x16, " .. cnt)
   ctx:wline("b.le " .. lt)
   ctx:wlabel(ltail)
+  if op.attr.whole then return end
   ctx:wline("subs " .. rem .. ", " .. cnt .. ", " .. i)
   ctx:wline("b.le " .. le)
   ctx:lower(op.attr.tail)

@@ -412,6 +412,12 @@ function ops.dot_bf16_acc(ctx, op)
   ctx:wline("vdpbf16ps " .. acc[1] .. ", " .. w[1] .. ", " .. x[1])
 end
 
+-- The bf16 pair at an element address, in every 32-bit lane.
+function ops.load_pair_bcast(ctx, op)
+  local d = parts(ctx, op.dst)
+  for i = 1, #d do ctx:wline("vpbroadcastd " .. d[i] .. ", dword ptr " .. elem(ctx, op, 2)) end
+end
+
 -- Raw pairs -> f32: the even halfword moved up (<< 16), the odd one kept (& 0xffff0000).
 function ops.bf16_even(ctx, op)
   local d, r = parts(ctx, op.dst), parts(ctx, op.src[1])
@@ -575,7 +581,8 @@ function ops.for_tiles(ctx, op)
   local tile = op.attr.tile
   local lt, lc, ltail, le = ctx:new_label("tiles"), ctx:new_label("tiles_check"), ctx:new_label("tail"),
                             ctx:new_label("tiles_end")
-  ctx:wline("xor " .. GPR32[i] .. ", " .. GPR32[i])
+  if op.attr.start then ctx:wline("mov " .. i .. ", " .. ctx:reg(op.src[2]))
+  else ctx:wline("xor " .. GPR32[i] .. ", " .. GPR32[i]) end
   ctx:wline("jmp " .. lc)
   ctx:wraw("    .p2align 4")
   ctx:wlabel(lt)
@@ -586,6 +593,7 @@ function ops.for_tiles(ctx, op)
   ctx:wline("cmp rax, " .. n)
   ctx:wline("jle " .. lt)
   ctx:wlabel(ltail)
+  if op.attr.whole then return end
   ctx:wline("mov " .. rem .. ", " .. n)
   ctx:wline("sub " .. rem .. ", " .. i)
   ctx:wline("jle " .. le)

@@ -78,6 +78,13 @@ size_t fk_gemv_packed_elems(int64_t n, int64_t k);
 fk_status fk_gemv_pack(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, uint16_t *out, size_t out_elems,
                        fk_error *err);
 
+/* fk_gemv_blocked_elems(), fk_gemv_pack_blocked(): the same for the blocked layout of the fast
+ * tier's *_blocked forms (templates/gemv.lua: FK_GEMV_BLOCK_ROWS rows per block, FK_GEMV_BLOCK_GROUP
+ * blocks interleaved per pair of k, k padded to FK_GEMV_BLOCK_KALIGN, rows to a whole group). */
+size_t fk_gemv_blocked_elems(int64_t n, int64_t k);
+fk_status fk_gemv_pack_blocked(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, uint16_t *out,
+                               size_t out_elems, fk_error *err);
+
 #ifdef __cplusplus
 }
 #endif

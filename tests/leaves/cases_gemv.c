@@ -75,9 +75,9 @@ static void cancel_case(fkt_list *l, const char *form, const char *name, int64_t
   w[2 * k + 1] = 0x4000;
 }
 
-/* The packed counterpart of a row-major case: every field copied but w (packed by the runtime's
- * fk_gemv_pack) and ldw (gone); row_begin rounded down to a whole group, as the packed forms
- * require (the extra rows are computed like the others). */
+/* The packed (or blocked) counterpart of a row-major case: every field copied but w (packed by
+ * the runtime's fk_gemv_pack or fk_gemv_pack_blocked) and ldw (gone); row_begin rounded down to a
+ * whole group, as those forms require (the extra rows are computed like the others). */
 void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *out) {
   fkh_call_init(out, packed_form, rm->name);
   out->nan_policy = rm->nan_policy;
@@ -95,19 +95,27 @@ void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *o
     }
   }
   int64_t k = fkh_i64_of(rm, "k"), re = fkh_i64_of(rm, "row_end"), rb = fkh_i64_of(rm, "row_begin");
-  fkh_set_i64(out, "row_begin", rb / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS);
-  size_t elems = fk_gemv_packed_elems(re > 0 ? re : 1, k);
+  int blocked = strstr(packed_form, "_blocked") != NULL;
+  int64_t align = blocked ? FK_GEMV_BLOCK_ROWS * FK_GEMV_BLOCK_GROUP : FK_GEMV_PACK_ROWS;
+  fkh_set_i64(out, "row_begin", rb / align * align);
+  size_t elems = blocked ? fk_gemv_blocked_elems(re > 0 ? re : 1, k) : fk_gemv_packed_elems(re > 0 ? re : 1, k);
   uint16_t *wp = fkh_set_buf(out, "w", elems);
   fk_error err;
   const uint16_t *w = (const uint16_t *)rm->v[fkh_field_index(rm, "w")].buf.data;
-  if (re > 0 && fk_gemv_pack(w, fkh_i64_of(rm, "ldw"), re, k, wp, elems, &err) != FK_OK) {
-    fprintf(stderr, "fkt: fk_gemv_pack: %s\n", err.message);
+  fk_status st = FK_OK;
+  if (re > 0) {
+    st = blocked ? fk_gemv_pack_blocked(w, fkh_i64_of(rm, "ldw"), re, k, wp, elems, &err)
+                 : fk_gemv_pack(w, fkh_i64_of(rm, "ldw"), re, k, wp, elems, &err);
+  }
+  if (st != FK_OK) {
+    fprintf(stderr, "fkt: packing: %s\n", err.message);
     exit(2);
   }
 }
 
 int fkt_gemv_cases(const char *form, fkh_call **out) {
   const char *packed = strstr(form, "_packed");
+  if (!packed) packed = strstr(form, "_blocked");
   if (packed) {
     /* the row-major cases of the same destination, with their weights packed */
     char rm_form[64];

@@ -35,6 +35,11 @@ double fkt_gemv_output(fkh_call *c, int64_t j, int64_t n) {
 static uint16_t w_at(fkh_call *c, int64_t n, int64_t i) {
   const uint16_t *w = fkh_buf_of(c, "w");
   if (fkh_field_index(c, "ldw") >= 0) return w[n * fkh_i64_of(c, "ldw") + i];
+  if (strstr(fkh_forms[c->form].id, "_blocked")) {
+    const int64_t BR = FK_GEMV_BLOCK_ROWS, BG = FK_GEMV_BLOCK_GROUP, BK = FK_GEMV_BLOCK_KALIGN;
+    const int64_t kpad = (fkh_i64_of(c, "k") + BK - 1) / BK * BK;
+    return w[(n / (BR * BG)) * (BR * BG) * kpad + ((i / 2) * BG + (n / BR) % BG) * BR * 2 + (n % BR) * 2 + i % 2];
+  }
   const int64_t R = FK_GEMV_PACK_ROWS, T = FK_GEMV_PACK_TILE, tiles = (fkh_i64_of(c, "k") + T - 1) / T;
   return w[((n / R) * tiles + i / T) * R * T + (n % R) * T + i % T];
 }
