@@ -94,7 +94,7 @@ end
 -- row n + l; each step adds w[n+l][k, k+1] . x[k, k+1] (x rounded to bf16 once, the pair
 -- broadcast from memory); no horizontal reduction. Rows past row_end (zero padding) are
 -- computed and not stored.
-blocked_body = function(t, _, form_, a, ms)
+blocked_body = function(t, p, form_, a, ms)
   local BR, BG = BLOCK_ROWS, BLOCK_GROUP
   local kpad = t:iand(t:add(a.k, BLOCK_KALIGN - 1), -BLOCK_KALIGN)
   t:cases(a.m, ms, function(M)
@@ -131,7 +131,9 @@ blocked_body = function(t, _, form_, a, ms)
               local xp = {}
               for _, j in ipairs(js) do xp[j] = t:load_pair_bcast(xsrow[j], i, 2 * u) end
               for _, b in ipairs(bs) do
-                local w = t:load_raw(gw, wi, (u * BG + b) * 2 * BR)
+                local off = (u * BG + b) * 2 * BR
+                if p.prefetch_stream > 0 and M > 1 then t:prefetch(gw, wi, off + p.prefetch_stream, 2) end
+                local w = t:load_raw(gw, wi, off)
                 for _, j in ipairs(js) do t:dot_bf16_acc(acc[j][b], w, xp[j]) end
               end
             end
@@ -165,8 +167,11 @@ return {
   leaf = "gemv",
   doc = "BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations",
   tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "bf16", "avx512bf16" } },
+  -- prefetch: elements ahead in a row-major row; prefetch_stream: elements ahead in a packed or
+  -- blocked stream, every line (one stream gets no overlap of compute and DRAM from the hardware
+  -- prefetcher alone at M > 1: bench/results/gemv-analysis.md)
   params = { chains = 4, tile = TILE, tree = "halving", max_m = 4, max_rows = 1, prefetch = 1024,
-             pack_rows = PACK_ROWS },
+             prefetch_stream = 8192, pack_rows = PACK_ROWS },
   -- the packed weight layout, for runtime/fk_pack.c: groups of PACK_ROWS rows (the last one
   -- padded with zero rows); per group, per TILE-element tile of k (the last padded with zeros),
   -- the group's rows one after another: row n, element k at
@@ -185,6 +190,8 @@ return {
     need(p.max_m >= 1 and p.max_m <= 4, "max_m must be 1..4")
     need(p.max_rows >= 1 and p.max_rows <= 8, "max_rows must be 1..8")
     need(p.prefetch >= 0 and p.prefetch % 64 == 0, "prefetch: a distance in elements, a multiple of 64 (0: none)")
+    need(p.prefetch_stream >= 0 and p.prefetch_stream % 64 == 0,
+         "prefetch_stream: a distance in elements, a multiple of 64 (0: none)")
     need(p.pack_rows == 2 or p.pack_rows == 4, "pack_rows must be 2 or 4")
   end,
   forms = {
@@ -287,12 +294,15 @@ return {
             end
             t:for_tiles(a.k, p.tile, function(i, tail)
               local im, wi = t:mul(i, M), widx(i)
-              if p.prefetch > 0 then
+              if p.prefetch > 0 and not form_.packed then
                 for _, r in ipairs(rs) do t:prefetch(wrow[r][1], wi, wrow[r][2] + p.prefetch, 2) end
               end
               for h = 0, 1 do
                 local raw = {}
                 for _, r in ipairs(rs) do
+                  if p.prefetch_stream > 0 and form_.packed then
+                    t:prefetch(wrow[r][1], wi, wrow[r][2] + 32 * h + p.prefetch_stream, 2)
+                  end
                   -- packed rows are zero-padded to the tile: their tail needs no masked load
                   raw[r] = t:load_raw(wrow[r][1], wi, wrow[r][2] + 32 * h,
                                       (tail and not form_.packed) and tail(32 * h) or nil)
