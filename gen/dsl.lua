@@ -163,6 +163,12 @@ function B:sub(a, b)
   return self:_emit("isub", "i", { self:_want(a, "i", "sub"), self:_want(b, "i", "sub") }).dst
 end
 
+-- a >= w ? a - w : a: one step of a ring index (slot + j mod w for slot < w, j <= w; w = 0
+-- leaves a unchanged, a linear index).
+function B:wrap(a, w)
+  return self:_emit("iwrap", "i", { self:_want(a, "i", "wrap"), self:_ival(w, "wrap") }).dst
+end
+
 -- a & imm (imm a Lua integer, e.g. -64 to round down to a multiple of 64).
 function B:iand(a, imm)
   return self:_emit("iandi", "i", { self:_want(a, "i", "iand") }, { imm = self:_int(imm, "iand") }).dst
@@ -214,6 +220,11 @@ function B:fma(a, b, c)
                                    self:_want(c, "v", "fma") }).dst
 end
 
+-- -a: the sign bit flipped (exact; a NaN keeps its payload).
+function B:neg(a)
+  return self:_emit("vneg", "v", { self:_want(a, "v", "neg") }).dst
+end
+
 -- acc += a * b, fused, in place; lanes outside `lanes` keep their value.
 function B:fma_acc(acc, a, b, lanes)
   self:_want(acc, "v", "fma_acc")
@@ -234,6 +245,12 @@ end
 -- Raw bf16 pairs -> f32: halfwords 2l (even) or 2l + 1 (odd) of the 32 loaded, exactly.
 function B:bf16_even(raw) return self:_emit("bf16_even", "v", { self:_want(raw, "v", "bf16_even") }).dst end
 function B:bf16_odd(raw) return self:_emit("bf16_odd", "v", { self:_want(raw, "v", "bf16_odd") }).dst end
+
+-- The inverse of bf16_even/bf16_odd on rounded values: raw pairs whose lane l holds the bf16
+-- bits (high halves) of even[l] then odd[l], for store_raw.
+function B:bf16_pairs(even, odd)
+  return self:_emit("bf16_pairs", "v", { self:_want(even, "v", "bf16_pairs"), self:_want(odd, "v", "bf16_pairs") }).dst
+end
 
 -- De-interleave the 32 elements of (a, b): even ones, odd ones.
 function B:uzp_even(a, b)
@@ -312,6 +329,7 @@ local function storer(kind, vtype)
   return function(self, base, idx, off, v, lanes) store_op(self, kind, vtype, kind, base, idx, off, v, lanes) end
 end
 B.store_f32, B.store_bf16 = storer("store_f32", "v"), storer("store_bf16", "v")
+B.store_raw = storer("store_raw", "v")   -- 32 bf16 (16 raw pairs), never masked
 B.store1_f32, B.store1_bf16 = storer("store1_f32", "s"), storer("store1_bf16", "s")
 
 -- Loops -----------------------------------------------------------------------------------

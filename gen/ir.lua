@@ -31,6 +31,7 @@ M.OPS = {
   iandi      = { "i", { "i" }, { "imm" } },
   isub       = { "i", { "i", "i" } },
   imul       = { "i", { "i", "i" } },
+  iwrap      = { "i", { "i", "i" } },                -- src1 >= src2 ? src1 - src2 : src1 (signed)
   imuli      = { "i", { "i" }, { "imm" } },
   addr       = { "i", { "i", "i" }, { "scale" } },   -- src1 + src2 * scale (scale 1, 2, 4, 8)
   zero       = { "v", {} },
@@ -43,6 +44,7 @@ M.OPS = {
   prefetch   = { false, { "i", "i" }, { "off", "size" } }, -- hint: the line at base + (idx + off) * size
   store_f32  = { false, { "i", "i", "v" }, { "off" } },
   store_bf16 = { false, { "i", "i", "v" }, { "off" } }, -- stores the high halves (see rne)
+  store_raw  = { false, { "i", "i", "v" }, { "off" } }, -- 32 bf16 from 16 pairs (lane l -> 2l, 2l+1)
   load1_bf16 = { "s", { "i", "i" }, { "off" } },
   load1_f32  = { "s", { "i", "i" }, { "off" } },
   store1_bf16 = { false, { "i", "i", "s" }, { "off" } },
@@ -59,6 +61,8 @@ M.OPS = {
   vmul       = { "v", { "v", "v" } },
   vmax       = { "v", { "v", "v" } },
   vfma       = { "v", { "v", "v", "v" } },           -- src1 * src2 + src3 (fused)
+  vneg       = { "v", { "v" } },                     -- sign bit flipped (exact, NaN too)
+  bf16_pairs = { "v", { "v", "v" } },                -- raw pairs: lane l = (hi16 src1[l], hi16 src2[l])
   vrne       = { "v", { "v" } },                     -- integer RNE to bf16, kept as f32 bits
   bcast      = { "v", { "s" } },
   reduce_add = { "s", { "v" }, { "tree" } },

@@ -5,4 +5,6 @@
 return {
   "rmsnorm",
   "gemv",
+  "shortconv",
+  "qkprep",
 }

@@ -56,18 +56,22 @@ void fkt_fixture_test(const char *leaf, const fkh_target *t);
 /* The two parameterized tests every exact leaf has: `<leaf>::exact` over fkt_exact_pairs and
  * `<leaf>::fixtures` over fkt_fixture_targets. Use once per leaf suite, after including
  * <criterion/parameterized.h>. */
-#define FKT_LEAF_SUITE(leaf, builder) \
+#define FKT_EXACT_SUITE(leaf, builder) \
   static fkt_pair leaf##_pairs[64]; \
   ParameterizedTestParameters(leaf, exact) { \
     return cr_make_param_array(fkt_pair, leaf##_pairs, (size_t)fkt_exact_pairs(#leaf, leaf##_pairs, 64)); \
   } \
-  ParameterizedTest(fkt_pair *p, leaf, exact, .timeout = 600) { fkt_check_pair(p, builder); } \
+  ParameterizedTest(fkt_pair *p, leaf, exact, .timeout = 600) { fkt_check_pair(p, builder); }
+
+#define FKT_FIXTURE_SUITE(leaf) \
   static fkh_target leaf##_fixture_targets[16]; \
   ParameterizedTestParameters(leaf, fixtures) { \
     return cr_make_param_array(fkh_target, leaf##_fixture_targets, \
                                (size_t)fkt_fixture_targets(#leaf, "exact", leaf##_fixture_targets, 16)); \
   } \
   ParameterizedTest(fkh_target *t, leaf, fixtures, .timeout = 600) { fkt_fixture_test(#leaf, t); }
+
+#define FKT_LEAF_SUITE(leaf, builder) FKT_EXACT_SUITE(leaf, builder) FKT_FIXTURE_SUITE(leaf)
 
 #ifndef FKT_FIXTURE_DIR
 #define FKT_FIXTURE_DIR "fixtures"

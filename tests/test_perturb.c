@@ -42,7 +42,9 @@ static void expect_caught_all(const char *leaf, fkt_builder build, int perturb, 
   int n = 0;
   for (int f = 0; f < fkh_nforms; f++) {
     if (strcmp(fkh_forms[f].leaf, leaf) != 0) continue;
-    if (perturb == FKC_SKIP_COMMIT && strncmp(fkh_forms[f].form, "add", 3) != 0) continue;
+    /* the commit perturbation applies to the forms with state: RMSNorm's add forms, ShortConv */
+    if (perturb == FKC_SKIP_COMMIT && strncmp(fkh_forms[f].form, "add", 3) != 0 && strcmp(leaf, "shortconv") != 0)
+      continue;
     if (perturb == FKC_RNE_BIAS && !rounds_to_bf16(&fkh_forms[f])) continue;
     fkh_target host = best_host();
     if (!fkh_host_stamp(f, host.variant, NULL)) continue;   /* a form of the fast tier only */
@@ -55,26 +57,44 @@ static void expect_caught_all(const char *leaf, fkt_builder build, int perturb, 
 Test(perturb, rounding_bias) {
   expect_caught_all("gemv", fkt_gemv_cases, FKC_RNE_BIAS, "round-half-up");
   expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_RNE_BIAS, "round-half-up");
+  expect_caught_all("shortconv", fkt_shortconv_cases, FKC_RNE_BIAS, "round-half-up");
+  expect_caught_all("qkprep", fkt_qkprep_cases, FKC_RNE_BIAS, "round-half-up");
 }
 
 Test(perturb, reordered_reduction_tree) {
   expect_caught_all("gemv", fkt_gemv_cases, FKC_TREE_PAIRWISE, "pairwise tree");
   expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_TREE_PAIRWISE, "pairwise tree");
+  expect_caught_all("qkprep", fkt_qkprep_cases, FKC_TREE_PAIRWISE, "pairwise tree");
 }
 
 Test(perturb, reordered_reduction_lanes) {
   expect_caught_all("gemv", fkt_gemv_cases, FKC_LANES_PERMUTED, "permuted lanes");
   expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_LANES_PERMUTED, "permuted lanes");
+  expect_caught_all("qkprep", fkt_qkprep_cases, FKC_LANES_PERMUTED, "permuted lanes");
 }
 
 Test(perturb, skipped_residual_commit) {
   expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_SKIP_COMMIT, "skipped commit");
 }
 
+Test(perturb, skipped_carry_commit) {
+  expect_caught_all("shortconv", fkt_shortconv_cases, FKC_SKIP_COMMIT, "skipped carry commit");
+}
+
+Test(perturb, off_by_one_cursor) {
+  expect_caught_all("qkprep", fkt_qkprep_cases, FKC_CURSOR_OFF_BY_ONE, "off-by-one cursor");
+}
+
+Test(perturb, swapped_rotate_half) {
+  expect_caught_all("qkprep", fkt_qkprep_cases, FKC_ROTATE_SWAPPED, "swapped rotation halves");
+}
+
 Test(perturb, seen_through_the_aarch64_runner, .timeout = 300) {
   fkh_target neon = fkh_remote("neon", "max");
   expect_caught("gemv_bf16_rne", fkt_gemv_cases, neon, FKC_RNE_BIAS, "round-half-up (AArch64)");
   expect_caught("rmsnorm_f32", fkt_rmsnorm_cases, neon, FKC_TREE_PAIRWISE, "pairwise tree (AArch64)");
+  expect_caught("shortconv_bf16", fkt_shortconv_cases, neon, FKC_SKIP_COMMIT, "skipped carry commit (AArch64)");
+  expect_caught("qkprep_cis64", fkt_qkprep_cases, neon, FKC_CURSOR_OFF_BY_ONE, "off-by-one cursor (AArch64)");
 }
 
 /* A stamp run with a wrong row stride against the contract run with the right one. */

@@ -1,8 +1,11 @@
 /* tests/test_runtime.c: CPU feature detection and stamp resolution (runtime/fk_leaf.c).
  * The feature mask reaches every variant and every refusal on this machine. */
 #include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "flashkern.h"
 
@@ -95,4 +98,110 @@ Test(runtime, aarch64_fast_tier_needs_bf16) {
   cr_assert(strstr(out, "FK_EUNSUPPORTED") != NULL && strstr(out, "bf16") != NULL, "%s", out);
   cr_assert_eq(run_resolve("neoverse-n1", "gemv_f32", "exact", out, sizeof out), 0, "%s", out);
   cr_assert(strstr(out, "fk_gemv_f32__aarch64_neon_exact") != NULL, "%s", out);
+}
+
+/* ---------------------------------------------------------------- RoPE tables ----------- */
+
+/* fk_rope_table against libm: the f32 rounding of the double cos/sin of the same f32 angle,
+ * with inv_freq from libm's pow. The tables may differ only where the exact value lies within
+ * 2^-44 (relative) of an f32 rounding boundary, where a double evaluation cannot decide. */
+static long near_boundary(double v) {
+  float f = (float)v;
+  double lo = nextafterf(f, -INFINITY), hi = nextafterf(f, INFINITY);
+  double m1 = ((double)f + lo) / 2, m2 = ((double)f + hi) / 2, tol = fabs(v) * 0x1p-44 + 0x1p-200;
+  return fabs(v - m1) < tol || fabs(v - m2) < tol;
+}
+
+Test(runtime, rope_table_is_correctly_rounded) {
+  static const struct { float theta; int64_t hd, pos, npos; } cfg[] = {
+    { 1e6f, 64, 0, 70000 }, { 1e6f, 32, 0, 70000 }, { 1e4f, 128, 0, 9000 }, { 1e6f, 64, 16700000, 2000 },
+  };
+  for (size_t k = 0; k < sizeof cfg / sizeof cfg[0]; k++) {
+    int64_t half = cfg[k].hd / 2;
+    size_t n = (size_t)(cfg[k].npos * half);
+    float *c = malloc(n * sizeof *c), *s = malloc(n * sizeof *s);
+    cr_assert(c && s);
+    fk_error err;
+    cr_assert_eq(fk_rope_table(cfg[k].theta, cfg[k].hd, cfg[k].pos, cfg[k].npos, c, s, &err), FK_OK, "%s", err.message);
+    long differ = 0, undecidable = 0;
+    for (int64_t i = 0; i < half; i++) {
+      float e = (float)(2 * i) / (float)cfg[k].hd;
+      double r = pow((double)cfg[k].theta, (double)e);
+      undecidable += near_boundary(r);
+      float inv = 1.0f / (float)r;
+      for (int64_t p = 0; p < cfg[k].npos; p++) {
+        float a = (float)(cfg[k].pos + p) * inv;
+        double cd = cos((double)a), sd = sin((double)a);
+        int bad = c[p * half + i] != (float)cd || s[p * half + i] != (float)sd;
+        int nb = near_boundary(cd) || near_boundary(sd);
+        undecidable += nb;
+        if (bad && !nb)
+          cr_assert_fail("theta %g hd %lld p %lld i %lld: cos %a sin %a, libm %a %a", (double)cfg[k].theta,
+                         (long long)cfg[k].hd, (long long)(cfg[k].pos + p), (long long)i, (double)c[p * half + i],
+                         (double)s[p * half + i], (double)(float)cd, (double)(float)sd);
+        differ += bad;
+      }
+    }
+    cr_log_info("rope theta %g hd %lld positions [%lld, +%lld): %zu entries, %ld differ from libm's rounding, "
+                "%ld too close to a rounding boundary to decide", (double)cfg[k].theta, (long long)cfg[k].hd,
+                (long long)cfg[k].pos, (long long)cfg[k].npos, 2 * n, differ, undecidable);
+    free(c);
+    free(s);
+  }
+}
+
+/* The tables are the same bytes on AArch64 (the runner under qemu) as here. */
+Test(runtime, rope_table_is_the_same_on_aarch64, .timeout = 120) {
+  static const struct { const char *theta; int64_t hd, pos, npos; } cfg[] = {
+    { "1e6", 64, 0, 4096 }, { "1e6", 32, 99000, 3000 }, { "1e4", 128, 5, 700 },
+  };
+  for (size_t k = 0; k < sizeof cfg / sizeof cfg[0]; k++) {
+    char path[] = "/tmp/fk_rope_XXXXXX", cmd[1024];
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "%s -cpu max %s --rope %s %lld %lld %lld %s", FKH_QEMU, FKH_RUNNER, cfg[k].theta,
+             (long long)cfg[k].hd, (long long)cfg[k].pos, (long long)cfg[k].npos, path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    size_t n = (size_t)(cfg[k].npos * (cfg[k].hd / 2));
+    float *host = malloc(2 * n * sizeof *host), *arm = malloc(2 * n * sizeof *arm + 1);
+    cr_assert(host && arm);
+    fk_error err;
+    cr_assert_eq(fk_rope_table(strtof(cfg[k].theta, NULL), cfg[k].hd, cfg[k].pos, cfg[k].npos, host, host + n, &err), FK_OK);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    size_t got = fread(arm, sizeof *arm, 2 * n + 1, f);
+    fclose(f);
+    unlink(path);
+    cr_assert_eq(got, 2 * n, "the runner wrote %zu floats, want %zu", got, 2 * n);
+    cr_assert(memcmp(host, arm, 2 * n * sizeof *host) == 0, "theta %s hd %lld: AArch64 tables differ from x86_64's",
+              cfg[k].theta, (long long)cfg[k].hd);
+    cr_log_info("rope theta %s hd %lld: %zu bytes, AArch64 == x86_64", cfg[k].theta, (long long)cfg[k].hd,
+                2 * n * sizeof *host);
+    free(host);
+    free(arm);
+  }
+}
+
+/* Bad arguments: FK_EINVAL naming the argument, and nothing written. */
+Test(runtime, rope_table_refuses_bad_arguments) {
+  float c[64], s[64];
+  fk_error err;
+  static const struct { float theta; int64_t hd, pos, npos; const char *names; } bad[] = {
+    { 1.0f, 64, 0, 1, "theta" }, { -5.0f, 64, 0, 1, "theta" }, { NAN, 64, 0, 1, "theta" },
+    { INFINITY, 64, 0, 1, "theta" }, { 1e6f, 63, 0, 1, "head_dim" }, { 1e6f, 0, 0, 1, "head_dim" },
+    { 1e6f, 2048, 0, 1, "head_dim" }, { 1e6f, 64, -1, 1, "positions" }, { 1e6f, 64, 0, -2, "positions" },
+    { 1e6f, 64, (1 << 24) - 1, 2, "positions" },
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    memset(c, 0x5a, sizeof c);
+    memset(s, 0x5a, sizeof s);
+    cr_assert_eq(fk_rope_table(bad[k].theta, bad[k].hd, bad[k].pos, bad[k].npos, c, s, &err), FK_EINVAL, "case %zu", k);
+    cr_assert(strstr(err.message, bad[k].names) != NULL, "case %zu: '%s' does not name %s", k, err.message, bad[k].names);
+    for (size_t i = 0; i < sizeof c; i++) cr_assert(((uint8_t *)c)[i] == 0x5a && ((uint8_t *)s)[i] == 0x5a);
+  }
+  cr_assert_eq(fk_rope_table(1e6f, 64, 0, 1, NULL, s, &err), FK_EINVAL);
+  cr_assert(strstr(err.message, "cos") != NULL, "%s", err.message);
+  cr_assert_eq(fk_rope_table(1e6f, 64, 0, 1, c, NULL, &err), FK_EINVAL);
+  cr_assert(strstr(err.message, "sin") != NULL, "%s", err.message);
 }

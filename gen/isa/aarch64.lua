@@ -194,6 +194,14 @@ function ops.imul(ctx, op)
   ctx:wline("mul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]))
 end
 
+-- a >= w ? a - w : a
+function ops.iwrap(ctx, op)
+  local d, a, w = ctx:reg(op.dst), ctx:reg(op.src[1]), ctx:reg(op.src[2])
+  ctx:wline("sub x16, " .. a .. ", " .. w)
+  ctx:wline("cmp " .. a .. ", " .. w)
+  ctx:wline("csel " .. d .. ", x16, " .. a .. ", ge")
+end
+
 function ops.addr(ctx, op)
   local sh = ({ [1] = 0, [2] = 1, [4] = 2, [8] = 3 })[op.attr.scale]
   ctx:wline("add " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) ..
@@ -336,6 +344,14 @@ function ops.store_bf16(ctx, op)
   ctx:wline("stp " .. q(T0) .. ", " .. q(T1) .. ", [x16, " .. imm(o) .. "]")
 end
 
+-- 32 halfwords from 16 raw pairs (as load_raw reads them).
+function ops.store_raw(ctx, op)
+  local v = ctx:regs(op.src[3])
+  local o = elem_addr(ctx, op, 2)
+  ctx:wline("stp " .. q(v[1]) .. ", " .. q(v[2]) .. ", [x16, " .. imm(o) .. "]")
+  ctx:wline("stp " .. q(v[3]) .. ", " .. q(v[4]) .. ", [x16, " .. imm(o + 32) .. "]")
+end
+
 function ops.load1_bf16(ctx, op)
   local o = elem_addr(ctx, op, 2)
   local d = ctx:reg(op.dst)
@@ -422,6 +438,15 @@ function ops.bf16_odd(ctx, op)
   for p = 1, 4 do ctx:wline("and " .. v16b(d[p]) .. ", " .. v16b(r[p]) .. ", " .. v16b(T0)) end
 end
 
+-- Raw pairs from two rounded vectors: TRN2 on halfwords takes the high half of each 32-bit lane
+-- of the first operand, then of the second.
+function ops.bf16_pairs(ctx, op)
+  local d, e, o = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2])
+  for p = 1, 4 do
+    ctx:wline("trn2 v" .. n(d[p]) .. ".8h, v" .. n(e[p]) .. ".8h, v" .. n(o[p]) .. ".8h")
+  end
+end
+
 -- Even or odd elements of the 32 in (a, b): UZP1 / UZP2 of neighbouring q registers.
 local function uzp(ins)
   return function(ctx, op)
@@ -450,6 +475,12 @@ function ops.vmax(ctx, op)
     ctx:wline("fcmgt " .. v4s(d[p]) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p]))
     ctx:wline("bsl " .. v16b(d[p]) .. ", " .. v16b(a[p]) .. ", " .. v16b(b[p]))
   end
+end
+
+-- The sign bit flipped (FNEG: exact, NaN payloads kept).
+function ops.vneg(ctx, op)
+  local d, a = ctx:regs(op.dst), ctx:regs(op.src[1])
+  for p = 1, #d do ctx:wline("fneg " .. v4s(d[p]) .. ", " .. v4s(a[p])) end
 end
 
 function ops.vfma(ctx, op)

@@ -203,6 +203,15 @@ function ops.imul(ctx, op)
   ctx:wline("imul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[2]))
 end
 
+-- a >= w ? a - w : a
+function ops.iwrap(ctx, op)
+  local d, a, w = ctx:reg(op.dst), ctx:reg(op.src[1]), ctx:reg(op.src[2])
+  ctx:wline("mov " .. d .. ", " .. a)
+  ctx:wline("sub " .. d .. ", " .. w)
+  ctx:wline("cmp " .. a .. ", " .. w)
+  ctx:wline("cmovl " .. d .. ", " .. a)
+end
+
 function ops.addr(ctx, op)
   ctx:wline("lea " .. ctx:reg(op.dst) .. ", " .. mem(ctx:reg(op.src[1]), ctx:reg(op.src[2]), op.attr.scale, 0))
 end
@@ -346,6 +355,16 @@ function ops.store_bf16(ctx, op)
   end)
 end
 
+-- 32 halfwords from 16 raw pairs (as load_raw reads them).
+function ops.store_raw(ctx, op)
+  local v = parts(ctx, op.src[3])
+  if is512(ctx) then
+    ctx:wline("vmovdqu16 zmmword ptr " .. elem(ctx, op, 2) .. ", " .. v[1])
+    return
+  end
+  for i = 1, 2 do ctx:wline("vmovdqu ymmword ptr " .. elem(ctx, op, 2, 16 * (i - 1)) .. ", " .. v[i]) end
+end
+
 function ops.load1_bf16(ctx, op)
   ctx:wline("movzx eax, word ptr " .. elem(ctx, op, 2))
   ctx:wline("shl eax, 16")
@@ -431,6 +450,22 @@ function ops.bf16_odd(ctx, op)
   end
 end
 
+-- Raw pairs from two rounded vectors: (even >> 16) | (odd & 0xffff0000).
+function ops.bf16_pairs(ctx, op)
+  local d, e, o = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2])
+  for i = 1, #d do
+    ctx:wline("vpsrld " .. d[i] .. ", " .. e[i] .. ", 16")
+    if is512(ctx) then
+      -- d | (o & hi16): ternary truth table 0xf8 (A = d, B = o, C = the mask)
+      ctx:wline("vpternlogd " .. d[i] .. ", " .. o[i] .. ", " .. bconst(ctx, "hi16", 0xffff0000) .. ", 0xf8")
+    else
+      local t = scratch(ctx, 1)
+      ctx:wline("vpand " .. t .. ", " .. o[i] .. ", ymmword ptr " .. kconst(ctx, "hi16_x8", 0xffff0000, 8))
+      ctx:wline("vpor " .. d[i] .. ", " .. d[i] .. ", " .. t)
+    end
+  end
+end
+
 -- Even or odd elements of the 32 in (a, b). AVX-512: one two-table permute; AVX2: an in-lane
 -- shuffle of each ymm pair, then a qword permute to restore the order.
 local function uzp(parity)
@@ -463,6 +498,18 @@ ops.vadd = binary("vaddps")
 ops.vmul = binary("vmulps")
 -- max(a, b) = a > b ? a : b, which is exactly (v)maxps a, b (NaN or equal -> b)
 ops.vmax = binary("vmaxps")
+
+-- The sign bit flipped: an xor with -0.0 (exact; NaN payloads kept).
+function ops.vneg(ctx, op)
+  local d, a = parts(ctx, op.dst), parts(ctx, op.src[1])
+  for i = 1, #d do
+    if is512(ctx) then
+      ctx:wline("vpxord " .. d[i] .. ", " .. a[i] .. ", " .. bconst(ctx, "sign", 0x80000000))
+    else
+      ctx:wline("vxorps " .. d[i] .. ", " .. a[i] .. ", ymmword ptr " .. kconst(ctx, "sign_x8", 0x80000000, 8))
+    end
+  end
+end
 
 function ops.vfma(ctx, op)
   local d, a, b, c = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])

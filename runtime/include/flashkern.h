@@ -85,6 +85,18 @@ size_t fk_gemv_blocked_elems(int64_t n, int64_t k);
 fk_status fk_gemv_pack_blocked(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, uint16_t *out,
                                size_t out_elems, fk_error *err);
 
+/* fk_rope_table(): the RoPE tables of one head size, at readiness (never during a pass):
+ * cos_out[(p - pos_begin) * (head_dim / 2) + i] = cos(a), sin_out[...] = sin(a) for positions
+ * p in [pos_begin, pos_begin + npos) and i < head_dim / 2, with a = (float)p * inv_freq[i] and
+ * inv_freq[i] = 1.0f / f32(theta^((float)(2i) / head_dim)) in f32, as transformers and
+ * liquid-audio compute them; cos and sin rounded once from a double evaluation. No libm: the
+ * same bytes on every ISA. The qkprep leaf reads table row pos + j for row j (pass tables from
+ * pos_begin = 0, or shift the pointers by pos_begin rows and the leaf's pos likewise).
+ * @return FK_OK; FK_EINVAL naming the argument for NULL tables, theta not in (1, 1e30),
+ * head_dim odd or outside 2..1024, or positions outside [0, 2^24) (nothing is written then). */
+fk_status fk_rope_table(float theta, int64_t head_dim, int64_t pos_begin, int64_t npos, float *cos_out,
+                        float *sin_out, fk_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,7 +27,10 @@ typedef enum fkc_perturb {
   FKC_RNE_BIAS,        /* round half up: u + 0x8000, no tie-to-even */
   FKC_TREE_PAIRWISE,   /* lanes summed adjacent-pairwise instead of the halving tree */
   FKC_LANES_PERMUTED,  /* elements reach other lanes than the template's mapping says */
-  FKC_SKIP_COMMIT      /* add forms of RMSNorm: the residual stream is not written */
+  FKC_SKIP_COMMIT,     /* add forms of RMSNorm: the residual stream is not written; ShortConv:
+                          the carry is not committed */
+  FKC_CURSOR_OFF_BY_ONE, /* qkprep: rows land one slot (and one table row) past the cursor */
+  FKC_ROTATE_SWAPPED   /* qkprep: the rotation's sign on the other element of each pair */
 } fkc_perturb;
 
 /* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> quiet, sign/top payload kept). */
@@ -51,5 +54,11 @@ void fkc_gemv_f32_packed(const fk_gemv_f32_packed_args *a, fkc_perturb p);
 void fkc_gemv_f32_bias_packed(const fk_gemv_f32_bias_packed_args *a, fkc_perturb p);
 void fkc_gemv_bf16_rne_packed(const fk_gemv_bf16_rne_packed_args *a, fkc_perturb p);
 void fkc_gemv_bf16_rne_add_packed(const fk_gemv_bf16_rne_add_packed_args *a, fkc_perturb p);
+void fkc_shortconv_bf16(const fk_shortconv_bf16_args *a, fkc_perturb p);
+void fkc_shortconv_bf16_bias(const fk_shortconv_bf16_bias_args *a, fkc_perturb p);
+void fkc_qkprep_neox64(const fk_qkprep_neox64_args *a, fkc_perturb p);
+void fkc_qkprep_neox32(const fk_qkprep_neox32_args *a, fkc_perturb p);
+void fkc_qkprep_cis64(const fk_qkprep_cis64_args *a, fkc_perturb p);
+void fkc_qkprep_cis32(const fk_qkprep_cis32_args *a, fkc_perturb p);
 
 #endif

@@ -22,6 +22,12 @@ static const struct { const char *id; contract_fn fn; } models[] = {
   { "gemv_f32_bias_packed", (contract_fn)(void (*)(void))fkc_gemv_f32_bias_packed },
   { "gemv_bf16_rne_packed", (contract_fn)(void (*)(void))fkc_gemv_bf16_rne_packed },
   { "gemv_bf16_rne_add_packed", (contract_fn)(void (*)(void))fkc_gemv_bf16_rne_add_packed },
+  { "shortconv_bf16", (contract_fn)(void (*)(void))fkc_shortconv_bf16 },
+  { "shortconv_bf16_bias", (contract_fn)(void (*)(void))fkc_shortconv_bf16_bias },
+  { "qkprep_neox64", (contract_fn)(void (*)(void))fkc_qkprep_neox64 },
+  { "qkprep_neox32", (contract_fn)(void (*)(void))fkc_qkprep_neox32 },
+  { "qkprep_cis64", (contract_fn)(void (*)(void))fkc_qkprep_cis64 },
+  { "qkprep_cis32", (contract_fn)(void (*)(void))fkc_qkprep_cis32 },
 };
 
 void fkh_invoke_contract(fkh_call *c, int perturb) {

@@ -11,6 +11,8 @@ typedef int (*fkt_builder)(const char *form_id, fkh_call **calls);
 
 int fkt_gemv_cases(const char *form_id, fkh_call **calls);
 int fkt_rmsnorm_cases(const char *form_id, fkh_call **calls);
+int fkt_shortconv_cases(const char *form_id, fkh_call **calls);
+int fkt_qkprep_cases(const char *form_id, fkh_call **calls);
 
 void fkt_free_cases(fkh_call *calls, int n);
 

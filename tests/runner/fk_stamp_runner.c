@@ -5,7 +5,8 @@
  * Built for AArch64 and run under qemu-aarch64 by the host suites (Criterion's own runner
  * spins under qemu-user here, so the host drives this plain program instead). The calls file
  * names a variant ("neon") or "contract" (the contract model compiled for this ISA). Exit 0
- * when every call ran (a call's own failure is reported in the results), 2 on a bad file. */
+ * when every call ran (a call's own failure is reported in the results), 2 on a bad file.
+ * Two more modes serve tests/test_runtime.c: --resolve and --rope (below). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +28,33 @@ static int resolve(const char *form, const char *tier) {
   return 0;
 }
 
+/* fk_stamp_runner --rope <theta> <head_dim> <pos_begin> <npos> <file>: writes the cos then the
+ * sin table of fk_rope_table, raw, to file (the host compares them with its own bytes). */
+static int rope(char **argv) {
+  float theta = strtof(argv[0], NULL);
+  int64_t hd = strtoll(argv[1], NULL, 10), pos = strtoll(argv[2], NULL, 10), npos = strtoll(argv[3], NULL, 10);
+  size_t n = (size_t)(npos * (hd / 2));
+  float *c = malloc(n * sizeof *c + 1), *s = malloc(n * sizeof *s + 1);
+  fk_error err;
+  if (!c || !s || fk_rope_table(theta, hd, pos, npos, c, s, &err) != FK_OK) {
+    fprintf(stderr, "fk_stamp_runner: fk_rope_table failed\n");
+    return 3;
+  }
+  FILE *f = fopen(argv[4], "wb");
+  if (!f || fwrite(c, sizeof *c, n, f) != n || fwrite(s, sizeof *s, n, f) != n || fclose(f) != 0) {
+    fprintf(stderr, "fk_stamp_runner: cannot write %s\n", argv[4]);
+    return 2;
+  }
+  free(c);
+  free(s);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "--resolve") == 0) return resolve(argv[2], argv[3]);
+  if (argc == 7 && strcmp(argv[1], "--rope") == 0) return rope(argv + 2);
   if (argc != 3) {
-    fprintf(stderr, "usage: %s <calls-file> <results-file> | --resolve <form> <exact|fast>\n", argv[0]);
+    fprintf(stderr, "usage: %s <calls-file> <results-file> | --resolve <form> <exact|fast> | --rope <theta> <hd> <pos> <npos> <file>\n", argv[0]);
     return 2;
   }
   fkh_call *calls;

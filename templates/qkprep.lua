@@ -1,0 +1,111 @@
+-- templates/qkprep.lua: per-head q/k RMSNorm, RoPE and RNE to bf16, in place, at cache slots.
+--
+-- Forms neox64/neox32: LFM2 (transformers' Lfm2Attention: q_layernorm/k_layernorm, then the
+-- rotate-half RoPE). Forms cis64/cis32: the Depthformer (liquid-audio's BoundedAttention:
+-- RMSNorm, then the interleaved complex RoPE). The number is head_dim (hd).
+--
+-- Head g of row j lies at x + g*ld_head + s_j*ld_row with s_j = slot + j, minus ring once it
+-- reaches ring (a ring of W = ring slots; ring = 0: linear). Row j takes table row pos + j.
+-- Per head, h = the hd bf16 values widened:
+--   ss  = sum h^2 in the rmsnorm leaf's order (lane l of chain c sums the i with i mod 32 ==
+--         16c + l, fma, increasing i; chain 0 + chain 1; halving tree)
+--   inv = 1 / sqrt(ss / hd + eps)                 (correctly rounded divide and sqrt)
+--   neox: qn = RNE(w * RNE(h * inv))              (LFM2: weight * hidden.to(bf16))
+--   cis:  qn = RNE(w * (h * inv))                 (liquid-audio: (output * weight).type_as(x))
+--   with c = cos[(pos + j)*(hd/2) + i], s = sin[...] (f32 tables, fk_rope_table), i < hd/2:
+--   neox: a = qn[i],  b = qn[i + hd/2]: x[i]  = RNE(fma(a, c, b*(-s))), x[i + hd/2] = RNE(fma(b, c, a*s))
+--   cis:  a = qn[2i], b = qn[2i + 1]:  x[2i] = RNE(fma(a, c, b*(-s))), x[2i + 1]   = RNE(fma(b, c, a*s))
+-- b*(-s) equals -(b*s) for every number; the table value is negated, never a product, so a NaN
+-- a and b (one NaN spreads to the whole head through the norm) keep one sign and the fused
+-- add sees two equal NaNs (x86 and AArch64 pick different operands of two unequal ones).
+-- Every element of a rotation pair is read before either is written, so the transform is in
+-- place. Only the m rows' slots are written; V needs no transform (its GEMV writes the slot).
+
+local function args()
+  return {
+    { "x", "uint16_t *", inout = true,
+      doc = "bf16 heads, in place: head g of row j at x + g*ld_head + slot_j*ld_row" },
+    { "w", "const uint16_t *", doc = "head_dim bf16 norm weights" },
+    { "cos", "const float *", doc = "RoPE table (fk_rope_table): cos[p*(head_dim/2) + i]" },
+    { "sin", "const float *", doc = "RoPE table (fk_rope_table): sin[p*(head_dim/2) + i]" },
+    { "heads", "int64_t", doc = "heads per row, >= 0" },
+    { "m", "int64_t", doc = "rows (positions), >= 0; <= ring when ring > 0" },
+    { "ld_head", "int64_t", doc = "elements from one head to the next" },
+    { "ld_row", "int64_t", doc = "elements from one slot to the next" },
+    { "pos", "int64_t", doc = "position of row 0 (the cursor): row j uses table row pos + j" },
+    { "slot", "int64_t", doc = "slot of row 0; < ring when ring > 0" },
+    { "ring", "int64_t", doc = "ring slots W (row j at slot (slot + j) mod W), or 0: linear (slot + j)" },
+    { "eps", "float", doc = "RMSNorm epsilon" },
+  }
+end
+
+local function form(name, style, hd)
+  return { name = name, args = args(), style = style, hd = hd }
+end
+
+-- f32 bit patterns of the head sizes (ss / hd divides by the f32 value)
+local HD_F32 = { [32] = "0x42000000", [64] = "0x42800000" }
+
+return {
+  leaf = "qkprep",
+  doc = "per-head q/k RMSNorm + RoPE (rotate-half or interleaved) + RNE, in place at linear or ring slots",
+  tiers = { exact = { "neon", "avx2", "avx512" } },
+  params = { chains = 2, tree = "halving" },
+  check = function(p, need)
+    need(p.chains == 2, "chains: the norm follows the rmsnorm leaf's order (2 chains of 16 lanes)")
+    need(p.tree == "halving", "tree must be 'halving'")
+  end,
+  forms = {
+    form("neox64", "neox", 64), form("neox32", "neox", 32),
+    form("cis64", "cis", 64), form("cis32", "cis", 32),
+  },
+  body = function(t, p, form_)
+    local a = t.arg
+    local hd, half = form_.hd, math.floor(form_.hd / 2)
+    local z = t:iconst(0)
+    t:for_rows(z, a.m, 1, function(j)
+      local rowx = t:addr(a.x, t:mul(t:wrap(t:add(a.slot, j), a.ring), a.ld_row), 2)
+      local trow = t:mul(t:add(a.pos, j), half)
+      local ctab, stab = t:addr(a.cos, trow, 4), t:addr(a.sin, trow, 4)
+      t:for_rows(z, a.heads, 1, function(g)
+        local hp = t:addr(rowx, t:mul(g, a.ld_head), 2)
+        -- pass 1: the sum of squares in the rmsnorm leaf's order
+        local acc = {}
+        for c = 1, p.chains do acc[c] = t:zero() end
+        for k = 0, hd - 1, 32 do
+          for c = 1, p.chains do
+            local h = t:load_bf16(hp, z, k + 16 * (c - 1))
+            t:fma_acc(acc[c], h, h)
+          end
+        end
+        local ss = t:reduce_add(t:add(acc[1], acc[2]), p.tree)
+        local inv = t:div(t:f32("0x3f800000"), t:sqrt(t:add(t:div(ss, t:f32(HD_F32[hd])), a.eps)))
+        local invv = t:bcast(inv)
+        -- pass 2: norm, rotate, round; each rotation pair is read before it is written
+        local function rotate(qa, qb, k)
+          local c, s = t:load_f32(ctab, z, k), t:load_f32(stab, z, k)
+          return t:rne(t:fma(qa, c, t:mul(qb, t:neg(s)))), t:rne(t:fma(qb, c, t:mul(qa, s)))
+        end
+        if form_.style == "neox" then
+          local function qn(off)
+            local n1 = t:rne(t:mul(t:load_bf16(hp, z, off), invv))
+            return t:rne(t:mul(t:load_bf16(a.w, z, off), n1))
+          end
+          for k = 0, half - 1, 16 do
+            local oa, ob = rotate(qn(k), qn(k + half), k)
+            t:store_bf16(hp, z, k, oa)
+            t:store_bf16(hp, z, k + half, ob)
+          end
+        else
+          for k = 0, hd - 1, 32 do
+            local raw, wraw = t:load_raw(hp, z, k), t:load_raw(a.w, z, k)
+            local qa = t:rne(t:mul(t:bf16_even(wraw), t:mul(t:bf16_even(raw), invv)))
+            local qb = t:rne(t:mul(t:bf16_odd(wraw), t:mul(t:bf16_odd(raw), invv)))
+            local oa, ob = rotate(qa, qb, math.floor(k / 2))
+            t:store_raw(hp, z, k, t:bf16_pairs(oa, ob))
+          end
+        end
+      end)
+    end)
+  end,
+}

@@ -1,0 +1,67 @@
+-- templates/shortconv.lua: the FIR/gate/carry of LFM2's ShortConv (transformers' Lfm2ShortConv
+-- between in_proj and out_proj), row by row in causal order.
+--
+-- Input row t holds [B | C | x] (h bf16 each: in_proj's output). Per channel c:
+--   bx   = RNE(B * x)                                   (an f32 product of two bf16)
+--   acc  = w0 * p2        (form bf16_bias: fma(w0, p2, bias))
+--   acc  = fma(w1, p1, acc); acc = fma(w2, bx, acc)     (p2 = Bx[t-2], p1 = Bx[t-1])
+--   y    = RNE(C * RNE(acc))                            (the conv rounded to bf16, then gated)
+--   carry: p2 <- p1, p1 <- bx                           (committed before the next row)
+-- The carry (the last two Bx rows, bf16) is the caller's state; zeros are the reference's zero
+-- padding at the start of a sequence. Rows run in order and each row reads the carry the row
+-- before committed, so one call of m rows equals m calls of one row, outputs and state.
+-- Weights are tap-major (w[k*h + c] = conv.weight[c, 0, k]: tap k multiplies Bx[t - 2 + k]).
+-- Lanes past h are neither loaded nor stored.
+
+local function args(bias)
+  local a = {
+    { "in", "const uint16_t *", doc = "m rows of [B | C | x] (3h bf16 each), row stride ld_in elements" },
+    { "w", "const uint16_t *", doc = "3 x h bf16 taps, tap-major: w[k*h + c] multiplies Bx[t - 2 + k][c]" },
+  }
+  if bias then a[#a + 1] = { "bias", "const uint16_t *", doc = "h bf16 conv biases" } end
+  a[#a + 1] = { "carry", "uint16_t *", inout = true,
+                doc = "2 x h bf16: carry[c] = Bx[t-2][c], carry[h + c] = Bx[t-1][c]; committed row by row" }
+  a[#a + 1] = { "y", "uint16_t *", doc = "m rows x h bf16 (out_proj's input), row stride ldy elements" }
+  a[#a + 1] = { "h", "int64_t", doc = "channels, >= 1" }
+  a[#a + 1] = { "m", "int64_t", doc = "rows, >= 0 (prefill: P; decode: 1)" }
+  a[#a + 1] = { "ld_in", "int64_t", doc = "row stride of in, >= 3h" }
+  a[#a + 1] = { "ldy", "int64_t", doc = "row stride of y, >= h" }
+  return a
+end
+
+return {
+  leaf = "shortconv",
+  doc = "LFM2 ShortConv FIR/gate/carry: y = RNE(C * RNE(conv3(RNE(B * x)))), carry committed row by row",
+  tiers = { exact = { "neon", "avx2", "avx512" } },
+  params = { taps = 3 },
+  check = function(p, need)
+    need(p.taps == 3, "taps: the template is written for LFM2's L = 3 (conv_L_cache)")
+  end,
+  forms = {
+    { name = "bf16", args = args(false), bias = false },
+    { name = "bf16_bias", args = args(true), bias = true },
+  },
+  body = function(t, _, form)
+    local a = t.arg
+    t:for_rows(t:iconst(0), a.m, 1, function(j)
+      local row = t:addr(a["in"], t:mul(j, a.ld_in), 2)
+      local yrow = t:addr(a.y, t:mul(j, a.ldy), 2)
+      t:for_tiles(a.h, 16, function(c, tail)
+        -- element c of the first h-wide part of each array, c + h of the second, c + 2h of the third
+        local lanes = tail and tail(0)
+        local ch = t:add(c, a.h)
+        local c2h = t:add(ch, a.h)
+        local bx = t:rne(t:mul(t:load_bf16(row, c, 0, lanes), t:load_bf16(row, c2h, 0, lanes)))
+        local p2, p1 = t:load_bf16(a.carry, c, 0, lanes), t:load_bf16(a.carry, ch, 0, lanes)
+        local w0 = t:load_bf16(a.w, c, 0, lanes)
+        local acc = form.bias and t:fma(w0, p2, t:load_bf16(a.bias, c, 0, lanes)) or t:mul(w0, p2)
+        acc = t:fma(t:load_bf16(a.w, ch, 0, lanes), p1, acc)
+        acc = t:fma(t:load_bf16(a.w, c2h, 0, lanes), bx, acc)
+        local y = t:rne(t:mul(t:load_bf16(row, ch, 0, lanes), t:rne(acc)))
+        t:store_bf16(yrow, c, 0, y, lanes)
+        t:store_bf16(a.carry, c, 0, p1, lanes)
+        t:store_bf16(a.carry, ch, 0, bx, lanes)
+      end)
+    end)
+  end,
+}

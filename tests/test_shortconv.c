@@ -1,0 +1,134 @@
+/* tests/test_shortconv.c: ShortConv FIR/gate/carry stamps (templates/shortconv.lua), exact tier.
+ *   exact:                 every stamp == contract model, bit for bit (>= 200 random shapes and
+ *                          every edge case), x86_64 and AArch64 (qemu -cpu max, neoverse-n1),
+ *                          AArch64 == x86_64, AArch64 contract build == host build.
+ *   prefill_equals_decode: one call of m rows == m calls of one row, each reading the carry the
+ *                          call before committed: outputs and final carry, bit for bit.
+ *   writes_only_its_slots: y outside its m x h slots, and every input, untouched. */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <criterion/parameterized.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suite.h"
+
+FKT_EXACT_SUITE(shortconv, fkt_shortconv_cases)
+
+static const char *const forms[] = { "shortconv_bf16", "shortconv_bf16_bias" };
+enum { NFORMS = 2, CANARY = 0x7fa5 };
+
+static fkh_target stamp_targets[16];
+ParameterizedTestParameters(shortconv, prefill_equals_decode) {
+  int n = fkt_fixture_targets("shortconv", "exact", stamp_targets, 16);
+  return cr_make_param_array(fkh_target, stamp_targets + 1, (size_t)(n - 1));   /* not the contract */
+}
+
+/* Row r of a case as a one-row call: in advanced by r rows, the carry given, y a fresh canary. */
+static void one_row(fkh_call *out, const fkh_call *whole, int64_t r, const uint16_t *carry) {
+  fkh_call_copy(out, whole);
+  int64_t ld_in = fkh_i64_of(whole, "ld_in"), m = fkh_i64_of(whole, "m"), h = fkh_i64_of(whole, "h");
+  uint16_t *in = fkh_buf_of(out, "in");
+  memmove(in, in + r * ld_in, (size_t)((m - r) * ld_in) * sizeof *in);
+  memcpy(fkh_buf_of(out, "carry"), carry, (size_t)(2 * h) * sizeof *carry);
+  fkh_set_i64(out, "m", 1);
+}
+
+ParameterizedTest(fkh_target *t, shortconv, prefill_equals_decode, .timeout = 600) {
+  fkt_need(t);
+  for (int f = 0; f < NFORMS; f++) {
+    fkh_call *whole, *orig;
+    int n = fkt_shortconv_cases(forms[f], &whole), multi = 0, steps = 0;
+    fkt_shortconv_cases(forms[f], &orig);
+    char err[256];
+    cr_assert(fkh_run(t, whole, n, err, sizeof err) == 0, "%s", err);
+    /* carry[i]: the state after the rows run so far, one call per row */
+    uint16_t **carry = calloc((size_t)n, sizeof *carry);
+    fkh_call *step = calloc((size_t)n, sizeof *step);
+    int *idx = calloc((size_t)n, sizeof *idx);
+    cr_assert(carry && step && idx);
+    int64_t maxm = 0;
+    for (int i = 0; i < n; i++) {
+      int64_t h = fkh_i64_of(&orig[i], "h"), m = fkh_i64_of(&orig[i], "m");
+      carry[i] = malloc((size_t)(2 * h) * sizeof **carry);
+      memcpy(carry[i], fkh_buf_of(&orig[i], "carry"), (size_t)(2 * h) * sizeof **carry);
+      if (m > maxm) maxm = m;
+      multi += m > 1;
+    }
+    for (int64_t r = 0; r < maxm; r++) {
+      int k = 0;
+      for (int i = 0; i < n; i++)
+        if (fkh_i64_of(&orig[i], "m") > r) {
+          one_row(&step[k], &orig[i], r, carry[i]);
+          idx[k++] = i;
+        }
+      cr_assert(fkh_run(t, step, k, err, sizeof err) == 0, "%s", err);
+      for (int s = 0; s < k; s++) {
+        const fkh_call *w = &whole[idx[s]];
+        int64_t h = fkh_i64_of(w, "h");
+        const uint16_t *yw = (const uint16_t *)fkh_buf_of((fkh_call *)w, "y") + r * fkh_i64_of(w, "ldy");
+        const uint16_t *ys = fkh_buf_of(&step[s], "y");
+        for (int64_t c = 0; c < h; c++)
+          if (yw[c] != ys[c])
+            cr_assert_fail("%s %s %s: row %lld, channel %lld: %lld rows at once 0x%04x, row by row 0x%04x", t->label,
+                           forms[f], w->name, (long long)r, (long long)c, (long long)fkh_i64_of(w, "m"), yw[c], ys[c]);
+        memcpy(carry[idx[s]], fkh_buf_of(&step[s], "carry"), (size_t)(2 * h) * sizeof **carry);
+        fkh_call_free(&step[s]);
+        steps++;
+      }
+    }
+    for (int i = 0; i < n; i++) {
+      int64_t h = fkh_i64_of(&whole[i], "h");
+      cr_assert(memcmp(carry[i], fkh_buf_of(&whole[i], "carry"), (size_t)(2 * h) * sizeof **carry) == 0,
+                "%s %s %s: the final carry differs between %lld rows at once and row by row", t->label, forms[f],
+                whole[i].name, (long long)fkh_i64_of(&whole[i], "m"));
+      free(carry[i]);
+    }
+    cr_log_info("%s %s: %d cases (%d with m > 1), %d one-row calls chained through the carry", t->label, forms[f], n,
+                multi, steps);
+    cr_assert(multi > 100);
+    free(carry);
+    free(step);
+    free(idx);
+    fkt_free_cases(whole, n);
+    fkt_free_cases(orig, n);
+  }
+}
+
+static fkh_target slot_targets[16];
+ParameterizedTestParameters(shortconv, writes_only_its_slots) {
+  int n = fkt_fixture_targets("shortconv", "exact", slot_targets, 16);
+  return cr_make_param_array(fkh_target, slot_targets, (size_t)n);   /* the contract too */
+}
+
+ParameterizedTest(fkh_target *t, shortconv, writes_only_its_slots, .timeout = 600) {
+  fkt_need(t);
+  for (int f = 0; f < NFORMS; f++) {
+    fkh_call *calls, *orig;
+    int n = fkt_shortconv_cases(forms[f], &calls), checked = 0;
+    fkt_shortconv_cases(forms[f], &orig);
+    char err[256];
+    cr_assert(fkh_run(t, calls, n, err, sizeof err) == 0, "%s", err);
+    for (int i = 0; i < n; i++) {
+      fkh_call *c = &calls[i];
+      int64_t h = fkh_i64_of(c, "h"), m = fkh_i64_of(c, "m"), ldy = fkh_i64_of(c, "ldy");
+      const uint16_t *y = fkh_buf_of(c, "y");
+      size_t ny = c->v[fkh_field_index(c, "y")].buf.nbytes / 2;
+      for (size_t e = 0; e < ny; e++) {
+        int slot = (int64_t)e / ldy < m && (int64_t)e % ldy < h;
+        if (!slot && y[e] != CANARY)
+          cr_assert_fail("%s %s %s: wrote y[%zu] outside its slots", t->label, forms[f], c->name, e);
+        checked += slot;
+      }
+      for (int v = 0; v < fkh_forms[c->form].nfields; v++) {
+        const fkh_field *fd = &fkh_forms[c->form].fields[v];
+        if (fd->kind != FK_FIELD_PTR || fd->dir != FK_DIR_IN) continue;
+        cr_assert(memcmp(c->v[v].buf.data, orig[i].v[v].buf.data, c->v[v].buf.nbytes) == 0,
+                  "%s %s %s: input %s changed", t->label, forms[f], c->name, fd->name);
+      }
+    }
+    cr_log_info("%s %s: %d cases, %d output slots, nothing written elsewhere", t->label, forms[f], n, checked);
+    fkt_free_cases(calls, n);
+    fkt_free_cases(orig, n);
+  }
+}
