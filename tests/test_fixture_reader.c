@@ -331,6 +331,33 @@ Test(fkfix, unknown_key) {
   expect_fail(m_write(m, "k1"), m->n, "unknown key 'colour'", NULL);
 }
 
+Test(fkfix, sequence_key) {
+  manifest *m = base("k1");
+  fkfix f;
+  load_ok(m_write(m, "k1"), &f);
+  cr_assert_str_eq(f.sequence, "");   /* optional: absent is no sequence */
+  fkfix_free(&f);
+  m_add(m, "sequence p3_d8 2 9");
+  load_ok(m_write(m, "k1"), &f);
+  cr_assert_str_eq(f.sequence, "p3_d8");
+  cr_assert_eq(f.seq_index, 2);
+  cr_assert_eq(f.seq_count, 9);
+  fkfix_free(&f);
+  m_add(m, "sequence p3_d8 3 9");
+  expect_fail(m_write(m, "k1"), m->n, "sequence", "duplicate");
+  m_del(m, "sequence p3_d8 3");
+  m_set(m, "sequence ", "sequence p3_d8 9 9");
+  expect_fail(m_write(m, "k1"), m_lineno(m, "sequence "), "sequence 'p3_d8'", "outside [0, count = 9)");
+  m_set(m, "sequence ", "sequence p3_d8 -1 9");
+  expect_fail(m_write(m, "k1"), m_lineno(m, "sequence "), "sequence 'p3_d8'", "outside");
+  m_set(m, "sequence ", "sequence p3_d8 1");
+  expect_fail(m_write(m, "k1"), m_lineno(m, "sequence "), "sequence", "<name> <index> <count>");
+  m_set(m, "sequence ", "sequence p3_d8 x 9");
+  expect_fail(m_write(m, "k1"), m_lineno(m, "sequence "), "sequence 'p3_d8'", "integers");
+  m_set(m, "sequence ", "sequence Bad! 0 9");
+  expect_fail(m_write(m, "k1"), m_lineno(m, "sequence "), "sequence", "bad name");
+}
+
 Test(fkfix, case_must_equal_file_stem) {
   manifest *m = base("k1");
   m_set(m, "case ", "case k2");
