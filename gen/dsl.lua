@@ -98,6 +98,7 @@ function B:_emit(kind, dst_type, src, attr, lanes)
   if dst_type then
     op.dst = new_value(self, dst_type)
     op.dst.line = op.line
+    op.dst.def = op          -- the defining op (the allocator may let it reuse a dying source)
   end
   local list = self.cur[#self.cur]
   list[#list + 1] = op
@@ -265,6 +266,12 @@ end
 function B:rne(a)
   if self:_is(a, "v") then return self:_emit("vrne", "v", { a }).dst end
   return self:_emit("srne", "s", { self:_want(a, "s", "rne") }).dst
+end
+
+-- rne() for a value that is only stored (store_bf16, bf16_pairs): the low half is left as the
+-- rounding leaves it, one instruction less; anything else reading it is a generation error.
+function B:rne_store(a)
+  return self:_emit("vrne_st", "v", { self:_want(a, "v", "rne_store") }).dst
 end
 
 function B:bcast(s)

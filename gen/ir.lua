@@ -64,6 +64,8 @@ M.OPS = {
   vneg       = { "v", { "v" } },                     -- sign bit flipped (exact, NaN too)
   bf16_pairs = { "v", { "v", "v" } },                -- raw pairs: lane l = (hi16 src1[l], hi16 src2[l])
   vrne       = { "v", { "v" } },                     -- integer RNE to bf16, kept as f32 bits
+  vrne_st    = { "v", { "v" } },                     -- vrne with the low half left unspecified: only
+                                                     -- store_bf16 (the value) and bf16_pairs may read it
   bcast      = { "v", { "s" } },
   reduce_add = { "s", { "v" }, { "tree" } },
   sadd       = { "s", { "s", "s" } },
@@ -175,6 +177,20 @@ function M.validate(proc)
     end
   end
   M.walk_proc(proc, function(op) if not problem then check(op) end end)
+  -- a vrne_st result has garbage in its low half: only ops that read the high half may use it
+  if not problem then
+    local st = {}
+    M.walk_proc(proc, function(op)
+      if op.op == "vrne_st" then st[op.dst] = true end
+      for i, s in ipairs(op.src) do
+        local ok = (op.op == "store_bf16" and i == 3) or op.op == "bf16_pairs"
+        if st[s] and not ok and not problem then
+          problem, where = op.op .. ": operand " .. i .. " comes from rne_store (its low half is unspecified): " ..
+                           "only store_bf16 and bf16_pairs may read it", op
+        end
+      end
+    end)
+  end
   return problem, where
 end
 

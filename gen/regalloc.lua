@@ -15,6 +15,9 @@ local M = {}
 --                  callee_saved = { reg = true },
 --                  classes = { i = { pool = "gpr", n = 1 }, v = ..., s = ..., k = ... },
 --                  argp = "rdi" }   -- where the value marked `fixed` (the argument pointer) lives
+-- backend.regs.reuse(op) (optional) lists the operand indexes whose registers op's result may
+-- take when that operand dies at op (the backend's lowering of op reads its operands before it
+-- writes the result, or handles the aliasing).
 -- Returns assignment (value -> { regs }), used callee-saved registers (sorted by pool order),
 -- or raises { msg, op_line } through fail(msg, line).
 function M.allocate(proc, regs, fail)
@@ -59,6 +62,22 @@ function M.allocate(proc, regs, fail)
     local cls = regs.classes[iv.value.type]
     local pool = regs.pools[cls.pool]
     local got = {}
+    -- a result may take the registers of an operand that dies here, where the backend allows
+    local def = iv.value.def
+    if def and regs.reuse and not iv.value.fixed then
+      for _, i in ipairs(regs.reuse(def) or {}) do
+        local s = def.src[i]
+        local siv = s and s.interval
+        if siv and siv.to == iv.from and assign[s] and siv.pool == cls.pool and #assign[s] == cls.n
+           and not s.fixed then
+          local keep = {}
+          for _, a in ipairs(active) do if a ~= siv then keep[#keep + 1] = a end end
+          active = keep
+          for _, r in ipairs(assign[s]) do got[#got + 1] = r; free[cls.pool][r] = true end
+          break
+        end
+      end
+    end
     if iv.value.fixed then
       -- the argument struct pointer arrives in the ABI's first argument register
       if not free[cls.pool][regs.argp] then error("internal: argument register taken at entry") end

@@ -67,42 +67,60 @@ return {
       local rowx = t:addr(a.x, t:mul(t:wrap(t:add(a.slot, j), a.ring), a.ld_row), 2)
       local trow = t:mul(t:add(a.pos, j), half)
       local ctab, stab = t:addr(a.cos, trow, 4), t:addr(a.sin, trow, 4)
-      t:for_rows(z, a.heads, 1, function(g)
-        local hp = t:addr(rowx, t:mul(g, a.ld_head), 2)
-        -- pass 1: the sum of squares in the rmsnorm leaf's order
-        local acc = {}
-        for c = 1, p.chains do acc[c] = t:zero() end
-        for k = 0, hd - 1, 32 do
-          for c = 1, p.chains do
-            local h = t:load_bf16(hp, z, k + 16 * (c - 1))
-            t:fma_acc(acc[c], h, h)
+      -- heads run in groups: every head's sum of squares and 1/sqrt first, then every head's
+      -- second pass, so the long dependent chain of one head (sum, tree, divide, sqrt, divide)
+      -- overlaps the others' instead of stalling the pipeline head after head
+      local group = t.caps.vectors >= 28 and 8 or (t.caps.vectors >= 16 and 4 or 1)
+      t:for_rows(z, a.heads, group, function(g0, n)
+        local invs = {}
+        -- head k's pointer, computed where it is used (four live pointers would take too many
+        -- general registers)
+        local function head(k) return t:addr(rowx, t:mul(k == 1 and g0 or t:add(g0, k - 1), a.ld_head), 2) end
+        -- pass 1: the sums of squares in the rmsnorm leaf's order
+        local accs = {}
+        for k = 1, n do
+          accs[k] = {}
+          for c = 1, p.chains do accs[k][c] = t:zero() end
+        end
+        for off = 0, hd - 1, 32 do
+          for k = 1, n do
+            local hp = head(k)
+            for c = 1, p.chains do
+              local h = t:load_bf16(hp, z, off + 16 * (c - 1))
+              t:fma_acc(accs[k][c], h, h)
+            end
           end
         end
-        local ss = t:reduce_add(t:add(acc[1], acc[2]), p.tree)
-        local inv = t:div(t:f32("0x3f800000"), t:sqrt(t:add(t:div(ss, t:f32(HD_F32[hd])), a.eps)))
-        local invv = t:bcast(inv)
+        for k = 1, n do
+          local ss = t:reduce_add(t:add(accs[k][1], accs[k][2]), p.tree)
+          local inv = t:div(t:f32("0x3f800000"), t:sqrt(t:add(t:div(ss, t:f32(HD_F32[hd])), a.eps)))
+          invs[k] = t:bcast(inv)
+        end
         -- pass 2: norm, rotate, round; each rotation pair is read before it is written
-        local function rotate(qa, qb, k)
-          local c, s = t:load_f32(ctab, z, k), t:load_f32(stab, z, k)
+        local function rotate(qa, qb, off)
+          local c, s = t:load_f32(ctab, z, off), t:load_f32(stab, z, off)
           return t:rne(t:fma(qa, c, t:mul(qb, t:neg(s)))), t:rne(t:fma(qb, c, t:mul(qa, s)))
         end
-        if form_.style == "neox" then
-          local function qn(off)
-            local n1 = t:rne(t:mul(t:load_bf16(hp, z, off), invv))
-            return t:rne(t:mul(t:load_bf16(a.w, z, off), n1))
-          end
-          for k = 0, half - 1, 16 do
-            local oa, ob = rotate(qn(k), qn(k + half), k)
-            t:store_bf16(hp, z, k, oa)
-            t:store_bf16(hp, z, k + half, ob)
-          end
-        else
-          for k = 0, hd - 1, 32 do
-            local raw, wraw = t:load_raw(hp, z, k), t:load_raw(a.w, z, k)
-            local qa = t:rne(t:mul(t:bf16_even(wraw), t:mul(t:bf16_even(raw), invv)))
-            local qb = t:rne(t:mul(t:bf16_odd(wraw), t:mul(t:bf16_odd(raw), invv)))
-            local oa, ob = rotate(qa, qb, math.floor(k / 2))
-            t:store_raw(hp, z, k, t:bf16_pairs(oa, ob))
+        for k = 1, n do
+          local hp, invv = head(k), invs[k]
+          if form_.style == "neox" then
+            local function qn(off)
+              local n1 = t:rne(t:mul(t:load_bf16(hp, z, off), invv))
+              return t:rne(t:mul(t:load_bf16(a.w, z, off), n1))
+            end
+            for off = 0, half - 1, 16 do
+              local oa, ob = rotate(qn(off), qn(off + half), off)
+              t:store_bf16(hp, z, off, oa)
+              t:store_bf16(hp, z, off + half, ob)
+            end
+          else
+            for off = 0, hd - 1, 32 do
+              local raw, wraw = t:load_raw(hp, z, off), t:load_raw(a.w, z, off)
+              local qa = t:rne(t:mul(t:bf16_even(wraw), t:mul(t:bf16_even(raw), invv)))
+              local qb = t:rne(t:mul(t:bf16_odd(wraw), t:mul(t:bf16_odd(raw), invv)))
+              local oa, ob = rotate(qa, qb, math.floor(off / 2))
+              t:store_raw(hp, z, off, t:bf16_pairs(oa, ob))
+            end
           end
         end
       end)

@@ -46,21 +46,46 @@ return {
     t:for_rows(t:iconst(0), a.m, 1, function(j)
       local row = t:addr(a["in"], t:mul(j, a.ld_in), 2)
       local yrow = t:addr(a.y, t:mul(j, a.ldy), 2)
-      t:for_tiles(a.h, 16, function(c, tail)
+      -- one channel vector: loads (bf16 -> f32 of the channels it holds), the math, and the
+      -- f32 results to store; whole tiles work on the even and the odd channels of 32 at once
+      -- (raw pairs split by a shift or a mask, joined by bf16_pairs), the tail on 16 at a time
+      local function conv(ld)
+        local bx = t:rne(t:mul(ld("B"), ld("x")))
+        local acc = form.bias and t:fma(ld("w0"), ld("p2"), ld("bias")) or t:mul(ld("w0"), ld("p2"))
+        acc = t:fma(ld("w1"), ld("p1"), acc)
+        acc = t:fma(ld("w2"), bx, acc)
+        return bx, t:rne_store(t:mul(ld("C"), t:rne(acc)))
+      end
+      t:for_tiles(a.h, 32, function(c, tail)
         -- element c of the first h-wide part of each array, c + h of the second, c + 2h of the third
-        local lanes = tail and tail(0)
         local ch = t:add(c, a.h)
         local c2h = t:add(ch, a.h)
-        local bx = t:rne(t:mul(t:load_bf16(row, c, 0, lanes), t:load_bf16(row, c2h, 0, lanes)))
-        local p2, p1 = t:load_bf16(a.carry, c, 0, lanes), t:load_bf16(a.carry, ch, 0, lanes)
-        local w0 = t:load_bf16(a.w, c, 0, lanes)
-        local acc = form.bias and t:fma(w0, p2, t:load_bf16(a.bias, c, 0, lanes)) or t:mul(w0, p2)
-        acc = t:fma(t:load_bf16(a.w, ch, 0, lanes), p1, acc)
-        acc = t:fma(t:load_bf16(a.w, c2h, 0, lanes), bx, acc)
-        local y = t:rne(t:mul(t:load_bf16(row, ch, 0, lanes), t:rne(acc)))
-        t:store_bf16(yrow, c, 0, y, lanes)
-        t:store_bf16(a.carry, c, 0, p1, lanes)
-        t:store_bf16(a.carry, ch, 0, bx, lanes)
+        local where = { B = { row, c }, C = { row, ch }, x = { row, c2h }, w0 = { a.w, c }, w1 = { a.w, ch },
+                        w2 = { a.w, c2h }, p2 = { a.carry, c }, p1 = { a.carry, ch } }
+        if form.bias then where.bias = { a.bias, c } end
+        if not tail then
+          -- a large register file keeps each raw load for the odd pass; a small one loads again
+          local raw, keep = {}, t.caps.vectors >= 16
+          local function split(name, parity)
+            local r = raw[name] or t:load_raw(where[name][1], where[name][2], 0)
+            if keep then raw[name] = r end
+            return parity == 0 and t:bf16_even(r) or t:bf16_odd(r)
+          end
+          local bx0, y0 = conv(function(name) return split(name, 0) end)
+          local bx1, y1 = conv(function(name) return split(name, 1) end)
+          t:store_raw(yrow, c, 0, t:bf16_pairs(y0, y1))
+          -- Bx[t-2] <- Bx[t-1], bits as they are
+          t:store_raw(a.carry, c, 0, raw.p1 or t:load_raw(a.carry, ch, 0))
+          t:store_raw(a.carry, ch, 0, t:bf16_pairs(bx0, bx1))
+          return
+        end
+        for half = 0, 16, 16 do
+          local lanes = tail(half)
+          local bx, y = conv(function(name) return t:load_bf16(where[name][1], where[name][2], half, lanes) end)
+          t:store_bf16(yrow, c, half, y, lanes)
+          t:store_bf16(a.carry, c, half, t:load_bf16(a.carry, ch, half, lanes), lanes)
+          t:store_bf16(a.carry, ch, half, bx, lanes)
+        end
       end)
     end)
   end,

@@ -18,6 +18,7 @@ cases=(
   "bad arg type|s/{ \"ldw\", \"int64_t\"/{ \"ldw\", \"int32_t\"/|argument 'ldw': unsupported C type 'int32_t'"
   "unknown variant|s/fast = { \"bf16\", \"avx512bf16\" }/fast = { \"bf16\", \"sve\" }/|tiers: no fast-tier variant named 'sve'"
   "unknown tree|s/p.tree == \"halving\", \"tree must be 'halving'\"/true, \"\"/;s/tree = \"halving\", max_m/tree = \"butterfly\", max_m/|unknown tree 'butterfly'"
+  "rne_store read|s/t:store_bf16(yrow, n, BR \\* b, t:rne(v), lanes)/t:store_bf16(yrow, n, BR * b, t:rne(t:add(t:rne_store(v), v)), lanes)/|vadd: operand 1 comes from rne_store"
   "exact uses dot|s/local fast = t.tier == \"fast\"/local fast = true/|dot_bf16_acc rounds differently on each ISA: only a fast-tier form may use it"
 )
 for c in "${cases[@]}"; do

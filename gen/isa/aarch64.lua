@@ -37,6 +37,11 @@ local function h(r) return "h" .. n(r) end
 local function v4s(r) return "v" .. n(r) .. ".4s" end
 local function v16b(r) return "v" .. n(r) .. ".16b" end
 
+-- Ops whose result may take a dying operand's registers (regalloc.lua): FMLA accumulates into
+-- its destination, so vfma may take only the addend's; binary ops are three-operand.
+local REUSE = { vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 } }
+function M.reuse(op) return REUSE[op.op] end
+
 function M.registers()
   local gpr, vec, saved = {}, {}, {}
   for i = 1, 15 do gpr[#gpr + 1] = "x" .. C.int(i) end
@@ -45,7 +50,7 @@ function M.registers()
   for i = 0, 7 do vec[#vec + 1] = "v" .. C.int(i) end
   for i = 16, 27 do vec[#vec + 1] = "v" .. C.int(i) end
   for i = 8, 15 do vec[#vec + 1] = "v" .. C.int(i); saved["v" .. C.int(i)] = true end
-  return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "x0",
+  return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "x0", reuse = M.reuse,
            scratch = { "x16", "x17", "v28-v31" },
            classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 4 }, s = { pool = "vec", n = 1 } } }
 end
@@ -486,14 +491,14 @@ end
 function ops.vfma(ctx, op)
   local d, a, b, c = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2]), ctx:regs(op.src[3])
   for p = 1, #d do
-    ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(c[p]))
+    if d[p] ~= c[p] then ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(c[p])) end
     ctx:wline("fmla " .. v4s(d[p]) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p]))
   end
 end
 
 -- Integer RNE to bf16 (high half): u + 0x7fff + ((u >> 16) & 1), low half cleared; NaN
 -- lanes become (u | 0x00400000), low half cleared.
-local function rne(ctx, d, v)
+local function rne(ctx, d, v, keep_low)
   ctx:wline("ushr " .. v4s(d) .. ", " .. v4s(v) .. ", #16")
   ctx:wline("movi " .. v4s(T0) .. ", #1")
   ctx:wline("and " .. v16b(d) .. ", " .. v16b(d) .. ", " .. v16b(T0))
@@ -504,6 +509,7 @@ local function rne(ctx, d, v)
   ctx:wline("mov " .. v16b(T1) .. ", " .. v16b(v))
   ctx:wline("orr " .. v4s(T1) .. ", #0x40, lsl #16")
   ctx:wline("bif " .. v16b(d) .. ", " .. v16b(T1) .. ", " .. v16b(T0))
+  if keep_low then return end
   ctx:wline("bic " .. v4s(d) .. ", #0xff")
   ctx:wline("bic " .. v4s(d) .. ", #0xff, lsl #8")
 end
@@ -511,6 +517,12 @@ end
 function ops.vrne(ctx, op)
   local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
   for p = 1, 4 do rne(ctx, d[p], v[p]) end
+end
+
+-- the same, the low half left as it is (its only readers take the high half)
+function ops.vrne_st(ctx, op)
+  local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
+  for p = 1, 4 do rne(ctx, d[p], v[p], true) end
 end
 
 function ops.srne(ctx, op)

@@ -41,6 +41,11 @@ local function Z(r) return "zmm" .. vnum(r) end
 
 local function is512(ctx) return ctx.variant.name ~= "avx2" end
 
+-- Ops whose result may take a dying operand's registers (regalloc.lua): one three-operand
+-- instruction per part, or vfma's 231/213 forms chosen by which operand it took.
+local REUSE = { vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 } }
+function M.reuse(op) return REUSE[op.op] end
+
 function M.registers(variant)
   local gpr = { "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "rdi", "rbx", "rbp", "r12", "r13", "r14", "r15" }
   local saved = { rbx = true, rbp = true, r12 = true, r13 = true, r14 = true, r15 = true }
@@ -49,12 +54,12 @@ function M.registers(variant)
     for i = 0, 28 do vec[#vec + 1] = "zmm" .. C.int(i) end
     scratch[#scratch + 1] = "zmm29-zmm31"
     scratch[#scratch + 1] = "k6-k7"
-    return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "rdi", scratch = scratch,
+    return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "rdi", scratch = scratch, reuse = M.reuse,
              classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 1 }, s = { pool = "vec", n = 1 } } }
   end
   for i = 0, 13 do vec[#vec + 1] = "ymm" .. C.int(i) end
   scratch[#scratch + 1] = "ymm14-ymm15"
-  return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "rdi", scratch = scratch,
+  return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "rdi", scratch = scratch, reuse = M.reuse,
            classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 2 }, s = { pool = "vec", n = 1 } } }
 end
 
@@ -511,28 +516,37 @@ function ops.vneg(ctx, op)
   end
 end
 
+-- a * b + c: in place when the result took c's registers (231) or a's or b's (213: the
+-- multiplication commutes exactly); else a copy of c first.
 function ops.vfma(ctx, op)
   local d, a, b, c = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
   for i = 1, #d do
-    ctx:wline("vmovaps " .. d[i] .. ", " .. c[i])
-    ctx:wline("vfmadd231ps " .. d[i] .. ", " .. a[i] .. ", " .. b[i])
+    if d[i] == a[i] then
+      ctx:wline("vfmadd213ps " .. d[i] .. ", " .. b[i] .. ", " .. c[i])
+    elseif d[i] == b[i] then
+      ctx:wline("vfmadd213ps " .. d[i] .. ", " .. a[i] .. ", " .. c[i])
+    else
+      if d[i] ~= c[i] then ctx:wline("vmovaps " .. d[i] .. ", " .. c[i]) end
+      ctx:wline("vfmadd231ps " .. d[i] .. ", " .. a[i] .. ", " .. b[i])
+    end
   end
 end
 
 -- Integer RNE to bf16 (kept in the high half): u + 0x7fff + ((u >> 16) & 1), low half cleared;
 -- NaN lanes become (u | 0x00400000) with the low half cleared (quiet, sign and top payload kept).
 -- AVX-512 uses EVEX forms only (registers 16-31 have no VEX encoding), scalars included: a
--- scalar is rounded as lane 0 of its zmm, the other lanes being don't-care.
-local function rne(ctx, d, v, xmm)
+-- scalar is rounded as lane 0 of its zmm, the other lanes being don't-care. It adds the tie
+-- bit under a mask (k7, free between ops: kmask sets it per op) instead of shifting it down.
+local function rne(ctx, d, v, xmm, keep_low)
   if is512(ctx) then
+    -- u + 0x7fff, plus 1 in the lanes whose bit 16 (the kept part's lowest bit) is set
     d, v = Z(d), Z(v)
-    ctx:wline("vpsrld " .. d .. ", " .. v .. ", 16")
-    ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "one", 1))
-    ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. v)
-    ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. bconst(ctx, "rne_bias", 0x7fff))
+    ctx:wline("vpaddd " .. d .. ", " .. v .. ", " .. bconst(ctx, "rne_bias", 0x7fff))
+    ctx:wline("vptestmd k7, " .. v .. ", " .. bconst(ctx, "bit16", 0x10000))
+    ctx:wline("vpaddd " .. d .. "{k7}, " .. d .. ", " .. bconst(ctx, "one", 1))
     ctx:wline("vcmpps k6, " .. v .. ", " .. v .. ", 3")                 -- unordered: NaN lanes
     ctx:wline("vpord " .. d .. "{k6}, " .. v .. ", " .. bconst(ctx, "qnan_bit", 0x00400000))
-    ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "hi16", 0xffff0000))
+    if not keep_low then ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "hi16", 0xffff0000)) end
     return
   end
   local W = xmm and X or Y
@@ -547,12 +561,18 @@ local function rne(ctx, d, v, xmm)
   ctx:wline("vcmpps " .. t .. ", " .. v .. ", " .. v .. ", 3")          -- all ones in NaN lanes
   ctx:wline("vpor " .. q .. ", " .. v .. ", " .. row("qnan_bit", 0x00400000))
   ctx:wline("vblendvps " .. d .. ", " .. d .. ", " .. q .. ", " .. t)
-  ctx:wline("vpand " .. d .. ", " .. d .. ", " .. row("hi16", 0xffff0000))
+  if not keep_low then ctx:wline("vpand " .. d .. ", " .. d .. ", " .. row("hi16", 0xffff0000)) end
 end
 
 function ops.vrne(ctx, op)
   local d, v = parts(ctx, op.dst), parts(ctx, op.src[1])
   for i = 1, #d do rne(ctx, d[i], v[i], false) end
+end
+
+-- the same, the low half left as it is (its only readers take the high half)
+function ops.vrne_st(ctx, op)
+  local d, v = parts(ctx, op.dst), parts(ctx, op.src[1])
+  for i = 1, #d do rne(ctx, d[i], v[i], false, true) end
 end
 
 function ops.srne(ctx, op)
