@@ -44,7 +44,9 @@ local function form(name, style, hd)
 end
 
 -- f32 bit patterns of the head sizes (ss / hd divides by the f32 value)
-local HD_F32 = { [32] = "0x42000000", [64] = "0x42800000" }
+-- 1/hd as f32 bits: ss * 2^-k is ss / hd exactly (a power of two: both are the correctly
+-- rounded value of the same real, subnormal results included), without a divide's latency
+local HD_INV_F32 = { [32] = "0x3d000000", [64] = "0x3c800000" }
 
 return {
   leaf = "qkprep",
@@ -67,6 +69,20 @@ return {
       local rowx = t:addr(a.x, t:mul(t:wrap(t:add(a.slot, j), a.ring), a.ld_row), 2)
       local trow = t:mul(t:add(a.pos, j), half)
       local ctab, stab = t:addr(a.cos, trow, 4), t:addr(a.sin, trow, 4)
+      -- the row's cos, sin and -sin, shared by its heads (kept in registers where there are many)
+      local tabs = {}
+      local function tab(off)
+        local v = tabs[off]
+        if not v then
+          local c, sn = t:load_f32(ctab, z, off), t:load_f32(stab, z, off)
+          v = { c, sn, t:neg(sn) }
+          if t.caps.vectors >= 16 then tabs[off] = v end
+        end
+        return v[1], v[2], v[3]
+      end
+      if t.caps.vectors >= 16 then
+        for off = 0, half - 1, 16 do tab(off) end
+      end
       -- heads run in groups: every head's sum of squares and 1/sqrt first, then every head's
       -- second pass, so the long dependent chain of one head (sum, tree, divide, sqrt, divide)
       -- overlaps the others' instead of stalling the pipeline head after head
@@ -93,13 +109,13 @@ return {
         end
         for k = 1, n do
           local ss = t:reduce_add(t:add(accs[k][1], accs[k][2]), p.tree)
-          local inv = t:div(t:f32("0x3f800000"), t:sqrt(t:add(t:div(ss, t:f32(HD_F32[hd])), a.eps)))
+          local inv = t:div(t:f32("0x3f800000"), t:sqrt(t:add(t:mul(ss, t:f32(HD_INV_F32[hd])), a.eps)))
           invs[k] = t:bcast(inv)
         end
         -- pass 2: norm, rotate, round; each rotation pair is read before it is written
         local function rotate(qa, qb, off)
-          local c, s = t:load_f32(ctab, z, off), t:load_f32(stab, z, off)
-          return t:rne(t:fma(qa, c, t:mul(qb, t:neg(s)))), t:rne(t:fma(qb, c, t:mul(qa, s)))
+          local c, sn, nsn = tab(off)
+          return t:rne(t:fma(qa, c, t:mul(qb, nsn))), t:rne(t:fma(qb, c, t:mul(qa, sn)))
         end
         for k = 1, n do
           local hp, invv = head(k), invs[k]
