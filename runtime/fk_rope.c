@@ -96,25 +96,46 @@ static void cos_sin(double a, double *c, double *s) {
   }
 }
 
+static fk_status check_theta_hd(const char *fn, float theta, int64_t head_dim, fk_error *err) {
+  FK_RETURN_ERROR_IF(!(theta > 1.0f && theta < 1e30f), err, FK_EINVAL,
+                     "%s: theta = %g, must be > 1 and finite", fn, (double)theta);
+  FK_RETURN_ERROR_IF(head_dim < 2 || head_dim > 1024 || head_dim % 2, err, FK_EINVAL,
+                     "%s: head_dim = %lld, must be even, 2..1024", fn, (long long)head_dim);
+  return FK_OK;
+}
+
+/* inv[i] = 1.0f / f32(theta^e), e = (float)(2i) / (float)hd */
+static void inv_freq(float theta, int64_t head_dim, float *inv) {
+  const double lt = ln((double)theta);
+  for (int64_t i = 0; i < head_dim / 2; i++) {
+    float e = (float)(2 * i) / (float)head_dim;
+    inv[i] = 1.0f / (float)exp_((double)e * lt);
+  }
+}
+
+fk_status fk_rope_inv_freq(float theta, int64_t head_dim, float *inv, fk_error *err) {
+  FK_RETURN_ERROR_IF(!inv, err, FK_EINVAL, "fk_rope_inv_freq: inv is NULL");
+  fk_status s = check_theta_hd("fk_rope_inv_freq", theta, head_dim, err);
+  if (s != FK_OK) return s;
+  inv_freq(theta, head_dim, inv);
+  return FK_OK;
+}
+
 fk_status fk_rope_table(float theta, int64_t head_dim, int64_t pos_begin, int64_t npos, float *cos_out,
                         float *sin_out, fk_error *err) {
   FK_RETURN_ERROR_IF(!cos_out, err, FK_EINVAL, "fk_rope_table: cos is NULL");
   FK_RETURN_ERROR_IF(!sin_out, err, FK_EINVAL, "fk_rope_table: sin is NULL");
-  FK_RETURN_ERROR_IF(!(theta > 1.0f && theta < 1e30f), err, FK_EINVAL,
-                     "fk_rope_table: theta = %g, must be > 1 and finite", (double)theta);
-  FK_RETURN_ERROR_IF(head_dim < 2 || head_dim > 1024 || head_dim % 2, err, FK_EINVAL,
-                     "fk_rope_table: head_dim = %lld, must be even, 2..1024", (long long)head_dim);
+  fk_status st = check_theta_hd("fk_rope_table", theta, head_dim, err);
+  if (st != FK_OK) return st;
   FK_RETURN_ERROR_IF(pos_begin < 0 || npos < 0 || pos_begin > (1 << 24) - npos, err, FK_EINVAL,
                      "fk_rope_table: positions [%lld, %lld + %lld) must lie in [0, 2^24) (f32 positions are exact there)",
                      (long long)pos_begin, (long long)pos_begin, (long long)npos);
   const int64_t half = head_dim / 2;
-  const double lt = ln((double)theta);
+  float inv[512];
+  inv_freq(theta, head_dim, inv);
   for (int64_t i = 0; i < half; i++) {
-    float e = (float)(2 * i) / (float)head_dim;
-    float r = (float)exp_((double)e * lt);
-    float inv = 1.0f / r;
     for (int64_t p = 0; p < npos; p++) {
-      float a = (float)(pos_begin + p) * inv;
+      float a = (float)(pos_begin + p) * inv[i];
       double c, s;
       cos_sin((double)a, &c, &s);
       cos_out[p * half + i] = (float)c;

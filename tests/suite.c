@@ -197,6 +197,9 @@ int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen) {
       }
       memcpy(rb + off, r->data, r->nbytes);
     }
+  } else if (!strcmp(fx->leaf, "shortconv")) {
+    int64_t m = fkh_i64_of(c, "m");
+    fkh_set_buf(c, "y", (size_t)(m > 0 ? (m - 1) * fkh_i64_of(c, "ldy") + fkh_i64_of(c, "h") : 1));
   } else if (!strcmp(fx->leaf, "rmsnorm")) {
     int64_t rows = fkh_i64_of(c, "rows"), n = fkh_i64_of(c, "n"), ys = fkh_i64_of(c, "y_stride");
     fkh_set_buf(c, "y", (size_t)(rows > 0 ? (rows - 1) * ys + n : 0));
@@ -395,6 +398,10 @@ int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases) {
 }
 
 void fkt_fixture_test(const char *leaf, const fkh_target *t) {
+  if (!strcmp(leaf, "shortconv") || !strcmp(leaf, "qkprep")) {
+    fkt_state_fixture_test(leaf, t);   /* sequences of calls on the leaf's own state: suite_state.c */
+    return;
+  }
   fkt_need(t);
   int ncases;
   int bad = fkt_fixture_gate(leaf, t, &ncases);

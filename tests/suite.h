@@ -53,6 +53,20 @@ int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen);
 /* The fixture gate of one leaf on one target, as a Criterion test body. */
 void fkt_fixture_test(const char *leaf, const fkh_target *t);
 
+/* The fixture gate of a leaf with state (shortconv, qkprep: tests/suite_state.c): each
+ * sequence's calls in order, each reading the state the leaf itself left. */
+void fkt_state_fixture_test(const char *leaf, const fkh_target *t);
+
+/* The same gate without asserting on the outcome: counts, for the perturbation tests and for
+ * the clamp evidence (shortconv manifests with y_clamped: calls, and calls / outputs where
+ * y_clamped lies outside the shortconv_f64 bound). */
+typedef struct fkt_state_stats {
+  int sequences, calls, chained, bad;
+  int clamped_calls, clamped_off_calls, clamped_off_outputs;
+} fkt_state_stats;
+fkt_state_stats fkt_state_fixture_gate(const char *leaf, const fkh_target *t, int loud);   /* loud: failures
+                                                                                             logged as errors */
+
 /* The two parameterized tests every exact leaf has: `<leaf>::exact` over fkt_exact_pairs and
  * `<leaf>::fixtures` over fkt_fixture_targets. Use once per leaf suite, after including
  * <criterion/parameterized.h>. */

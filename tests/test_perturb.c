@@ -77,16 +77,32 @@ Test(perturb, skipped_residual_commit) {
   expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_SKIP_COMMIT, "skipped commit");
 }
 
+/* The fixture gates of the state leaves (sequences on the leaf's own state) see each error
+ * alone, with no contract model to compare with: the perturbed model is the target. */
+static void expect_state_gate_fails(const char *leaf, int perturb, const char *what) {
+  fkh_target t = fkh_contract(perturb);
+  fkt_state_stats st = fkt_state_fixture_gate(leaf, &t, 0);
+  cr_log_info("%s fixture gate, %s: %d failures over %d calls", leaf, what, st.bad, st.calls);
+  cr_assert(st.bad > 0, "%s fixture gate: %s went unseen", leaf, what);
+}
+
 Test(perturb, skipped_carry_commit) {
   expect_caught_all("shortconv", fkt_shortconv_cases, FKC_SKIP_COMMIT, "skipped carry commit");
+  expect_state_gate_fails("shortconv", FKC_SKIP_COMMIT, "skipped carry commit");
 }
 
 Test(perturb, off_by_one_cursor) {
   expect_caught_all("qkprep", fkt_qkprep_cases, FKC_CURSOR_OFF_BY_ONE, "off-by-one cursor");
+  expect_state_gate_fails("qkprep", FKC_CURSOR_OFF_BY_ONE, "off-by-one cursor");
 }
 
 Test(perturb, swapped_rotate_half) {
   expect_caught_all("qkprep", fkt_qkprep_cases, FKC_ROTATE_SWAPPED, "swapped rotation halves");
+  expect_state_gate_fails("qkprep", FKC_ROTATE_SWAPPED, "swapped rotation halves");
+}
+
+Test(perturb, state_gates_see_rounding) {
+  expect_state_gate_fails("shortconv", FKC_RNE_BIAS, "round-half-up");
 }
 
 Test(perturb, seen_through_the_aarch64_runner, .timeout = 300) {

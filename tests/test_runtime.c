@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fixture/fkfix.h"
 #include "flashkern.h"
 
 static const uint64_t AVX512 = FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL;
@@ -204,4 +205,60 @@ Test(runtime, rope_table_refuses_bad_arguments) {
   cr_assert(strstr(err.message, "cos") != NULL, "%s", err.message);
   cr_assert_eq(fk_rope_table(1e6f, 64, 0, 1, c, NULL, &err), FK_EINVAL);
   cr_assert(strstr(err.message, "sin") != NULL, "%s", err.message);
+}
+
+/* fk_rope_table against torch's own tables (fixtures/rope/, written by transformers'
+ * Lfm2RotaryEmbedding): inv_freq bit for bit, cos/sin within rope_f64 of the correctly rounded
+ * float64 values and within rope_torch of torch's (fixtures/README.md). */
+
+static int rope_within(double y, double ref, double c, int torch) {
+  double b = (0x1p-24 + 0x1p-51 + (torch ? 0x1p-23 : 0)) * fabs(c) + 0x1p-150 + (torch ? 0x1p-149 : 0);
+  return fabs(y - ref) <= b;
+}
+
+Test(runtime, rope_table_against_torch_fixtures) {
+  char dir[512], err[512];
+  snprintf(dir, sizeof dir, "%s/rope", FKT_FIXTURE_DIR);
+  char **paths;
+  int n = fkfix_list(dir, &paths, err, sizeof err);
+  cr_assert(n > 0, "no fixtures in %s (%s)", dir, n < 0 ? err : "empty");
+  long entries = 0, equal_torch = 0;
+  for (int f = 0; f < n; f++) {
+    fkfix fx;
+    cr_assert(fkfix_load(paths[f], &fx, err, sizeof err) == 0, "%s", err);
+    float theta;
+    int64_t hd, pos, npos;
+    cr_assert(fkfix_scalar_f32(&fx, "theta", &theta) == 0 && fkfix_scalar_i64(&fx, "hd", &hd) == 0 &&
+              fkfix_scalar_i64(&fx, "pos_begin", &pos) == 0 && fkfix_scalar_i64(&fx, "npos", &npos) == 0, "%s", fx.path);
+    const fkfix_tensor *inv_t = fkfix_tensor_get(&fx, "inv_torch"), *ct = fkfix_tensor_get(&fx, "cos_torch"),
+                       *st = fkfix_tensor_get(&fx, "sin_torch"), *c64 = fkfix_tensor_get(&fx, "cos_f64"),
+                       *s64 = fkfix_tensor_get(&fx, "sin_f64");
+    cr_assert(inv_t && ct && st && c64 && s64, "%s: missing tensors", fx.path);
+    int64_t half = hd / 2;
+    float *inv = malloc((size_t)half * 4), *c = malloc((size_t)(npos * half) * 4), *s = malloc((size_t)(npos * half) * 4);
+    cr_assert(inv && c && s);
+    fk_error e;
+    cr_assert_eq(fk_rope_inv_freq(theta, hd, inv, &e), FK_OK);
+    cr_assert_eq(fk_rope_table(theta, hd, pos, npos, c, s, &e), FK_OK);
+    cr_assert(memcmp(inv, inv_t->data, (size_t)half * 4) == 0, "%s: inv_freq (bitexact) differs from torch's", fx.path);
+    for (int64_t p = 0; p < npos; p++)
+      for (int64_t i = 0; i < half; i++) {
+        int64_t k = p * half + i;
+        double cf = ((const double *)c64->data)[p * c64->strides[0] + i * c64->strides[1]];
+        double sf = ((const double *)s64->data)[p * s64->strides[0] + i * s64->strides[1]];
+        float tc = ((const float *)ct->data)[p * ct->strides[0] + i * ct->strides[1]];
+        float ts = ((const float *)st->data)[p * st->strides[0] + i * st->strides[1]];
+        cr_assert(rope_within(c[k], cf, cf, 0) && rope_within(s[k], sf, sf, 0), "%s: p %lld i %lld: %a %a, f64 %a %a "
+                  "(rope_f64)", fx.path, (long long)(pos + p), (long long)i, (double)c[k], (double)s[k], cf, sf);
+        cr_assert(rope_within(c[k], tc, cf, 1) && rope_within(s[k], ts, sf, 1), "%s: p %lld i %lld: %a %a, torch %a %a "
+                  "(rope_torch)", fx.path, (long long)(pos + p), (long long)i, (double)c[k], (double)s[k], (double)tc, (double)ts);
+        entries += 2;
+        equal_torch += (c[k] == tc) + (s[k] == ts);
+      }
+    free(inv), free(c), free(s);
+    fkfix_free(&fx);
+  }
+  cr_log_info("rope fixtures: %d manifests, %ld entries within rope_f64 and rope_torch, %ld equal to torch's bits",
+              n, entries, equal_torch);
+  fkfix_list_free(paths, n);
 }

@@ -13,7 +13,7 @@
 
 #include "suite.h"
 
-FKT_EXACT_SUITE(shortconv, fkt_shortconv_cases)
+FKT_LEAF_SUITE(shortconv, fkt_shortconv_cases)
 
 static const char *const forms[] = { "shortconv_bf16", "shortconv_bf16_bias" };
 enum { NFORMS = 2, CANARY = 0x7fa5 };
@@ -131,4 +131,17 @@ ParameterizedTest(fkh_target *t, shortconv, writes_only_its_slots, .timeout = 60
     fkt_free_cases(calls, n);
     fkt_free_cases(orig, n);
   }
+}
+
+/* The evidence for fixtures/README.md "ShortConv: the clamp": transformers 4.54-5.3 decode a
+ * one-row prefill's first steps with a misplaced conv window; their output (y_clamped, in the
+ * P = 1 sequences) must fail the gate that the stamps pass, or the case shows nothing. */
+Test(shortconv, the_clamped_reference_fails_the_gate, .timeout = 120) {
+  fkh_target t = fkh_contract(0);
+  fkt_state_stats st = fkt_state_fixture_gate("shortconv", &t, 1);
+  cr_log_info("y_clamped in %d calls: outside the shortconv_f64 bound in %d calls (%d outputs); the contract: %d failing",
+              st.clamped_calls, st.clamped_off_calls, st.clamped_off_outputs, st.bad);
+  cr_assert_eq(st.bad, 0);
+  cr_assert(st.clamped_calls >= 5 && st.clamped_off_calls >= 15, "the clamped decodes should fail at least the first "
+            "three decodes of each one-row prefill: %d of %d calls", st.clamped_off_calls, st.clamped_calls);
 }

@@ -97,6 +97,10 @@ fk_status fk_gemv_pack_blocked(const uint16_t *w, int64_t ldw, int64_t n, int64_
 fk_status fk_rope_table(float theta, int64_t head_dim, int64_t pos_begin, int64_t npos, float *cos_out,
                         float *sin_out, fk_error *err);
 
+/* fk_rope_inv_freq(): the head_dim / 2 f32 inverse frequencies fk_rope_table uses (inv[i] above).
+ * @return FK_OK; FK_EINVAL as fk_rope_table for inv NULL, theta or head_dim. */
+fk_status fk_rope_inv_freq(float theta, int64_t head_dim, float *inv, fk_error *err);
+
 #ifdef __cplusplus
 }
 #endif
