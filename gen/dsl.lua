@@ -4,6 +4,7 @@
 
 local IR = require("ir")
 local C = require("compat")
+local VM = require("vmath")
 
 local M = {}
 local place_args
@@ -160,6 +161,7 @@ function B:add(a, b)
 end
 
 function B:sub(a, b)
+  if self:_is(a, "v") then return self:vsub(a, b) end
   if type(b) == "number" then return self:add(a, -b) end
   return self:_emit("isub", "i", { self:_want(a, "i", "sub"), self:_want(b, "i", "sub") }).dst
 end
@@ -273,6 +275,51 @@ end
 function B:rne_store(a)
   return self:_emit("vrne_st", "v", { self:_want(a, "v", "rne_store") }).dst
 end
+
+-- Vector math building blocks (gen/vmath.lua builds exp, sin and cos from them) -------------
+
+local function vbinary(kind, what)
+  return function(self, a, b)
+    return self:_emit(kind, "v", { self:_want(a, "v", what), self:_want(b, "v", what) }).dst
+  end
+end
+B.vsub = vbinary("vsub", "vsub")
+B.min = vbinary("vmin", "min")          -- a < b ? a : b
+B.iadd_v = vbinary("viadd", "iadd_v")   -- int32 lanes
+B.isub_v = vbinary("visub", "isub_v")
+B.imin_v = vbinary("vimin", "imin_v")
+B.imax_v = vbinary("vimax", "imax_v")
+B.band = vbinary("vand", "band")
+B.bor = vbinary("vor", "bor")
+B.bxor = vbinary("vxor", "bxor")
+
+local function vunary(kind, what)
+  return function(self, a) return self:_emit(kind, "v", { self:_want(a, "v", what) }).dst end
+end
+B.rint = vunary("vrint", "rint")        -- to an integral value, ties to even
+B.f2i = vunary("vcvt_f2i", "f2i")       -- integral f32 -> int32 (sanitize NaN and range first)
+B.i2f = vunary("vcvt_i2f", "i2f")
+
+function B:ishl_v(a, n)
+  return self:_emit("vishl", "v", { self:_want(a, "v", "ishl_v") }, { imm = self:_int(n, "ishl_v") }).dst
+end
+function B:isra_v(a, n)
+  return self:_emit("visra", "v", { self:_want(a, "v", "isra_v") }, { imm = self:_int(n, "isra_v") }).dst
+end
+
+-- A 32-bit pattern in every lane (an f32 constant as its bits, or an int32).
+function B:vconst(bits)
+  if type(bits) == "string" then bits = tonumber(bits) end
+  if type(bits) ~= "number" or bits ~= math.floor(bits) or bits < -0x80000000 or bits > 0xffffffff then
+    self:_fail("vconst: give a 32-bit pattern")
+  end
+  if bits < 0 then bits = bits + 0x100000000 end
+  return self:_emit("vconst", "v", {}, { bits = bits }).dst
+end
+
+-- exp, and sin and cos of one argument, over f32 lanes (gen/vmath.lua: the algorithms).
+function B:exp(x) return VM.exp(self, self:_want(x, "v", "exp")) end
+function B:sincos(x) return VM.sincos(self, self:_want(x, "v", "sincos")) end
 
 function B:bcast(s)
   return self:_emit("bcast", "v", { self:_want(s, "s", "bcast") }).dst

@@ -62,6 +62,23 @@ M.OPS = {
   vmax       = { "v", { "v", "v" } },
   vfma       = { "v", { "v", "v", "v" } },           -- src1 * src2 + src3 (fused)
   vneg       = { "v", { "v" } },                     -- sign bit flipped (exact, NaN too)
+  vsub       = { "v", { "v", "v" } },
+  vmin       = { "v", { "v", "v" } },                -- src1 < src2 ? src1 : src2 (NaN or equal -> src2)
+  vconst     = { "v", {}, { "bits" } },              -- a 32-bit pattern in every lane
+  vrint      = { "v", { "v" } },                     -- f32 rounded to an integral value, ties to even
+  vcvt_f2i   = { "v", { "v" } },                     -- integral f32 -> int32; lanes out of int32 range
+                                                     -- (NaN, inf, |v| >= 2^31) are ISA-defined: sanitize first
+  vcvt_i2f   = { "v", { "v" } },                     -- int32 -> f32, RNE
+  -- int32 lanes (two's complement), and bitwise ops on the 32-bit patterns
+  viadd      = { "v", { "v", "v" } },
+  visub      = { "v", { "v", "v" } },
+  vishl      = { "v", { "v" }, { "imm" } },
+  visra      = { "v", { "v" }, { "imm" } },          -- arithmetic shift right
+  vimin      = { "v", { "v", "v" } },                -- signed
+  vimax      = { "v", { "v", "v" } },
+  vand       = { "v", { "v", "v" } },
+  vor        = { "v", { "v", "v" } },
+  vxor       = { "v", { "v", "v" } },
   bf16_pairs = { "v", { "v", "v" } },                -- raw pairs: lane l = (hi16 src1[l], hi16 src2[l])
   vrne       = { "v", { "v" } },                     -- integer RNE to bf16, kept as f32 bits
   vrne_st    = { "v", { "v" } },                     -- vrne with the low half left unspecified: only
@@ -172,7 +189,11 @@ function M.validate(proc)
     elseif op.op == "for_rows" then
       defined[op.attr.ivar] = true
     end
-    if op.op == "iandi" or op.op == "iaddi" or op.op == "imuli" or op.op == "iconst" then
+    if (op.op == "vishl" or op.op == "visra") and (op.attr.imm < 0 or op.attr.imm > 31) then
+      return fail(op.op .. ": shift count must be 0..31", op)
+    end
+    if op.op == "iandi" or op.op == "iaddi" or op.op == "imuli" or op.op == "iconst" or op.op == "vishl"
+       or op.op == "visra" then
       if op.attr.imm ~= math.floor(op.attr.imm) then return fail(op.op .. ": integer immediate required", op) end
     end
   end

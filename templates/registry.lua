@@ -7,4 +7,5 @@ return {
   "gemv",
   "shortconv",
   "qkprep",
+  "vmath",
 }

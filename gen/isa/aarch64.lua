@@ -39,7 +39,9 @@ local function v16b(r) return "v" .. n(r) .. ".16b" end
 
 -- Ops whose result may take a dying operand's registers (regalloc.lua): FMLA accumulates into
 -- its destination, so vfma may take only the addend's; binary ops are three-operand.
-local REUSE = { vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 } }
+local REUSE = { vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, viadd = { 1, 2 },
+                visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 }, vor = { 1, 2 },
+                vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 }, vcvt_i2f = { 1 } }
 function M.reuse(op) return REUSE[op.op] end
 
 function M.registers()
@@ -472,6 +474,53 @@ local function binary(ins)
 end
 ops.vadd = binary("fadd")
 ops.vmul = binary("fmul")
+ops.vsub = binary("fsub")
+ops.viadd = binary("add")
+ops.visub = binary("sub")
+ops.vimin = binary("smin")
+ops.vimax = binary("smax")
+
+local function bitwise(ins)
+  return function(ctx, op)
+    local d, a, b = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2])
+    for p = 1, #d do ctx:wline(ins .. " " .. v16b(d[p]) .. ", " .. v16b(a[p]) .. ", " .. v16b(b[p])) end
+  end
+end
+ops.vand, ops.vor, ops.vxor = bitwise("and"), bitwise("orr"), bitwise("eor")
+
+local function shift(ins)
+  return function(ctx, op)
+    local d, a = ctx:regs(op.dst), ctx:regs(op.src[1])
+    for p = 1, #d do ctx:wline(ins .. " " .. v4s(d[p]) .. ", " .. v4s(a[p]) .. ", " .. imm(op.attr.imm)) end
+  end
+end
+ops.vishl, ops.visra = shift("shl"), shift("sshr")
+
+local function unary(ins)
+  return function(ctx, op)
+    local d, a = ctx:regs(op.dst), ctx:regs(op.src[1])
+    for p = 1, #d do ctx:wline(ins .. " " .. v4s(d[p]) .. ", " .. v4s(a[p])) end
+  end
+end
+ops.vrint = unary("frintn")      -- ties to even, whatever FPCR says
+ops.vcvt_f2i = unary("fcvtzs")
+ops.vcvt_i2f = unary("scvtf")
+
+-- min(a, b) = a < b ? a : b (NaN or equal -> b), the x86 (v)minps rule; FMIN differs.
+function ops.vmin(ctx, op)
+  local d, a, b = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2])
+  for p = 1, #d do
+    ctx:wline("fcmgt " .. v4s(d[p]) .. ", " .. v4s(b[p]) .. ", " .. v4s(a[p]))
+    ctx:wline("bsl " .. v16b(d[p]) .. ", " .. v16b(a[p]) .. ", " .. v16b(b[p]))
+  end
+end
+
+function ops.vconst(ctx, op)
+  local d = ctx:regs(op.dst)
+  const_addr(ctx, "x17", ctx:const(string.format("f%08x", op.attr.bits), { op.attr.bits }))
+  ctx:wline("ld1r {v" .. n(d[1]) .. ".4s}, [x17]")
+  for p = 2, 4 do ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(d[1])) end
+end
 
 -- max(a, b) = a > b ? a : b (NaN or equal -> b), the x86 (v)maxps rule; FMAX differs.
 function ops.vmax(ctx, op)

@@ -43,7 +43,10 @@ local function is512(ctx) return ctx.variant.name ~= "avx2" end
 
 -- Ops whose result may take a dying operand's registers (regalloc.lua): one three-operand
 -- instruction per part, or vfma's 231/213 forms chosen by which operand it took.
-local REUSE = { vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 } }
+local REUSE = { vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, vmin = { 1, 2 },
+                viadd = { 1, 2 }, visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 },
+                vor = { 1, 2 }, vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 },
+                vcvt_f2i = { 1 }, vcvt_i2f = { 1 } }
 function M.reuse(op) return REUSE[op.op] end
 
 function M.registers(variant)
@@ -501,6 +504,53 @@ local function binary(ins)
 end
 ops.vadd = binary("vaddps")
 ops.vmul = binary("vmulps")
+ops.vsub = binary("vsubps")
+-- min(a, b) = a < b ? a : b, which is exactly (v)minps a, b (NaN or equal -> b)
+ops.vmin = binary("vminps")
+ops.viadd = binary("vpaddd")
+ops.visub = binary("vpsubd")
+ops.vimin = binary("vpminsd")
+ops.vimax = binary("vpmaxsd")
+
+-- bitwise ops: EVEX forms on AVX-512 (registers 16-31), VEX on AVX2
+local function bitwise(name)
+  return function(ctx, op)
+    local d, a, b = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2])
+    local ins = is512(ctx) and ("vp" .. name .. "d") or ("vp" .. name)
+    for i = 1, #d do ctx:wline(ins .. " " .. d[i] .. ", " .. a[i] .. ", " .. b[i]) end
+  end
+end
+ops.vand, ops.vor, ops.vxor = bitwise("and"), bitwise("or"), bitwise("xor")
+
+local function shift(ins)
+  return function(ctx, op)
+    local d, a = parts(ctx, op.dst), parts(ctx, op.src[1])
+    for i = 1, #d do ctx:wline(ins .. " " .. d[i] .. ", " .. a[i] .. ", " .. C.int(op.attr.imm)) end
+  end
+end
+ops.vishl, ops.visra = shift("vpslld"), shift("vpsrad")
+
+local function unary(ins512, ins256)
+  return function(ctx, op)
+    local d, a = parts(ctx, op.dst), parts(ctx, op.src[1])
+    for i = 1, #d do ctx:wline((is512(ctx) and ins512 or ins256) .. " " .. d[i] .. ", " .. a[i]) end
+  end
+end
+-- round to nearest even (immediate 0: RNE, from the immediate, not MXCSR)
+function ops.vrint(ctx, op)
+  local d, a = parts(ctx, op.dst), parts(ctx, op.src[1])
+  for i = 1, #d do ctx:wline((is512(ctx) and "vrndscaleps " or "vroundps ") .. d[i] .. ", " .. a[i] .. ", 0") end
+end
+ops.vcvt_f2i = unary("vcvttps2dq", "vcvttps2dq")
+ops.vcvt_i2f = unary("vcvtdq2ps", "vcvtdq2ps")
+
+function ops.vconst(ctx, op)
+  local d = parts(ctx, op.dst)
+  for i = 1, #d do
+    local k = kconst(ctx, string.format("f%08x", op.attr.bits), op.attr.bits, 1)
+    ctx:wline("vpbroadcastd " .. d[i] .. ", dword ptr " .. k)
+  end
+end
 -- max(a, b) = a > b ? a : b, which is exactly (v)maxps a, b (NaN or equal -> b)
 ops.vmax = binary("vmaxps")
 

@@ -60,5 +60,10 @@ void fkc_qkprep_neox64(const fk_qkprep_neox64_args *a, fkc_perturb p);
 void fkc_qkprep_neox32(const fk_qkprep_neox32_args *a, fkc_perturb p);
 void fkc_qkprep_cis64(const fk_qkprep_cis64_args *a, fkc_perturb p);
 void fkc_qkprep_cis32(const fk_qkprep_cis32_args *a, fkc_perturb p);
+float fkc_exp(float x);                                  /* gen/vmath.lua's exp */
+void fkc_sincos(float x, float *s, float *c);            /* gen/vmath.lua's sincos */
+void fkc_vmath_exp(const fk_vmath_exp_args *a, fkc_perturb p);
+void fkc_vmath_sincos(const fk_vmath_sincos_args *a, fkc_perturb p);
+void fkc_vmath_polar(const fk_vmath_polar_args *a, fkc_perturb p);
 
 #endif

@@ -28,6 +28,9 @@ static const struct { const char *id; contract_fn fn; } models[] = {
   { "qkprep_neox32", (contract_fn)(void (*)(void))fkc_qkprep_neox32 },
   { "qkprep_cis64", (contract_fn)(void (*)(void))fkc_qkprep_cis64 },
   { "qkprep_cis32", (contract_fn)(void (*)(void))fkc_qkprep_cis32 },
+  { "vmath_exp", (contract_fn)(void (*)(void))fkc_vmath_exp },
+  { "vmath_sincos", (contract_fn)(void (*)(void))fkc_vmath_sincos },
+  { "vmath_polar", (contract_fn)(void (*)(void))fkc_vmath_polar },
 };
 
 void fkh_invoke_contract(fkh_call *c, int perturb) {
