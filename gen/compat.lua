@@ -81,4 +81,24 @@ end
 
 M.interpreter = has_bit and "luajit" or _VERSION
 
+-- The f32 bit pattern of a double, rounded to nearest even (normal range and zero only: the
+-- generator's tables hold twiddles and windows, |x| in [2^-126, 2^128) or 0). Plain arithmetic,
+-- no string.pack: the same bits under LuaJIT and Lua 5.4.
+function M.f32bits(x)
+  if x == 0 then return (1 / x < 0) and 0x80000000 or 0 end
+  local sign = x < 0 and 0x80000000 or 0
+  local a = math.abs(x)
+  local e = math.floor(math.log(a) / math.log(2))
+  while 2 ^ e > a do e = e - 1 end
+  while 2 ^ (e + 1) <= a do e = e + 1 end
+  if e < -126 or e > 127 then error("f32bits: " .. tostring(x) .. " is outside the normal f32 range") end
+  local scaled = a / 2 ^ e * 2 ^ 23             -- in [2^23, 2^24), exact in a double
+  local r = math.floor(scaled)
+  local frac = scaled - r
+  if frac > 0.5 or (frac == 0.5 and r % 2 == 1) then r = r + 1 end
+  if r == 2 ^ 24 then r, e = 2 ^ 23, e + 1 end
+  if e > 127 then error("f32bits: " .. tostring(x) .. " rounds past the f32 range") end
+  return sign + (e + 127) * 2 ^ 23 + (r - 2 ^ 23)
+end
+
 return M

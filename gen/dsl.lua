@@ -307,6 +307,28 @@ function B:isra_v(a, n)
   return self:_emit("visra", "v", { self:_want(a, "v", "isra_v") }, { imm = self:_int(n, "isra_v") }).dst
 end
 
+-- Interleave chunks of g lanes of a and b (lanes 0-7 of each: zip_lo; 8-15: zip_hi).
+function B:zip_lo(a, b, g)
+  return self:_emit("vzip_lo", "v", { self:_want(a, "v", "zip_lo"), self:_want(b, "v", "zip_lo") },
+                    { g = self:_int(g, "zip_lo") }).dst
+end
+function B:zip_hi(a, b, g)
+  return self:_emit("vzip_hi", "v", { self:_want(a, "v", "zip_hi"), self:_want(b, "v", "zip_hi") },
+                    { g = self:_int(g, "zip_hi") }).dst
+end
+B.rev = vunary("vrev", "rev")           -- lanes reversed
+
+-- A read-only table of 32-bit words in the stamp (name unique per stamp); returns its address.
+function B:table(name, words)
+  if type(name) ~= "string" or not name:match("^[a-z][a-z0-9_]*$") then self:_fail("table: bad name") end
+  for i, w in ipairs(words) do
+    if type(w) ~= "number" or w ~= math.floor(w) or w < 0 or w > 0xffffffff then
+      self:_fail("table " .. name .. ": word " .. i .. " is not a 32-bit pattern")
+    end
+  end
+  return self:_emit("const_addr", "i", {}, { table = { name = name, words = words } }).dst
+end
+
 -- A 32-bit pattern in every lane (an f32 constant as its bits, or an int32).
 function B:vconst(bits)
   if type(bits) == "string" then bits = tonumber(bits) end
@@ -363,6 +385,8 @@ local function loader(kind, vtype)
   return function(self, base, idx, off, lanes) return mem_op(self, kind, vtype, kind, base, idx, off, lanes).dst end
 end
 B.load_f32, B.load_bf16, B.load_raw = loader("load_f32", "v"), loader("load_bf16", "v"), loader("load_raw", "v")
+-- the f32 at element idx + off of an array, in every lane
+B.load_bcast_f32 = loader("load_bcast_f32", "v")
 -- the bf16 pair (32 bits) at element idx + off of a bf16 array, in every lane (for an outer product)
 B.load_pair_bcast = loader("load_pair_bcast", "v")
 B.load1_f32, B.load1_bf16 = loader("load1_f32", "s"), loader("load1_bf16", "s")

@@ -157,9 +157,15 @@ local function run()
     -- constants the template publishes for C (a layout the runtime must honour, ...)
     for _, key in ipairs(C.sorted_keys(t.exports or {})) do
       local v = t.exports[key]
-      if type(key) ~= "string" or not key:match("^[A-Z][A-Z0-9_]*$") or type(v) ~= "number" or v ~= math.floor(v) then
-        DSL.raise(path, "exports: " .. tostring(key) .. " must be an UPPER_CASE name with an integer value",
-                  line_matching(src, "^%s*exports%s*="))
+      local function int(x) return type(x) == "number" and x == math.floor(x) end
+      local ok = type(key) == "string" and key:match("^[A-Z][A-Z0-9_]*$") and int(v)
+      if type(v) == "table" then   -- a table of 32-bit words (twiddles, windows) for the C side
+        ok = type(key) == "string" and key:match("^[A-Z][A-Z0-9_]*$") and #v > 0
+        for _, w in ipairs(v) do ok = ok and int(w) and w >= 0 and w <= 0xffffffff end
+      end
+      if not ok then
+        DSL.raise(path, "exports: " .. tostring(key) .. " must be an UPPER_CASE name with an integer value " ..
+                  "or a list of 32-bit words", line_matching(src, "^%s*exports%s*="))
       end
       leaf.exports[#leaf.exports + 1] = { key = key, value = v }
     end
@@ -208,6 +214,7 @@ local function run()
   end
   put("fk_leaves.h", HDR.leaves_h(leaves, stamps, banner))
   put("fk_asm.h", HDR.asm_h(banner))
+  put("fk_tables.h", HDR.tables_h(leaves, banner))
   put("MANIFEST", HDR.manifest(stamps, banner))
   return files, order
 end

@@ -48,7 +48,7 @@ function M.leaves_h(leaves, stamps, banner)
     w("")
     w("/* ---- " .. leaf.leaf .. " (" .. leaf.path .. "): " .. leaf.doc .. " ---- */")
     for _, e in ipairs(leaf.exports) do
-      w(string.format("#define FK_%s_%s %d", leaf.leaf:upper(), e.key, e.value))
+      if type(e.value) ~= "table" then w(string.format("#define FK_%s_%s %d", leaf.leaf:upper(), e.key, e.value)) end
     end
     for _, form in ipairs(leaf.forms) do
       w("")
@@ -151,6 +151,32 @@ function M.asm_h(banner)
     "#endif /* FK_ASM_H */",
     "",
   }, "\n")
+end
+
+-- fk_tables.h: the constant tables templates export (twiddles, windows) as the stamps hold
+-- them, for the contract models (tests/contract): never linked into the library.
+function M.tables_h(leaves, banner)
+  local o = { "/* " .. banner .. " */",
+              "/* The constant tables of the stamps, as 32-bit words (f32 bit patterns), for the",
+              " * contract models: the same numbers the stamps load. */",
+              "#ifndef FK_TABLES_H", "#define FK_TABLES_H", "", "#include <stdint.h>" }
+  for _, leaf in ipairs(leaves) do
+    for _, e in ipairs(leaf.exports) do
+      if type(e.value) == "table" then
+        o[#o + 1] = ""
+        o[#o + 1] = string.format("static const uint32_t FK_%s_%s[%d] = {", leaf.leaf:upper(), e.key, #e.value)
+        for i = 1, #e.value, 8 do
+          local row = {}
+          for j = i, math.min(i + 7, #e.value) do row[#row + 1] = string.format("0x%08x", math.floor(e.value[j])) end
+          o[#o + 1] = "  " .. table.concat(row, ", ") .. ","
+        end
+        o[#o + 1] = "};"
+      end
+    end
+  end
+  o[#o + 1] = ""
+  o[#o + 1] = "#endif /* FK_TABLES_H */"
+  return table.concat(o, "\n") .. "\n"
 end
 
 -- One line per stamp; also the list of files the generator owns (stale ones are removed).

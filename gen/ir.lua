@@ -79,6 +79,13 @@ M.OPS = {
   vand       = { "v", { "v", "v" } },
   vor        = { "v", { "v", "v" } },
   vxor       = { "v", { "v", "v" } },
+  -- lane movement (FFT stages)
+  vzip_lo    = { "v", { "v", "v" }, { "g" } },       -- chunks of g lanes: a[0:g] b[0:g] a[g:2g] ...
+                                                     -- (lanes 0-7 of a and b)
+  vzip_hi    = { "v", { "v", "v" }, { "g" } },       -- the same from lanes 8-15
+  vrev       = { "v", { "v" } },                     -- lane l <- lane 15 - l
+  const_addr = { "i", {}, { "table" } },             -- the address of a constant table of the stamp
+  load_bcast_f32 = { "v", { "i", "i" }, { "off" } }, -- the f32 at [base + (idx + off) * 4] in every lane
   bf16_pairs = { "v", { "v", "v" } },                -- raw pairs: lane l = (hi16 src1[l], hi16 src2[l])
   vrne       = { "v", { "v" } },                     -- integer RNE to bf16, kept as f32 bits
   vrne_st    = { "v", { "v" } },                     -- vrne with the low half left unspecified: only
@@ -188,6 +195,10 @@ function M.validate(proc)
       defined[op.attr.rem] = true
     elseif op.op == "for_rows" then
       defined[op.attr.ivar] = true
+    end
+    local chunk_ok = { [1] = true, [2] = true, [4] = true, [8] = true }
+    if (op.op == "vzip_lo" or op.op == "vzip_hi") and not chunk_ok[op.attr.g] then
+      return fail(op.op .. ": the chunk size g must be 1, 2, 4 or 8", op)
     end
     if (op.op == "vishl" or op.op == "visra") and (op.attr.imm < 0 or op.attr.imm > 31) then
       return fail(op.op .. ": shift count must be 0..31", op)

@@ -8,4 +8,5 @@ return {
   "shortconv",
   "qkprep",
   "vmath",
+  "irfft",
 }

@@ -515,6 +515,48 @@ function ops.vmin(ctx, op)
   end
 end
 
+local function zip(half)
+  return function(ctx, op)
+    local d, a, b, g = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2]), op.attr.g
+    local a1, a2, b1, b2 = a[2 * half + 1], a[2 * half + 2], b[2 * half + 1], b[2 * half + 2]
+    if g == 1 or g == 2 then
+      local t = g == 1 and ".4s" or ".2d"
+      local function z(ins, dd, x, y)
+        ctx:wline(ins .. " v" .. n(dd) .. t .. ", v" .. n(x) .. t .. ", v" .. n(y) .. t)
+      end
+      z("zip1", d[1], a1, b1)
+      z("zip2", d[2], a1, b1)
+      z("zip1", d[3], a2, b2)
+      z("zip2", d[4], a2, b2)
+      return
+    end
+    local src = g == 4 and { a1, b1, a2, b2 } or { a1, a2, b1, b2 }
+    for p = 1, 4 do ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(src[p])) end
+  end
+end
+ops.vzip_lo, ops.vzip_hi = zip(0), zip(1)
+
+-- lanes reversed: each q register reversed (REV64 then EXT by 8 bytes), the registers in
+-- reverse order
+function ops.vrev(ctx, op)
+  local d, a = ctx:regs(op.dst), ctx:regs(op.src[1])
+  for p = 1, 4 do
+    ctx:wline("rev64 " .. v4s(d[p]) .. ", " .. v4s(a[5 - p]))
+    ctx:wline("ext " .. v16b(d[p]) .. ", " .. v16b(d[p]) .. ", " .. v16b(d[p]) .. ", #8")
+  end
+end
+
+function ops.const_addr(ctx, op)
+  const_addr(ctx, ctx:reg(op.dst), ctx:const("t_" .. op.attr.table.name, op.attr.table.words))
+end
+
+function ops.load_bcast_f32(ctx, op)
+  local d = ctx:regs(op.dst)
+  tail_addr(ctx, op, 4)
+  ctx:wline("ld1r {v" .. n(d[1]) .. ".4s}, [x16]")
+  for p = 2, 4 do ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(d[1])) end
+end
+
 function ops.vconst(ctx, op)
   local d = ctx:regs(op.dst)
   const_addr(ctx, "x17", ctx:const(string.format("f%08x", op.attr.bits), { op.attr.bits }))

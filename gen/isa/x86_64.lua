@@ -544,6 +544,70 @@ end
 ops.vcvt_f2i = unary("vcvttps2dq", "vcvttps2dq")
 ops.vcvt_i2f = unary("vcvtdq2ps", "vcvtdq2ps")
 
+-- Lane index tables of the zips: chunk c of g lanes comes from a (c even) or b (c odd), from
+-- lane (c // 2) * g (+ 8 for the high half); b's lanes are 16..31 of the two-table permute.
+local function zip_index(g, half)
+  local w = {}
+  for i = 0, 15 do
+    local c, k = math.floor(i / g), i % g
+    w[i + 1] = (c % 2 == 1 and 16 or 0) + 8 * half + math.floor(c / 2) * g + k
+  end
+  return w
+end
+
+local function zip(half)
+  return function(ctx, op)
+    local d, a, b, g = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), op.attr.g
+    if is512(ctx) then
+      local sym = ctx:const("zip" .. C.int(g) .. (half == 0 and "lo" or "hi"), zip_index(g, half))
+      ctx:wline("vmovdqa32 " .. d[1] .. ", zmmword ptr [rip + FK_SYM(" .. sym .. ")]")
+      ctx:wline("vpermi2ps " .. d[1] .. ", " .. a[1] .. ", " .. b[1])
+      return
+    end
+    local A, Bv = a[half + 1], b[half + 1]          -- the ymm holding lanes 0-7 (lo) or 8-15 (hi)
+    if g == 8 then
+      ctx:wline("vmovaps " .. d[1] .. ", " .. A)
+      ctx:wline("vmovaps " .. d[2] .. ", " .. Bv)
+      return
+    end
+    if g == 4 then
+      ctx:wline("vperm2f128 " .. d[1] .. ", " .. A .. ", " .. Bv .. ", 0x20")
+      ctx:wline("vperm2f128 " .. d[2] .. ", " .. A .. ", " .. Bv .. ", 0x31")
+      return
+    end
+    local lo, hi = g == 1 and "vunpcklps " or "vunpcklpd ", g == 1 and "vunpckhps " or "vunpckhpd "
+    ctx:wline(lo .. "ymm14, " .. A .. ", " .. Bv)
+    ctx:wline(hi .. "ymm15, " .. A .. ", " .. Bv)
+    ctx:wline("vperm2f128 " .. d[1] .. ", ymm14, ymm15, 0x20")
+    ctx:wline("vperm2f128 " .. d[2] .. ", ymm14, ymm15, 0x31")
+  end
+end
+ops.vzip_lo, ops.vzip_hi = zip(0), zip(1)
+
+function ops.vrev(ctx, op)
+  local d, a = parts(ctx, op.dst), parts(ctx, op.src[1])
+  if is512(ctx) then
+    local w = {}
+    for i = 0, 15 do w[i + 1] = 15 - i end
+    ctx:wline("vmovdqa32 " .. d[1] .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const("rev16", w) .. ")]")
+    ctx:wline("vpermps " .. d[1] .. ", " .. d[1] .. ", " .. a[1])
+    return
+  end
+  ctx:wline("vmovdqu ymm14, ymmword ptr [rip + FK_SYM(" .. ctx:const("rev8", { 7, 6, 5, 4, 3, 2, 1, 0 }) .. ")]")
+  ctx:wline("vpermps " .. d[1] .. ", ymm14, " .. a[2])
+  ctx:wline("vpermps " .. d[2] .. ", ymm14, " .. a[1])
+end
+
+function ops.const_addr(ctx, op)
+  local sym = ctx:const("t_" .. op.attr.table.name, op.attr.table.words)
+  ctx:wline("lea " .. ctx:reg(op.dst) .. ", [rip + FK_SYM(" .. sym .. ")]")
+end
+
+function ops.load_bcast_f32(ctx, op)
+  local d = parts(ctx, op.dst)
+  for i = 1, #d do ctx:wline("vbroadcastss " .. d[i] .. ", dword ptr " .. elem(ctx, op, 4)) end
+end
+
 function ops.vconst(ctx, op)
   local d = parts(ctx, op.dst)
   for i = 1, #d do

@@ -65,5 +65,10 @@ void fkc_sincos(float x, float *s, float *c);            /* gen/vmath.lua's sinc
 void fkc_vmath_exp(const fk_vmath_exp_args *a, fkc_perturb p);
 void fkc_vmath_sincos(const fk_vmath_sincos_args *a, fkc_perturb p);
 void fkc_vmath_polar(const fk_vmath_polar_args *a, fkc_perturb p);
+void fkc_irfft_n256(const fk_irfft_n256_args *a, fkc_perturb p);
+void fkc_irfft_n512(const fk_irfft_n512_args *a, fkc_perturb p);
+void fkc_irfft_n1024(const fk_irfft_n1024_args *a, fkc_perturb p);
+void fkc_irfft_n1280(const fk_irfft_n1280_args *a, fkc_perturb p);
+void fkc_irfft_n2048(const fk_irfft_n2048_args *a, fkc_perturb p);
 
 #endif

@@ -31,6 +31,11 @@ static const struct { const char *id; contract_fn fn; } models[] = {
   { "vmath_exp", (contract_fn)(void (*)(void))fkc_vmath_exp },
   { "vmath_sincos", (contract_fn)(void (*)(void))fkc_vmath_sincos },
   { "vmath_polar", (contract_fn)(void (*)(void))fkc_vmath_polar },
+  { "irfft_n256", (contract_fn)(void (*)(void))fkc_irfft_n256 },
+  { "irfft_n512", (contract_fn)(void (*)(void))fkc_irfft_n512 },
+  { "irfft_n1024", (contract_fn)(void (*)(void))fkc_irfft_n1024 },
+  { "irfft_n1280", (contract_fn)(void (*)(void))fkc_irfft_n1280 },
+  { "irfft_n2048", (contract_fn)(void (*)(void))fkc_irfft_n2048 },
 };
 
 void fkh_invoke_contract(fkh_call *c, int perturb) {
