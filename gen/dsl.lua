@@ -172,6 +172,11 @@ function B:wrap(a, w)
   return self:_emit("iwrap", "i", { self:_want(a, "i", "wrap"), self:_ival(w, "wrap") }).dst
 end
 
+-- min(a, b), signed.
+function B:imin(a, b)
+  return self:_emit("imin", "i", { self:_want(a, "i", "imin"), self:_ival(b, "imin") }).dst
+end
+
 -- a & imm (imm a Lua integer, e.g. -64 to round down to a multiple of 64).
 function B:iand(a, imm)
   return self:_emit("iandi", "i", { self:_want(a, "i", "iand") }, { imm = self:_int(imm, "iand") }).dst
@@ -210,6 +215,7 @@ function B:max(a, b)
 end
 
 function B:div(a, b)
+  if self:_is(a, "v") then return self:_emit("vdiv", "v", { a, self:_want(b, "v", "div") }).dst end
   return self:_emit("sdiv", "s", { self:_want(a, "s", "div"), self:_want(b, "s", "div") }).dst
 end
 

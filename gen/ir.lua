@@ -32,6 +32,7 @@ M.OPS = {
   isub       = { "i", { "i", "i" } },
   imul       = { "i", { "i", "i" } },
   iwrap      = { "i", { "i", "i" } },                -- src1 >= src2 ? src1 - src2 : src1 (signed)
+  imin       = { "i", { "i", "i" } },                -- signed minimum
   imuli      = { "i", { "i" }, { "imm" } },
   addr       = { "i", { "i", "i" }, { "scale" } },   -- src1 + src2 * scale (scale 1, 2, 4, 8)
   zero       = { "v", {} },
@@ -63,6 +64,7 @@ M.OPS = {
   vfma       = { "v", { "v", "v", "v" } },           -- src1 * src2 + src3 (fused)
   vneg       = { "v", { "v" } },                     -- sign bit flipped (exact, NaN too)
   vsub       = { "v", { "v", "v" } },
+  vdiv       = { "v", { "v", "v" } },                -- IEEE divide, correctly rounded
   vmin       = { "v", { "v", "v" } },                -- src1 < src2 ? src1 : src2 (NaN or equal -> src2)
   vconst     = { "v", {}, { "bits" } },              -- a 32-bit pattern in every lane
   vrint      = { "v", { "v" } },                     -- f32 rounded to an integral value, ties to even

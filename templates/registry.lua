@@ -9,4 +9,5 @@ return {
   "qkprep",
   "vmath",
   "irfft",
+  "istft",
 }

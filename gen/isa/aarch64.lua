@@ -201,6 +201,12 @@ function ops.imul(ctx, op)
   ctx:wline("mul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]))
 end
 
+function ops.imin(ctx, op)
+  local d, a, b = ctx:reg(op.dst), ctx:reg(op.src[1]), ctx:reg(op.src[2])
+  ctx:wline("cmp " .. a .. ", " .. b)
+  ctx:wline("csel " .. d .. ", " .. a .. ", " .. b .. ", lt")
+end
+
 -- a >= w ? a - w : a
 function ops.iwrap(ctx, op)
   local d, a, w = ctx:reg(op.dst), ctx:reg(op.src[1]), ctx:reg(op.src[2])
@@ -475,6 +481,7 @@ end
 ops.vadd = binary("fadd")
 ops.vmul = binary("fmul")
 ops.vsub = binary("fsub")
+ops.vdiv = binary("fdiv")
 ops.viadd = binary("add")
 ops.visub = binary("sub")
 ops.vimin = binary("smin")

@@ -45,7 +45,7 @@ local function is512(ctx) return ctx.variant.name ~= "avx2" end
 -- instruction per part, or vfma's 231/213 forms chosen by which operand it took.
 local REUSE = { vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, vmin = { 1, 2 },
                 viadd = { 1, 2 }, visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 },
-                vor = { 1, 2 }, vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 },
+                vor = { 1, 2 }, vxor = { 1, 2 }, vdiv = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 },
                 vcvt_f2i = { 1 }, vcvt_i2f = { 1 } }
 function M.reuse(op) return REUSE[op.op] end
 
@@ -209,6 +209,13 @@ end
 function ops.imul(ctx, op)
   ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]))
   ctx:wline("imul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[2]))
+end
+
+function ops.imin(ctx, op)
+  local d, a, b = ctx:reg(op.dst), ctx:reg(op.src[1]), ctx:reg(op.src[2])
+  ctx:wline("mov " .. d .. ", " .. a)
+  ctx:wline("cmp " .. a .. ", " .. b)
+  ctx:wline("cmovg " .. d .. ", " .. b)
 end
 
 -- a >= w ? a - w : a
@@ -505,6 +512,7 @@ end
 ops.vadd = binary("vaddps")
 ops.vmul = binary("vmulps")
 ops.vsub = binary("vsubps")
+ops.vdiv = binary("vdivps")
 -- min(a, b) = a < b ? a : b, which is exactly (v)minps a, b (NaN or equal -> b)
 ops.vmin = binary("vminps")
 ops.viadd = binary("vpaddd")

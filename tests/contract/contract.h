@@ -70,5 +70,10 @@ void fkc_irfft_n512(const fk_irfft_n512_args *a, fkc_perturb p);
 void fkc_irfft_n1024(const fk_irfft_n1024_args *a, fkc_perturb p);
 void fkc_irfft_n1280(const fk_irfft_n1280_args *a, fkc_perturb p);
 void fkc_irfft_n2048(const fk_irfft_n2048_args *a, fkc_perturb p);
+void fkc_irfft1280_z(const float *re, const float *im, float *zr, float *zi);   /* 1280 * irfft, split */
+void fkc_istft_frame(const fk_istft_frame_args *a, fkc_perturb p);
+void fkc_istft_frame_i16(const fk_istft_frame_i16_args *a, fkc_perturb p);
+void fkc_istft_flush(const fk_istft_flush_args *a, fkc_perturb p);
+void fkc_istft_flush_i16(const fk_istft_flush_i16_args *a, fkc_perturb p);
 
 #endif

@@ -22,7 +22,8 @@ typedef struct plan {
 
 enum { LMAX = 1024 };
 
-static void irfft(const plan *P, const float *re, const float *im, float *y) {
+/* z = N * irfft(X) as split re/im halves (steps 1-2); returns the buffer pair holding it */
+static float (*irfft_z(const plan *P, const float *re, const float *im))[LMAX] {
   const int L = P->n / 2;
   static float buf[2][2][LMAX];
   for (int k = 0; k < L; k++) {
@@ -67,10 +68,15 @@ static void irfft(const plan *P, const float *re, const float *im, float *y) {
       }
     cur = 1 - cur;
   }
+  return buf[cur];
+}
+
+static void irfft(const plan *P, const float *re, const float *im, float *y) {
+  float (*z)[LMAX] = irfft_z(P, re, im);
   float sc = f(P->scale[0]);
-  for (int m = 0; m < L; m++) {
-    y[2 * m] = buf[cur][0][m] * sc;
-    y[2 * m + 1] = buf[cur][1][m] * sc;
+  for (int m = 0; m < P->n / 2; m++) {
+    y[2 * m] = z[0][m] * sc;
+    y[2 * m + 1] = z[1][m] * sc;
   }
 }
 
@@ -106,6 +112,13 @@ void fkc_irfft_n1280(const fk_irfft_n1280_args *a, fkc_perturb p) {
   BASE(1280);
   ST(1280, 1); ST(1280, 2); ST(1280, 3); ST(1280, 4); ST(1280, 5); ST(1280, 6); ST(1280, 7);
   irfft(&P, a->re, a->im, a->y);
+}
+
+void fkc_irfft1280_z(const float *re, const float *im, float *zr, float *zi) {
+  BASE(1280);
+  ST(1280, 1); ST(1280, 2); ST(1280, 3); ST(1280, 4); ST(1280, 5); ST(1280, 6); ST(1280, 7);
+  float (*z)[LMAX] = irfft_z(&P, re, im);
+  for (int m = 0; m < 640; m++) zr[m] = z[0][m], zi[m] = z[1][m];
 }
 
 void fkc_irfft_n2048(const fk_irfft_n2048_args *a, fkc_perturb p) {

@@ -36,6 +36,10 @@ static const struct { const char *id; contract_fn fn; } models[] = {
   { "irfft_n1024", (contract_fn)(void (*)(void))fkc_irfft_n1024 },
   { "irfft_n1280", (contract_fn)(void (*)(void))fkc_irfft_n1280 },
   { "irfft_n2048", (contract_fn)(void (*)(void))fkc_irfft_n2048 },
+  { "istft_frame", (contract_fn)(void (*)(void))fkc_istft_frame },
+  { "istft_frame_i16", (contract_fn)(void (*)(void))fkc_istft_frame_i16 },
+  { "istft_flush", (contract_fn)(void (*)(void))fkc_istft_flush },
+  { "istft_flush_i16", (contract_fn)(void (*)(void))fkc_istft_flush_i16 },
 };
 
 void fkh_invoke_contract(fkh_call *c, int perturb) {

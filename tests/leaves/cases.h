@@ -15,6 +15,7 @@ int fkt_shortconv_cases(const char *form_id, fkh_call **calls);
 int fkt_qkprep_cases(const char *form_id, fkh_call **calls);
 int fkt_vmath_cases(const char *form_id, fkh_call **calls);
 int fkt_irfft_cases(const char *form_id, fkh_call **calls);
+int fkt_istft_cases(const char *form_id, fkh_call **calls);
 
 void fkt_free_cases(fkh_call *calls, int n);
 

@@ -1,0 +1,167 @@
+-- templates/istft.lua: the spectral tail of the LFM2.5 detokenizer, frame by frame (liquid-audio's
+-- ISTFT(1280, 320, 1280, padding="same") after torch.polar(exp(log_abs), angle)).
+--
+-- Form frame (frame_i16): one STFT frame t of the stream.
+--   x[0..640] log-magnitudes, x[641..1281] phases (the 512 -> 1282 head's row)
+--   X[k] = min(clip, exp(x[k])) * (cos(x[641+k]) + i sin(x[641+k]))  (clip = +inf: none, as LFM2.5;
+--          Vocos clips at 1e2); min keeps a NaN magnitude
+--   z = IFFT_640 of the half-size complex sequence of X (gen/vfft.lua, steps 1-2: z = N * irfft)
+--   s[n] = z[n] * wN[n], n < 1280, wN[n] = f32(hann(n) / 1280) (the irfft's 1/N folded into the
+--          periodic Hann window hann(n) = 0.5 - 0.5 cos(2 pi n / 1280); z[2m] = Re, z[2m+1] = Im)
+--   the caller's ring (1280 f32 sums) and env (1280 f32 sums of win2[n] = f32(hann(n)^2)): frame t
+--   covers stream positions [320t, 320t + 1280), position q at ring[q mod 1280]; ring[q] += s,
+--   env[q] += win2, segment by segment in order (k = 0..3: positions 320(t + k) + [0, 320))
+--   positions [320t, 320t + 320) are then final: y = ring / env (IEEE divide), and that segment of
+--   ring and env is zeroed (it is the next frame's newest)
+--   "same" padding trims 480 samples at the start: frame 0 writes nothing, frame 1 writes the
+--   last 160 of its 320 (y[0..159]), frames t >= 2 write 320 (y[0..319])
+-- Form flush (flush_i16): after the stream's T >= 2 frames (frame = T), writes the last 480
+--   samples (positions [320T, 320T + 480)) and zeroes ring and env for the next stream.
+-- The _i16 forms write int16 PCM: RNE(min(max(y * 32767, -32768), 32767)) (NaN -> -32768), as
+--   uint16_t bit patterns.
+-- Transient planes: `work` holds X (the polar conversion: the pre-processing reads bins k and
+--   640 - k together, so the spectrum must exist whole before it) and the FFT's two ping-pong
+--   buffers (a Stockham stage reads its input whole before its output is complete).
+
+local C = require("compat")
+local V = require("vfft")
+
+local N, HOP, L = 1280, 320, 640
+local BINS = L + 1
+
+-- the window tables, from doubles, rounded once
+local WN, WIN2 = {}, {}
+for n = 0, N - 1 do
+  local c = V.cis(n, N)
+  local h = 0.5 - 0.5 * c
+  WN[n + 1] = C.f32bits(h / N)
+  WIN2[n + 1] = C.f32bits(h * h)
+end
+
+local function args(form)
+  local a = {}
+  if form.frame then
+    a[#a + 1] = { "x", "const float *", doc = "1282 f32: 641 log-magnitudes, then 641 phases" }
+  end
+  a[#a + 1] = { "ring", "float *", inout = true, doc = "1280 f32 overlap-add sums (zeros at the stream's start)" }
+  a[#a + 1] = { "env", "float *", inout = true, doc = "1280 f32 window-square sums (zeros at the stream's start)" }
+  a[#a + 1] = { "y", form.i16 and "uint16_t *" or "float *",
+                doc = form.frame and "PCM out: 0 (frame 0), 160 (frame 1) or 320 samples" or "PCM out: 480 samples" }
+  if form.frame then
+    a[#a + 1] = { "work", "float *", scratch = true, doc = "3888 f32 of scratch" }
+  end
+  a[#a + 1] = { "frame", "int64_t", doc = form.frame and "this frame's index t in the stream" or "T, the frames so far (>= 2)" }
+  if form.frame then a[#a + 1] = { "clip", "float", doc = "magnitude clip (+inf: none)" } end
+  return a
+end
+
+local FORMS = {
+  { name = "frame", frame = true }, { name = "frame_i16", frame = true, i16 = true },
+  { name = "flush" }, { name = "flush_i16", i16 = true },
+}
+for _, f in ipairs(FORMS) do f.args = args(f) end
+
+-- y[o .. o + 15] from 16 final samples: f32, or int16 bits (high halves of the shifted int32)
+local function put(t, form, y, o, v)
+  if form.i16 then
+    local q = t:mul(v, t:vconst(0x46fffe00))                              -- 32767
+    q = t:min(t:max(q, t:vconst(0xc7000000)), t:vconst(0x46fffe00))      -- NaN -> -32768
+    t:store_bf16(y, o, 0, t:ishl_v(t:f2i(t:rint(q)), 16))
+  else
+    t:store_f32(y, o, 0, v)
+  end
+end
+
+-- final samples of ring segment `seg` (element offset), elements [from, 320) to y[0 ..], then
+-- zero the segment
+local function finish(t, form, a, seg, from)
+  local rs, es = t:addr(a.ring, seg, 4), t:addr(a.env, seg, 4)
+  local zero = t:zero()
+  if from < HOP then
+    t:for_tiles(t:iconst(HOP - from), 16, function(i)
+      put(t, form, a.y, i, t:div(t:load_f32(rs, i, from), t:load_f32(es, i, from)))
+    end, nil, { whole = true })
+  end
+  t:for_tiles(t:iconst(HOP), 16, function(i)
+    t:store_f32(rs, i, 0, zero)
+    t:store_f32(es, i, 0, zero)
+  end, nil, { whole = true })
+end
+
+return {
+  leaf = "istft",
+  doc = "LFM2.5 detokenizer ISTFT frame by frame: polar, irfft 1280, Hann window, overlap-add, envelope, PCM",
+  tiers = { exact = { "neon", "avx2", "avx512" } },
+  params = {},
+  check = function() end,
+  exports = { WN = WN, WIN2 = WIN2 },
+  forms = FORMS,
+  body = function(t, _, form)
+    local a = t.arg
+    if form.frame then
+      -- 1. the spectrum, polar -> rectangular, into work[0 .. 656) (re) and work[656 .. 1312) (im)
+      local xr, xi, fw = a.work, t:addr(a.work, 656, 4), t:addr(a.work, 1312, 4)
+      -- the clip, broadcast once into work[3872 .. 3888): read from there in the loop, it holds
+      -- no register across the polar conversion
+      local clipv = t:addr(a.work, 3872, 4)
+      t:store_f32(clipv, t:iconst(0), 0, t:bcast(a.clip))
+      t:for_tiles(t:iconst(BINS), 16, function(k, tail)
+        local lanes = tail and tail(0)
+        local s, c = t:sincos(t:load_f32(a.x, k, BINS, lanes))
+        if t.caps.vectors < 16 then
+          -- a small register file: cos and sin wait in the spectrum buffer (the same operations)
+          t:store_f32(xr, k, 0, c, lanes)
+          t:store_f32(xi, k, 0, s, lanes)
+        end
+        local mag = t:min(t:load_f32(clipv, t:iconst(0), 0), t:exp(t:load_f32(a.x, k, 0, lanes)))
+        if t.caps.vectors < 16 then c, s = t:load_f32(xr, k, 0, lanes), t:load_f32(xi, k, 0, lanes) end
+        t:store_f32(xr, k, 0, t:mul(mag, c), lanes)
+        t:store_f32(xi, k, 0, t:mul(mag, s), lanes)
+      end)
+      -- 2. z = IFFT (unscaled) in the FFT buffers
+      local tabs = V.tables(N)
+      tabs.wn, tabs.win2 = WN, WIN2
+      local function tab(name) return t:table(name, tabs[name]) end
+      local zr, zi = V.emit(t, N, xr, xi, fw, tab)
+      -- 3. window and overlap-add, segment by segment: frame sample n = 320k + i goes to ring
+      -- element ((t + k) mod 4) * 320 + i
+      for k = 0, 3 do
+        local seg = t:mul(t:iand(t:add(a.frame, k), 3), HOP)
+        local rs, es = t:addr(a.ring, seg, 4), t:addr(a.env, seg, 4)
+        local zro, zio = t:addr(zr, HOP / 2 * k, 4), t:addr(zi, HOP / 2 * k, 4)
+        local wn, w2 = t:addr(tab("wn"), HOP * k, 4), t:addr(tab("win2"), HOP * k, 4)
+        t:for_tiles(t:iconst(HOP / 2), 16, function(m)
+          local o = t:add(m, m)                               -- samples 2m .. 2m + 31 of the segment
+          local vr, vi = t:load_f32(zro, m, 0), t:load_f32(zio, m, 0)
+          for h = 0, 1 do
+            local s = t:mul(h == 0 and t:zip_lo(vr, vi, 1) or t:zip_hi(vr, vi, 1), t:load_f32(wn, o, 16 * h))
+            t:store_f32(rs, o, 16 * h, t:add(t:load_f32(rs, o, 16 * h), s))
+            t:store_f32(es, o, 16 * h, t:add(t:load_f32(es, o, 16 * h), t:load_f32(w2, o, 16 * h)))
+          end
+        end, nil, { whole = true })
+      end
+      -- 4. the oldest segment is final: frame 0 writes nothing, frame 1 its last 160, then 320
+      local seg0 = t:mul(t:iand(a.frame, 3), HOP)
+      t:cases(t:imin(a.frame, 2), { 0, 1, 2 }, function(c)
+        finish(t, form, a, seg0, c == 0 and HOP or (c == 1 and 160 or 0))
+      end)
+    else
+      -- flush: positions [320T, 320T + 320) (segment T mod 4) then [320T + 320, 320T + 480)
+      local s0 = t:mul(t:iand(a.frame, 3), HOP)
+      local s1 = t:mul(t:iand(t:add(a.frame, 1), 3), HOP)
+      local y1 = form.i16 and t:addr(a.y, HOP, 2) or t:addr(a.y, HOP, 4)
+      for j, seg in ipairs({ s0, s1 }) do
+        local rs, es = t:addr(a.ring, seg, 4), t:addr(a.env, seg, 4)
+        local y = j == 1 and a.y or y1
+        t:for_tiles(t:iconst(j == 1 and HOP or 160), 16, function(i)
+          put(t, form, y, i, t:div(t:load_f32(rs, i, 0), t:load_f32(es, i, 0)))
+        end, nil, { whole = true })
+      end
+      local zero = t:zero()
+      t:for_tiles(t:iconst(N), 16, function(i)
+        t:store_f32(a.ring, i, 0, zero)
+        t:store_f32(a.env, i, 0, zero)
+      end, nil, { whole = true })
+    end
+  end,
+}
