@@ -101,4 +101,17 @@ function M.f32bits(x)
   return sign + (e + 127) * 2 ^ 23 + (r - 2 ^ 23)
 end
 
+-- The value (a double) of an f32 bit pattern (normal numbers and zero).
+function M.f32value(w)
+  local sign = w >= 0x80000000 and -1 or 1
+  if w >= 0x80000000 then w = w - 0x80000000 end
+  local e = math.floor(w / 2 ^ 23)
+  local m = w - e * 2 ^ 23
+  if e == 0 then
+    if m ~= 0 then error("f32value: subnormal") end
+    return sign * 0.0
+  end
+  return sign * (1 + m / 2 ^ 23) * 2 ^ (e - 127)
+end
+
 return M

@@ -10,12 +10,12 @@
 --          exact); e^r = 1 + (r + r^2 * P(r)), P of degree 4; times 2^k as two exact powers of
 --          two 2^(k - k/2) * 2^(k/2), so a subnormal result is rounded once and an overflow
 --          gives inf.
--- sincos(x): |x| clamped to 2^24; k1 = rint(x * 2/pi), r1 = x - k1*pi/2 with pi/2 = C1 + C2 +
---          C3 + C4 (k*C1 split exactly by an fma, the rest fused), then once more with
---          k2 = rint(r1 * 2/pi) (x * 2/pi in f32 misses the nearest integer for large |x|);
---          sin r = r + r^3 * S(r^2), cos r = 1 - r^2/2 + r^4 * C(r^2); the quadrant
---          (k1 + k2) mod 4 (in f32, sanitized so that NaN gives the same lanes on every ISA)
---          swaps and negates them; x is first multiplied by 1 + (x - x), NaN for an infinite x.
+-- sincos(x): |x| clamped to 2^24; k = the integer nearest x * 2/pi (2/pi as T + T_LO, the
+--          product's rounding error recovered by an fma); r = x - k*pi/2 with pi/2 = C1 + C2 +
+--          C3 + C4 (k*C1 split exactly by an fma, the rest fused); sin r = r + r^3 * S(r^2),
+--          cos r = 1 - r^2/2 + r^4 * C(r^2); the quadrant k mod 4 (in f32, sanitized so that
+--          NaN gives the same lanes on every ISA) swaps and negates them; x is first multiplied
+--          by 1 + (x - x), NaN for an infinite x.
 
 local M = {}
 
@@ -73,16 +73,17 @@ function M.sincos(t, x)
   -- accuracy is claimed (the result is that of +-2^24); times 1 + (x - x): 1 for a finite x,
   -- NaN for inf (sin(inf) is invalid) and NaN
   local xc = t:mul(t:min(c(t, 0x4b800000), t:max(c(t, 0xcb800000), x)), t:add(t:sub(x, x), c(t, 0x3f800000)))
-  -- two rounds: x*2/pi in f32 can miss the nearest k by several units once |x| is large; the
-  -- second round (k2 small) brings r back into [-pi/4, pi/4] (plus rounding)
-  local k1 = t:rint(t:mul(xc, c(t, 0x3f22f983)))                    -- 2/pi
-  local r1 = reduce(t, xc, k1)
-  local k2 = t:rint(t:mul(r1, c(t, 0x3f22f983)))
-  local r = reduce(t, r1, k2)
-  -- quadrant (k1 + k2) mod 4, in {-2, ..., 2}; NaN -> -2 (computed before the polynomials so
-  -- that k's registers are free for them)
-  local qf = mod4(t, t:add(mod4(t, k1), k2))
-  local q = t:f2i(t:min(t:max(qf, c(t, 0xc0000000)), c(t, 0x40000000)))
+  -- k = the integer nearest x*2/pi: p = x*T rounded, e its rounding error (an fma), c adds
+  -- x*T_LO (T + T_LO = 2/pi to 2^-48); k = rint(p) + rint((p - rint(p)) + c), exact for |x| <= 2^24
+  local T = c(t, 0x3f22f983)
+  local p = t:mul(xc, T)
+  local cc = t:fma(xc, c(t, 0x32dc9c88), t:fma(xc, T, t:neg(p)))
+  local kp = t:rint(p)
+  local kf = t:add(kp, t:rint(t:add(t:sub(p, kp), cc)))
+  local r = reduce(t, xc, kf)
+  -- quadrant k mod 4, in {-2, ..., 2}; NaN -> -2 (computed before the polynomials so that k's
+  -- registers are free for them)
+  local q = t:f2i(t:min(t:max(mod4(t, kf), c(t, 0xc0000000)), c(t, 0x40000000)))
   local z = t:mul(r, r)
   local s = t:fma(t:mul(r, z), horner(t, z, SIN_S), r)
   local co = t:fma(t:mul(z, z), horner(t, z, COS_C), t:fma(z, c(t, 0xbf000000), c(t, 0x3f800000)))

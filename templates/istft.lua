@@ -8,15 +8,18 @@
 --   z = IFFT_640 of the half-size complex sequence of X (gen/vfft.lua, steps 1-2: z = N * irfft)
 --   s[n] = z[n] * wN[n], n < 1280, wN[n] = f32(hann(n) / 1280) (the irfft's 1/N folded into the
 --          periodic Hann window hann(n) = 0.5 - 0.5 cos(2 pi n / 1280); z[2m] = Re, z[2m+1] = Im)
---   the caller's ring (1280 f32 sums) and env (1280 f32 sums of win2[n] = f32(hann(n)^2)): frame t
---   covers stream positions [320t, 320t + 1280), position q at ring[q mod 1280]; ring[q] += s,
---   env[q] += win2, segment by segment in order (k = 0..3: positions 320(t + k) + [0, 320))
---   positions [320t, 320t + 320) are then final: y = ring / env (IEEE divide), and that segment of
---   ring and env is zeroed (it is the next frame's newest)
+--   the caller's ring (1280 f32 sums): frame t covers stream positions [320t, 320t + 1280),
+--   position q at ring[q mod 1280]; ring[q] += s, segment by segment in order (k = 0..3:
+--   positions 320(t + k) + [0, 320))
+--   positions [320t, 320t + 320) are then final: y = ring / envelope (IEEE divide), and that ring
+--   segment is zeroed (it is the next frame's newest); the envelope, the sum of
+--   win2[n] = f32(hann(n)^2) over the frames covering a position, depends only on how many do:
+--   tables E1, E2, E3 below (f32 sums, oldest frame first)
 --   "same" padding trims 480 samples at the start: frame 0 writes nothing, frame 1 writes the
 --   last 160 of its 320 (y[0..159]), frames t >= 2 write 320 (y[0..319])
 -- Form flush (flush_i16): after the stream's T >= 2 frames (frame = T), writes the last 480
---   samples (positions [320T, 320T + 480)) and zeroes ring and env for the next stream.
+--   samples (positions [320T, 320T + 480); envelopes F0 (F0T2 when T = 2) and F1) and zeroes the
+--   ring for the next stream.
 -- The _i16 forms write int16 PCM: RNE(min(max(y * 32767, -32768), 32767)) (NaN -> -32768), as
 --   uint16_t bit patterns.
 -- Transient planes: `work` holds X (the polar conversion: the pre-processing reads bins k and
@@ -31,11 +34,30 @@ local BINS = L + 1
 
 -- the window tables, from doubles, rounded once
 local WN, WIN2 = {}, {}
+local win2 = {}
 for n = 0, N - 1 do
   local c = V.cis(n, N)
   local h = 0.5 - 0.5 * c
   WN[n + 1] = C.f32bits(h / N)
   WIN2[n + 1] = C.f32bits(h * h)
+  win2[n] = C.f32value(WIN2[n + 1])
+end
+
+-- The envelope is the stream's sum of squared windows at a position: it depends on the frame
+-- index only through how many frames cover the position, so it is a table, not state. An f32
+-- sum over the covering frames, oldest first (offsets i + 960, + 640, + 320, + 0 of win2):
+--   E3[i] (a segment finished by frame t >= 3), E2 (t = 2), E1 (t = 1: elements 160..319);
+--   F0[i] (flush, positions [320T, 320T + 320), T >= 3), F0T2 (T = 2), F1[i] (the next 160).
+local function f32add(a, b) return C.f32value(C.f32bits(a + b)) end
+local E3, E2, E1, F0, F0T2, F1 = {}, {}, {}, {}, {}, {}
+for i = 0, HOP - 1 do
+  local w = function(off) return win2[i + off] end
+  E3[i + 1] = C.f32bits(f32add(f32add(f32add(w(960), w(640)), w(320)), w(0)))
+  E2[i + 1] = C.f32bits(f32add(f32add(w(640), w(320)), w(0)))
+  E1[i + 1] = C.f32bits(f32add(w(320), w(0)))
+  F0[i + 1] = C.f32bits(f32add(f32add(w(960), w(640)), w(320)))
+  F0T2[i + 1] = C.f32bits(f32add(w(640), w(320)))
+  F1[i + 1] = C.f32bits(f32add(w(960), w(640)))
 end
 
 local function args(form)
@@ -44,7 +66,6 @@ local function args(form)
     a[#a + 1] = { "x", "const float *", doc = "1282 f32: 641 log-magnitudes, then 641 phases" }
   end
   a[#a + 1] = { "ring", "float *", inout = true, doc = "1280 f32 overlap-add sums (zeros at the stream's start)" }
-  a[#a + 1] = { "env", "float *", inout = true, doc = "1280 f32 window-square sums (zeros at the stream's start)" }
   a[#a + 1] = { "y", form.i16 and "uint16_t *" or "float *",
                 doc = form.frame and "PCM out: 0 (frame 0), 160 (frame 1) or 320 samples" or "PCM out: 480 samples" }
   if form.frame then
@@ -74,18 +95,15 @@ end
 
 -- final samples of ring segment `seg` (element offset), elements [from, 320) to y[0 ..], then
 -- zero the segment
-local function finish(t, form, a, seg, from)
-  local rs, es = t:addr(a.ring, seg, 4), t:addr(a.env, seg, 4)
+local function finish(t, form, a, seg, from, env)
+  local rs = t:addr(a.ring, seg, 4)
   local zero = t:zero()
   if from < HOP then
     t:for_tiles(t:iconst(HOP - from), 16, function(i)
-      put(t, form, a.y, i, t:div(t:load_f32(rs, i, from), t:load_f32(es, i, from)))
+      put(t, form, a.y, i, t:div(t:load_f32(rs, i, from), t:load_f32(env, i, from)))
     end, nil, { whole = true })
   end
-  t:for_tiles(t:iconst(HOP), 16, function(i)
-    t:store_f32(rs, i, 0, zero)
-    t:store_f32(es, i, 0, zero)
-  end, nil, { whole = true })
+  t:for_tiles(t:iconst(HOP), 16, function(i) t:store_f32(rs, i, 0, zero) end, nil, { whole = true })
 end
 
 return {
@@ -94,7 +112,7 @@ return {
   tiers = { exact = { "neon", "avx2", "avx512" } },
   params = {},
   check = function() end,
-  exports = { WN = WN, WIN2 = WIN2 },
+  exports = { WN = WN, WIN2 = WIN2, E1 = E1, E2 = E2, E3 = E3, F0 = F0, F0T2 = F0T2, F1 = F1 },
   forms = FORMS,
   body = function(t, _, form)
     local a = t.arg
@@ -120,48 +138,47 @@ return {
       end)
       -- 2. z = IFFT (unscaled) in the FFT buffers
       local tabs = V.tables(N)
-      tabs.wn, tabs.win2 = WN, WIN2
+      tabs.wn, tabs.e1, tabs.e2, tabs.e3 = WN, E1, E2, E3
       local function tab(name) return t:table(name, tabs[name]) end
       local zr, zi = V.emit(t, N, xr, xi, fw, tab)
       -- 3. window and overlap-add, segment by segment: frame sample n = 320k + i goes to ring
       -- element ((t + k) mod 4) * 320 + i
       for k = 0, 3 do
         local seg = t:mul(t:iand(t:add(a.frame, k), 3), HOP)
-        local rs, es = t:addr(a.ring, seg, 4), t:addr(a.env, seg, 4)
+        local rs = t:addr(a.ring, seg, 4)
         local zro, zio = t:addr(zr, HOP / 2 * k, 4), t:addr(zi, HOP / 2 * k, 4)
-        local wn, w2 = t:addr(tab("wn"), HOP * k, 4), t:addr(tab("win2"), HOP * k, 4)
+        local wn = t:addr(tab("wn"), HOP * k, 4)
         t:for_tiles(t:iconst(HOP / 2), 16, function(m)
           local o = t:add(m, m)                               -- samples 2m .. 2m + 31 of the segment
           local vr, vi = t:load_f32(zro, m, 0), t:load_f32(zio, m, 0)
           for h = 0, 1 do
             local s = t:mul(h == 0 and t:zip_lo(vr, vi, 1) or t:zip_hi(vr, vi, 1), t:load_f32(wn, o, 16 * h))
             t:store_f32(rs, o, 16 * h, t:add(t:load_f32(rs, o, 16 * h), s))
-            t:store_f32(es, o, 16 * h, t:add(t:load_f32(es, o, 16 * h), t:load_f32(w2, o, 16 * h)))
           end
         end, nil, { whole = true })
       end
       -- 4. the oldest segment is final: frame 0 writes nothing, frame 1 its last 160, then 320
       local seg0 = t:mul(t:iand(a.frame, 3), HOP)
-      t:cases(t:imin(a.frame, 2), { 0, 1, 2 }, function(c)
-        finish(t, form, a, seg0, c == 0 and HOP or (c == 1 and 160 or 0))
+      t:cases(t:imin(a.frame, 3), { 0, 1, 2, 3 }, function(c)
+        finish(t, form, a, seg0, c == 0 and HOP or (c == 1 and 160 or 0), tab(({ "e1", "e1", "e2", "e3" })[c + 1]))
       end)
     else
       -- flush: positions [320T, 320T + 320) (segment T mod 4) then [320T + 320, 320T + 480)
       local s0 = t:mul(t:iand(a.frame, 3), HOP)
       local s1 = t:mul(t:iand(t:add(a.frame, 1), 3), HOP)
       local y1 = form.i16 and t:addr(a.y, HOP, 2) or t:addr(a.y, HOP, 4)
-      for j, seg in ipairs({ s0, s1 }) do
-        local rs, es = t:addr(a.ring, seg, 4), t:addr(a.env, seg, 4)
-        local y = j == 1 and a.y or y1
-        t:for_tiles(t:iconst(j == 1 and HOP or 160), 16, function(i)
-          put(t, form, y, i, t:div(t:load_f32(rs, i, 0), t:load_f32(es, i, 0)))
+      local function seg_out(seg, y, count, env)
+        local rs = t:addr(a.ring, seg, 4)
+        t:for_tiles(t:iconst(count), 16, function(i)
+          put(t, form, y, i, t:div(t:load_f32(rs, i, 0), t:load_f32(env, i, 0)))
         end, nil, { whole = true })
       end
+      t:cases(t:imin(a.frame, 3), { 2, 3 }, function(c)
+        seg_out(s0, a.y, HOP, t:table(c == 2 and "f0t2" or "f0", c == 2 and F0T2 or F0))
+      end)
+      seg_out(s1, y1, 160, t:table("f1", F1))
       local zero = t:zero()
-      t:for_tiles(t:iconst(N), 16, function(i)
-        t:store_f32(a.ring, i, 0, zero)
-        t:store_f32(a.env, i, 0, zero)
-      end, nil, { whole = true })
+      t:for_tiles(t:iconst(N), 16, function(i) t:store_f32(a.ring, i, 0, zero) end, nil, { whole = true })
     end
   end,
 }

@@ -8,7 +8,7 @@
 --   exp:    |y - e^x| <= 1.5 ulp (exhaustive max 1.081 ulp); inf where e^x rounds past FLT_MAX
 --           (x > 88.7228), subnormal results rounded once, 0 below -103.97; exp(NaN) = NaN
 --   sincos: for |x| <= 2^24, |s - sin x| and |c - cos x| <= max(2.5 ulp, 2^-23) (exhaustive max:
---           2.16 ulp where the ulp term dominates, 0.86 * 2^-23 absolute otherwise); for larger
+--           1.77 ulp where the ulp term dominates, 0.71 * 2^-23 absolute otherwise); for larger
 --           |x|, where one f32 ulp of x is 2 radians or more, the result is that of +-2^24
 --           (no accuracy claim); inf and NaN give NaN; sin(-0) is +0
 --   polar:  re = exp(m) * cos(p), im = exp(m) * sin(p): each one more f32 product rounding

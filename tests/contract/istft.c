@@ -2,11 +2,11 @@
  *
  * frame t: X[k] = min(clip, exp(x[k])) * (cos, sin)(x[641 + k]) (gen/vmath.lua's functions,
  * min(a, b) = a < b ? a : b); z = 1280 * irfft(X) (tests/contract/irfft.c, unscaled);
- * s[n] = z[n] * wN[n]; for k = 0..3, segment g = ((t + k) & 3) * 320: ring[g + i] += s[320k + i],
- * env[g + i] += win2[320k + i]; then y = ring / env over segment (t & 3) * 320, from element 0
- * (t >= 2), 160 (t = 1) or none (t = 0), and that segment of ring and env set to +0.
- * flush (frame = T): y[0..320) from segment (T & 3), y[320..480) from the first 160 of segment
- * ((T + 1) & 3), then ring and env all +0. The _i16 forms: q = y * 32767 (f32), q = min(max(q,
+ * s[n] = z[n] * wN[n]; for k = 0..3, segment g = ((t + k) & 3) * 320: ring[g + i] += s[320k + i];
+ * then y = ring / E over segment (t & 3) * 320, from element 0 (t >= 2), 160 (t = 1) or none
+ * (t = 0), E = E1, E2, E3 for t = 1, 2, >= 3 (the envelope tables), and that ring segment +0.
+ * flush (frame = T): y[0..320) = ring / F0 (F0T2 for T = 2) over segment (T & 3), y[320..480) =
+ * ring / F1 over the first 160 of segment ((T + 1) & 3), then the ring all +0. The _i16 forms: q = y * 32767 (f32), q = min(max(q,
  * -32768), 32767) with max(a, b) = a > b ? a : b, rint, as int16. */
 #include <math.h>
 #include <string.h>
@@ -27,7 +27,7 @@ static void put(float v, float *yf, uint16_t *yi, int i) {
   yi[i] = (uint16_t)(int16_t)rintf(q);
 }
 
-static void frame(const float *x, float *ring, float *env, float *yf, uint16_t *yi, int64_t t, float clip) {
+static void frame(const float *x, float *ring, float *yf, uint16_t *yi, int64_t t, float clip) {
   static float re[641], im[641], zr[640], zi[640];
   for (int k = 0; k < 641; k++) {
     float s, c, e = fkc_exp(x[k]);
@@ -43,37 +43,38 @@ static void frame(const float *x, float *ring, float *env, float *yf, uint16_t *
       int n = 320 * k + i;
       float z = n % 2 ? zi[n / 2] : zr[n / 2];
       ring[g + i] = ring[g + i] + z * f(FK_ISTFT_WN[n]);
-      env[g + i] = env[g + i] + f(FK_ISTFT_WIN2[n]);
     }
   }
   int g0 = (int)(t & 3) * 320, from = t == 0 ? 320 : (t == 1 ? 160 : 0);
-  for (int i = from; i < 320; i++) put(ring[g0 + i] / env[g0 + i], yf, yi, i - from);
-  for (int i = 0; i < 320; i++) ring[g0 + i] = 0.0f, env[g0 + i] = 0.0f;
+  const uint32_t *e = t <= 1 ? FK_ISTFT_E1 : (t == 2 ? FK_ISTFT_E2 : FK_ISTFT_E3);
+  for (int i = from; i < 320; i++) put(ring[g0 + i] / f(e[i]), yf, yi, i - from);
+  for (int i = 0; i < 320; i++) ring[g0 + i] = 0.0f;
 }
 
-static void flush(float *ring, float *env, float *yf, uint16_t *yi, int64_t T) {
+static void flush(float *ring, float *yf, uint16_t *yi, int64_t T) {
   int g0 = (int)(T & 3) * 320, g1 = (int)((T + 1) & 3) * 320;
-  for (int i = 0; i < 320; i++) put(ring[g0 + i] / env[g0 + i], yf, yi, i);
-  for (int i = 0; i < 160; i++) put(ring[g1 + i] / env[g1 + i], yf, yi, 320 + i);
-  for (int i = 0; i < 1280; i++) ring[i] = 0.0f, env[i] = 0.0f;
+  const uint32_t *f0 = T == 2 ? FK_ISTFT_F0T2 : FK_ISTFT_F0;
+  for (int i = 0; i < 320; i++) put(ring[g0 + i] / f(f0[i]), yf, yi, i);
+  for (int i = 0; i < 160; i++) put(ring[g1 + i] / f(FK_ISTFT_F1[i]), yf, yi, 320 + i);
+  for (int i = 0; i < 1280; i++) ring[i] = 0.0f;
 }
 
 void fkc_istft_frame(const fk_istft_frame_args *a, fkc_perturb p) {
   (void)p;
-  frame(a->x, a->ring, a->env, a->y, NULL, a->frame, a->clip);
+  frame(a->x, a->ring, a->y, NULL, a->frame, a->clip);
 }
 
 void fkc_istft_frame_i16(const fk_istft_frame_i16_args *a, fkc_perturb p) {
   (void)p;
-  frame(a->x, a->ring, a->env, NULL, a->y, a->frame, a->clip);
+  frame(a->x, a->ring, NULL, a->y, a->frame, a->clip);
 }
 
 void fkc_istft_flush(const fk_istft_flush_args *a, fkc_perturb p) {
   (void)p;
-  flush(a->ring, a->env, a->y, NULL, a->frame);
+  flush(a->ring, a->y, NULL, a->frame);
 }
 
 void fkc_istft_flush_i16(const fk_istft_flush_i16_args *a, fkc_perturb p) {
   (void)p;
-  flush(a->ring, a->env, NULL, a->y, a->frame);
+  flush(a->ring, NULL, a->y, a->frame);
 }

@@ -51,12 +51,12 @@ static float mod4(float k) { return k - rintf(k * 0.25f) * 4.0f; }
 
 void fkc_sincos(float x, float *s_out, float *c_out) {
   float xc = vmin(f(0x4b800000), vmax(f(0xcb800000), x)) * ((x - x) + 1.0f);
-  float k1 = rintf(xc * f(0x3f22f983));
-  float r1 = reduce(xc, k1);
-  float k2 = rintf(r1 * f(0x3f22f983));
-  float r = reduce(r1, k2);
-  float qf = mod4(mod4(k1) + k2);
-  int32_t q = (int32_t)vmin(vmax(qf, -2.0f), 2.0f);
+  float p = xc * f(0x3f22f983);
+  float cc = fmaf(xc, f(0x32dc9c88), fmaf(xc, f(0x3f22f983), -p));
+  float kp = rintf(p);
+  float kf = kp + rintf((p - kp) + cc);
+  float r = reduce(xc, kf);
+  int32_t q = (int32_t)vmin(vmax(mod4(kf), -2.0f), 2.0f);
   float z = r * r;
   float s = fmaf(r * z, horner(z, SIN_S, 4), r);
   float c = fmaf(z * z, horner(z, COS_C, 4), fmaf(z, -0.5f, 1.0f));
