@@ -71,7 +71,8 @@ local function args(form)
   if form.frame then
     a[#a + 1] = { "work", "float *", scratch = true, doc = "3888 f32 of scratch" }
   end
-  a[#a + 1] = { "frame", "int64_t", doc = form.frame and "this frame's index t in the stream" or "T, the frames so far (>= 2)" }
+  a[#a + 1] = { "frame", "int64_t",
+                doc = form.frame and "this frame's index t in the stream" or "T, the frames so far (>= 2)" }
   if form.frame then a[#a + 1] = { "clip", "float", doc = "magnitude clip (+inf: none)" } end
   return a
 end
