@@ -402,6 +402,10 @@ void fkt_fixture_test(const char *leaf, const fkh_target *t) {
     fkt_state_fixture_test(leaf, t);   /* sequences of calls on the leaf's own state: suite_state.c */
     return;
   }
+  if (!strcmp(leaf, "istft")) {
+    fkt_istft_fixture_test(t);         /* streams of frames: suite_state.c */
+    return;
+  }
   fkt_need(t);
   int ncases;
   int bad = fkt_fixture_gate(leaf, t, &ncases);

@@ -63,8 +63,14 @@ void fkt_state_fixture_test(const char *leaf, const fkh_target *t);
 typedef struct fkt_state_stats {
   int sequences, calls, chained, bad;
   int clamped_calls, clamped_off_calls, clamped_off_outputs;
+  long samples;   /* istft: output samples checked */
 } fkt_state_stats;
-fkt_state_stats fkt_state_fixture_gate(const char *leaf, const fkh_target *t, int loud);   /* loud: failures
+fkt_state_stats fkt_state_fixture_gate(const char *leaf, const fkh_target *t, int loud);
+
+/* The istft streams (fixtures/istft: one manifest per stream): frames then flush on the
+ * stamp's own ring, the concatenated output against each reference within its bound tensor. */
+fkt_state_stats fkt_istft_fixture_gate(const fkh_target *t, int loud);
+void fkt_istft_fixture_test(const fkh_target *t);   /* loud: failures
                                                                                              logged as errors */
 
 /* The two parameterized tests every exact leaf has: `<leaf>::exact` over fkt_exact_pairs and

@@ -423,3 +423,144 @@ void fkt_state_fixture_test(const char *leaf, const fkh_target *t) {
               leaf, t->label, st.sequences, st.calls, st.chained, st.bad);
   cr_assert(st.bad == 0, "%s fixtures on %s: %d failing calls (see log)", leaf, t->label, st.bad);
 }
+
+/* ---------------------------------------------------------------- istft streams --------- */
+
+/* One manifest per stream (fixtures/README.md, istft): x (T, 1282), scalars T and clip. The
+ * stream runs as the engine runs it: frames 0 .. T-1 on one ring, then the flush; calls at the
+ * same position of different streams go to the target in one batch. The concatenated output
+ * (T * 320 samples: 0, 160, then 320 per frame, then 480) is checked against every boundary's
+ * reference within its per-sample bound tensor <reference>_bound (derived in the README). */
+typedef struct stream {
+  fkfix fx;
+  int64_t T;
+  float clip;
+  float ring[1280];
+  float *y;          /* T * 320 outputs */
+  int64_t ny;
+} stream;
+
+static int check_istft(const stream *s, char *msg, size_t len) {
+  for (int i = 0; i < s->fx.nboundaries; i++) {
+    const fkfix_boundary *b = &s->fx.boundaries[i];
+    char bname[48];
+    snprintf(bname, sizeof bname, "%s_bound", b->tensor);
+    const fkfix_tensor *ref = fkfix_tensor_get(&s->fx, b->tensor), *bound = fkfix_tensor_get(&s->fx, bname);
+    if (!ref || !bound || ref->ndim != 1 || bound->ndim != 1 || ref->shape[0] != s->ny || bound->shape[0] != s->ny ||
+        bound->dtype != FKFIX_F64) {
+      snprintf(msg, len, "%s: boundary %s needs %s and %s (f64) of %lld samples", s->fx.path, b->tensor, b->tensor, bname,
+               (long long)s->ny);
+      return 1;
+    }
+    for (int64_t j = 0; j < s->ny; j++) {
+      double r = ref->dtype == FKFIX_F64 ? ((const double *)ref->data)[j] : (double)((const float *)ref->data)[j];
+      double bd = ((const double *)bound->data)[j], y = s->y[j];
+      int ok;
+      if (!by_class(y, r, &ok)) ok = fabs(y - r) <= bd;
+      if (!ok) {
+        snprintf(msg, len, "%s: y (%s) sample %lld: got %.9g, %s %.9g, bound %.3g", s->fx.path, b->tolerance, (long long)j,
+                 y, b->tensor, r, bd);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+static fkt_state_stats istft_gate(const fkh_target *t, int loud) {
+  fkt_state_stats st = { 0 };
+  char dir[512], err[512];
+  snprintf(dir, sizeof dir, "%s/istft", FKT_FIXTURE_DIR);
+  char **paths;
+  int n = fkfix_list(dir, &paths, err, sizeof err);
+  cr_assert(n > 0, "no fixtures in %s (%s)", dir, n < 0 ? err : "empty");
+  stream *s = calloc((size_t)n, sizeof *s);
+  cr_assert(s);
+  int64_t maxT = 0;
+  for (int i = 0; i < n; i++) {
+    cr_assert(fkfix_load(paths[i], &s[i].fx, err, sizeof err) == 0, "%s", err);
+    cr_assert(fkfix_scalar_i64(&s[i].fx, "T", &s[i].T) == 0 && fkfix_scalar_f32(&s[i].fx, "clip", &s[i].clip) == 0 &&
+              s[i].T >= 2, "%s: scalars T (>= 2) and clip", s[i].fx.path);
+    const fkfix_tensor *x = fkfix_tensor_get(&s[i].fx, "x");
+    cr_assert(x && x->is_input && x->dtype == FKFIX_F32 && x->ndim == 2 && x->shape[0] == s[i].T && x->shape[1] == 1282,
+              "%s: x must be f32 (T, 1282)", s[i].fx.path);
+    s[i].ny = s[i].T * 320;
+    s[i].y = calloc((size_t)s[i].ny, sizeof *s[i].y);
+    cr_assert(s[i].y);
+    if (s[i].T > maxT) maxT = s[i].T;
+  }
+  fkh_call *batch = calloc((size_t)n, sizeof *batch);
+  int *owner = calloc((size_t)n, sizeof *owner);
+  int64_t *done = calloc((size_t)n, sizeof *done);
+  cr_assert(batch && owner && done);
+  for (int64_t k = 0; k <= maxT; k++) {
+    int nb = 0;
+    for (int i = 0; i < n; i++) {
+      if (k > s[i].T) continue;
+      fkh_call *c = &batch[nb];
+      const int flush = k == s[i].T;
+      fkh_call_init(c, flush ? "istft_flush" : "istft_frame", s[i].fx.casename);
+      c->nan_policy = FKH_NAN_DEFAULT;
+      fkh_set_i64(c, "frame", k);
+      memcpy(fkh_set_buf(c, "ring", 1280), s[i].ring, sizeof s[i].ring);
+      float *y = fkh_set_buf(c, "y", flush ? 480 : 320);
+      for (int j = 0; j < (flush ? 480 : 320); j++) y[j] = fkt_f32(0x7fa5a5a5u);
+      if (!flush) {
+        const fkfix_tensor *x = fkfix_tensor_get(&s[i].fx, "x");
+        memcpy(fkh_set_buf(c, "x", 1282), (const float *)x->data + k * x->strides[0], 1282 * sizeof(float));
+        fkh_set_f32(c, "clip", s[i].clip);
+        fkh_set_buf(c, "work", 3888);
+      }
+      owner[nb++] = i;
+    }
+    char rerr[256];
+    cr_assert(fkh_run(t, batch, nb, rerr, sizeof rerr) == 0, "%s: %s", t->label, rerr);
+    for (int b = 0; b < nb; b++) {
+      stream *sp = &s[owner[b]];
+      fkh_call *c = &batch[b];
+      cr_assert(!c->failed, "%s: %s: %s", t->label, sp->fx.path, c->why);
+      const int flush = k == sp->T;
+      int64_t count = flush ? 480 : (k == 0 ? 0 : (k == 1 ? 160 : 320));
+      const float *y = fkh_buf_of(c, "y");
+      for (int64_t j = count; j < (flush ? 480 : 320); j++)
+        if (memcmp(&y[j], &(uint32_t){ 0x7fa5a5a5u }, 4) != 0) {
+          if (loud) cr_log_error("%s: %s: call %lld wrote y[%lld] past its %lld samples", t->label, sp->fx.path, (long long)k,
+                                 (long long)j, (long long)count);
+          st.bad++;
+          break;
+        }
+      memcpy(sp->y + done[owner[b]], y, (size_t)count * sizeof *y);
+      done[owner[b]] += count;
+      memcpy(sp->ring, fkh_buf_of(c, "ring"), sizeof sp->ring);
+      st.calls++;
+      st.chained += k > 0;
+      fkh_call_free(c);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    char msg[600];
+    cr_assert_eq(done[i], s[i].ny, "%s: %lld samples out, want %lld", s[i].fx.path, (long long)done[i], (long long)s[i].ny);
+    if (check_istft(&s[i], msg, sizeof msg)) {
+      if (loud) cr_log_error("%s: %s", t->label, msg);
+      else cr_log_info("%s: %s", t->label, msg);
+      st.bad++;
+    }
+    st.samples += s[i].ny;
+    free(s[i].y);
+    fkfix_free(&s[i].fx);
+  }
+  st.sequences = n;
+  free(s), free(batch), free(owner), free(done);
+  fkfix_list_free(paths, n);
+  return st;
+}
+
+fkt_state_stats fkt_istft_fixture_gate(const fkh_target *t, int loud) { return istft_gate(t, loud); }
+
+void fkt_istft_fixture_test(const fkh_target *t) {
+  fkt_need(t);
+  fkt_state_stats st = istft_gate(t, 1);
+  cr_log_info("istft fixtures on %s: %d streams, %d calls on the stamp's own ring, %ld samples checked, %d failures",
+              t->label, st.sequences, st.calls, st.samples, st.bad);
+  cr_assert(st.bad == 0, "istft fixtures on %s: %d failing streams (see log)", t->label, st.bad);
+}
