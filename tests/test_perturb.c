@@ -43,7 +43,8 @@ static void expect_caught_all(const char *leaf, fkt_builder build, int perturb, 
   for (int f = 0; f < fkh_nforms; f++) {
     if (strcmp(fkh_forms[f].leaf, leaf) != 0) continue;
     /* the commit perturbation applies to the forms with state: RMSNorm's add forms, ShortConv */
-    if (perturb == FKC_SKIP_COMMIT && strncmp(fkh_forms[f].form, "add", 3) != 0 && strcmp(leaf, "shortconv") != 0)
+    if (perturb == FKC_SKIP_COMMIT && strncmp(fkh_forms[f].form, "add", 3) != 0 && strcmp(leaf, "shortconv") != 0 &&
+        strcmp(leaf, "istft") != 0)
       continue;
     if (perturb == FKC_RNE_BIAS && !rounds_to_bf16(&fkh_forms[f])) continue;
     fkh_target host = best_host();
@@ -99,6 +100,15 @@ Test(perturb, off_by_one_cursor) {
 Test(perturb, swapped_rotate_half) {
   expect_caught_all("qkprep", fkt_qkprep_cases, FKC_ROTATE_SWAPPED, "swapped rotation halves");
   expect_state_gate_fails("qkprep", FKC_ROTATE_SWAPPED, "swapped rotation halves");
+}
+
+Test(perturb, fft_twiddle_sign) {
+  expect_caught_all("irfft", fkt_irfft_cases, FKC_ROTATE_SWAPPED, "conjugated twiddles");
+}
+
+Test(perturb, istft_ring_order_and_commit) {
+  expect_caught_all("istft", fkt_istft_cases, FKC_CURSOR_OFF_BY_ONE, "frame one ring segment late");
+  expect_caught_all("istft", fkt_istft_cases, FKC_SKIP_COMMIT, "finished segment not cleared");
 }
 
 Test(perturb, state_gates_see_rounding) {

@@ -23,7 +23,7 @@ typedef struct plan {
 enum { LMAX = 1024 };
 
 /* z = N * irfft(X) as split re/im halves (steps 1-2); returns the buffer pair holding it */
-static float (*irfft_z(const plan *P, const float *re, const float *im))[LMAX] {
+static float (*irfft_z(const plan *P, const float *re, const float *im, fkc_perturb pert))[LMAX] {
   const int L = P->n / 2;
   static float buf[2][2][LMAX];
   for (int k = 0; k < L; k++) {
@@ -43,10 +43,13 @@ static float (*irfft_z(const plan *P, const float *re, const float *im))[LMAX] {
       int p = fidx / s, q = fidx % s, e = s < 16 ? fidx : p;
       float ar = xr[fidx], br = xr[fidx + L / 2], ai = xi[fidx], bi = xi[fidx + L / 2];
       float dr = ar - br, di = ai - bi, wr = f(P->sr[j][e]);
+      /* FKC_ROTATE_SWAPPED: the first stage's twiddles conjugated (the forward transform's sign) */
+      float wi = f(P->si[j][e]), nwi = f(P->sni[j][e]);
+      if (pert == FKC_ROTATE_SWAPPED && j == 0) wi = f(P->sni[j][e]), nwi = f(P->si[j][e]);
       yr[2 * s * p + q] = ar + br;
       yi[2 * s * p + q] = ai + bi;
-      yr[2 * s * p + s + q] = fmaf(dr, wr, di * f(P->sni[j][e]));
-      yi[2 * s * p + s + q] = fmaf(dr, f(P->si[j][e]), di * wr);
+      yr[2 * s * p + s + q] = fmaf(dr, wr, di * nwi);
+      yi[2 * s * p + s + q] = fmaf(dr, wi, di * wr);
     }
     cur = 1 - cur, n /= 2, s *= 2, j++;
   }
@@ -71,8 +74,8 @@ static float (*irfft_z(const plan *P, const float *re, const float *im))[LMAX] {
   return buf[cur];
 }
 
-static void irfft(const plan *P, const float *re, const float *im, float *y) {
-  float (*z)[LMAX] = irfft_z(P, re, im);
+static void irfft(const plan *P, const float *re, const float *im, float *y, fkc_perturb pert) {
+  float (*z)[LMAX] = irfft_z(P, re, im, pert);
   float sc = f(P->scale[0]);
   for (int m = 0; m < P->n / 2; m++) {
     y[2 * m] = z[0][m] * sc;
@@ -86,45 +89,40 @@ static void irfft(const plan *P, const float *re, const float *im, float *y) {
                            FK_IRFFT_N##N##_W5, FK_IRFFT_N##N##_SCALE, { 0 }, { 0 }, { 0 } }
 
 void fkc_irfft_n256(const fk_irfft_n256_args *a, fkc_perturb p) {
-  (void)p;
   BASE(256);
   ST(256, 1); ST(256, 2); ST(256, 3); ST(256, 4); ST(256, 5); ST(256, 6); ST(256, 7);
-  irfft(&P, a->re, a->im, a->y);
+  irfft(&P, a->re, a->im, a->y, p);
 }
 
 void fkc_irfft_n512(const fk_irfft_n512_args *a, fkc_perturb p) {
-  (void)p;
   BASE(512);
   ST(512, 1); ST(512, 2); ST(512, 3); ST(512, 4); ST(512, 5); ST(512, 6); ST(512, 7); ST(512, 8);
-  irfft(&P, a->re, a->im, a->y);
+  irfft(&P, a->re, a->im, a->y, p);
 }
 
 void fkc_irfft_n1024(const fk_irfft_n1024_args *a, fkc_perturb p) {
-  (void)p;
   BASE(1024);
   ST(1024, 1); ST(1024, 2); ST(1024, 3); ST(1024, 4); ST(1024, 5); ST(1024, 6); ST(1024, 7); ST(1024, 8);
   ST(1024, 9);
-  irfft(&P, a->re, a->im, a->y);
+  irfft(&P, a->re, a->im, a->y, p);
 }
 
 void fkc_irfft_n1280(const fk_irfft_n1280_args *a, fkc_perturb p) {
-  (void)p;
   BASE(1280);
   ST(1280, 1); ST(1280, 2); ST(1280, 3); ST(1280, 4); ST(1280, 5); ST(1280, 6); ST(1280, 7);
-  irfft(&P, a->re, a->im, a->y);
+  irfft(&P, a->re, a->im, a->y, p);
 }
 
 void fkc_irfft1280_z(const float *re, const float *im, float *zr, float *zi) {
   BASE(1280);
   ST(1280, 1); ST(1280, 2); ST(1280, 3); ST(1280, 4); ST(1280, 5); ST(1280, 6); ST(1280, 7);
-  float (*z)[LMAX] = irfft_z(&P, re, im);
+  float (*z)[LMAX] = irfft_z(&P, re, im, FKC_EXACT);
   for (int m = 0; m < 640; m++) zr[m] = z[0][m], zi[m] = z[1][m];
 }
 
 void fkc_irfft_n2048(const fk_irfft_n2048_args *a, fkc_perturb p) {
-  (void)p;
   BASE(2048);
   ST(2048, 1); ST(2048, 2); ST(2048, 3); ST(2048, 4); ST(2048, 5); ST(2048, 6); ST(2048, 7); ST(2048, 8);
   ST(2048, 9); ST(2048, 10);
-  irfft(&P, a->re, a->im, a->y);
+  irfft(&P, a->re, a->im, a->y, p);
 }

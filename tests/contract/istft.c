@@ -27,7 +27,7 @@ static void put(float v, float *yf, uint16_t *yi, int i) {
   yi[i] = (uint16_t)(int16_t)rintf(q);
 }
 
-static void frame(const float *x, float *ring, float *yf, uint16_t *yi, int64_t t, float clip) {
+static void frame(const float *x, float *ring, float *yf, uint16_t *yi, int64_t t, float clip, fkc_perturb pert) {
   static float re[641], im[641], zr[640], zi[640];
   for (int k = 0; k < 641; k++) {
     float s, c, e = fkc_exp(x[k]);
@@ -38,7 +38,8 @@ static void frame(const float *x, float *ring, float *yf, uint16_t *yi, int64_t 
   }
   fkc_irfft1280_z(re, im, zr, zi);
   for (int k = 0; k < 4; k++) {
-    int g = (int)((t + k) & 3) * 320;
+    /* FKC_CURSOR_OFF_BY_ONE: the frame lands one segment late */
+    int g = (int)((t + k + (pert == FKC_CURSOR_OFF_BY_ONE)) & 3) * 320;
     for (int i = 0; i < 320; i++) {
       int n = 320 * k + i;
       float z = n % 2 ? zi[n / 2] : zr[n / 2];
@@ -48,33 +49,32 @@ static void frame(const float *x, float *ring, float *yf, uint16_t *yi, int64_t 
   int g0 = (int)(t & 3) * 320, from = t == 0 ? 320 : (t == 1 ? 160 : 0);
   const uint32_t *e = t <= 1 ? FK_ISTFT_E1 : (t == 2 ? FK_ISTFT_E2 : FK_ISTFT_E3);
   for (int i = from; i < 320; i++) put(ring[g0 + i] / f(e[i]), yf, yi, i - from);
-  for (int i = 0; i < 320; i++) ring[g0 + i] = 0.0f;
+  if (pert != FKC_SKIP_COMMIT)   /* FKC_SKIP_COMMIT: the finished segment is not cleared */
+    for (int i = 0; i < 320; i++) ring[g0 + i] = 0.0f;
 }
 
-static void flush(float *ring, float *yf, uint16_t *yi, int64_t T) {
-  int g0 = (int)(T & 3) * 320, g1 = (int)((T + 1) & 3) * 320;
+static void flush(float *ring, float *yf, uint16_t *yi, int64_t T, fkc_perturb pert) {
+  const int late = pert == FKC_CURSOR_OFF_BY_ONE;
+  int g0 = (int)((T + late) & 3) * 320, g1 = (int)((T + 1 + late) & 3) * 320;
   const uint32_t *f0 = T == 2 ? FK_ISTFT_F0T2 : FK_ISTFT_F0;
   for (int i = 0; i < 320; i++) put(ring[g0 + i] / f(f0[i]), yf, yi, i);
   for (int i = 0; i < 160; i++) put(ring[g1 + i] / f(FK_ISTFT_F1[i]), yf, yi, 320 + i);
-  for (int i = 0; i < 1280; i++) ring[i] = 0.0f;
+  if (pert != FKC_SKIP_COMMIT)
+    for (int i = 0; i < 1280; i++) ring[i] = 0.0f;
 }
 
 void fkc_istft_frame(const fk_istft_frame_args *a, fkc_perturb p) {
-  (void)p;
-  frame(a->x, a->ring, a->y, NULL, a->frame, a->clip);
+  frame(a->x, a->ring, a->y, NULL, a->frame, a->clip, p);
 }
 
 void fkc_istft_frame_i16(const fk_istft_frame_i16_args *a, fkc_perturb p) {
-  (void)p;
-  frame(a->x, a->ring, NULL, a->y, a->frame, a->clip);
+  frame(a->x, a->ring, NULL, a->y, a->frame, a->clip, p);
 }
 
 void fkc_istft_flush(const fk_istft_flush_args *a, fkc_perturb p) {
-  (void)p;
-  flush(a->ring, a->y, NULL, a->frame);
+  flush(a->ring, a->y, NULL, a->frame, p);
 }
 
 void fkc_istft_flush_i16(const fk_istft_flush_i16_args *a, fkc_perturb p) {
-  (void)p;
-  flush(a->ring, NULL, a->y, a->frame);
+  flush(a->ring, NULL, a->y, a->frame, p);
 }
