@@ -1,0 +1,1154 @@
+/* bench/fk_bench_fft.c: the inverse real FFT benchmark. flashkern's irfft leaves (exact tier,
+ * N = 256, 512, 1024, 1280, 2048) against FFTW's single-precision c2r (FFTW_MEASURE) and a dense
+ * inverse DFT through OpenBLAS's sgemv, and flashkern's whole detokenizer frame (istft_frame:
+ * polar + iFFT + window + overlap-add + envelope) against the same frame written by a user with
+ * libm, FFTW and plain C; all in one process and one run.
+ *
+ * Every case (one N) is hot: each contender calls its transform on the same buffers every time,
+ * all of them L1/L2-resident except the dense DFT's N x (N + 2) matrix (L3 from N = 512 on: it is
+ * what the dense method reads). FFTW's c2r destroys its input, so its rows transform a rotation of
+ * copies of the spectrum, refreshed (untimed) before every timed batch. Before timing, every
+ * transform's output is compared with a float64 inverse DFT (tests/test_irfft.c's normwise
+ * bound; a componentwise dot-product bound for the dense DFT), and the two frames are compared
+ * with a float64 ISTFT and with each other over a stream of frames; one that fails is not timed.
+ *
+ * Output: DIR/fft.md (tables), DIR/fft.csv (every row), DIR/fft.dat and DIR/fft.png (gnuplot,
+ * bench/plot_fft.gp). Progress goes to stderr. */
+#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu, getrusage, strncasecmp */
+/* fftw3.h before cblas.h: OpenBLAS's header includes <complex.h>, after which fftwf_complex would
+ * be float _Complex instead of float[2] (the same bytes; this file indexes [0] and [1]) */
+#include <fftw3.h>
+#include <cblas.h>
+#include <errno.h>
+#include <gnu/libc-version.h>
+#include <math.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fkb.h"
+#include "fkb_fft.h"
+#include "flashkern.h"
+
+#ifndef FKB_FLASHKERN_VERSION
+#define FKB_FLASHKERN_VERSION "this tree"
+#endif
+#ifndef FKB_PLOT_SCRIPT
+#define FKB_PLOT_SCRIPT "bench/plot_fft.gp"
+#endif
+
+/* The OpenBLAS kernel set, forced through OPENBLAS_CORETYPE as fk_bench_gemv does (this machine's
+ * environment says Haswell, AVX2; Cooperlake is what OpenBLAS 0.3.21 picks by itself on this Zen 5:
+ * the AVX-512 SkylakeX kernels). Forced only on CPUs with AVX-512 F/BW/DQ/VL. */
+#define FKB_OPENBLAS_CORE "Cooperlake"
+
+/* ---- contenders ------------------------------------------------------------------------------- */
+
+enum { T_FK, T_FFTW, T_FFTW_SCALED, T_FFTW_KEEP, T_BLAS, NT }; /* transforms, every N */
+enum { R_FK = NT, R_PEER, NE };                                  /* frames, N = 1280 only */
+static const char *const ename[NE] = {
+  "flashkern exact", "FFTW MEASURE", "FFTW MEASURE + 1/N pass", "FFTW MEASURE, input preserved",
+  "OpenBLAS dense sgemv", "flashkern istft_frame", "user frame (libm + FFTW + C -O2)",
+};
+static const char *const eshort[NE] = { "fk", "fftw", "fftw+1/N", "fftw keep", "openblas", "fk frame", "user frame" };
+
+static const int all_sizes[] = { 256, 512, 1024, 1280, 2048 };
+enum { NSIZES = (int)(sizeof all_sizes / sizeof all_sizes[0]) };
+
+enum { FRAME_N = 1280, HOP = 320, BINS = FRAME_N / 2 + 1, FRAME_X = 2 * BINS, FRAME_WORK = 3888 };
+#define AUDIO_RATE 24000.0
+#define FRAME_AUDIO_US (1e6 * HOP / AUDIO_RATE) /* 13333 us = 13.33 ms of audio per frame */
+
+#ifndef COPY_BYTES
+#define COPY_BYTES ((size_t)40 << 10) /* FFTW's input copies per size: a timed batch is one pass over them */
+#endif
+#define FRAME_BATCH_S 4e-6            /* a frame contender's timed batch lasts about this long */
+#define GATE_SPECTRA 4
+#define GATE_FRAMES 12
+#define FRAME_TOL 1e-5      /* each frame vs the float64 ISTFT: ||y - ref||_2 <= FRAME_TOL ||ref||_2 */
+#define FRAME_TOL_PAIR 2e-5 /* the two frames against each other, same norm */
+#define NOISY 0.05
+
+static const double PI = 3.14159265358979323846;
+
+/* ---- small utilities ---------------------------------------------------------------------- */
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("fk_bench_fft: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+static uint64_t rng(void) { /* xorshift64* */
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 0x2545f4914f6cdd1du;
+}
+static double unit(void) { return (double)(rng() >> 11) / 9007199254740992.0; } /* [0, 1) */
+static float uniform(float lo, float hi) { return (float)((double)lo + (double)(hi - lo) * unit()); }
+/* random sign, exponent in [emin, emax], random mantissa (tests/harness fkh_f32) */
+static float rand_exp(int emin, int emax) {
+  uint64_t r = rng();
+  int e = emin + (int)((r >> 8) % (uint64_t)(emax - emin + 1));
+  float m = 1.0f + (float)((r >> 40) & 0x7fffffu) * 0x1p-23f;
+  return ldexpf(r & 1u ? -m : m, e);
+}
+
+/* the larger of a worst-so-far and a new error; NaN (a failure) sticks as +inf */
+static double worse(double w, double r) { return isnan(r) || isinf(w) ? INFINITY : (r > w ? r : w); }
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void *xalloc(size_t bytes) {
+  void *p = fkb_alloc(bytes);
+  if (!p) die("out of memory (%zu bytes)", bytes);
+  return p;
+}
+
+/* one line: runs of whitespace -> one space */
+static void squeeze(const char *s, char *out, size_t len) {
+  size_t at = 0;
+  for (const char *c = s; c && *c && at + 1 < len; c++) {
+    char ch = (*c == '\n' || *c == '\t') ? ' ' : *c;
+    if (ch == ' ' && (at == 0 || out[at - 1] == ' ')) continue;
+    out[at++] = ch;
+  }
+  while (at && out[at - 1] == ' ') at--;
+  out[at] = 0;
+}
+
+/* ---- other processes (as fk_bench_gemv measures them) -------------------------------------- */
+
+typedef struct cpu_mark {
+  double busy, self, wall;
+} cpu_mark;
+
+static cpu_mark cpu_mark_now(void) {
+  cpu_mark c = { 0, 0, now() };
+  unsigned long long v[8] = { 0 };
+  FILE *f = fopen("/proc/stat", "r");
+  if (f) {
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+               &v[7]) == 8)
+      c.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
+    fclose(f);
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  c.self = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
+  return c;
+}
+
+/* The share of all CPUs other processes used between a and b, 0..1 (under 5 clock ticks: 0). */
+static double others_share(cpu_mark a, cpu_mark b) {
+  double wall = b.wall - a.wall, cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
+  double other = (b.busy - a.busy) - (b.self - a.self);
+  if (wall <= 0 || cpus <= 0 || other < 5.0 / (double)sysconf(_SC_CLK_TCK)) return 0.0;
+  return other / (wall * cpus) > 1.0 ? 1.0 : other / (wall * cpus);
+}
+
+/* ---- options ---------------------------------------------------------------------------------- */
+
+static struct options {
+  int reps, quick, pin, plot, openblas_core_set, nsizes;
+  int sizes[NSIZES];
+  const char *out, *plot_script, *openblas_core;
+} opt = { .reps = 201, .pin = 1, .plot = 1, .out = "bench/results", .plot_script = FKB_PLOT_SCRIPT,
+          .openblas_core = FKB_OPENBLAS_CORE };
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: fk_bench_fft [--quick] [--reps N] [--sizes 256,1280] [--no-pin] [--out DIR]\n"
+             "                    [--openblas-core NAME] [--plot-script FILE] [--no-plot]\n"
+             "  --quick          %d repetitions instead of %d: a smoke run\n"
+             "  --reps N         repetitions (each gives one sample per contender per size)\n"
+             "  --sizes LIST     transform sizes among 256,512,1024,1280,2048 (the frames run with 1280)\n"
+             "  --no-pin         do not pin the process to the CPU it starts on\n"
+             "  --out DIR        where fft.md, fft.csv, fft.dat and fft.png go (default %s)\n"
+             "  --openblas-core NAME  OPENBLAS_CORETYPE for the run (default %s; the bench re-executes\n"
+             "                   itself with it set, as fk_bench_gemv does)\n"
+             "  --plot-script F  the gnuplot script (default %s)\n"
+             "  --no-plot        no gnuplot run\n",
+          11, 201, "bench/results", FKB_OPENBLAS_CORE, FKB_PLOT_SCRIPT);
+}
+
+static void parse_options(int argc, char **argv) {
+  int reps_set = 0;
+  for (int i = 0; i < NSIZES; i++) opt.sizes[i] = all_sizes[i];
+  opt.nsizes = NSIZES;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--quick")) opt.quick = 1;
+    else if (!strcmp(a, "--no-pin")) opt.pin = 0;
+    else if (!strcmp(a, "--no-plot")) opt.plot = 0;
+    else if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage(stdout), exit(0);
+    else if (!v) usage(stderr), die("%s: missing value or unknown option", a);
+    else if (!strcmp(a, "--reps")) opt.reps = atoi(v), reps_set = 1, i++;
+    else if (!strcmp(a, "--out")) opt.out = v, i++;
+    else if (!strcmp(a, "--plot-script")) opt.plot_script = v, i++;
+    else if (!strcmp(a, "--openblas-core")) opt.openblas_core = v, opt.openblas_core_set = 1, i++;
+    else if (!strcmp(a, "--sizes")) {
+      int want[NSIZES] = { 0 };
+      for (const char *p = v; *p;) {
+        char *end;
+        long n = strtol(p, &end, 10);
+        int found = 0;
+        for (int s = 0; s < NSIZES; s++)
+          if (all_sizes[s] == n) want[s] = found = 1;
+        if (!found || end == p) die("--sizes: %.*s is not one of 256, 512, 1024, 1280, 2048", (int)strcspn(p, ","), p);
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') die("--sizes: expected a comma list of sizes");
+      }
+      opt.nsizes = 0;
+      for (int s = 0; s < NSIZES; s++)
+        if (want[s]) opt.sizes[opt.nsizes++] = all_sizes[s];
+      i++;
+    } else usage(stderr), die("unknown option %s", a);
+  }
+  if (opt.quick && !reps_set) opt.reps = 11;
+  if (opt.reps < 1) die("--reps must be at least 1");
+}
+
+/* ---- the environment OpenBLAS reads at load time (as fk_bench_gemv) ------------------------- */
+
+static char coretype_was[128] = "";
+
+static void ensure_environment(char **argv) {
+  const char *was = getenv("FKB_OPENBLAS_CORETYPE_WAS");
+  if (was) { /* the re-executed image */
+    snprintf(coretype_was, sizeof coretype_was, "%s", was);
+    unsetenv("FKB_OPENBLAS_CORETYPE_WAS");
+    return;
+  }
+  const char *ct = getenv("OPENBLAS_CORETYPE");
+  snprintf(coretype_was, sizeof coretype_was, "%s", ct ? ct : "(unset)");
+  if (ct && !strcasecmp(ct, opt.openblas_core)) return;
+  __builtin_cpu_init();
+  if (!opt.openblas_core_set && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))) {
+    fprintf(stderr, "fk_bench_fft: no AVX-512 here: OpenBLAS keeps OPENBLAS_CORETYPE=%s\n", coretype_was);
+    return;
+  }
+  setenv("FKB_OPENBLAS_CORETYPE_WAS", coretype_was, 1);
+  setenv("OPENBLAS_CORETYPE", opt.openblas_core, 1);
+  fflush(NULL);
+  execv("/proc/self/exe", argv);
+  fprintf(stderr, "fk_bench_fft: re-exec with OPENBLAS_CORETYPE=%s failed (%s); OpenBLAS keeps its own pick\n",
+          opt.openblas_core, strerror(errno));
+  unsetenv("FKB_OPENBLAS_CORETYPE_WAS");
+}
+
+/* ---- results ---------------------------------------------------------------------------------- */
+
+typedef struct cell {
+  int live, n, batch;
+  double *s;    /* seconds per call, one per repetition */
+  double gate;  /* worst error over its bound in the gate (transforms), or relative error (frames) */
+  double gate2; /* frames: worst ||fk - user|| / ||ref|| */
+  char why[400];
+} cell;
+
+typedef struct stats {
+  double med, min, max;
+  int ok;
+} stats;
+
+static stats stats_of(const cell *c) {
+  stats st = { 0, 0, 0, 0 };
+  if (!c->live || c->n == 0) return st;
+  double *v = malloc((size_t)c->n * sizeof *v);
+  if (!v) die("out of memory");
+  memcpy(v, c->s, (size_t)c->n * sizeof *v);
+  qsort(v, (size_t)c->n, sizeof *v, cmp_double);
+  st.med = c->n % 2 ? v[c->n / 2] : 0.5 * (v[c->n / 2 - 1] + v[c->n / 2]);
+  st.min = v[0];
+  st.max = v[c->n - 1];
+  st.ok = 1;
+  free(v);
+  return st;
+}
+
+/* ---- one size: inputs, each contender's buffers and plans ------------------------------------- */
+
+typedef struct fcase {
+  int n, h, run, frames; /* frames: this case also times the two frames (N = 1280) */
+  float *re, *im;        /* the spectrum, flashkern's layout (h each; im[0] = im[h-1] = 0) */
+  float *xv;             /* [re; im], N + 2 (OpenBLAS) */
+  fftwf_complex *cin;    /* the spectrum interleaved (FFTW), kept intact */
+  fftwf_complex *copies; /* ncopies copies of cin for the input-destroying plan, cstride apart */
+  size_t cstride;
+  int ncopies;
+  float *y[NT], *work, *A;
+  fftwf_plan plan, keep;
+  double plan_s, keep_s;
+  char plan_desc[1024], keep_desc[1024];
+  fk_leaf leaf;
+  int leaf_ok;
+  char leaf_why[400];
+  cell cells[NE];
+  double noise, footprint[NE];
+} fcase;
+
+static fcase cases[NSIZES];
+
+/* the frame contenders' state (one stream each) */
+static struct frames {
+  fk_leaf leaf;
+  int leaf_ok;
+  char leaf_why[400];
+  float *x, *ring, *y, *work; /* flashkern: its args' buffers; x is shared with the user frame */
+  int64_t t;
+  fkb_peer_frame *peer;
+  float *peer_y;
+  char peer_plan[1024];
+  double peer_plan_s;
+} fr;
+
+static double t_start;
+
+static fftwf_complex *copy_at(const fcase *C, int i) { return C->copies + (size_t)i * C->cstride; }
+
+static void restore_copies(fcase *C, int count) {
+  for (int i = 0; i < count; i++) memcpy(copy_at(C, i), C->cin, sizeof(fftwf_complex) * (size_t)C->h);
+}
+
+/* the layouts of the other contenders from re, im */
+static void sync_layouts(fcase *C) {
+  for (int k = 0; k < C->h; k++) {
+    C->cin[k][0] = C->re[k], C->cin[k][1] = C->im[k];
+    C->xv[k] = C->re[k], C->xv[C->h + k] = C->im[k];
+  }
+  restore_copies(C, C->ncopies);
+}
+
+/* cos and sin of 2 pi m / n in double, m < n, the quarter points exact */
+static void trig_tables(int n, double *ct, double *st) {
+  for (int m = 0; m < n; m++) ct[m] = cos(2 * PI * m / n), st[m] = sin(2 * PI * m / n);
+  ct[n / 4] = 0, st[n / 4] = 1, ct[n / 2] = -1, st[n / 2] = 0, ct[3 * n / 4] = 0, st[3 * n / 4] = -1;
+  st[0] = 0, ct[0] = 1;
+}
+
+/* The float64 reference: x = irfft(X) (1/N scaling), the imaginary parts of X[0] and X[N/2]
+ * ignored (numpy, torch, flashkern); abs[t] = sum_k |A[t][k]| |v[k]| for the dense DFT's bound. */
+static void ref_irfft(int n, const float *re, const float *im, const double *ct, const double *st, double *x,
+                      double *absum) {
+  int L = n / 2;
+  for (int t = 0; t < n; t++) {
+    double acc = (double)re[0] + ((t % 2) ? -1.0 : 1.0) * (double)re[L];
+    double ab = fabs((double)re[0]) + fabs((double)re[L]);
+    for (int k = 1; k < L; k++) {
+      int m = (int)(((long)k * t) % n);
+      acc += 2 * ((double)re[k] * ct[m] - (double)im[k] * st[m]);
+      ab += 2 * (fabs((double)re[k] * ct[m]) + fabs((double)im[k] * st[m]));
+    }
+    x[t] = acc / n;
+    if (absum) absum[t] = ab / n;
+  }
+}
+
+/* tests/test_irfft.c's normwise bound: max |x^[n] - x[n]| <= bound_factor(N) ||x||_2 */
+static double bound_factor(int n) {
+  const double u = 0x1p-24, s2 = sqrt(2.0);
+  double g4 = 4 * u / (1 - 4 * u), g9 = 9 * u / (1 - 9 * u), eta2 = u + g4 * (s2 + u), sum = eta2 + 2 * u + 2 * u;
+  int L = n / 2;
+  while (L % 2 == 0) sum += eta2, L /= 2;
+  if (L == 5) sum += 5 * g9;
+  return sum * (1 + 1e-3);
+}
+
+/* the dense DFT's componentwise bound: |y^[t] - y[t]| <= gamma(N + 3) sum_k |A[t][k]| |v[k]|
+ * (N + 2 products summed, plus the rounding of each matrix entry to f32) */
+static double dense_factor(int n) {
+  const double u = 0x1p-24;
+  return (n + 3) * u / (1 - (n + 3) * u);
+}
+
+static void case_create(fcase *C, int n) {
+  memset(C, 0, sizeof *C);
+  C->n = n, C->h = n / 2 + 1, C->run = 1, C->frames = n == FRAME_N;
+  const int h = C->h;
+  C->re = xalloc((size_t)h * 4), C->im = xalloc((size_t)h * 4), C->xv = xalloc((size_t)(2 * h) * 4);
+  C->cin = xalloc((size_t)h * sizeof(fftwf_complex));
+  C->cstride = ((size_t)h + 7) & ~(size_t)7; /* 64-byte steps: every copy has cin's alignment */
+  C->ncopies = (int)(COPY_BYTES / (C->cstride * sizeof(fftwf_complex)));
+  if (C->ncopies < 1) C->ncopies = 1;
+  C->copies = xalloc((size_t)C->ncopies * C->cstride * sizeof(fftwf_complex));
+  for (int e = 0; e < NT; e++) C->y[e] = xalloc((size_t)n * 4);
+  C->work = xalloc((size_t)(2 * n) * 4);
+
+  char form[32];
+  snprintf(form, sizeof form, "irfft_n%d", n);
+  fk_error err;
+  memset(&err, 0, sizeof err);
+  if (fk_leaf_resolve(form, FK_TIER_EXACT, fk_cpu_features(), &C->leaf, &err) == FK_OK) C->leaf_ok = 1;
+  else snprintf(C->leaf_why, sizeof C->leaf_why, "fk_leaf_resolve(%s, exact): %s: %.250s", form, fk_strerror(err.status),
+                err.message);
+
+  /* FFTW plans before the inputs are written (FFTW_MEASURE overwrites the arrays it plans on) */
+  double a = now();
+  C->plan = fftwf_plan_dft_c2r_1d(n, C->copies, C->y[T_FFTW], FFTW_MEASURE);
+  C->plan_s = now() - a;
+  a = now();
+  C->keep = fftwf_plan_dft_c2r_1d(n, C->cin, C->y[T_FFTW_KEEP], FFTW_MEASURE | FFTW_PRESERVE_INPUT);
+  C->keep_s = now() - a;
+  if (!C->plan || !C->keep) die("FFTW cannot plan a c2r of %d", n);
+  char *s = fftwf_sprint_plan(C->plan);
+  squeeze(s, C->plan_desc, sizeof C->plan_desc);
+  free(s);
+  s = fftwf_sprint_plan(C->keep);
+  squeeze(s, C->keep_desc, sizeof C->keep_desc);
+  free(s);
+
+  /* the dense inverse DFT, 1/N included: y = A [re; im], A N x (N + 2) row-major, f32 from double */
+  double *ct = malloc((size_t)n * sizeof *ct), *st = malloc((size_t)n * sizeof *st);
+  if (!ct || !st) die("out of memory");
+  trig_tables(n, ct, st);
+  C->A = xalloc((size_t)n * (size_t)(2 * h) * 4);
+  for (int t = 0; t < n; t++)
+    for (int k = 0; k < h; k++) {
+      double c = (k == 0 || k == h - 1) ? 1.0 : 2.0;
+      int m = (int)(((long)k * t) % n);
+      C->A[(size_t)t * (size_t)(2 * h) + (size_t)k] = (float)(c * ct[m] / n);
+      C->A[(size_t)t * (size_t)(2 * h) + (size_t)(h + k)] = (k == 0 || k == h - 1) ? 0.0f : (float)(-c * st[m] / n);
+    }
+  free(ct), free(st);
+
+  /* bytes each contender's calls touch (its own buffers and the inputs it reads) */
+  C->footprint[T_FK] = 4.0 * (2 * h + n + 2 * n);
+  C->footprint[T_FFTW] = C->footprint[T_FFTW_SCALED] = 8.0 * (double)C->ncopies * (double)C->cstride + 4.0 * n;
+  C->footprint[T_FFTW_KEEP] = 8.0 * h + 4.0 * n;
+  C->footprint[T_BLAS] = 4.0 * ((double)n * 2 * h + 2 * h + n);
+  C->footprint[R_FK] = 4.0 * (FRAME_X + FRAME_N + HOP + FRAME_WORK);
+  C->footprint[R_PEER] = 4.0 * (FRAME_X + 2 * BINS + 4 * FRAME_N + 4 * HOP + HOP);
+}
+
+static void case_free(fcase *C) {
+  fftwf_destroy_plan(C->plan);
+  fftwf_destroy_plan(C->keep);
+  void *ps[] = { C->re, C->im, C->xv, C->cin, C->copies, C->work, C->A };
+  for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) fkb_free(ps[i]);
+  for (int e = 0; e < NT; e++) fkb_free(C->y[e]);
+  C->re = C->im = C->xv = C->work = C->A = NULL;
+  C->cin = C->copies = NULL;
+}
+
+/* ---- the calls --------------------------------------------------------------------------------- */
+
+/* count calls of contender e; the FFTW rows transform copies 0 .. count - 1 (count <= ncopies) */
+static void turn(fcase *C, int e, int count) {
+  const int n = C->n;
+  switch (e) {
+  case T_FK: {
+    /* every irfft form has the same argument layout: re, im, y, work */
+    fk_irfft_n256_args a = { C->re, C->im, C->y[T_FK], C->work };
+    for (int i = 0; i < count; i++) C->leaf.fn(&a);
+    break;
+  }
+  case T_FFTW:
+    for (int i = 0; i < count; i++) fftwf_execute_dft_c2r(C->plan, copy_at(C, i), C->y[T_FFTW]);
+    break;
+  case T_FFTW_SCALED:
+    for (int i = 0; i < count; i++) {
+      fftwf_execute_dft_c2r(C->plan, copy_at(C, i), C->y[T_FFTW_SCALED]);
+      fkb_fft_scale(C->y[T_FFTW_SCALED], n, 1.0f / (float)n);
+    }
+    break;
+  case T_FFTW_KEEP:
+    for (int i = 0; i < count; i++) fftwf_execute(C->keep);
+    break;
+  case T_BLAS:
+    for (int i = 0; i < count; i++)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, n, n + 2, 1.0f, C->A, n + 2, C->xv, 1, 0.0f, C->y[T_BLAS], 1);
+    break;
+  case R_FK: {
+    fk_istft_frame_args a = { fr.x, fr.ring, fr.y, fr.work, 0, INFINITY };
+    for (int i = 0; i < count; i++) {
+      a.frame = fr.t++;
+      fr.leaf.fn(&a);
+    }
+    break;
+  }
+  case R_PEER:
+    for (int i = 0; i < count; i++) fkb_peer_frame_run(fr.peer, fr.x, fr.peer_y, INFINITY);
+    break;
+  default:
+    break;
+  }
+}
+
+static int destroys_input(int e) { return e == T_FFTW || e == T_FFTW_SCALED; }
+
+/* ---- correctness gates ------------------------------------------------------------------------- */
+
+/* Each transform on GATE_SPECTRA spectra against the float64 inverse DFT; the spectrum of the
+ * timing runs (uniform in [-1, 1]) is the first and is left in place. */
+static void gate_transforms(fcase *C) {
+  const int n = C->n, h = C->h;
+  double *ct = malloc((size_t)n * sizeof *ct), *st = malloc((size_t)n * sizeof *st);
+  double *x = malloc((size_t)n * sizeof *x), *ab = malloc((size_t)n * sizeof *ab);
+  if (!ct || !st || !x || !ab) die("out of memory");
+  trig_tables(n, ct, st);
+  float *tre = xalloc((size_t)h * 4), *tim = xalloc((size_t)h * 4);
+  for (int k = 0; k < h; k++) tre[k] = uniform(-1, 1), tim[k] = uniform(-1, 1);
+  tim[0] = tim[h - 1] = 0;
+  static const char *const what[GATE_SPECTRA] = { "uniform [-1, 1] (the timed spectrum)", "2^[-3, 3], random signs",
+                                                  "2^[-43, -37], random signs", "sparse (every 7th bin 1 + i)" };
+  for (int e = 0; e < NT; e++) C->cells[e].gate = 0;
+  for (int sp = GATE_SPECTRA - 1; sp >= 0; sp--) { /* the timed spectrum last: it stays */
+    for (int k = 0; k < h; k++) {
+      switch (sp) {
+      case 0: C->re[k] = tre[k], C->im[k] = tim[k]; break;
+      case 1: C->re[k] = rand_exp(-3, 3), C->im[k] = rand_exp(-3, 3); break;
+      case 2: C->re[k] = rand_exp(-43, -37), C->im[k] = rand_exp(-43, -37); break;
+      default: C->re[k] = C->im[k] = k % 7 == 0 ? 1.0f : 0.0f; break;
+      }
+    }
+    C->im[0] = C->im[h - 1] = 0;
+    sync_layouts(C);
+    ref_irfft(n, C->re, C->im, ct, st, x, ab);
+    double norm = 0;
+    for (int t = 0; t < n; t++) norm += x[t] * x[t];
+    norm = sqrt(norm);
+    for (int e = 0; e < NT; e++) {
+      cell *c = &C->cells[e];
+      if (e == T_FK && !C->leaf_ok) continue;
+      for (int t = 0; t < n; t++) C->y[e][t] = NAN;
+      turn(C, e, 1);
+      restore_copies(C, 1);
+      double worst = 0;
+      int at = 0;
+      for (int t = 0; t < n; t++) {
+        double got = (e == T_FFTW || e == T_FFTW_KEEP) ? (double)C->y[e][t] / n : (double)C->y[e][t];
+        double r = e == T_BLAS ? fabs(got - x[t]) / (dense_factor(n) * ab[t] + 1e-300)
+                               : fabs(got - x[t]) / (bound_factor(n) * norm);
+        double w = worse(worst, r);
+        if (w > worst) worst = w, at = t;
+      }
+      c->gate = worse(c->gate, worst);
+      if (!(worst <= 1.0) && !c->why[0])
+        snprintf(c->why, sizeof c->why, "spectrum %s: y[%d] = %.9g, float64 reference %.9g: %.3g of the bound", what[sp],
+                 at, (e == T_FFTW || e == T_FFTW_KEEP) ? (double)C->y[e][at] / n : (double)C->y[e][at], x[at], worst);
+    }
+  }
+  fkb_free(tre), fkb_free(tim);
+  free(ct), free(st), free(x), free(ab);
+}
+
+/* The float64 ISTFT of a stream of frames: out[j] = stream position 480 + j (the "same" trim). */
+static void ref_istft(const float *xs, int frames, double *out) {
+  const int total = HOP * (frames - 1) + FRAME_N;
+  double *acc = calloc((size_t)total, sizeof *acc), *ct = malloc(FRAME_N * sizeof *ct),
+         *st = malloc(FRAME_N * sizeof *st), *z = malloc(FRAME_N * sizeof *z), hann[FRAME_N], xr[BINS], xi[BINS];
+  if (!acc || !ct || !st || !z) die("out of memory");
+  trig_tables(FRAME_N, ct, st);
+  for (int nn = 0; nn < FRAME_N; nn++) hann[nn] = 0.5 - 0.5 * ct[nn];
+  for (int f = 0; f < frames; f++) {
+    const float *x = xs + (size_t)f * FRAME_X;
+    /* X in double; the imaginary parts of X[0] and X[640] ignored (torch's irfft) */
+    for (int k = 0; k < BINS; k++) {
+      double mag = exp((double)x[k]), ph = (double)x[BINS + k], c = (k == 0 || k == BINS - 1) ? 1.0 : 2.0;
+      xr[k] = c * mag * cos(ph);
+      xi[k] = (k == 0 || k == BINS - 1) ? 0.0 : c * mag * sin(ph);
+    }
+    for (int t = 0; t < FRAME_N; t++) {
+      double s = 0;
+      for (int k = 0; k < BINS; k++) {
+        int m = (int)(((long)k * t) % FRAME_N);
+        s += xr[k] * ct[m] - xi[k] * st[m];
+      }
+      z[t] = s / FRAME_N;
+    }
+    for (int t = 0; t < FRAME_N; t++) acc[HOP * f + t] += z[t] * hann[t];
+  }
+  for (int q = 480; q < HOP * frames; q++) {
+    double env = 0;
+    for (int f = 0; f < frames; f++)
+      if (q >= HOP * f && q < HOP * f + FRAME_N) env += hann[q - HOP * f] * hann[q - HOP * f];
+    out[q - 480] = acc[q] / env;
+  }
+  free(acc), free(ct), free(st), free(z);
+}
+
+/* Both frames over GATE_FRAMES frames of random inputs (log-magnitudes in [-6, 2], phases in
+ * [-pi, pi]) against the float64 ISTFT and against each other; then both streams restart for the
+ * timing, on the first frame's input. */
+static void gate_frames(fcase *C) {
+  cell *cf = &C->cells[R_FK], *cp = &C->cells[R_PEER];
+  float *xs = xalloc((size_t)GATE_FRAMES * FRAME_X * 4);
+  for (int f = 0; f < GATE_FRAMES; f++)
+    for (int k = 0; k < BINS; k++)
+      xs[f * FRAME_X + k] = uniform(-6, 2), xs[f * FRAME_X + BINS + k] = uniform((float)-PI, (float)PI);
+  const int nout = HOP * GATE_FRAMES - 480;
+  double *ref = malloc((size_t)nout * sizeof *ref);
+  if (!ref) die("out of memory");
+  ref_istft(xs, GATE_FRAMES, ref);
+  memset(fr.ring, 0, FRAME_N * 4);
+  fkb_peer_frame_reset(fr.peer);
+  int at = 0;
+  double wf = 0, wp = 0, wpair = 0;
+  for (int t = 0; t < GATE_FRAMES; t++) {
+    int cnt = t == 0 ? 0 : (t == 1 ? HOP / 2 : HOP);
+    for (int i = 0; i < HOP; i++) fr.y[i] = fr.peer_y[i] = NAN;
+    if (fr.leaf_ok) {
+      fk_istft_frame_args a = { xs + (size_t)t * FRAME_X, fr.ring, fr.y, fr.work, t, INFINITY };
+      fr.leaf.fn(&a);
+    }
+    int pc = fkb_peer_frame_run(fr.peer, xs + (size_t)t * FRAME_X, fr.peer_y, INFINITY);
+    if (pc != cnt) die("the user frame wrote %d samples at frame %d, the contract says %d", pc, t, cnt);
+    if (!cnt) continue;
+    double nr = 0, df = 0, dp = 0, dpair = 0;
+    for (int i = 0; i < cnt; i++) {
+      double r = ref[at + i];
+      nr += r * r;
+      df += ((double)fr.y[i] - r) * ((double)fr.y[i] - r);
+      dp += ((double)fr.peer_y[i] - r) * ((double)fr.peer_y[i] - r);
+      dpair += ((double)fr.y[i] - fr.peer_y[i]) * ((double)fr.y[i] - fr.peer_y[i]);
+    }
+    nr = sqrt(nr);
+    double ef = sqrt(df) / nr, ep = sqrt(dp) / nr, epair = sqrt(dpair) / nr;
+    wf = worse(wf, ef), wp = worse(wp, ep), wpair = worse(wpair, epair);
+    if (fr.leaf_ok && !(ef <= FRAME_TOL) && !cf->why[0])
+      snprintf(cf->why, sizeof cf->why, "frame %d: ||y - float64 ISTFT||_2 = %.3g ||ref||_2 > %.0e", t, ef, FRAME_TOL);
+    if (!(ep <= FRAME_TOL) && !cp->why[0])
+      snprintf(cp->why, sizeof cp->why, "frame %d: ||y - float64 ISTFT||_2 = %.3g ||ref||_2 > %.0e", t, ep, FRAME_TOL);
+    if (fr.leaf_ok && !(epair <= FRAME_TOL_PAIR)) {
+      if (!cf->why[0])
+        snprintf(cf->why, sizeof cf->why, "frame %d: ||fk - user||_2 = %.3g ||ref||_2 > %.0e", t, epair, FRAME_TOL_PAIR);
+      if (!cp->why[0])
+        snprintf(cp->why, sizeof cp->why, "frame %d: ||fk - user||_2 = %.3g ||ref||_2 > %.0e", t, epair, FRAME_TOL_PAIR);
+    }
+    at += cnt;
+  }
+  cf->gate = wf, cp->gate = wp, cf->gate2 = cp->gate2 = wpair;
+  /* the timing streams: the first frame's input every call, frames 0..3 run untimed */
+  memcpy(fr.x, xs, FRAME_X * 4);
+  memset(fr.ring, 0, FRAME_N * 4);
+  fr.t = 0;
+  fkb_peer_frame_reset(fr.peer);
+  free(ref);
+  fkb_free(xs);
+}
+
+/* ---- one case -------------------------------------------------------------------------------- */
+
+static int calibrate_frames(fcase *C, int e) {
+  turn(C, e, 4);
+  for (int n = 1;; n *= 2) {
+    double a = now();
+    turn(C, e, n);
+    double t = now() - a;
+    if (t >= 200e-6 || n >= 1 << 20) return (int)fmax(1.0, ceil(FRAME_BATCH_S / (t / n)));
+  }
+}
+
+static void run_case(fcase *C, int done, int total) {
+  rng_state = 0xf0f7u + (uint64_t)C->n;
+  gate_transforms(C);
+  if (C->frames) gate_frames(C);
+  int last = C->frames ? NE : NT;
+  for (int e = 0; e < last; e++) {
+    cell *c = &C->cells[e];
+    c->s = calloc((size_t)opt.reps, sizeof(double));
+    if (!c->s) die("out of memory");
+    if (e == T_FK && !C->leaf_ok) snprintf(c->why, sizeof c->why, "%s", C->leaf_why);
+    else if (e == R_FK && !fr.leaf_ok) snprintf(c->why, sizeof c->why, "%s", fr.leaf_why);
+    if (c->why[0]) {
+      fprintf(stderr, "fk_bench_fft: N = %d: %s is not timed: %s\n", C->n, ename[e], c->why);
+      continue;
+    }
+    c->live = 1;
+    c->batch = e < NT ? C->ncopies : calibrate_frames(C, e);
+  }
+
+  cpu_mark mark = cpu_mark_now();
+  for (int rep = 0; rep < opt.reps; rep++)
+    for (int r = 0; r < last; r++) {
+      int e = (r + rep) % last; /* the round-robin starts one entry later each repetition */
+      cell *c = &C->cells[e];
+      if (!c->live) continue;
+      turn(C, e, 1); /* untimed: brings this contender's lines back after the others' turns */
+      if (destroys_input(e)) restore_copies(C, c->batch);
+      double a = now();
+      turn(C, e, c->batch);
+      c->s[c->n++] = (now() - a) / c->batch;
+    }
+  C->noise = others_share(mark, cpu_mark_now());
+
+  double el = now() - t_start;
+  fprintf(stderr, "[%5.1fs, size %d/%d] N = %4d:", el, done, total, C->n);
+  for (int e = 0; e < last; e++) {
+    stats st = stats_of(&C->cells[e]);
+    if (st.ok) fprintf(stderr, " | %s %.3f us", eshort[e], st.med * 1e6);
+    else fprintf(stderr, " | %s NOT TIMED", eshort[e]);
+  }
+  if (C->noise >= NOISY) fprintf(stderr, " | OTHER PROCESSES %.0f%% of the CPUs", 100.0 * C->noise);
+  fputc('\n', stderr);
+}
+
+/* ---- the machine (as fk_bench_gemv describes it) --------------------------------------------- */
+
+static void read_line_of(const char *path, const char *key, char *out, size_t len) {
+  out[0] = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char line[4096];
+  while (fgets(line, sizeof line, f)) {
+    if (key && strncmp(line, key, strlen(key)) != 0) continue;
+    char *v = key ? strchr(line, ':') : line;
+    if (!v) continue;
+    v += key ? 1 : 0;
+    while (*v == ' ' || *v == '\t') v++;
+    v[strcspn(v, "\n")] = 0;
+    snprintf(out, len, "%s", v);
+    break;
+  }
+  fclose(f);
+}
+
+static void machine_line(char *buf, size_t len) {
+  char model[256], family[32], mdl[32], mem[64], thp[128], flags[4096];
+  read_line_of("/proc/cpuinfo", "model name", model, sizeof model);
+  read_line_of("/proc/cpuinfo", "cpu family", family, sizeof family);
+  read_line_of("/proc/cpuinfo", "model\t", mdl, sizeof mdl);
+  read_line_of("/proc/cpuinfo", "flags", flags, sizeof flags);
+  read_line_of("/proc/meminfo", "MemTotal", mem, sizeof mem);
+  read_line_of("/sys/kernel/mm/transparent_hugepage/enabled", NULL, thp, sizeof thp);
+  char caches[512] = "";
+  size_t at = 0;
+  for (int i = 0; i < 8 && at < sizeof caches; i++) {
+    char p[128], level[16], type[32], size[32], shared[64];
+    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    read_line_of(p, NULL, level, sizeof level);
+    if (!level[0]) break;
+    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    read_line_of(p, NULL, type, sizeof type);
+    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    read_line_of(p, NULL, size, sizeof size);
+    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list", i);
+    read_line_of(p, NULL, shared, sizeof shared);
+    if (!strcmp(type, "Instruction")) continue;
+    at += (size_t)snprintf(caches + at, sizeof caches - at, "%sL%s%s %s (CPUs %s)", at ? ", " : "", level,
+                           !strcmp(type, "Data") ? "d" : "", size, shared);
+  }
+  struct utsname u;
+  uname(&u);
+  time_t t = time(NULL);
+  char date[64];
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+  int vm = strstr(flags, " hypervisor") != NULL;
+  snprintf(buf, len,
+           "%s (family %s, model %s)%s, %ld CPUs online; caches %s; memory %s; THP %s; "
+           "%s %s %s; compiler gcc %s; %s",
+           model, family, mdl, vm ? ", virtual machine" : "", sysconf(_SC_NPROCESSORS_ONLN), caches, mem, thp,
+           u.sysname, u.release, u.machine, __VERSION__, date);
+}
+
+/* ---- the report -------------------------------------------------------------------------------- */
+
+static FILE *open_out(const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", opt.out, name);
+  FILE *f = fopen(path, "w");
+  if (!f) die("cannot write %s: %s", path, strerror(errno));
+  return f;
+}
+
+static fcase *case_of(int n) {
+  for (int s = 0; s < opt.nsizes; s++)
+    if (cases[s].n == n && cases[s].run) return &cases[s];
+  return NULL;
+}
+
+/* benchFFT's convention for a real transform of size N: 2.5 N log2 N "flops" over the time */
+static double mflops(int n, double sec) { return 2.5 * n * log2((double)n) / sec / 1e6; }
+
+static void fmt_ratio(char *buf, size_t len, double num, double den) {
+  if (num > 0 && den > 0) snprintf(buf, len, "%.2f", num / den);
+  else snprintf(buf, len, "-");
+}
+
+static void fmt_med(char *buf, size_t len, const stats *st) {
+  if (st->ok) snprintf(buf, len, "%.3f [%.3f, %.3f]", st->med * 1e6, st->min * 1e6, st->max * 1e6);
+  else snprintf(buf, len, "not timed");
+}
+
+static const char *verdict(double ratio, double target) { return ratio > 0 && ratio <= target ? "**met**" : "**missed**"; }
+
+static void write_plot_data(void) {
+  FILE *f = open_out("fft.dat");
+  fprintf(f, "# written by fk_bench_fft: microseconds per call, median min max per contender; '-': not run\n\"N\"");
+  for (int e = 0; e < NE; e++) fprintf(f, " \"%s\" \"min\" \"max\"", ename[e]);
+  fputc('\n', f);
+  for (int s = 0; s < opt.nsizes; s++) {
+    const fcase *C = &cases[s];
+    fprintf(f, "%d", C->n);
+    for (int e = 0; e < NE; e++) {
+      stats st = (e < NT || C->frames) ? stats_of(&C->cells[e]) : (stats){ 0, 0, 0, 0 };
+      if (st.ok) fprintf(f, " %.4f %.4f %.4f", st.med * 1e6, st.min * 1e6, st.max * 1e6);
+      else fprintf(f, " - - -");
+    }
+    fputc('\n', f);
+  }
+  fclose(f);
+}
+
+static void run_gnuplot(void) {
+  char dat[4096], png[4096], assign[9000];
+  snprintf(dat, sizeof dat, "%s/fft.dat", opt.out);
+  snprintf(png, sizeof png, "%s/fft.png", opt.out);
+  snprintf(assign, sizeof assign, "dat='%s'; out='%s'", dat, png);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execlp("gnuplot", "gnuplot", "-e", assign, opt.plot_script, (char *)NULL);
+    fprintf(stderr, "fk_bench_fft: cannot run gnuplot: %s\n", strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fprintf(stderr, "fk_bench_fft: the plot was not made (gnuplot %s failed); the tables are complete\n",
+            opt.plot_script);
+  else fprintf(stderr, "fk_bench_fft: wrote %s\n", png);
+}
+
+static void write_report(double elapsed, const char *machine, const char *argv_line, int pinned_cpu) {
+  FILE *md = open_out("fft.md"), *csv = open_out("fft.csv");
+  char blas[512];
+  snprintf(blas, sizeof blas, "%s", openblas_get_config());
+
+  fprintf(md, "# Inverse real FFT and the detokenizer frame: flashkern and its peers\n\n");
+  fprintf(md, "Written by `fk_bench_fft` (bench/fk_bench_fft.c) from one run: `%s`, %.0f s. Regenerate with "
+              "`make bench-fft`; never edit by hand.\n\n", argv_line, elapsed);
+  fprintf(md, "**Machine:** %s\n\n", machine);
+
+  /* ---- targets and summary ---- */
+  const fcase *c1280 = case_of(FRAME_N);
+  fprintf(md, "## Targets\n\n");
+  if (c1280) {
+    stats sk = stats_of(&c1280->cells[T_FK]), sw = stats_of(&c1280->cells[T_FFTW]),
+          ss = stats_of(&c1280->cells[T_FFTW_SCALED]), sfr = stats_of(&c1280->cells[R_FK]);
+    double r1 = sk.ok && ss.ok ? sk.med / ss.med : -1, r1b = sk.ok && sw.ok ? sk.med / sw.med : -1;
+    double r2 = sfr.ok && sw.ok ? sfr.med / sw.med : -1, r2b = sfr.ok && ss.ok ? sfr.med / ss.med : -1;
+    fprintf(md, "| target | flashkern | FFTW MEASURE | ratio | verdict |\n|---|---:|---:|---:|---|\n");
+    fprintf(md, "| iFFT N = 1280 <= 1.0x FFTW MEASURE (same output: FFTW c2r + 1/N pass) | %.3f us | %.3f us | "
+                "%.2fx | %s |\n", sk.med * 1e6, ss.med * 1e6, r1, verdict(r1, 1.0));
+    fprintf(md, "| iFFT N = 1280 <= 1.0x FFTW MEASURE (bare c2r, unnormalized: less work than flashkern's) | %.3f us "
+                "| %.3f us | %.2fx | %s |\n", sk.med * 1e6, sw.med * 1e6, r1b, verdict(r1b, 1.0));
+    fprintf(md, "| whole frame (istft_frame) <= 2x FFTW's transform (bare c2r N = 1280) | %.3f us | %.3f us | %.2fx | "
+                "%s |\n", sfr.med * 1e6, sw.med * 1e6, r2, verdict(r2, 2.0));
+    fprintf(md, "| whole frame (istft_frame) <= 2x FFTW's transform (c2r + 1/N, N = 1280) | %.3f us | %.3f us | "
+                "%.2fx | %s |\n\n", sfr.med * 1e6, ss.med * 1e6, r2b, verdict(r2b, 2.0));
+    fprintf(md, "Times are medians over the repetitions (min/max in the tables below). The bare c2r row is the "
+                "stricter comparison: FFTW's c2r leaves the 1/N scaling to the caller, flashkern's leaf includes "
+                "it.\n\n");
+  } else {
+    fprintf(md, "N = 1280 was not run (`--sizes`): no targets.\n\n");
+  }
+
+  fprintf(md, "## Summary: microseconds per transform, median [min, max]\n\n| N |");
+  for (int e = 0; e < NT; e++) fprintf(md, " %s |", ename[e]);
+  fprintf(md, " fk / FFTW | fk / (FFTW + 1/N) | fk / OpenBLAS |\n|---:|");
+  for (int e = 0; e < NT + 3; e++) fprintf(md, "---:|");
+  fputc('\n', md);
+  for (int s = 0; s < opt.nsizes; s++) {
+    const fcase *C = &cases[s];
+    fprintf(md, "| %d |", C->n);
+    stats st[NT];
+    for (int e = 0; e < NT; e++) {
+      char b[96];
+      st[e] = stats_of(&C->cells[e]);
+      fmt_med(b, sizeof b, &st[e]);
+      fprintf(md, " %s |", b);
+    }
+    char r1[32], r2[32], r3[32];
+    fmt_ratio(r1, sizeof r1, st[T_FK].ok ? st[T_FK].med : -1, st[T_FFTW].ok ? st[T_FFTW].med : -1);
+    fmt_ratio(r2, sizeof r2, st[T_FK].ok ? st[T_FK].med : -1, st[T_FFTW_SCALED].ok ? st[T_FFTW_SCALED].med : -1);
+    fmt_ratio(r3, sizeof r3, st[T_FK].ok ? st[T_FK].med : -1, st[T_BLAS].ok ? st[T_BLAS].med : -1);
+    fprintf(md, " %s | %s | %s |\n", r1, r2, r3);
+  }
+  fprintf(md, "\n*fk / X*: flashkern's median over X's; below 1 flashkern is faster.\n\n");
+
+  if (c1280) {
+    stats sw = stats_of(&c1280->cells[T_FFTW]), ss = stats_of(&c1280->cells[T_FFTW_SCALED]),
+          sfk = stats_of(&c1280->cells[R_FK]);
+    fprintf(md, "## Summary: one detokenizer frame (320 samples = %.2f ms of 24 kHz audio)\n\n", FRAME_AUDIO_US / 1e3);
+    fprintf(md, "| contender | us per frame median [min, max] | / FFTW c2r 1280 | / (FFTW c2r + 1/N) | real-time factor "
+                "| share of one core | fk frame / this |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for (int e = R_FK; e < NE; e++) {
+      stats st = stats_of(&c1280->cells[e]);
+      char b[96], a[32], bb[32], fk[32];
+      fmt_med(b, sizeof b, &st);
+      if (!st.ok) {
+        fprintf(md, "| %s | not timed: %s | | | | | |\n", ename[e], c1280->cells[e].why);
+        continue;
+      }
+      fmt_ratio(a, sizeof a, st.med, sw.ok ? sw.med : -1);
+      fmt_ratio(bb, sizeof bb, st.med, ss.ok ? ss.med : -1);
+      fmt_ratio(fk, sizeof fk, sfk.ok ? sfk.med : -1, st.med);
+      fprintf(md, "| %s | %s | %s | %s | %.0f | %.4f%% | %s |\n", ename[e], b, a, bb, FRAME_AUDIO_US / (st.med * 1e6),
+              100.0 * st.med * 1e6 / FRAME_AUDIO_US, fk);
+    }
+    fprintf(md, "\n*Real-time factor*: the audio one frame produces, 320 samples at 24 kHz = %.2f ms = %.0f us, over "
+                "the median frame time on one thread (above 1: faster than real time); *share of one core*: its "
+                "inverse, the fraction of a core the spectral tail of one real-time stream takes. Only the spectral "
+                "tail (the 641 log-magnitudes and phases in, PCM out), not the network that produces the "
+                "frames.\n\n", FRAME_AUDIO_US / 1e3, FRAME_AUDIO_US);
+  }
+  fprintf(md, "![time per transform vs N](fft.png)\n\n");
+
+  /* ---- contenders, method ---- */
+  fprintf(md, "## Contenders\n\n");
+  fprintf(md, "- **flashkern exact**: flashkern %s; the stamp `fk_leaf_resolve(\"irfft_nN\", FK_TIER_EXACT, "
+              "fk_cpu_features())` picks for this CPU, called as `fn(&args)` with `fk_irfft_nN_args` (re, im, y, "
+              "work: 2N floats of scratch); output scaled by 1/N (numpy's irfft):", FKB_FLASHKERN_VERSION);
+  for (int s = 0; s < opt.nsizes; s++) {
+    const fcase *C = &cases[s];
+    if (C->leaf_ok) fprintf(md, "%s N = %d `%s` (variant %s)", s ? ";" : "", C->n, C->leaf.symbol, C->leaf.variant);
+    else fprintf(md, "%s N = %d NOT RESOLVED: %s", s ? ";" : "", C->n, C->leaf_why);
+  }
+  fprintf(md, ".\n- **FFTW MEASURE**: %s (`fftwf_version`; built by `%s`), `fftwf_plan_dft_c2r_1d(N, in, out, "
+              "FFTW_MEASURE)` planned before any input is written, one thread. FFTW's c2r is unnormalized "
+              "(N times irfft) and, by default, destroys its input: this row is the bare transform, each call on "
+              "its own copy of the spectrum (a rotation of copies, rewritten untimed before each timed batch, "
+              "`fftwf_execute_dft_c2r` on the next copy), so it is timed on valid input without paying for a copy. "
+              "The plans are listed under each size. This is Debian 12's libfftw3-single3, configured with SSE2 and "
+              "AVX codelets only (the version string says so): no AVX2/FMA or AVX-512 codelets, which upstream FFTW "
+              "3.3.10 can be built with (`--enable-avx2 --enable-avx512`); flashkern's stamp here is its AVX-512 "
+              "variant. Plans are made one after the other in this process, so later plans reuse the wisdom of "
+              "earlier ones (the user frame's 1280-point plan is made first: hence a planning time near 0 s at "
+              "N = 1280).\n", fftwf_version, fftwf_cc);
+  fprintf(md, "- **FFTW MEASURE + 1/N pass**: the same plan and calls, each followed by `y[i] *= 1.0f / N` "
+              "(bench/fft_scale.c, %s: vectorized by the compiler): the same output as flashkern's.\n",
+          fkb_fft_scale_flags());
+  fprintf(md, "- **FFTW MEASURE, input preserved**: `FFTW_MEASURE | FFTW_PRESERVE_INPUT`, the contract flashkern's "
+              "leaf has (its input is const): FFTW then plans a buffered transform (it copies the input itself). "
+              "Bare transform, unnormalized. For reference.\n");
+  fprintf(md, "- **OpenBLAS dense sgemv**: %s, `OPENBLAS_CORETYPE=%s` (was %s before the bench set it), "
+              "`openblas_get_corename()` = %s, 1 thread (`openblas_set_num_threads(1)`): the inverse DFT as a "
+              "precomputed N x (N + 2) f32 matrix (the 1/N, the factor 2 of the inner bins and the signs in it, "
+              "rounded once from double) times [re; im], `cblas_sgemv` row-major. Its matrix is 4 N (N + 2) bytes: "
+              "L2-resident at N = 256 only, from the L3 above (the dense method's own cost).\n",
+          blas, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)", coretype_was,
+          openblas_get_corename());
+  if (c1280) {
+    fprintf(md, "- **flashkern istft_frame**: ");
+    if (fr.leaf_ok) fprintf(md, "`%s` (variant %s)", fr.leaf.symbol, fr.leaf.variant);
+    else fprintf(md, "NOT RESOLVED: %s", fr.leaf_why);
+    fprintf(md, ", `fk_istft_frame_args` (x: 641 log-magnitudes + 641 phases, the caller's 1280-sample ring, y, "
+                "work of 3888 floats, frame t, clip = +inf as LFM2.5): polar (its own exp and sincos), the unscaled "
+                "1280-point iFFT, the Hann window with 1/N folded in, overlap-add into the ring, the envelope "
+                "divide of the 320 final samples (templates/istft.lua).\n");
+    fprintf(md, "- **user frame (libm + FFTW + C -O2)**: bench/fft_peer_frame.c, %s: the same frame as a user writes "
+                "it: `expf`, `cosf`, `sinf` from glibc %s (gcc may fuse the cosf/sinf pair into one sincosf call), "
+                "`min(mag, clip)`, FFTW's c2r 1280 (FFTW_MEASURE, input destroyed: the polar step rewrites it each "
+                "frame; plan: `%s`, planned in %.2f s), then `ola[n] += frame[n] * win[n]` with the 1/N folded into "
+                "the Hann table, `y[i] = ola[i] / env[i]` (envelope tables computed once in double), a 960-sample "
+                "`memmove` of the overlap-add buffer and zeroing of its newest 320.\n",
+            fkb_peer_frame_flags(), gnu_get_libc_version(), fr.peer_plan, fr.peer_plan_s);
+  }
+  fprintf(md, "\n## Method\n\n");
+  fprintf(md, "- **One process, one thread%s.** Per size, all transform contenders get the same spectrum "
+              "(re, im uniform in [-1, 1], the imaginary parts of X[0] and X[N/2] zero), each in its own layout "
+              "(split re/im for flashkern, interleaved complex for FFTW, [re; im] for OpenBLAS), converted "
+              "untimed. At N = 1280 the two frame contenders join the same round-robin.\n",
+          pinned_cpu >= 0 ? ", pinned" : " (not pinned)");
+  if (pinned_cpu >= 0) fprintf(md, "  The process is pinned to CPU %d (the one it started on).\n", pinned_cpu);
+  fprintf(md, "- **Timing.** %d repetitions; in each, the contenders take turns round-robin (the first turn moves "
+              "one contender each repetition). A turn is one untimed call (it brings the contender's lines back "
+              "after the others' turns; for the input-destroying FFTW rows followed by the untimed rewrite of the "
+              "copies) and a timed batch whose mean is one sample. A transform batch is the same number of calls "
+              "for every transform contender of a size: the number of FFTW input copies that fit %zu KiB (under "
+              "each size's heading; 4 to 4.5 us of FFTW's time), so the timer's cost (about 25 ns per batch, "
+              "`clock_gettime`) is the same per call for all of them. A frame batch lasts about %.0f us.\n",
+          opt.reps, COPY_BYTES >> 10, FRAME_BATCH_S * 1e6);
+  fprintf(md, "- **Hot.** Every call of a contender uses the same buffers (FFTW's destroying rows: the same rotation "
+              "of copies); flashkern's and FFTW's buffers, twiddles and scratch stay in the L1/L2 (footprints "
+              "under each heading). The frames keep streaming: the frame index advances every call, the "
+              "overlap-add state evolves, the input frame is the same (after four untimed frames, steady state: "
+              "every call writes 320 samples).\n");
+  fprintf(md, "- **Correctness gate (transforms).** Before timing, each transform runs on four spectra (the timed "
+              "one; magnitudes 2^[-3, 3] and 2^[-43, -37] with random signs; a sparse one) and is compared with "
+              "a float64 inverse DFT (direct sum, exact phase reduction): the FFT contenders by tests/test_irfft.c's "
+              "normwise bound, max_n |y[n] - x[n]| <= bound_factor(N) ||x||_2 (Higham's stage-by-stage bound of "
+              "flashkern's radix-2/5 algorithm: %.2e ||x||_2 at N = 1280; FFTW's outputs divided by N in double "
+              "first); the dense DFT by the componentwise dot-product bound |y[t] - x[t]| <= gamma(N + 3) "
+              "sum_k |A[t][k] v[k]|. The *gate* column is the worst error over its bound (at most 1 to be "
+              "timed).\n", bound_factor(FRAME_N));
+  fprintf(md, "- **Correctness gate (frames).** Both frame contenders run a stream of %d frames of random input "
+              "(log-magnitudes uniform in [-6, 2], phases in [-pi, pi]); every output frame (none at t = 0, 160 "
+              "samples at t = 1, then 320) is compared with a float64 ISTFT of the same stream (exp, cos, sin, "
+              "the inverse DFT, the Hann window, overlap-add and the envelope all in double): each within "
+              "||y - ref||_2 <= %.0e ||ref||_2, and the two against each other within ||fk - user||_2 <= %.0e "
+              "||ref||_2 (they differ only by rounding: libm's and flashkern's exp and sincos, FFTW's and "
+              "flashkern's FFT orders; the iFFT bound alone is %.1e). The timed frames then restart from an "
+              "empty stream on the first frame's input.\n",
+          GATE_FRAMES, FRAME_TOL, FRAME_TOL_PAIR, bound_factor(FRAME_N));
+  fprintf(md, "- **Other processes.** The machine's busy time (/proc/stat) minus this process's (getrusage) is "
+              "recorded per size; a size during which other processes used %.0f%% of the CPUs or more is marked.\n\n",
+          100.0 * NOISY);
+  fprintf(md, "**Columns.** *us*: microseconds per call, median [min, max] over the repetitions. *MFLOPS*: "
+              "benchFFT's convention for a real transform, 2.5 N log2 N / time (the same count for every "
+              "contender, whatever it computes). */ FFTW*: this row's median over FFTW MEASURE's (bare c2r). "
+              "*fk / this*: flashkern's median over this row's; below 1 flashkern is faster. *gate*: the worst "
+              "error over its bound in the correctness gate (frames: ||y - ref||_2 / ||ref||_2). *footprint*: the "
+              "bytes of the buffers the bench gives the contender (inputs, copies, outputs, scratch, the dense "
+              "matrix), not the libraries' own tables (FFTW's and flashkern's twiddles, FFTW's internal buffer "
+              "when it preserves the input).\n\n");
+
+  /* ---- per-size tables ---- */
+  fprintf(csv, "n,contender,status,median_us,min_us,max_us,samples,batch,mflops,over_fftw,over_fftw_scaled,"
+               "fk_over_this,gate,footprint_bytes,rtf,others_cpu_share\n");
+  for (int s = 0; s < opt.nsizes; s++) {
+    const fcase *C = &cases[s];
+    fprintf(md, "## N = %d\n\n", C->n);
+    fprintf(md, "Batch: %d calls per sample (FFTW input copies: %d x %zu bytes). FFTW MEASURE plan (planned in "
+                "%.2f s): `%s`. Input preserved (%.2f s): `%s`.\n\n",
+            C->ncopies, C->ncopies, (size_t)C->h * sizeof(fftwf_complex), C->plan_s, C->plan_desc, C->keep_s,
+            C->keep_desc);
+    if (C->noise >= NOISY)
+      fprintf(md, "Other processes used %.0f%% of the CPUs while this size ran: its times are disturbed.\n\n",
+              100.0 * C->noise);
+    fprintf(md, "| contender | us median [min, max] | MFLOPS | / FFTW | fk / this | gate | footprint KiB |\n"
+                "|---|---:|---:|---:|---:|---:|---:|\n");
+    stats sf = stats_of(&C->cells[T_FK]), sw = stats_of(&C->cells[T_FFTW]),
+          ss = stats_of(&C->cells[T_FFTW_SCALED]);
+    int last = C->frames ? NE : NT;
+    for (int e = 0; e < last; e++) {
+      const cell *c = &C->cells[e];
+      stats st = stats_of(c);
+      char gate[64];
+      if (e < NT) snprintf(gate, sizeof gate, "%.3f", c->gate);
+      else snprintf(gate, sizeof gate, "%.2e", c->gate);
+      if (!st.ok) {
+        fprintf(md, "| %s | not timed: %s | | | | %s | %.1f |\n", ename[e], c->why[0] ? c->why : "not run", gate,
+                C->footprint[e] / 1024);
+        fprintf(csv, "%d,\"%s\",not timed,,,,0,,,,,,%.4g,%.0f,,%.3f\n", C->n, ename[e], c->gate, C->footprint[e],
+                C->noise);
+        continue;
+      }
+      char b[96], rw[32], rfk[32], mf[32], rs[32], rtf[32] = "";
+      fmt_med(b, sizeof b, &st);
+      fmt_ratio(rw, sizeof rw, st.med, sw.ok ? sw.med : -1);
+      fmt_ratio(rs, sizeof rs, st.med, ss.ok ? ss.med : -1);
+      const stats *base = e < NT ? &sf : NULL;
+      stats sfr = stats_of(&C->cells[R_FK]);
+      if (e >= NT) base = &sfr;
+      fmt_ratio(rfk, sizeof rfk, base->ok ? base->med : -1, st.med);
+      if (e < NT) snprintf(mf, sizeof mf, "%.0f", mflops(C->n, st.med));
+      else snprintf(mf, sizeof mf, "-"), snprintf(rtf, sizeof rtf, "%.2f", FRAME_AUDIO_US / (st.med * 1e6));
+      fprintf(md, "| %s | %s | %s | %s | %s | %s | %.1f |\n", ename[e], b, mf, rw, rfk, gate, C->footprint[e] / 1024);
+      fprintf(csv, "%d,\"%s\",ok,%.4f,%.4f,%.4f,%d,%d,%s,%s,%s,%s,%.4g,%.0f,%s,%.3f\n", C->n, ename[e], st.med * 1e6,
+              st.min * 1e6, st.max * 1e6, c->n, c->batch, e < NT ? mf : "", rw, rs, rfk, c->gate, C->footprint[e], rtf,
+              C->noise);
+    }
+    if (C->frames) {
+      fprintf(md, "\nFrames: *fk / this* is flashkern's frame over this row's; *gate* is the worst ||y - ref||_2 / "
+                  "||ref||_2 over the gate's frames; the two frames differ from each other by at most %.2e "
+                  "||ref||_2. Batches: flashkern frame %d, user frame %d calls.\n",
+              C->cells[R_FK].gate2, C->cells[R_FK].batch, C->cells[R_PEER].batch);
+    }
+    fputc('\n', md);
+  }
+  fprintf(md, "Versions: flashkern %s; FFTW %s; %s; glibc %s; the driver and the user frame built by gcc %s.\n",
+          FKB_FLASHKERN_VERSION, fftwf_version, blas, gnu_get_libc_version(), __VERSION__);
+  fclose(md);
+  fclose(csv);
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+int main(int argc, char **argv) {
+  parse_options(argc, argv);
+  ensure_environment(argv);
+  t_start = now();
+  char argv_line[1024] = "fk_bench_fft";
+  for (int i = 1; i < argc; i++) {
+    size_t at = strlen(argv_line);
+    snprintf(argv_line + at, sizeof argv_line - at, " %s", argv[i]);
+  }
+  const char *core = openblas_get_corename(), *want = getenv("OPENBLAS_CORETYPE");
+  if (want && strcasecmp(core, want) != 0)
+    fprintf(stderr, "fk_bench_fft: warning: OPENBLAS_CORETYPE=%s but OpenBLAS runs core %s\n", want, core);
+  openblas_set_num_threads(1);
+
+  int pinned_cpu = -1;
+  if (opt.pin) {
+    int cpu = sched_getcpu();
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (cpu >= 0) CPU_SET((size_t)cpu, &set);
+    if (cpu >= 0 && sched_setaffinity(0, sizeof set, &set) == 0) pinned_cpu = cpu;
+    else fprintf(stderr, "fk_bench_fft: cannot pin to a CPU (%s); running unpinned\n", strerror(errno));
+  }
+
+  char machine[2048];
+  machine_line(machine, sizeof machine);
+  fprintf(stderr, "fk_bench_fft: %s\n", machine);
+  fprintf(stderr, "fk_bench_fft: %s; %s (core %s); glibc %s\n", fftwf_version, openblas_get_config(), core,
+          gnu_get_libc_version());
+  if (mkdir(opt.out, 0777) != 0 && errno != EEXIST) die("cannot create %s: %s", opt.out, strerror(errno));
+
+  int with_frames = 0;
+  for (int s = 0; s < opt.nsizes; s++) with_frames |= opt.sizes[s] == FRAME_N;
+  if (with_frames) {
+    fk_error err;
+    memset(&err, 0, sizeof err);
+    if (fk_leaf_resolve("istft_frame", FK_TIER_EXACT, fk_cpu_features(), &fr.leaf, &err) == FK_OK) fr.leaf_ok = 1;
+    else snprintf(fr.leaf_why, sizeof fr.leaf_why, "fk_leaf_resolve(istft_frame, exact): %s: %.250s",
+                  fk_strerror(err.status), err.message);
+    fr.x = xalloc(FRAME_X * 4), fr.ring = xalloc(FRAME_N * 4), fr.y = xalloc(HOP * 4);
+    fr.work = xalloc(FRAME_WORK * 4), fr.peer_y = xalloc(HOP * 4);
+    double a = now();
+    fr.peer = fkb_peer_frame_create(FFTW_MEASURE, fr.peer_plan, sizeof fr.peer_plan);
+    fr.peer_plan_s = now() - a;
+    if (!fr.peer) die("cannot create the user frame (FFTW plan or memory)");
+    fprintf(stderr, "  %-24s %s\n", "istft_frame", fr.leaf_ok ? fr.leaf.symbol : fr.leaf_why);
+  }
+
+  /* planning (FFTW_MEASURE: seconds), then one size after the other */
+  for (int s = 0; s < opt.nsizes; s++) {
+    case_create(&cases[s], opt.sizes[s]);
+    fprintf(stderr, "  N = %-5d %-40s FFTW plan %.2f s: %.100s\n", cases[s].n,
+            cases[s].leaf_ok ? cases[s].leaf.symbol : cases[s].leaf_why, cases[s].plan_s, cases[s].plan_desc);
+  }
+  fprintf(stderr, "fk_bench_fft: %d sizes, %d repetitions\n", opt.nsizes, opt.reps);
+  for (int s = 0; s < opt.nsizes; s++) run_case(&cases[s], s + 1, opt.nsizes);
+
+  double elapsed = now() - t_start;
+  write_report(elapsed, machine, argv_line, pinned_cpu);
+  write_plot_data();
+  fprintf(stderr, "fk_bench_fft: wrote %s/fft.md, %s/fft.csv and %s/fft.dat (%.0f s)\n", opt.out, opt.out, opt.out,
+          elapsed);
+  if (opt.plot) run_gnuplot();
+
+  for (int s = 0; s < opt.nsizes; s++) {
+    for (int e = 0; e < NE; e++) free(cases[s].cells[e].s);
+    case_free(&cases[s]);
+  }
+  if (fr.peer) fkb_peer_frame_destroy(fr.peer);
+  fkb_free(fr.x), fkb_free(fr.ring), fkb_free(fr.y), fkb_free(fr.work), fkb_free(fr.peer_y);
+  return 0;
+}
