@@ -152,6 +152,35 @@ _Static_assert(sizeof(fk_rmsnorm_add_bf16_args) == 80, "fk_rmsnorm_add_bf16: str
   X(rmsnorm_add_bf16, r_stride, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
   X(rmsnorm_add_bf16, eps, 72, FK_FIELD_F32, FK_ELEM_NONE, FK_DIR_NONE)
 
+typedef struct fk_rmsnorm_bf16_wide_args {
+  const uint16_t *x;  /* rows x n input, row stride x_stride elements */
+  const uint16_t *w;  /* n bf16 weights */
+  float *y;  /* rows x n outputs: the bf16 results widened to f32 (a GEMV's x), row stride y_stride elements */
+  int64_t n;  /* row length, >= 1 */
+  int64_t rows;  /* number of rows, >= 0 */
+  int64_t x_stride;
+  int64_t y_stride;
+  float eps;
+} fk_rmsnorm_bf16_wide_args;
+_Static_assert(offsetof(fk_rmsnorm_bf16_wide_args, x) == 0, "fk_rmsnorm_bf16_wide: stamps load x at +0");
+_Static_assert(offsetof(fk_rmsnorm_bf16_wide_args, w) == 8, "fk_rmsnorm_bf16_wide: stamps load w at +8");
+_Static_assert(offsetof(fk_rmsnorm_bf16_wide_args, y) == 16, "fk_rmsnorm_bf16_wide: stamps load y at +16");
+_Static_assert(offsetof(fk_rmsnorm_bf16_wide_args, n) == 24, "fk_rmsnorm_bf16_wide: stamps load n at +24");
+_Static_assert(offsetof(fk_rmsnorm_bf16_wide_args, rows) == 32, "fk_rmsnorm_bf16_wide: stamps load rows at +32");
+_Static_assert(offsetof(fk_rmsnorm_bf16_wide_args, x_stride) == 40, "fk_rmsnorm_bf16_wide: stamps load x_stride at +40");
+_Static_assert(offsetof(fk_rmsnorm_bf16_wide_args, y_stride) == 48, "fk_rmsnorm_bf16_wide: stamps load y_stride at +48");
+_Static_assert(offsetof(fk_rmsnorm_bf16_wide_args, eps) == 56, "fk_rmsnorm_bf16_wide: stamps load eps at +56");
+_Static_assert(sizeof(fk_rmsnorm_bf16_wide_args) == 64, "fk_rmsnorm_bf16_wide: struct size");
+#define FK_FIELDS_rmsnorm_bf16_wide(X) \
+  X(rmsnorm_bf16_wide, x, 0, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN) \
+  X(rmsnorm_bf16_wide, w, 8, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN) \
+  X(rmsnorm_bf16_wide, y, 16, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT) \
+  X(rmsnorm_bf16_wide, n, 24, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
+  X(rmsnorm_bf16_wide, rows, 32, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
+  X(rmsnorm_bf16_wide, x_stride, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
+  X(rmsnorm_bf16_wide, y_stride, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
+  X(rmsnorm_bf16_wide, eps, 56, FK_FIELD_F32, FK_ELEM_NONE, FK_DIR_NONE)
+
 /* ---- gemv (templates/gemv.lua): BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations ---- */
 #define FK_GEMV_BLOCK_GROUP 4
 #define FK_GEMV_BLOCK_KALIGN 16
@@ -1096,6 +1125,7 @@ _Static_assert(sizeof(fk_istft_flush_i16_args) == 24, "fk_istft_flush_i16: struc
   X(rmsnorm, bf16, rmsnorm_bf16) \
   X(rmsnorm, add_f32, rmsnorm_add_f32) \
   X(rmsnorm, add_bf16, rmsnorm_add_bf16) \
+  X(rmsnorm, bf16_wide, rmsnorm_bf16_wide) \
   X(gemv, f32, gemv_f32) \
   X(gemv, f32_bias, gemv_f32_bias) \
   X(gemv, bf16_rne, gemv_bf16_rne) \
@@ -1133,6 +1163,7 @@ _Static_assert(sizeof(fk_istft_flush_i16_args) == 24, "fk_istft_flush_i16: struc
   X(rmsnorm_bf16, neon, exact, fk_rmsnorm_bf16__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(rmsnorm_add_f32, neon, exact, fk_rmsnorm_add_f32__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(rmsnorm_add_bf16, neon, exact, fk_rmsnorm_add_bf16__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(rmsnorm_bf16_wide, neon, exact, fk_rmsnorm_bf16_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(gemv_f32, neon, exact, fk_gemv_f32__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(gemv_f32, bf16, fast, fk_gemv_f32__aarch64_bf16_fast, FK_CPU_ASIMD | FK_CPU_BF16) \
   X(gemv_f32_bias, neon, exact, fk_gemv_f32_bias__aarch64_neon_exact, FK_CPU_ASIMD) \
@@ -1178,6 +1209,7 @@ void fk_rmsnorm_f32__aarch64_neon_exact(const fk_rmsnorm_f32_args *a);
 void fk_rmsnorm_bf16__aarch64_neon_exact(const fk_rmsnorm_bf16_args *a);
 void fk_rmsnorm_add_f32__aarch64_neon_exact(const fk_rmsnorm_add_f32_args *a);
 void fk_rmsnorm_add_bf16__aarch64_neon_exact(const fk_rmsnorm_add_bf16_args *a);
+void fk_rmsnorm_bf16_wide__aarch64_neon_exact(const fk_rmsnorm_bf16_wide_args *a);
 void fk_gemv_f32__aarch64_neon_exact(const fk_gemv_f32_args *a);
 void fk_gemv_f32__aarch64_bf16_fast(const fk_gemv_f32_args *a);
 void fk_gemv_f32_bias__aarch64_neon_exact(const fk_gemv_f32_bias_args *a);
@@ -1228,6 +1260,8 @@ void fk_istft_flush_i16__aarch64_neon_exact(const fk_istft_flush_i16_args *a);
   X(rmsnorm_add_f32, avx512, exact, fk_rmsnorm_add_f32__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(rmsnorm_add_bf16, avx2, exact, fk_rmsnorm_add_bf16__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(rmsnorm_add_bf16, avx512, exact, fk_rmsnorm_add_bf16__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(rmsnorm_bf16_wide, avx2, exact, fk_rmsnorm_bf16_wide__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(rmsnorm_bf16_wide, avx512, exact, fk_rmsnorm_bf16_wide__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(gemv_f32, avx2, exact, fk_gemv_f32__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(gemv_f32, avx512, exact, fk_gemv_f32__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(gemv_f32, avx512bf16, fast, fk_gemv_f32__x86_64_avx512bf16_fast, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL | FK_CPU_AVX512BF16) \
@@ -1303,6 +1337,8 @@ void fk_rmsnorm_add_f32__x86_64_avx2_exact(const fk_rmsnorm_add_f32_args *a);
 void fk_rmsnorm_add_f32__x86_64_avx512_exact(const fk_rmsnorm_add_f32_args *a);
 void fk_rmsnorm_add_bf16__x86_64_avx2_exact(const fk_rmsnorm_add_bf16_args *a);
 void fk_rmsnorm_add_bf16__x86_64_avx512_exact(const fk_rmsnorm_add_bf16_args *a);
+void fk_rmsnorm_bf16_wide__x86_64_avx2_exact(const fk_rmsnorm_bf16_wide_args *a);
+void fk_rmsnorm_bf16_wide__x86_64_avx512_exact(const fk_rmsnorm_bf16_wide_args *a);
 void fk_gemv_f32__x86_64_avx2_exact(const fk_gemv_f32_args *a);
 void fk_gemv_f32__x86_64_avx512_exact(const fk_gemv_f32_args *a);
 void fk_gemv_f32__x86_64_avx512bf16_fast(const fk_gemv_f32_args *a);

@@ -10,11 +10,13 @@
 -- the chains are added (chain 0 + chain 1) lane by lane, then the halving tree sums the lanes.
 -- Lanes past n contribute nothing (the accumulator lane is left as it is).
 
-local function args(xtype, add)
+local function args(xtype, add, wide)
   local a = {
     { "x", xtype, doc = "rows x n input, row stride x_stride elements" },
     { "w", "const uint16_t *", doc = "n bf16 weights" },
-    { "y", "uint16_t *", doc = "rows x n bf16 output, row stride y_stride elements" },
+    { "y", wide and "float *" or "uint16_t *", doc = wide and
+      "rows x n outputs: the bf16 results widened to f32 (a GEMV's x), row stride y_stride elements"
+      or "rows x n bf16 output, row stride y_stride elements" },
   }
   if add then
     a[#a + 1] = { "r", "uint16_t *", inout = true,
@@ -43,13 +45,15 @@ return {
     { name = "bf16",     args = args("const uint16_t *", false), xload = "load_bf16", add = false },
     { name = "add_f32",  args = args("const float *", true),     xload = "load_f32",  add = true },
     { name = "add_bf16", args = args("const uint16_t *", true),  xload = "load_bf16", add = true },
+    -- the bf16 form's results stored widened (exactly), for a GEMV that reads f32 x
+    { name = "bf16_wide", args = args("const uint16_t *", false, true), xload = "load_bf16", add = false, wide = true },
   },
   body = function(t, p, form)
     local a = t.arg
     local tile = 16 * p.chains
     t:for_rows(t:iconst(0), a.rows, 1, function(row)
       local xrow = t:addr(a.x, t:mul(row, a.x_stride), form.xload == "load_f32" and 4 or 2)
-      local yrow = t:addr(a.y, t:mul(row, a.y_stride), 2)
+      local yrow = t:addr(a.y, t:mul(row, a.y_stride), form.wide and 4 or 2)
       local hrow = form.add and t:addr(a.r, t:mul(row, a.r_stride), 2)
       -- pass 1: h (committed to r in the add forms) and its sum of squares
       local acc = {}
@@ -77,7 +81,7 @@ return {
         local h = form.add and t:load_bf16(hrow, i, 0, lanes) or t[form.xload](t, xrow, i, 0, lanes)
         local y1 = t:rne(t:mul(h, invv))
         local y = t:rne(t:mul(t:load_bf16(a.w, i, 0, lanes), y1))
-        t:store_bf16(yrow, i, 0, y, lanes)
+        if form.wide then t:store_f32(yrow, i, 0, y, lanes) else t:store_bf16(yrow, i, 0, y, lanes) end
       end)
     end)
   end,

@@ -46,6 +46,7 @@ void fkc_rmsnorm_f32(const fk_rmsnorm_f32_args *a, fkc_perturb p);
 void fkc_rmsnorm_bf16(const fk_rmsnorm_bf16_args *a, fkc_perturb p);
 void fkc_rmsnorm_add_f32(const fk_rmsnorm_add_f32_args *a, fkc_perturb p);
 void fkc_rmsnorm_add_bf16(const fk_rmsnorm_add_bf16_args *a, fkc_perturb p);
+void fkc_rmsnorm_bf16_wide(const fk_rmsnorm_bf16_wide_args *a, fkc_perturb p);
 void fkc_gemv_f32(const fk_gemv_f32_args *a, fkc_perturb p);
 void fkc_gemv_f32_bias(const fk_gemv_f32_bias_args *a, fkc_perturb p);
 void fkc_gemv_bf16_rne(const fk_gemv_bf16_rne_args *a, fkc_perturb p);

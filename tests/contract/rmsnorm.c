@@ -12,7 +12,7 @@
 enum { CHAINS = 2, LANES = 16, TILE = CHAINS * LANES };
 
 /* The row's h values are materialised as f32 first (they are exact bf16 or f32 values). */
-static void norm_row(const float *h, const uint16_t *w, uint16_t *y, int64_t n, float eps, fkc_perturb p) {
+static void norm_row(const float *h, const uint16_t *w, uint16_t *y, float *yw, int64_t n, float eps, fkc_perturb p) {
   float acc[CHAINS][LANES] = { { 0 } };
   for (int64_t i = 0; i < n; i++) {
     int slot = (int)(i % TILE);
@@ -26,7 +26,9 @@ static void norm_row(const float *h, const uint16_t *w, uint16_t *y, int64_t n, 
   float inv = 1.0f / sqrtf(ss / (float)n + eps);
   for (int64_t i = 0; i < n; i++) {
     float y1 = fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(h[i] * inv), p));
-    y[i] = fkc_rne_bits(fkc_f32_bits(fkc_bf16_to_f32(w[i]) * y1), p);
+    uint16_t b = fkc_rne_bits(fkc_f32_bits(fkc_bf16_to_f32(w[i]) * y1), p);
+    if (yw) yw[i] = fkc_bf16_to_f32(b);   /* the bf16_wide form: the same bits, widened */
+    else y[i] = b;
   }
 }
 
@@ -37,14 +39,14 @@ static float hbuf[MAXN];
 void fkc_rmsnorm_f32(const fk_rmsnorm_f32_args *a, fkc_perturb p) {
   for (int64_t r = 0; r < a->rows; r++) {
     for (int64_t i = 0; i < a->n; i++) hbuf[i] = a->x[r * a->x_stride + i];
-    norm_row(hbuf, a->w, a->y + r * a->y_stride, a->n, a->eps, p);
+    norm_row(hbuf, a->w, a->y + r * a->y_stride, NULL, a->n, a->eps, p);
   }
 }
 
 void fkc_rmsnorm_bf16(const fk_rmsnorm_bf16_args *a, fkc_perturb p) {
   for (int64_t r = 0; r < a->rows; r++) {
     for (int64_t i = 0; i < a->n; i++) hbuf[i] = fkc_bf16_to_f32(a->x[r * a->x_stride + i]);
-    norm_row(hbuf, a->w, a->y + r * a->y_stride, a->n, a->eps, p);
+    norm_row(hbuf, a->w, a->y + r * a->y_stride, NULL, a->n, a->eps, p);
   }
 }
 
@@ -56,7 +58,7 @@ void fkc_rmsnorm_add_f32(const fk_rmsnorm_add_f32_args *a, fkc_perturb p) {
       hbuf[i] = fkc_bf16_to_f32(hb);
       if (p != FKC_SKIP_COMMIT) rr[i] = hb;
     }
-    norm_row(hbuf, a->w, a->y + r * a->y_stride, a->n, a->eps, p);
+    norm_row(hbuf, a->w, a->y + r * a->y_stride, NULL, a->n, a->eps, p);
   }
 }
 
@@ -69,6 +71,13 @@ void fkc_rmsnorm_add_bf16(const fk_rmsnorm_add_bf16_args *a, fkc_perturb p) {
       hbuf[i] = fkc_bf16_to_f32(hb);
       if (p != FKC_SKIP_COMMIT) rr[i] = hb;
     }
-    norm_row(hbuf, a->w, a->y + r * a->y_stride, a->n, a->eps, p);
+    norm_row(hbuf, a->w, a->y + r * a->y_stride, NULL, a->n, a->eps, p);
+  }
+}
+
+void fkc_rmsnorm_bf16_wide(const fk_rmsnorm_bf16_wide_args *a, fkc_perturb p) {
+  for (int64_t r = 0; r < a->rows; r++) {
+    for (int64_t i = 0; i < a->n; i++) hbuf[i] = fkc_bf16_to_f32(a->x[r * a->x_stride + i]);
+    norm_row(hbuf, a->w, NULL, a->y + r * a->y_stride, a->n, a->eps, p);
   }
 }

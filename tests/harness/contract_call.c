@@ -14,6 +14,7 @@ static const struct { const char *id; contract_fn fn; } models[] = {
   { "rmsnorm_bf16", (contract_fn)(void (*)(void))fkc_rmsnorm_bf16 },
   { "rmsnorm_add_f32", (contract_fn)(void (*)(void))fkc_rmsnorm_add_f32 },
   { "rmsnorm_add_bf16", (contract_fn)(void (*)(void))fkc_rmsnorm_add_bf16 },
+  { "rmsnorm_bf16_wide", (contract_fn)(void (*)(void))fkc_rmsnorm_bf16_wide },
   { "gemv_f32", (contract_fn)(void (*)(void))fkc_gemv_f32 },
   { "gemv_f32_bias", (contract_fn)(void (*)(void))fkc_gemv_f32_bias },
   { "gemv_bf16_rne", (contract_fn)(void (*)(void))fkc_gemv_bf16_rne },

@@ -28,8 +28,12 @@ static fkh_call *norm_case(fkt_list *l, const char *form, const char *name, shap
     }
   uint16_t *w = fkh_set_buf(c, "w", (size_t)s.n);
   for (int64_t i = 0; i < s.n; i++) w[i] = (uint16_t)(0x3f80 + fkh_range(rng, -40, 40)); /* 1 +- small */
-  uint16_t *y = fkh_set_buf(c, "y", (size_t)(rows_alloc * (st + 1)));
-  for (int64_t i = 0; i < rows_alloc * (st + 1); i++) y[i] = CANARY;
+  void *y = fkh_set_buf(c, "y", (size_t)(rows_alloc * (st + 1)));
+  int ywide = fkh_forms[c->form].fields[fkh_field_index(c, "y")].elem == FK_ELEM_F32;
+  for (int64_t i = 0; i < rows_alloc * (st + 1); i++) {
+    if (ywide) ((float *)y)[i] = fkt_f32(0x7fa5a5a5u);
+    else ((uint16_t *)y)[i] = CANARY;
+  }
   if (add) {
     fkh_set_i64(c, "r_stride", st + 2);
     uint16_t *r = fkh_set_buf(c, "r", (size_t)(rows_alloc * (st + 2)));
