@@ -737,6 +737,67 @@ _Static_assert(sizeof(fk_shortconv_bf16_bias_args) == 72, "fk_shortconv_bf16_bia
   X(shortconv_bf16_bias, ld_in, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
   X(shortconv_bf16_bias, ldy, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE)
 
+typedef struct fk_shortconv_bf16_wide_args {
+  const uint16_t *in;  /* m rows of [B | C | x] (3h bf16 each), row stride ld_in elements */
+  const uint16_t *w;  /* 3 x h bf16 taps, tap-major: w[k*h + c] multiplies Bx[t - 2 + k][c] */
+  uint16_t *carry;  /* 2 x h bf16: carry[c] = Bx[t-2][c], carry[h + c] = Bx[t-1][c]; committed row by row */
+  float *y;  /* m rows x h: the bf16 results widened to f32 (out_proj's GEMV input), row stride ldy */
+  int64_t h;  /* channels, >= 1 */
+  int64_t m;  /* rows, >= 0 (prefill: P; decode: 1) */
+  int64_t ld_in;  /* row stride of in, >= 3h */
+  int64_t ldy;  /* row stride of y, >= h */
+} fk_shortconv_bf16_wide_args;
+_Static_assert(offsetof(fk_shortconv_bf16_wide_args, in) == 0, "fk_shortconv_bf16_wide: stamps load in at +0");
+_Static_assert(offsetof(fk_shortconv_bf16_wide_args, w) == 8, "fk_shortconv_bf16_wide: stamps load w at +8");
+_Static_assert(offsetof(fk_shortconv_bf16_wide_args, carry) == 16, "fk_shortconv_bf16_wide: stamps load carry at +16");
+_Static_assert(offsetof(fk_shortconv_bf16_wide_args, y) == 24, "fk_shortconv_bf16_wide: stamps load y at +24");
+_Static_assert(offsetof(fk_shortconv_bf16_wide_args, h) == 32, "fk_shortconv_bf16_wide: stamps load h at +32");
+_Static_assert(offsetof(fk_shortconv_bf16_wide_args, m) == 40, "fk_shortconv_bf16_wide: stamps load m at +40");
+_Static_assert(offsetof(fk_shortconv_bf16_wide_args, ld_in) == 48, "fk_shortconv_bf16_wide: stamps load ld_in at +48");
+_Static_assert(offsetof(fk_shortconv_bf16_wide_args, ldy) == 56, "fk_shortconv_bf16_wide: stamps load ldy at +56");
+_Static_assert(sizeof(fk_shortconv_bf16_wide_args) == 64, "fk_shortconv_bf16_wide: struct size");
+#define FK_FIELDS_shortconv_bf16_wide(X) \
+  X(shortconv_bf16_wide, in, 0, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN) \
+  X(shortconv_bf16_wide, w, 8, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN) \
+  X(shortconv_bf16_wide, carry, 16, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_INOUT) \
+  X(shortconv_bf16_wide, y, 24, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT) \
+  X(shortconv_bf16_wide, h, 32, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
+  X(shortconv_bf16_wide, m, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
+  X(shortconv_bf16_wide, ld_in, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
+  X(shortconv_bf16_wide, ldy, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE)
+
+typedef struct fk_shortconv_bf16_bias_wide_args {
+  const uint16_t *in;  /* m rows of [B | C | x] (3h bf16 each), row stride ld_in elements */
+  const uint16_t *w;  /* 3 x h bf16 taps, tap-major: w[k*h + c] multiplies Bx[t - 2 + k][c] */
+  const uint16_t *bias;  /* h bf16 conv biases */
+  uint16_t *carry;  /* 2 x h bf16: carry[c] = Bx[t-2][c], carry[h + c] = Bx[t-1][c]; committed row by row */
+  float *y;  /* m rows x h: the bf16 results widened to f32 (out_proj's GEMV input), row stride ldy */
+  int64_t h;  /* channels, >= 1 */
+  int64_t m;  /* rows, >= 0 (prefill: P; decode: 1) */
+  int64_t ld_in;  /* row stride of in, >= 3h */
+  int64_t ldy;  /* row stride of y, >= h */
+} fk_shortconv_bf16_bias_wide_args;
+_Static_assert(offsetof(fk_shortconv_bf16_bias_wide_args, in) == 0, "fk_shortconv_bf16_bias_wide: stamps load in at +0");
+_Static_assert(offsetof(fk_shortconv_bf16_bias_wide_args, w) == 8, "fk_shortconv_bf16_bias_wide: stamps load w at +8");
+_Static_assert(offsetof(fk_shortconv_bf16_bias_wide_args, bias) == 16, "fk_shortconv_bf16_bias_wide: stamps load bias at +16");
+_Static_assert(offsetof(fk_shortconv_bf16_bias_wide_args, carry) == 24, "fk_shortconv_bf16_bias_wide: stamps load carry at +24");
+_Static_assert(offsetof(fk_shortconv_bf16_bias_wide_args, y) == 32, "fk_shortconv_bf16_bias_wide: stamps load y at +32");
+_Static_assert(offsetof(fk_shortconv_bf16_bias_wide_args, h) == 40, "fk_shortconv_bf16_bias_wide: stamps load h at +40");
+_Static_assert(offsetof(fk_shortconv_bf16_bias_wide_args, m) == 48, "fk_shortconv_bf16_bias_wide: stamps load m at +48");
+_Static_assert(offsetof(fk_shortconv_bf16_bias_wide_args, ld_in) == 56, "fk_shortconv_bf16_bias_wide: stamps load ld_in at +56");
+_Static_assert(offsetof(fk_shortconv_bf16_bias_wide_args, ldy) == 64, "fk_shortconv_bf16_bias_wide: stamps load ldy at +64");
+_Static_assert(sizeof(fk_shortconv_bf16_bias_wide_args) == 72, "fk_shortconv_bf16_bias_wide: struct size");
+#define FK_FIELDS_shortconv_bf16_bias_wide(X) \
+  X(shortconv_bf16_bias_wide, in, 0, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN) \
+  X(shortconv_bf16_bias_wide, w, 8, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN) \
+  X(shortconv_bf16_bias_wide, bias, 16, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN) \
+  X(shortconv_bf16_bias_wide, carry, 24, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_INOUT) \
+  X(shortconv_bf16_bias_wide, y, 32, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT) \
+  X(shortconv_bf16_bias_wide, h, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
+  X(shortconv_bf16_bias_wide, m, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
+  X(shortconv_bf16_bias_wide, ld_in, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE) \
+  X(shortconv_bf16_bias_wide, ldy, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE)
+
 /* ---- qkprep (templates/qkprep.lua): per-head q/k RMSNorm + RoPE (rotate-half or interleaved) + RNE, in place at linear or ring slots ---- */
 
 typedef struct fk_qkprep_neox64_args {
@@ -1140,6 +1201,8 @@ _Static_assert(sizeof(fk_istft_flush_i16_args) == 24, "fk_istft_flush_i16: struc
   X(gemv, bf16_rne_add_blocked, gemv_bf16_rne_add_blocked) \
   X(shortconv, bf16, shortconv_bf16) \
   X(shortconv, bf16_bias, shortconv_bf16_bias) \
+  X(shortconv, bf16_wide, shortconv_bf16_wide) \
+  X(shortconv, bf16_bias_wide, shortconv_bf16_bias_wide) \
   X(qkprep, neox64, qkprep_neox64) \
   X(qkprep, neox32, qkprep_neox32) \
   X(qkprep, cis64, qkprep_cis64) \
@@ -1186,6 +1249,8 @@ _Static_assert(sizeof(fk_istft_flush_i16_args) == 24, "fk_istft_flush_i16: struc
   X(gemv_bf16_rne_add_blocked, bf16, fast, fk_gemv_bf16_rne_add_blocked__aarch64_bf16_fast, FK_CPU_ASIMD | FK_CPU_BF16) \
   X(shortconv_bf16, neon, exact, fk_shortconv_bf16__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(shortconv_bf16_bias, neon, exact, fk_shortconv_bf16_bias__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(shortconv_bf16_wide, neon, exact, fk_shortconv_bf16_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(shortconv_bf16_bias_wide, neon, exact, fk_shortconv_bf16_bias_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(qkprep_neox64, neon, exact, fk_qkprep_neox64__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(qkprep_neox32, neon, exact, fk_qkprep_neox32__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(qkprep_cis64, neon, exact, fk_qkprep_cis64__aarch64_neon_exact, FK_CPU_ASIMD) \
@@ -1232,6 +1297,8 @@ void fk_gemv_bf16_rne_blocked__aarch64_bf16_fast(const fk_gemv_bf16_rne_blocked_
 void fk_gemv_bf16_rne_add_blocked__aarch64_bf16_fast(const fk_gemv_bf16_rne_add_blocked_args *a);
 void fk_shortconv_bf16__aarch64_neon_exact(const fk_shortconv_bf16_args *a);
 void fk_shortconv_bf16_bias__aarch64_neon_exact(const fk_shortconv_bf16_bias_args *a);
+void fk_shortconv_bf16_wide__aarch64_neon_exact(const fk_shortconv_bf16_wide_args *a);
+void fk_shortconv_bf16_bias_wide__aarch64_neon_exact(const fk_shortconv_bf16_bias_wide_args *a);
 void fk_qkprep_neox64__aarch64_neon_exact(const fk_qkprep_neox64_args *a);
 void fk_qkprep_neox32__aarch64_neon_exact(const fk_qkprep_neox32_args *a);
 void fk_qkprep_cis64__aarch64_neon_exact(const fk_qkprep_cis64_args *a);
@@ -1294,6 +1361,10 @@ void fk_istft_flush_i16__aarch64_neon_exact(const fk_istft_flush_i16_args *a);
   X(shortconv_bf16, avx512, exact, fk_shortconv_bf16__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(shortconv_bf16_bias, avx2, exact, fk_shortconv_bf16_bias__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(shortconv_bf16_bias, avx512, exact, fk_shortconv_bf16_bias__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(shortconv_bf16_wide, avx2, exact, fk_shortconv_bf16_wide__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(shortconv_bf16_wide, avx512, exact, fk_shortconv_bf16_wide__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(shortconv_bf16_bias_wide, avx2, exact, fk_shortconv_bf16_bias_wide__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(shortconv_bf16_bias_wide, avx512, exact, fk_shortconv_bf16_bias_wide__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(qkprep_neox64, avx2, exact, fk_qkprep_neox64__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(qkprep_neox64, avx512, exact, fk_qkprep_neox64__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(qkprep_neox32, avx2, exact, fk_qkprep_neox32__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
@@ -1371,6 +1442,10 @@ void fk_shortconv_bf16__x86_64_avx2_exact(const fk_shortconv_bf16_args *a);
 void fk_shortconv_bf16__x86_64_avx512_exact(const fk_shortconv_bf16_args *a);
 void fk_shortconv_bf16_bias__x86_64_avx2_exact(const fk_shortconv_bf16_bias_args *a);
 void fk_shortconv_bf16_bias__x86_64_avx512_exact(const fk_shortconv_bf16_bias_args *a);
+void fk_shortconv_bf16_wide__x86_64_avx2_exact(const fk_shortconv_bf16_wide_args *a);
+void fk_shortconv_bf16_wide__x86_64_avx512_exact(const fk_shortconv_bf16_wide_args *a);
+void fk_shortconv_bf16_bias_wide__x86_64_avx2_exact(const fk_shortconv_bf16_bias_wide_args *a);
+void fk_shortconv_bf16_bias_wide__x86_64_avx512_exact(const fk_shortconv_bf16_bias_wide_args *a);
 void fk_qkprep_neox64__x86_64_avx2_exact(const fk_qkprep_neox64_args *a);
 void fk_qkprep_neox64__x86_64_avx512_exact(const fk_qkprep_neox64_args *a);
 void fk_qkprep_neox32__x86_64_avx2_exact(const fk_qkprep_neox32_args *a);

@@ -13,7 +13,7 @@
 -- Weights are tap-major (w[k*h + c] = conv.weight[c, 0, k]: tap k multiplies Bx[t - 2 + k]).
 -- Lanes past h are neither loaded nor stored.
 
-local function args(bias)
+local function args(bias, wide)
   local a = {
     { "in", "const uint16_t *", doc = "m rows of [B | C | x] (3h bf16 each), row stride ld_in elements" },
     { "w", "const uint16_t *", doc = "3 x h bf16 taps, tap-major: w[k*h + c] multiplies Bx[t - 2 + k][c]" },
@@ -21,7 +21,9 @@ local function args(bias)
   if bias then a[#a + 1] = { "bias", "const uint16_t *", doc = "h bf16 conv biases" } end
   a[#a + 1] = { "carry", "uint16_t *", inout = true,
                 doc = "2 x h bf16: carry[c] = Bx[t-2][c], carry[h + c] = Bx[t-1][c]; committed row by row" }
-  a[#a + 1] = { "y", "uint16_t *", doc = "m rows x h bf16 (out_proj's input), row stride ldy elements" }
+  a[#a + 1] = { "y", wide and "float *" or "uint16_t *", doc = wide and
+                "m rows x h: the bf16 results widened to f32 (out_proj's GEMV input), row stride ldy" or
+                "m rows x h bf16 (out_proj's input), row stride ldy elements" }
   a[#a + 1] = { "h", "int64_t", doc = "channels, >= 1" }
   a[#a + 1] = { "m", "int64_t", doc = "rows, >= 0 (prefill: P; decode: 1)" }
   a[#a + 1] = { "ld_in", "int64_t", doc = "row stride of in, >= 3h" }
@@ -40,12 +42,15 @@ return {
   forms = {
     { name = "bf16", args = args(false), bias = false },
     { name = "bf16_bias", args = args(true), bias = true },
+    -- the same results stored widened (exactly) to f32, for out_proj's GEMV, which reads f32 x
+    { name = "bf16_wide", args = args(false, true), bias = false, wide = true },
+    { name = "bf16_bias_wide", args = args(true, true), bias = true, wide = true },
   },
   body = function(t, _, form)
     local a = t.arg
     t:for_rows(t:iconst(0), a.m, 1, function(j)
       local row = t:addr(a["in"], t:mul(j, a.ld_in), 2)
-      local yrow = t:addr(a.y, t:mul(j, a.ldy), 2)
+      local yrow = t:addr(a.y, t:mul(j, a.ldy), form.wide and 4 or 2)
       -- one channel vector: loads (bf16 -> f32 of the channels it holds), the math, and the
       -- f32 results to store; whole tiles work on the even and the odd channels of 32 at once
       -- (raw pairs split by a shift or a mask, joined by bf16_pairs), the tail on 16 at a time
@@ -54,7 +59,9 @@ return {
         local acc = form.bias and t:fma(ld("w0"), ld("p2"), ld("bias")) or t:mul(ld("w0"), ld("p2"))
         acc = t:fma(ld("w1"), ld("p1"), acc)
         acc = t:fma(ld("w2"), bx, acc)
-        return bx, t:rne_store(t:mul(ld("C"), t:rne(acc)))
+        local y = t:mul(ld("C"), t:rne(acc))
+        -- the wide forms need the rounded value as f32; the others round as they store
+        return bx, form.wide and t:rne(y) or t:rne_store(y)
       end
       t:for_tiles(a.h, 32, function(c, tail)
         -- element c of the first h-wide part of each array, c + h of the second, c + 2h of the third
@@ -73,7 +80,13 @@ return {
           end
           local bx0, y0 = conv(function(name) return split(name, 0) end)
           local bx1, y1 = conv(function(name) return split(name, 1) end)
-          t:store_raw(yrow, c, 0, t:bf16_pairs(y0, y1))
+          if form.wide then
+            -- even and odd channels interleaved back into channel order
+            t:store_f32(yrow, c, 0, t:zip_lo(y0, y1, 1))
+            t:store_f32(yrow, c, 16, t:zip_hi(y0, y1, 1))
+          else
+            t:store_raw(yrow, c, 0, t:bf16_pairs(y0, y1))
+          end
           -- Bx[t-2] <- Bx[t-1], bits as they are
           t:store_raw(a.carry, c, 0, raw.p1 or t:load_raw(a.carry, ch, 0))
           t:store_raw(a.carry, ch, 0, t:bf16_pairs(bx0, bx1))
@@ -82,7 +95,7 @@ return {
         for half = 0, 16, 16 do
           local lanes = tail(half)
           local bx, y = conv(function(name) return t:load_bf16(where[name][1], where[name][2], half, lanes) end)
-          t:store_bf16(yrow, c, half, y, lanes)
+          if form.wide then t:store_f32(yrow, c, half, y, lanes) else t:store_bf16(yrow, c, half, y, lanes) end
           t:store_bf16(a.carry, c, half, t:load_bf16(a.carry, ch, half, lanes), lanes)
           t:store_bf16(a.carry, ch, half, bx, lanes)
         end

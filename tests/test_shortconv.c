@@ -4,7 +4,9 @@
  *                          AArch64 == x86_64, AArch64 contract build == host build.
  *   prefill_equals_decode: one call of m rows == m calls of one row, each reading the carry the
  *                          call before committed: outputs and final carry, bit for bit.
- *   writes_only_its_slots: y outside its m x h slots, and every input, untouched. */
+ *   writes_only_its_slots: y outside its m x h slots, and every input, untouched.
+ *   wide_is_the_bf16_form_widened: the _wide forms store exactly the bf16 forms' results
+ *                          widened to f32, and commit the same carry. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>
@@ -144,4 +146,38 @@ Test(shortconv, the_clamped_reference_fails_the_gate, .timeout = 120) {
   cr_assert_eq(st.bad, 0);
   cr_assert(st.clamped_calls >= 5 && st.clamped_off_calls >= 15, "the clamped decodes should fail at least the first "
             "three decodes of each one-row prefill: %d of %d calls", st.clamped_off_calls, st.clamped_calls);
+}
+
+static fkh_target wide_targets[16];
+ParameterizedTestParameters(shortconv, wide_is_the_bf16_form_widened) {
+  int n = fkt_fixture_targets("shortconv", "exact", wide_targets, 16);
+  return cr_make_param_array(fkh_target, wide_targets, (size_t)n);
+}
+
+ParameterizedTest(fkh_target *t, shortconv, wide_is_the_bf16_form_widened, .timeout = 300) {
+  fkt_need(t);
+  static const char *const narrow[] = { "shortconv_bf16", "shortconv_bf16_bias" };
+  static const char *const wide[] = { "shortconv_bf16_wide", "shortconv_bf16_bias_wide" };
+  for (int f = 0; f < 2; f++) {
+    fkh_call *nb, *nw;
+    int n = fkt_shortconv_cases(narrow[f], &nb), n2 = fkt_shortconv_cases(wide[f], &nw);
+    cr_assert_eq(n, n2);
+    char err[256];
+    cr_assert(fkh_run(t, nb, n, err, sizeof err) == 0, "%s", err);
+    cr_assert(fkh_run(t, nw, n, err, sizeof err) == 0, "%s", err);
+    long checked = 0;
+    for (int i = 0; i < n; i++) {
+      int64_t m = fkh_i64_of(&nb[i], "m"), h = fkh_i64_of(&nb[i], "h"), ldy = fkh_i64_of(&nb[i], "ldy");
+      const uint16_t *yb = fkh_buf_of(&nb[i], "y"), *cb = fkh_buf_of(&nb[i], "carry"), *cw = fkh_buf_of(&nw[i], "carry");
+      const uint32_t *yw = fkh_buf_of(&nw[i], "y");
+      for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < h; c++, checked++)
+          cr_assert(yw[r * ldy + c] == (uint32_t)yb[r * ldy + c] << 16, "%s %s %s [%lld][%lld]: wide 0x%08x, bf16 0x%04x",
+                    t->label, wide[f], nb[i].name, (long long)r, (long long)c, yw[r * ldy + c], yb[r * ldy + c]);
+      cr_assert(memcmp(cb, cw, (size_t)(2 * h) * sizeof *cb) == 0, "%s %s %s: carry differs", t->label, wide[f], nb[i].name);
+    }
+    cr_log_info("%s: %s, %d cases, %ld outputs == %s widened", t->label, wide[f], n, checked, narrow[f]);
+    fkt_free_cases(nb, n);
+    fkt_free_cases(nw, n);
+  }
 }

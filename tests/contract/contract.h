@@ -57,6 +57,8 @@ void fkc_gemv_bf16_rne_packed(const fk_gemv_bf16_rne_packed_args *a, fkc_perturb
 void fkc_gemv_bf16_rne_add_packed(const fk_gemv_bf16_rne_add_packed_args *a, fkc_perturb p);
 void fkc_shortconv_bf16(const fk_shortconv_bf16_args *a, fkc_perturb p);
 void fkc_shortconv_bf16_bias(const fk_shortconv_bf16_bias_args *a, fkc_perturb p);
+void fkc_shortconv_bf16_wide(const fk_shortconv_bf16_wide_args *a, fkc_perturb p);
+void fkc_shortconv_bf16_bias_wide(const fk_shortconv_bf16_bias_wide_args *a, fkc_perturb p);
 void fkc_qkprep_neox64(const fk_qkprep_neox64_args *a, fkc_perturb p);
 void fkc_qkprep_neox32(const fk_qkprep_neox32_args *a, fkc_perturb p);
 void fkc_qkprep_cis64(const fk_qkprep_cis64_args *a, fkc_perturb p);

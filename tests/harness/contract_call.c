@@ -25,6 +25,8 @@ static const struct { const char *id; contract_fn fn; } models[] = {
   { "gemv_bf16_rne_add_packed", (contract_fn)(void (*)(void))fkc_gemv_bf16_rne_add_packed },
   { "shortconv_bf16", (contract_fn)(void (*)(void))fkc_shortconv_bf16 },
   { "shortconv_bf16_bias", (contract_fn)(void (*)(void))fkc_shortconv_bf16_bias },
+  { "shortconv_bf16_wide", (contract_fn)(void (*)(void))fkc_shortconv_bf16_wide },
+  { "shortconv_bf16_bias_wide", (contract_fn)(void (*)(void))fkc_shortconv_bf16_bias_wide },
   { "qkprep_neox64", (contract_fn)(void (*)(void))fkc_qkprep_neox64 },
   { "qkprep_neox32", (contract_fn)(void (*)(void))fkc_qkprep_neox32 },
   { "qkprep_cis64", (contract_fn)(void (*)(void))fkc_qkprep_cis64 },

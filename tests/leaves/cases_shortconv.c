@@ -29,8 +29,12 @@ static fkh_call *conv_case(fkt_list *l, const char *form, const char *name, shap
   }
   uint16_t *carry = fkh_set_buf(c, "carry", (size_t)(2 * s.h));
   for (int64_t i = 0; i < 2 * s.h; i++) carry[i] = s.zero_carry ? 0 : fkh_bf16(rng, emin, emax);
-  uint16_t *y = fkh_set_buf(c, "y", (size_t)(rows * ldy));
-  for (int64_t i = 0; i < rows * ldy; i++) y[i] = CANARY;
+  void *y = fkh_set_buf(c, "y", (size_t)(rows * ldy));
+  int ywide = fkh_forms[c->form].fields[fkh_field_index(c, "y")].elem == FK_ELEM_F32;
+  for (int64_t i = 0; i < rows * ldy; i++) {
+    if (ywide) ((float *)y)[i] = fkt_f32(0x7fa5a5a5u);
+    else ((uint16_t *)y)[i] = CANARY;
+  }
   return c;
 }
 
