@@ -1105,6 +1105,12 @@ _Static_assert(sizeof(fk_irfft_n2048_args) == 32, "fk_irfft_n2048: struct size")
   X(irfft_n2048, work, 24, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_SCRATCH)
 
 /* ---- istft (templates/istft.lua): LFM2.5 detokenizer ISTFT frame by frame: polar, irfft 1280, Hann window, overlap-add, envelope, PCM ---- */
+#define FK_ISTFT_FLUSH 480
+#define FK_ISTFT_HOP 320
+#define FK_ISTFT_N 1280
+#define FK_ISTFT_RING 1280
+#define FK_ISTFT_SPEC 1282
+#define FK_ISTFT_WORK 3888
 
 typedef struct fk_istft_frame_args {
   const float *x;  /* 1282 f32: 641 log-magnitudes, then 641 phases */

@@ -9,6 +9,10 @@ static const char *const status_names[FK_STATUS_COUNT] = {
   [FK_EINVAL] = "FK_EINVAL: invalid argument",
   [FK_EUNSUPPORTED] = "FK_EUNSUPPORTED: not supported by this CPU",
   [FK_ENOTFOUND] = "FK_ENOTFOUND: no such leaf form",
+  [FK_ENOMEM] = "FK_ENOMEM: out of memory at readiness",
+  [FK_ESYSTEM] = "FK_ESYSTEM: the system refused a resource at readiness",
+  [FK_EBUSY] = "FK_EBUSY: the plan is running",
+  [FK_ESTATE] = "FK_ESTATE: state does not fit",
 };
 
 const char *fk_strerror(fk_status s) {

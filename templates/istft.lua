@@ -31,6 +31,8 @@ local V = require("vfft")
 
 local N, HOP, L = 1280, 320, 640
 local BINS = L + 1
+-- work: X re, X im (656 each), the FFT's two ping-pong buffers, the broadcast clip at 3872
+local WORK, CLIP_AT = 3888, 3872
 
 -- the window tables, from doubles, rounded once
 local WN, WIN2 = {}, {}
@@ -69,7 +71,7 @@ local function args(form)
   a[#a + 1] = { "y", form.i16 and "uint16_t *" or "float *",
                 doc = form.frame and "PCM out: 0 (frame 0), 160 (frame 1) or 320 samples" or "PCM out: 480 samples" }
   if form.frame then
-    a[#a + 1] = { "work", "float *", scratch = true, doc = "3888 f32 of scratch" }
+    a[#a + 1] = { "work", "float *", scratch = true, doc = WORK .. " f32 of scratch" }
   end
   a[#a + 1] = { "frame", "int64_t",
                 doc = form.frame and "this frame's index t in the stream" or "T, the frames so far (>= 2)" }
@@ -113,7 +115,9 @@ return {
   tiers = { exact = { "neon", "avx2", "avx512" } },
   params = {},
   check = function() end,
-  exports = { WN = WN, WIN2 = WIN2, E1 = E1, E2 = E2, E3 = E3, F0 = F0, F0T2 = F0T2, F1 = F1 },
+  -- CHECK: the runtime sizes the tail's buffers from these (runtime/fk_plan.c)
+  exports = { WN = WN, WIN2 = WIN2, E1 = E1, E2 = E2, E3 = E3, F0 = F0, F0T2 = F0T2, F1 = F1,
+              N = N, HOP = HOP, SPEC = 2 * BINS, WORK = WORK, RING = N, FLUSH = 480 },
   forms = FORMS,
   body = function(t, _, form)
     local a = t.arg
@@ -122,7 +126,7 @@ return {
       local xr, xi, fw = a.work, t:addr(a.work, 656, 4), t:addr(a.work, 1312, 4)
       -- the clip, broadcast once into work[3872 .. 3888): read from there in the loop, it holds
       -- no register across the polar conversion
-      local clipv = t:addr(a.work, 3872, 4)
+      local clipv = t:addr(a.work, CLIP_AT, 4)
       t:store_f32(clipv, t:iconst(0), 0, t:bcast(a.clip))
       t:for_tiles(t:iconst(BINS), 16, function(k, tail)
         local lanes = tail and tail(0)

@@ -1,9 +1,12 @@
 /* flashkern.h: the public API of libflashkern.
  *
- * A host resolves, once, the stamp each leaf form runs on this CPU, then calls it through the
- * returned function pointer with the form's argument struct (declared in fk_leaves.h, which
- * is generated from the templates). Resolution fails with an error naming the missing CPU
- * feature; there is no scalar fallback. Library code never aborts: errors are values. */
+ * Two levels. A plan (fk_plan_create, fk_run) is the runtime: readiness once (variants, one
+ * arena, packed weights, tables, a fixed team of threads), then programs of phases with no
+ * allocation, no file read and no ISA branch. Below it, a host may resolve single leaves
+ * (fk_leaf_resolve) and call a stamp through the returned function pointer with the form's
+ * argument struct (declared in fk_leaves.h, generated from the templates). Resolution fails
+ * with an error naming the missing CPU feature; there is no scalar fallback. Library code
+ * never aborts: errors are values. */
 #ifndef FLASHKERN_H
 #define FLASHKERN_H
 
@@ -22,6 +25,10 @@ typedef enum fk_status {
   FK_EINVAL,        /* an argument is invalid (the message names it) */
   FK_EUNSUPPORTED,  /* this CPU lacks a feature every stamp of the leaf needs */
   FK_ENOTFOUND,     /* no such leaf form */
+  FK_ENOMEM,        /* the arena (or a thread's stack) could not be allocated at readiness */
+  FK_ESYSTEM,       /* the OS refused a thread at readiness */
+  FK_EBUSY,         /* fk_run or a state call while another fk_run is in flight on the plan */
+  FK_ESTATE,        /* a state snapshot that is not this plan's, or a program the state forbids */
   FK_STATUS_COUNT
 } fk_status;
 
@@ -100,6 +107,157 @@ fk_status fk_rope_table(float theta, int64_t head_dim, int64_t pos_begin, int64_
 /* fk_rope_inv_freq(): the head_dim / 2 f32 inverse frequencies fk_rope_table uses (inv[i] above).
  * @return FK_OK; FK_EINVAL as fk_rope_table for inv NULL, theta or head_dim. */
 fk_status fk_rope_inv_freq(float theta, int64_t head_dim, float *inv, fk_error *err);
+
+
+/* ---- plans: readiness once, then programs ------------------------------------------------- */
+
+/* The programs a plan can run (fk_run). A program is a table of phases; each phase splits its
+ * leaf calls' rows across the team, a barrier ends it, and state commits in causal order.
+ *   FK_PROG_BLOCK_PREFILL  one LFM2 ShortConv block (operator_norm -> in_proj -> conv -> out_proj
+ *                          + residual) over 1..max_rows rows, the residual stream updated in place:
+ *     rmsnorm      rmsnorm_bf16_wide             rows split across the team
+ *     in_proj      gemv_bf16_rne_packed          3*hidden weight rows split; row groups of <= 4
+ *     conv         shortconv_bf16[_bias]_wide    member 0: all rows, the carry committed row by row
+ *     out_proj     gemv_bf16_rne_add_packed      hidden weight rows split; y = r = the residual row
+ *   FK_PROG_BLOCK_DECODE   the same phases for exactly one row (one token).
+ *   FK_PROG_TAIL           the LFM2.5 detokenizer's spectral tail over 1..max_frames frames:
+ *     head         gemv_f32_bias_packed          1282 weight rows split; frame groups of <= 4
+ *     frames       istft_frame[_i16]             member 0: frame by frame into the OLA ring -> PCM
+ *   FK_PROG_TAIL_FLUSH     end of a PCM stream: the last 480 samples; the ring and the frame cursor
+ *                          restart (a stream of 0 frames flushes nothing).
+ * Exact-tier results are bit-identical for every team size. */
+typedef enum fk_program {
+  FK_PROG_BLOCK_PREFILL = 0,
+  FK_PROG_BLOCK_DECODE,
+  FK_PROG_TAIL,
+  FK_PROG_TAIL_FLUSH,
+  FK_PROG_COUNT
+} fk_program;
+
+/* fk_plan_desc.programs: which families the plan is ready for. */
+#define FK_PROGRAMS_BLOCK (1u << 0) /* FK_PROG_BLOCK_PREFILL and FK_PROG_BLOCK_DECODE */
+#define FK_PROGRAMS_TAIL (1u << 1)  /* FK_PROG_TAIL and FK_PROG_TAIL_FLUSH */
+
+/* fk_plan_desc.flags */
+#define FK_PLAN_TIMING (1u << 0) /* time each phase (CLOCK_MONOTONIC, read by member 0 at each barrier) */
+#define FK_PLAN_PCM_I16 (1u << 1) /* the tail writes int16 PCM (uint16_t bit patterns), not f32 */
+
+/* The tail's spectral head writes this many f32 per frame: 641 log-magnitudes, 641 phases. */
+#define FK_TAIL_SPEC 1282
+
+/* Weights of one ShortConv block, as the checkpoint stores them (bf16 bit patterns, row-major).
+ * They are read once, by fk_plan_create (packed into the arena); the host may free them after. */
+typedef struct fk_block_weights {
+  const uint16_t *norm;      /* hidden: operator_norm.weight */
+  const uint16_t *in_proj;   /* 3*hidden x hidden: in_proj.weight (rows: B, then C, then x) */
+  const uint16_t *conv;      /* hidden x 3: conv.weight[c, 0, k] at conv[3c + k] */
+  const uint16_t *conv_bias; /* hidden, or NULL (LFM2's conv_bias = False) */
+  const uint16_t *out_proj;  /* hidden x hidden: out_proj.weight */
+} fk_block_weights;
+
+/* Weights of the detokenizer's spectral head (a Linear tail_in -> 1282 before the ISTFT). */
+typedef struct fk_tail_weights {
+  const uint16_t *lin;  /* 1282 x tail_in bf16, row-major */
+  const float *bias;    /* 1282 f32 */
+} fk_tail_weights;
+
+/* A plan descriptor. Zero-initialise it and set what the programs need; every field is checked
+ * by fk_plan_create and a refusal names the field. */
+typedef struct fk_plan_desc {
+  uint32_t programs;         /* FK_PROGRAMS_* bits, at least one */
+  int threads;               /* team size, 1..64; member 0 is the thread that calls fk_run */
+  fk_tier tier;              /* the GEMV phases' tier (the other leaves are exact only) */
+  uint64_t forbid_features;  /* FK_CPU_* bits the plan must not use, on top of FK_CPU_MASK */
+  uint32_t flags;            /* FK_PLAN_* bits */
+  /* FK_PROGRAMS_BLOCK */
+  int64_t hidden;            /* block width, 1..65536 (LFM2: 1024, 1536, 2048) */
+  int64_t max_rows;          /* most rows of one prefill call, 1..65536 */
+  float norm_eps;            /* RMSNorm epsilon, finite and > 0 (LFM2: 1e-5) */
+  fk_block_weights block;
+  /* FK_PROGRAMS_TAIL */
+  int64_t tail_in;           /* features per frame into the head, 1..65536 (LFM2.5: 512) */
+  int64_t max_frames;        /* most frames of one tail call, 1..65536 */
+  float clip;                /* magnitude clip, > 0; INFINITY for none (LFM2.5; Vocos: 100) */
+  fk_tail_weights tail;
+} fk_plan_desc;
+
+typedef struct fk_plan fk_plan;
+
+/* fk_plan_create(): readiness. Validates every field, resolves one stamp per phase for this
+ * CPU (fk_cpu_features() minus forbid_features; FK_VARIANT_DEBUG logs each choice), allocates
+ * one arena for packed weights, scratch and state (pages touched now), packs the weights,
+ * starts threads - 1 workers, and resets the state.
+ * @return FK_OK and *out; FK_EINVAL naming the field; FK_EUNSUPPORTED naming the phase, leaf
+ * and missing features; FK_ENOMEM, FK_ESYSTEM. On failure *out is NULL and nothing is kept. */
+fk_status fk_plan_create(const fk_plan_desc *desc, fk_plan **out, fk_error *err);
+
+/* fk_plan_destroy(): stops the team and frees the arena. NULL is a no-op. Not concurrently
+ * with fk_run on the same plan. */
+void fk_plan_destroy(fk_plan *plan);
+
+/* The buffers of one fk_run. Only the fields of the program's family are read. */
+typedef struct fk_io {
+  int64_t rows;       /* block: rows (decode: 1); tail: frames */
+  /* block programs */
+  uint16_t *x;        /* rows x hidden bf16 residual stream, row stride ldx; updated in place */
+  int64_t ldx;        /* >= hidden */
+  /* tail programs */
+  const float *feat;  /* rows x tail_in f32 features, row stride ldfeat */
+  int64_t ldfeat;     /* >= tail_in */
+  void *pcm;          /* PCM out (float, or uint16_t with FK_PLAN_PCM_I16), pcm_cap samples */
+  int64_t pcm_cap;
+  int64_t pcm_count;  /* out: samples written (frame 0 of a stream: 0, frame 1: 160, then 320;
+                         flush: 480) */
+} fk_io;
+
+/* fk_run(): runs one program on the team. Checks the program (enabled at readiness), rows,
+ * strides, pointers and the PCM capacity first: a refusal writes nothing and leaves the state
+ * as it was. After the checks: no allocation, no system call but the barrier's futex, no file.
+ * Not reentrant on one plan (FK_EBUSY); distinct plans run concurrently.
+ * @return FK_OK; FK_EINVAL naming the field; FK_ESTATE (a flush after exactly 1 frame: the
+ * flush leaf needs T >= 2); FK_EBUSY. */
+fk_status fk_run(fk_plan *plan, fk_program program, fk_io *io, fk_error *err);
+
+/* ---- state: what carries across calls and turns --------------------------------------------
+ * The ShortConv carry (the last two B*x rows, 2 x hidden bf16), the token cursor (rows the
+ * block has consumed), the OLA ring (1280 f32) and the frame cursor of the current PCM stream.
+ * A snapshot is a versioned, checksummed byte image tied to the plan's shapes, in native byte
+ * order: "FKSTATE\0", u32 version (1), u32 programs, i64 hidden, i64 tail_in, i64 tokens,
+ * i64 frames (48 bytes), the carry (2 x hidden bf16: Bx[t-2], then Bx[t-1]; block plans), the
+ * OLA ring (1280 f32; tail plans), u64 FNV-1a of everything before it. */
+typedef struct fk_state_info {
+  int64_t tokens;  /* rows the block programs have committed since the last reset */
+  int64_t frames;  /* frames of the current PCM stream (0 after a flush) */
+} fk_state_info;
+
+void fk_state_reset(fk_plan *plan);              /* zeros: the start of a sequence */
+fk_state_info fk_state_query(const fk_plan *plan);
+size_t fk_state_bytes(const fk_plan *plan);      /* the snapshot size */
+/* @return FK_OK; FK_EINVAL when buf is NULL or len < fk_state_bytes(); FK_EBUSY. */
+fk_status fk_state_save(const fk_plan *plan, void *buf, size_t len, fk_error *err);
+/* @return FK_OK; FK_ESTATE when the image is not a snapshot of a plan of these shapes (magic,
+ * version, shapes, checksum: the message says which); FK_EINVAL, FK_EBUSY. The state is only
+ * replaced when every check passes. */
+fk_status fk_state_load(fk_plan *plan, const void *buf, size_t len, fk_error *err);
+
+/* ---- introspection: the stamps chosen, and per-phase times ------------------------------- */
+typedef struct fk_phase_info {
+  const char *name;    /* "rmsnorm", "in_proj", ... */
+  const char *symbol;  /* the stamp this phase calls */
+  const char *split;   /* how the phase's rows are shared: "rows", "weight rows", "member 0" */
+  uint64_t runs;       /* completed runs of the phase (FK_PLAN_TIMING) */
+  uint64_t ns;         /* total wall time in ns, barrier included (FK_PLAN_TIMING) */
+} fk_phase_info;
+
+int fk_plan_threads(const fk_plan *plan);
+/* The number of phases of `program`, 0 when the plan is not ready for it. */
+int fk_program_phases(const fk_plan *plan, fk_program program);
+/* @return FK_OK; FK_EINVAL for a program without phase i. */
+fk_status fk_phase_query(const fk_plan *plan, fk_program program, int i, fk_phase_info *out, fk_error *err);
+/* The program's name ("block_prefill"), or "?" */
+const char *fk_program_name(fk_program program);
+/* Zeros the phase timings. */
+void fk_plan_timing_reset(fk_plan *plan);
 
 #ifdef __cplusplus
 }

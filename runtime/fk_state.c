@@ -1,0 +1,94 @@
+/* runtime/fk_state.c: the state that carries across calls and turns, and its snapshots.
+ *
+ * Snapshot image (native byte order; a snapshot moves between runs of one host, not between
+ * machines): "FKSTATE\0", u32 version, u32 programs, i64 hidden, i64 tail_in, i64 tokens,
+ * i64 frames, the carry (2 x hidden bf16, block plans), the OLA ring (1280 f32, tail plans),
+ * then a u64 FNV-1a checksum of everything before it. */
+#include <string.h>
+
+#include "fk_plan_internal.h"
+
+enum { VERSION = 1, HEADER = 8 + 4 + 4 + 4 * 8 };
+static const char MAGIC[8] = "FKSTATE";
+
+static uint64_t fnv1a(const unsigned char *b, size_t n) {
+  uint64_t hsh = 0xcbf29ce484222325u;
+  for (size_t i = 0; i < n; i++) hsh = (hsh ^ b[i]) * 0x100000001b3u;
+  return hsh;
+}
+
+static size_t carry_bytes(const fk_plan *p) { return p->programs & FK_PROGRAMS_BLOCK ? (size_t)(2 * p->h) * 2 : 0; }
+static size_t ring_bytes(const fk_plan *p) { return p->programs & FK_PROGRAMS_TAIL ? FK_ISTFT_RING * 4 : 0; }
+
+void fk_state_reset(fk_plan *p) {
+  if (!p) return;
+  if (p->carry) memset(p->carry, 0, carry_bytes(p));
+  if (p->ring) memset(p->ring, 0, ring_bytes(p));
+  p->tokens = 0;
+  p->frames = 0;
+}
+
+fk_state_info fk_state_query(const fk_plan *p) {
+  return p ? (fk_state_info){ p->tokens, p->frames } : (fk_state_info){ 0, 0 };
+}
+
+size_t fk_state_bytes(const fk_plan *p) { return p ? HEADER + carry_bytes(p) + ring_bytes(p) + 8 : 0; }
+
+fk_status fk_state_save(const fk_plan *p, void *buf, size_t len, fk_error *err) {
+  FK_RETURN_ERROR_IF(!p, err, FK_EINVAL, "fk_state_save: plan is NULL");
+  FK_RETURN_ERROR_IF(!buf, err, FK_EINVAL, "fk_state_save: buf is NULL");
+  size_t need = fk_state_bytes(p);
+  FK_RETURN_ERROR_IF(len < need, err, FK_EINVAL, "fk_state_save: len = %zu: the snapshot needs %zu bytes", len, need);
+  FK_RETURN_ERROR_IF(atomic_load(&p->busy), err, FK_EBUSY, "fk_state_save: fk_run is in flight");
+  unsigned char *o = buf;
+  uint32_t version = VERSION, programs = p->programs;
+  int64_t dims[4] = { p->h, p->tail_in, p->tokens, p->frames };
+  memcpy(o, MAGIC, 8);
+  memcpy(o + 8, &version, 4);
+  memcpy(o + 12, &programs, 4);
+  memcpy(o + 16, dims, sizeof dims);
+  size_t at = HEADER;
+  if (carry_bytes(p)) memcpy(o + at, p->carry, carry_bytes(p));
+  at += carry_bytes(p);
+  if (ring_bytes(p)) memcpy(o + at, p->ring, ring_bytes(p));
+  at += ring_bytes(p);
+  uint64_t sum = fnv1a(o, at);
+  memcpy(o + at, &sum, 8);
+  return FK_OK;
+}
+
+#define LOAD_CHECK(cond, ...) FK_RETURN_ERROR_IF(cond, err, FK_ESTATE, "fk_state_load: " __VA_ARGS__)
+
+fk_status fk_state_load(fk_plan *p, const void *buf, size_t len, fk_error *err) {
+  FK_RETURN_ERROR_IF(!p, err, FK_EINVAL, "fk_state_load: plan is NULL");
+  FK_RETURN_ERROR_IF(!buf, err, FK_EINVAL, "fk_state_load: buf is NULL");
+  const unsigned char *in = buf;
+  LOAD_CHECK(len < HEADER || memcmp(in, MAGIC, 8) != 0, "not a flashkern state snapshot (magic)");
+  uint32_t version, programs;
+  int64_t dims[4];
+  memcpy(&version, in + 8, 4);
+  memcpy(&programs, in + 12, 4);
+  memcpy(dims, in + 16, sizeof dims);
+  LOAD_CHECK(version != VERSION, "snapshot version %u, this library reads %u", version, (unsigned)VERSION);
+  LOAD_CHECK(programs != p->programs, "snapshot of a plan with programs 0x%x, this plan has 0x%x", programs,
+             p->programs);
+  LOAD_CHECK(dims[0] != p->h, "snapshot of hidden = %lld, this plan has %lld", (long long)dims[0], (long long)p->h);
+  LOAD_CHECK(dims[1] != p->tail_in, "snapshot of tail_in = %lld, this plan has %lld", (long long)dims[1],
+             (long long)p->tail_in);
+  size_t need = fk_state_bytes(p);
+  LOAD_CHECK(len != need, "len = %zu: a snapshot of this plan is %zu bytes", len, need);
+  uint64_t sum;
+  memcpy(&sum, in + need - 8, 8);
+  LOAD_CHECK(sum != fnv1a(in, need - 8), "checksum mismatch (the image is damaged)");
+  LOAD_CHECK(dims[2] < 0 || dims[3] < 0, "negative cursors (tokens %lld, frames %lld)", (long long)dims[2],
+             (long long)dims[3]);
+  int idle = 0;
+  FK_RETURN_ERROR_IF(!atomic_compare_exchange_strong(&p->busy, &idle, 1), err, FK_EBUSY,
+                     "fk_state_load: fk_run is in flight");
+  if (carry_bytes(p)) memcpy(p->carry, in + HEADER, carry_bytes(p));
+  if (ring_bytes(p)) memcpy(p->ring, in + HEADER + carry_bytes(p), ring_bytes(p));
+  p->tokens = dims[2];
+  p->frames = dims[3];
+  atomic_store(&p->busy, 0);
+  return FK_OK;
+}
