@@ -442,6 +442,8 @@ fk_status fk_run(fk_plan *p, fk_program prog, fk_io *io, fk_error *err) {
 
 int fk_plan_threads(const fk_plan *p) { return p ? p->threads : 0; }
 
+size_t fk_plan_arena_bytes(const fk_plan *p) { return p ? p->arena_bytes : 0; }
+
 const char *fk_program_name(fk_program prog) {
   return (unsigned)prog < FK_PROG_COUNT ? programs[prog].name : "?";
 }

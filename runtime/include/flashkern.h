@@ -250,6 +250,7 @@ typedef struct fk_phase_info {
 } fk_phase_info;
 
 int fk_plan_threads(const fk_plan *plan);
+size_t fk_plan_arena_bytes(const fk_plan *plan); /* the one allocation readiness made */
 /* The number of phases of `program`, 0 when the plan is not ready for it. */
 int fk_program_phases(const fk_plan *plan, fk_program program);
 /* @return FK_OK; FK_EINVAL for a program without phase i. */
