@@ -90,6 +90,9 @@ void fkb_free(void *p);
 /* Rows [*begin, *end) of member tid of nthreads, split at multiples of 64 rows. */
 void fkb_rows(int64_t n, int tid, int nthreads, int64_t *begin, int64_t *end);
 
+/* The machine in one line: CPU, caches, memory, THP, kernel, compiler, date (report headers). */
+void fkb_machine_line(char *buf, size_t len);
+
 float fkb_bf16_to_f32(uint16_t h);
 /* The contract's integer RNE (NaN: quiet, sign and top payload kept). */
 uint16_t fkb_f32_to_bf16(float f);

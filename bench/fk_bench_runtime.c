@@ -1,0 +1,424 @@
+/* bench/fk_bench_runtime.c: what the runtime costs and what its team buys, on the 2048-wide LFM2
+ * ShortConv block decode step (RMSNorm -> in_proj 6144x2048 -> conv -> out_proj 2048x2048 +
+ * residual: 33.6 MB of packed bf16 weights per step).
+ *
+ * Contenders, all running the same four stamps on the same packed layouts (bit-identical
+ * outputs, checked before timing):
+ *   plan 1T, plan 2T     fk_run(FK_PROG_BLOCK_DECODE) on plans of 1 and 2 threads
+ *   direct 1T            the four stamps called back to back by the bench (no runtime)
+ *   OpenMP 2T            the same shares in one `omp parallel` region, omp barriers between phases
+ * Weights hot (one copy, called again and again: about 34 MB against a 32 MiB L3) and cold
+ * (L copies, more than 1.125 GiB together, like the layers of a model: every step reads DRAM).
+ * Then the empty program: fk_plan_run_empty (dispatch + barriers, no leaf) against an OpenMP
+ * region with the same number of barriers, 1 and 2 threads.
+ *
+ * Samples: one batch per contender per repetition, contenders interleaved in a rotating order;
+ * medians with min and max. Output: DIR/runtime.md, DIR/runtime.csv. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../runtime/fk_plan_internal.h"
+#include "fkb.h"
+#include "fkb_runtime.h"
+
+#ifndef FKB_FLASHKERN_VERSION
+#define FKB_FLASHKERN_VERSION "this tree"
+#endif
+
+enum { H = 2048, HOT_BATCH = 16, EMPTY_BATCH = 2000, MAX_REPS = 101 };
+
+static struct {
+  int reps;
+  const char *out;
+} opt = { 31, "bench/results" };
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("fk_bench_runtime: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static float uniform(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (float)((double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+
+/* ---- the model ------------------------------------------------------------------------------ */
+
+typedef struct model {
+  uint16_t *norm, *in_proj, *conv, *out_proj; /* checkpoint layouts */
+  uint16_t *conv_tap;
+} model;
+
+static void model_make(model *m) {
+  m->norm = malloc(H * 2);
+  m->in_proj = malloc((size_t)3 * H * H * 2);
+  m->conv = malloc(3 * H * 2);
+  m->conv_tap = malloc(3 * H * 2);
+  m->out_proj = malloc((size_t)H * H * 2);
+  if (!m->norm || !m->in_proj || !m->conv || !m->conv_tap || !m->out_proj) die("out of memory");
+  float ws = 1.0f / sqrtf((float)H);
+  for (int i = 0; i < H; i++) m->norm[i] = fkb_f32_to_bf16(1.0f + 0.1f * uniform());
+  for (size_t i = 0; i < (size_t)3 * H * H; i++) m->in_proj[i] = fkb_f32_to_bf16(ws * uniform());
+  for (int i = 0; i < 3 * H; i++) m->conv[i] = fkb_f32_to_bf16(0.6f * uniform());
+  for (size_t i = 0; i < (size_t)H * H; i++) m->out_proj[i] = fkb_f32_to_bf16(ws * uniform());
+  for (int c = 0; c < H; c++)
+    for (int k = 0; k < 3; k++) m->conv_tap[k * H + c] = m->conv[3 * c + k];
+}
+
+static fk_plan *plan_make(const model *m, int threads) {
+  fk_plan_desc d = { .programs = FK_PROGRAMS_BLOCK, .threads = threads, .tier = FK_TIER_EXACT, .hidden = H,
+                     .max_rows = 1, .norm_eps = 1e-5f,
+                     .block = { .norm = m->norm, .in_proj = m->in_proj, .conv = m->conv, .out_proj = m->out_proj } };
+  fk_plan *p;
+  fk_error err;
+  if (fk_plan_create(&d, &p, &err) != FK_OK) die("fk_plan_create: %s", err.message);
+  return p;
+}
+
+static void resolve(const char *form, fk_leaf *out) {
+  fk_error err;
+  if (fk_leaf_resolve(form, FK_TIER_EXACT, fk_cpu_features(), out, &err) != FK_OK) die("%s", err.message);
+}
+
+/* The bench's own copy of the block for the direct and OpenMP contenders. */
+static void block_make(const model *m, fkb_block *b, const fkb_block *share_leaves) {
+  memset(b, 0, sizeof *b);
+  b->h = H;
+  if (share_leaves) {
+    b->norm = share_leaves->norm, b->in = share_leaves->in, b->conv = share_leaves->conv, b->out = share_leaves->out;
+  } else {
+    resolve("rmsnorm_bf16_wide", &b->norm);
+    resolve("gemv_bf16_rne_packed", &b->in);
+    resolve("shortconv_bf16_wide", &b->conv);
+    resolve("gemv_bf16_rne_add_packed", &b->out);
+  }
+  b->norm_w = m->norm;
+  b->conv_w = m->conv_tap;
+  size_t ni = fk_gemv_packed_elems(3 * H, H), no = fk_gemv_packed_elems(H, H);
+  uint16_t *in_w = fkb_region_alloc(ni * 2), *out_w = fkb_region_alloc(no * 2);
+  if (!in_w || !out_w) die("out of memory (weight copies)");
+  fk_error err;
+  if (fk_gemv_pack(m->in_proj, H, 3 * H, H, in_w, ni, &err) != FK_OK ||
+      fk_gemv_pack(m->out_proj, H, H, H, out_w, no, &err) != FK_OK)
+    die("fk_gemv_pack: %s", err.message);
+  b->in_w = in_w;
+  b->out_w = out_w;
+  b->carry = fkb_alloc(2 * H * 2);
+  b->bcx = fkb_alloc(3 * H * 2);
+  b->xn = fkb_alloc(H * 4);
+  b->cy = fkb_alloc(H * 4);
+  b->xs[0] = fkb_alloc(4 * H * 4);
+  b->xs[1] = fkb_alloc(4 * H * 4);
+  if (!b->carry || !b->bcx || !b->xn || !b->cy || !b->xs[0] || !b->xs[1]) die("out of memory");
+  memset(b->carry, 0, 2 * H * 2);
+}
+
+/* ---- the contenders -------------------------------------------------------------------------- */
+
+typedef enum cid { C_PLAN1, C_DIRECT1, C_PLAN2, C_OMP2, NC } cid;
+static const char *const cname[NC] = { "plan 1T", "direct 1T", "plan 2T", "OpenMP 2T" };
+
+typedef struct world {
+  int layers;            /* cold copies */
+  fk_plan **plan1, **plan2; /* [layers] */
+  fkb_block *blk;        /* [layers] */
+  uint16_t x[H];
+} world;
+
+/* One step of contender c on layer l. */
+static void step(world *w, cid c, int l) {
+  fk_error err;
+  fk_io io = { .rows = 1, .x = w->x, .ldx = H };
+  switch (c) {
+  case C_PLAN1:
+    if (fk_run(w->plan1[l], FK_PROG_BLOCK_DECODE, &io, &err) != FK_OK) die("fk_run: %s", err.message);
+    break;
+  case C_PLAN2:
+    if (fk_run(w->plan2[l], FK_PROG_BLOCK_DECODE, &io, &err) != FK_OK) die("fk_run: %s", err.message);
+    break;
+  case C_DIRECT1: fkb_block_direct(&w->blk[l], w->x); break;
+  case C_OMP2: fkb_block_omp(&w->blk[l], w->x, 2); break;
+  default: break;
+  }
+}
+
+/* Before timing: from the same state and input, every contender writes the same row and commits
+ * the same carry (one step, layer 0, fresh state). */
+static void gate(world *w) {
+  uint16_t x0[H], out[NC][H], carry[NC][2 * H];
+  for (int i = 0; i < H; i++) x0[i] = fkb_f32_to_bf16(uniform());
+  for (int c = 0; c < NC; c++) {
+    fk_state_reset(w->plan1[0]);
+    fk_state_reset(w->plan2[0]);
+    memset(w->blk[0].carry, 0, 2 * H * 2);
+    for (int s = 0; s < 3; s++) { /* three steps: the carry is read back */
+      memcpy(w->x, x0, sizeof x0);
+      x0[s] ^= 1;
+      step(w, (cid)c, 0);
+    }
+    for (int s = 0; s < 3; s++) x0[s] ^= 1;
+    memcpy(out[c], w->x, sizeof w->x);
+    if (c == C_PLAN1 || c == C_PLAN2) {
+      fk_plan *p = c == C_PLAN1 ? w->plan1[0] : w->plan2[0];
+      size_t len = fk_state_bytes(p);
+      unsigned char *snap = malloc(len);
+      fk_error err;
+      if (!snap || fk_state_save(p, snap, len, &err) != FK_OK) die("fk_state_save");
+      memcpy(carry[c], snap + 48, sizeof carry[c]); /* the documented snapshot layout */
+      free(snap);
+    } else {
+      memcpy(carry[c], w->blk[0].carry, sizeof carry[c]);
+    }
+  }
+  for (int c = 1; c < NC; c++) {
+    if (memcmp(out[c], out[0], sizeof out[0]) != 0) die("gate: %s's output differs from %s's", cname[c], cname[0]);
+    if (memcmp(carry[c], carry[0], sizeof carry[0]) != 0) die("gate: %s's carry differs from %s's", cname[c], cname[0]);
+  }
+  fprintf(stderr, "fk_bench_runtime: gate: 4 contenders, 3 steps: outputs and carries bit-identical\n");
+}
+
+/* ---- statistics ---------------------------------------------------------------------------- */
+
+typedef struct series {
+  double v[MAX_REPS];
+  int n;
+} series;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double med(const series *s) {
+  double t[MAX_REPS];
+  memcpy(t, s->v, sizeof(double) * (size_t)s->n);
+  qsort(t, (size_t)s->n, sizeof t[0], cmp_double);
+  return s->n % 2 ? t[s->n / 2] : 0.5 * (t[s->n / 2 - 1] + t[s->n / 2]);
+}
+static double mn(const series *s) {
+  double m = s->v[0];
+  for (int i = 1; i < s->n; i++) m = s->v[i] < m ? s->v[i] : m;
+  return m;
+}
+static double mx(const series *s) {
+  double m = s->v[0];
+  for (int i = 1; i < s->n; i++) m = s->v[i] > m ? s->v[i] : m;
+  return m;
+}
+
+/* ---- the runs -------------------------------------------------------------------------------- */
+
+static series step_hot[NC], step_cold[NC];
+enum { E_PLAN, E_OMP, NE };
+static const char *const ename[NE] = { "plan (fk_plan_run_empty)", "OpenMP region + barriers" };
+static series empty1[NE][2], empty4[NE][2]; /* [contender][threads - 1]: ns per run of 1 / 4 phases */
+static series phase_ns[2][4];               /* FK_PLAN_TIMING: per phase, 1 and 2 threads, hot */
+
+static double time_steps(world *w, cid c, int cold) {
+  int n = cold ? w->layers : HOT_BATCH;
+  double t0 = now();
+  for (int i = 0; i < n; i++) step(w, c, cold ? i : 0);
+  return (now() - t0) / n;
+}
+
+static double time_empty(world *w, int e, int threads, int phases) {
+  fk_plan *p = threads == 1 ? w->plan1[0] : w->plan2[0];
+  double t0 = now();
+  for (int i = 0; i < EMPTY_BATCH; i++) {
+    if (e == E_PLAN) fk_plan_run_empty(p, phases);
+    else fkb_omp_empty(phases, threads);
+  }
+  return (now() - t0) / EMPTY_BATCH;
+}
+
+static void run_all(world *w) {
+  for (int r = 0; r < opt.reps; r++) {
+    for (int k = 0; k < NC; k++) {
+      cid c = (cid)((k + r) % NC);
+      step_hot[c].v[step_hot[c].n++] = time_steps(w, c, 0);
+      step_cold[c].v[step_cold[c].n++] = time_steps(w, c, 1);
+    }
+    for (int k = 0; k < NE * 2; k++) {
+      int e = (k + r) % NE, t = ((k + r) / NE) % 2 + 1;
+      empty1[e][t - 1].v[empty1[e][t - 1].n++] = time_empty(w, e, t, 1);
+      empty4[e][t - 1].v[empty4[e][t - 1].n++] = time_empty(w, e, t, 4);
+    }
+    fprintf(stderr, "\rfk_bench_runtime: repetition %d of %d: hot plan 1T %.1f us, plan 2T %.1f us", r + 1, opt.reps,
+            1e6 * step_hot[C_PLAN1].v[r], 1e6 * step_hot[C_PLAN2].v[r]);
+  }
+  fputc('\n', stderr);
+}
+
+/* Per-phase times with FK_PLAN_TIMING (separate plans: timing reads the clock at each barrier). */
+static void run_phases(const model *m) {
+  for (int t = 1; t <= 2; t++) {
+    fk_plan_desc d = { .programs = FK_PROGRAMS_BLOCK, .threads = t, .hidden = H, .max_rows = 1, .norm_eps = 1e-5f,
+                       .flags = FK_PLAN_TIMING,
+                       .block = { .norm = m->norm, .in_proj = m->in_proj, .conv = m->conv, .out_proj = m->out_proj } };
+    fk_plan *p;
+    fk_error err;
+    if (fk_plan_create(&d, &p, &err) != FK_OK) die("fk_plan_create: %s", err.message);
+    uint16_t x[H];
+    for (int i = 0; i < H; i++) x[i] = fkb_f32_to_bf16(uniform());
+    fk_io io = { .rows = 1, .x = x, .ldx = H };
+    for (int r = 0; r < opt.reps; r++) {
+      fk_plan_timing_reset(p);
+      for (int s = 0; s < HOT_BATCH; s++) fk_run(p, FK_PROG_BLOCK_DECODE, &io, &err);
+      for (int i = 0; i < 4; i++) {
+        fk_phase_info ph;
+        fk_phase_query(p, FK_PROG_BLOCK_DECODE, i, &ph, &err);
+        phase_ns[t - 1][i].v[phase_ns[t - 1][i].n++] = (double)ph.ns / (double)ph.runs;
+      }
+    }
+    fk_plan_destroy(p);
+  }
+}
+
+/* ---- the report ---------------------------------------------------------------------------- */
+
+static FILE *open_out(const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", opt.out, name);
+  FILE *f = fopen(path, "w");
+  if (!f) die("cannot write %s: %s", path, strerror(errno));
+  return f;
+}
+
+static void report(const world *w, const char *machine, const char *argv_line, double elapsed) {
+  FILE *md = open_out("runtime.md"), *csv = open_out("runtime.csv");
+  double bytes = (double)(fk_gemv_packed_elems(3 * H, H) + fk_gemv_packed_elems(H, H)) * 2;
+  fprintf(md, "# Runtime: the 2048-wide ShortConv block decode step\n\n");
+  fprintf(md, "Written by `fk_bench_runtime` (bench/README.md) from a real run: `%s`, %d repetitions, %.0f s.\n\n",
+          argv_line, opt.reps, elapsed);
+  fprintf(md, "**Machine:** %s\n\n", machine);
+  fprintf(md, "**Versions:** flashkern %s; peer %s. Stamps: `%s`, `%s`, `%s`, `%s`.\n\n", FKB_FLASHKERN_VERSION,
+          fkb_omp_version(), w->blk[0].norm.symbol, w->blk[0].in.symbol, w->blk[0].conv.symbol, w->blk[0].out.symbol);
+  fprintf(md, "**Step:** RMSNorm -> in_proj (6144 x 2048) -> conv -> out_proj (2048 x 2048) + residual, one "
+              "token; %.1f MB of packed bf16 weights. Hot: one copy, %d steps per sample. Cold: %d copies (%.2f GiB, "
+              "like a model's layers), one step on each per sample. Every contender runs the same stamps on the "
+              "same layouts; before timing, their outputs and carries are compared bit for bit (equal).\n\n",
+          bytes / 1e6, HOT_BATCH, w->layers, bytes * w->layers / (double)(1u << 30));
+  fprintf(md, "## Decode step, us (median [min, max])\n\n| contender | hot | cold |\n|---|---|---|\n");
+  fprintf(csv, "table,contender,threads,case,median,min,max,unit\n");
+  for (int c = 0; c < NC; c++) {
+    fprintf(md, "| %s | %.1f [%.1f, %.1f] | %.1f [%.1f, %.1f] |\n", cname[c], 1e6 * med(&step_hot[c]),
+            1e6 * mn(&step_hot[c]), 1e6 * mx(&step_hot[c]), 1e6 * med(&step_cold[c]), 1e6 * mn(&step_cold[c]),
+            1e6 * mx(&step_cold[c]));
+    for (int k = 0; k < 2; k++) {
+      const series *s = k ? &step_cold[c] : &step_hot[c];
+      fprintf(csv, "step,%s,%d,%s,%.3f,%.3f,%.3f,us\n", cname[c], c >= C_PLAN2 ? 2 : 1, k ? "cold" : "hot",
+              1e6 * med(s), 1e6 * mn(s), 1e6 * mx(s));
+    }
+  }
+  fprintf(md, "\n## What the runtime costs, what the team buys\n\n| measure | hot | cold |\n|---|---|---|\n");
+  const series *S[2] = { step_hot, step_cold };
+  double ov[2], share[2], scal[2], vs_omp[2], bw1[2], bw2[2];
+  for (int k = 0; k < 2; k++) {
+    ov[k] = med(&S[k][C_PLAN1]) - med(&S[k][C_DIRECT1]);
+    share[k] = ov[k] / med(&S[k][C_PLAN1]);
+    scal[k] = med(&S[k][C_PLAN1]) / med(&S[k][C_PLAN2]);
+    vs_omp[k] = med(&S[k][C_OMP2]) / med(&S[k][C_PLAN2]);
+    bw1[k] = bytes / med(&S[k][C_PLAN1]) / 1e9;
+    bw2[k] = bytes / med(&S[k][C_PLAN2]) / 1e9;
+  }
+  fprintf(md, "| plan 1T - direct 1T (the runtime's cost on one thread), ns | %.0f | %.0f |\n", 1e9 * ov[0], 1e9 * ov[1]);
+  fprintf(md, "| the same, share of the plan 1T step | %.2f%% | %.2f%% |\n", 100 * share[0], 100 * share[1]);
+  fprintf(md, "| 2-thread scaling: plan 1T / plan 2T | %.2fx | %.2fx |\n", scal[0], scal[1]);
+  fprintf(md, "| OpenMP 2T / plan 2T (> 1: the plan is faster) | %.3f | %.3f |\n", vs_omp[0], vs_omp[1]);
+  fprintf(md, "| weight stream, plan 1T / 2T, GB/s | %.1f / %.1f | %.1f / %.1f |\n", bw1[0], bw2[0], bw1[1], bw2[1]);
+  fprintf(csv, "derived,plan,1,overhead_hot,%.1f,,,ns\nderived,plan,1,overhead_cold,%.1f,,,ns\n", 1e9 * ov[0], 1e9 * ov[1]);
+  fprintf(csv, "derived,plan,2,scaling_hot,%.3f,,,x\nderived,plan,2,scaling_cold,%.3f,,,x\n", scal[0], scal[1]);
+
+  fprintf(md, "\n## Empty programs: dispatch + barriers, no leaf, ns per run (median [min, max])\n\n");
+  fprintf(md, "| contender | threads | 1 phase | 4 phases | per phase (4 - 1) / 3 |\n|---|---|---|---|---|\n");
+  double per_phase2 = 0, run4_2 = 0;
+  for (int e = 0; e < NE; e++)
+    for (int t = 0; t < 2; t++) {
+      double a = 1e9 * med(&empty1[e][t]), b = 1e9 * med(&empty4[e][t]);
+      fprintf(md, "| %s | %d | %.0f [%.0f, %.0f] | %.0f [%.0f, %.0f] | %.0f |\n", ename[e], t + 1, a,
+              1e9 * mn(&empty1[e][t]), 1e9 * mx(&empty1[e][t]), b, 1e9 * mn(&empty4[e][t]), 1e9 * mx(&empty4[e][t]),
+              (b - a) / 3);
+      fprintf(csv, "empty,%s,%d,1phase,%.1f,%.1f,%.1f,ns\n", ename[e], t + 1, a, 1e9 * mn(&empty1[e][t]),
+              1e9 * mx(&empty1[e][t]));
+      fprintf(csv, "empty,%s,%d,4phases,%.1f,%.1f,%.1f,ns\n", ename[e], t + 1, b, 1e9 * mn(&empty4[e][t]),
+              1e9 * mx(&empty4[e][t]));
+      if (e == E_PLAN && t == 1) per_phase2 = (b - a) / 3, run4_2 = b;
+    }
+  fprintf(md, "\nThe decode program has 4 phases: on 2 threads its dispatch + barriers cost %.0f ns, %.2f%% of the hot "
+              "step (%.1f us) and %.2f%% of the cold step (%.1f us); per phase %.0f ns.\n",
+          run4_2, 100 * run4_2 / (1e9 * med(&step_hot[C_PLAN2])), 1e6 * med(&step_hot[C_PLAN2]),
+          100 * run4_2 / (1e9 * med(&step_cold[C_PLAN2])), 1e6 * med(&step_cold[C_PLAN2]), per_phase2);
+  fprintf(csv, "derived,plan,2,empty4_share_hot,%.4f,,,fraction\n", run4_2 / (1e9 * med(&step_hot[C_PLAN2])));
+
+  static const char *const phn[4] = { "rmsnorm", "in_proj", "conv", "out_proj" };
+  fprintf(md, "\n## Per phase, hot, `FK_PLAN_TIMING` (member 0's clock at each barrier), us\n\n");
+  fprintf(md, "| phase | 1 thread | 2 threads |\n|---|---|---|\n");
+  for (int i = 0; i < 4; i++) {
+    fprintf(md, "| %s | %.2f | %.2f |\n", phn[i], 1e-3 * med(&phase_ns[0][i]), 1e-3 * med(&phase_ns[1][i]));
+    for (int t = 0; t < 2; t++)
+      fprintf(csv, "phase,%s,%d,hot,%.1f,%.1f,%.1f,ns\n", phn[i], t + 1, med(&phase_ns[t][i]), mn(&phase_ns[t][i]),
+              mx(&phase_ns[t][i]));
+  }
+  fclose(md);
+  fclose(csv);
+}
+
+int main(int argc, char **argv) {
+  char argv_line[1024] = "fk_bench_runtime";
+  for (int i = 1; i < argc; i++) {
+    size_t at = strlen(argv_line);
+    snprintf(argv_line + at, sizeof argv_line - at, " %s", argv[i]);
+    if (!strcmp(argv[i], "--quick")) opt.reps = 5;
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) opt.reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--out") && i + 1 < argc) opt.out = argv[++i];
+    else die("usage: fk_bench_runtime [--quick] [--reps N] [--out DIR]");
+  }
+  if (opt.reps < 1 || opt.reps > MAX_REPS) die("--reps must be in 1..%d", MAX_REPS);
+  double t0 = now();
+  char machine[2048];
+  fkb_machine_line(machine, sizeof machine);
+  fprintf(stderr, "fk_bench_runtime: %s\n", machine);
+  model m;
+  model_make(&m);
+  world *w = calloc(1, sizeof *w);
+  double bytes = (double)(fk_gemv_packed_elems(3 * H, H) + fk_gemv_packed_elems(H, H)) * 2;
+  w->layers = (int)ceil((double)FKB_ROTATE_BYTES / bytes);
+  w->plan1 = calloc((size_t)w->layers, sizeof *w->plan1);
+  w->plan2 = calloc((size_t)w->layers, sizeof *w->plan2);
+  w->blk = calloc((size_t)w->layers, sizeof *w->blk);
+  if (!w->plan1 || !w->plan2 || !w->blk) die("out of memory");
+  fprintf(stderr, "fk_bench_runtime: readiness of %d layers x (plan 1T, plan 2T, bench copy), %.2f GiB each\n",
+          w->layers, bytes * w->layers / (double)(1u << 30));
+  for (int l = 0; l < w->layers; l++) {
+    w->plan1[l] = plan_make(&m, 1);
+    w->plan2[l] = plan_make(&m, 2);
+    block_make(&m, &w->blk[l], l ? &w->blk[0] : NULL);
+  }
+  for (int i = 0; i < H; i++) w->x[i] = fkb_f32_to_bf16(uniform());
+  gate(w);
+  run_all(w);
+  run_phases(&m);
+  report(w, machine, argv_line, now() - t0);
+  fprintf(stderr, "fk_bench_runtime: wrote %s/runtime.md, runtime.csv\n", opt.out);
+  return 0;
+}
