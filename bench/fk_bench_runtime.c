@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../runtime/fk_plan_internal.h"
 #include "fkb.h"
@@ -86,8 +88,8 @@ static void model_make(model *m) {
     for (int k = 0; k < 3; k++) m->conv_tap[k * H + c] = m->conv[3 * c + k];
 }
 
-static fk_plan *plan_make(const model *m, int threads) {
-  fk_plan_desc d = { .programs = FK_PROGRAMS_BLOCK, .threads = threads, .tier = FK_TIER_EXACT, .hidden = H,
+static fk_plan *plan_make(const model *m, int threads, const fk_plan *team_of) {
+  fk_plan_desc d = { .programs = FK_PROGRAMS_BLOCK, .threads = threads, .team_of = team_of, .tier = FK_TIER_EXACT, .hidden = H,
                      .max_rows = 1, .norm_eps = 1e-5f,
                      .block = { .norm = m->norm, .in_proj = m->in_proj, .conv = m->conv, .out_proj = m->out_proj } };
   fk_plan *p;
@@ -143,6 +145,7 @@ typedef struct world {
   int layers;            /* cold copies */
   fk_plan **plan1, **plan2; /* [layers] */
   fkb_block *blk;        /* [layers] */
+  fkb_probe *probe;      /* the read-bandwidth probe over FKB_ROTATE_BYTES */
   uint16_t x[H];
 } world;
 
@@ -231,24 +234,61 @@ static double mx(const series *s) {
 static series step_hot[NC], step_cold[NC];
 enum { E_PLAN, E_OMP, NE };
 static const char *const ename[NE] = { "plan (fk_plan_run_empty)", "OpenMP region + barriers" };
-static series empty1[NE][2], empty4[NE][2]; /* [contender][threads - 1]: ns per run of 1 / 4 phases */
-static series phase_ns[2][4];               /* FK_PLAN_TIMING: per phase, 1 and 2 threads, hot */
+static series empty1[NE][2], empty4[NE][2]; /* [contender][threads - 1]: s per run of 1 / 4 phases */
+static series wake4[NE][2];                 /* the first run of 4 phases after the 20 ms idle gap */
+/* Before every timed batch: 20 ms idle. libgomp's workers keep spinning for milliseconds after a
+ * region ends (GOMP_SPINCOUNT), as the team's members spin briefly after a run; on 2 cores a
+ * contender timed right after another would share its CPUs with the previous one's spinners. */
+static void settle(void) {
+  struct timespec ts = { 0, 20 * 1000 * 1000 };
+  nanosleep(&ts, NULL);
+}
+
+static series phase_ns[2][4];
+static series probe_gbs[2];                 /* the read probe, GB/s, 1 and 2 threads */
+
+static double time_probe(world *w, int threads) {
+  settle();
+  double t0 = now();
+  fkb_omp_probe(w->probe, threads);
+  return (double)fkb_probe_bytes(w->probe) / (now() - t0) / 1e9;
+}               /* FK_PLAN_TIMING: per phase, 1 and 2 threads, hot */
 
 static double time_steps(world *w, cid c, int cold) {
+  settle();
   int n = cold ? w->layers : HOT_BATCH;
   double t0 = now();
   for (int i = 0; i < n; i++) step(w, c, cold ? i : 0);
   return (now() - t0) / n;
 }
 
-static double time_empty(world *w, int e, int threads, int phases) {
-  fk_plan *p = threads == 1 ? w->plan1[0] : w->plan2[0];
-  double t0 = now();
+/* The clock's own cost: the median of back-to-back now() pairs, subtracted from each run. */
+static double clock_cost;
+static void measure_clock(void) {
+  static double d[EMPTY_BATCH];
   for (int i = 0; i < EMPTY_BATCH; i++) {
+    double t0 = now();
+    d[i] = now() - t0;
+  }
+  qsort(d, EMPTY_BATCH, sizeof d[0], cmp_double);
+  clock_cost = d[EMPTY_BATCH / 2];
+}
+
+/* A batch of runs after the idle gap, each timed alone: returns the median run, and in *first
+ * the first run (the one that wakes members asleep since the gap). */
+static double time_empty(world *w, int e, int threads, int phases, double *first) {
+  static double d[EMPTY_BATCH];
+  fk_plan *p = threads == 1 ? w->plan1[0] : w->plan2[0];
+  settle();
+  for (int i = 0; i < EMPTY_BATCH; i++) {
+    double t0 = now();
     if (e == E_PLAN) fk_plan_run_empty(p, phases);
     else fkb_omp_empty(phases, threads);
+    d[i] = now() - t0 - clock_cost;
   }
-  return (now() - t0) / EMPTY_BATCH;
+  *first = d[0];
+  qsort(d, EMPTY_BATCH, sizeof d[0], cmp_double);
+  return d[EMPTY_BATCH / 2];
 }
 
 static void run_all(world *w) {
@@ -260,13 +300,18 @@ static void run_all(world *w) {
     }
     for (int k = 0; k < NE * 2; k++) {
       int e = (k + r) % NE, t = ((k + r) / NE) % 2 + 1;
-      empty1[e][t - 1].v[empty1[e][t - 1].n++] = time_empty(w, e, t, 1);
-      empty4[e][t - 1].v[empty4[e][t - 1].n++] = time_empty(w, e, t, 4);
+      double f1, f4;
+      empty1[e][t - 1].v[empty1[e][t - 1].n++] = time_empty(w, e, t, 1, &f1);
+      empty4[e][t - 1].v[empty4[e][t - 1].n++] = time_empty(w, e, t, 4, &f4);
+      wake4[e][t - 1].v[wake4[e][t - 1].n++] = f4;
     }
-    fprintf(stderr, "\rfk_bench_runtime: repetition %d of %d: hot plan 1T %.1f us, plan 2T %.1f us", r + 1, opt.reps,
+    for (int k = 0; k < 2; k++) {
+      int t = (k + r) % 2 + 1;
+      probe_gbs[t - 1].v[probe_gbs[t - 1].n++] = time_probe(w, t);
+    }
+    fprintf(stderr, "fk_bench_runtime: repetition %d of %d: hot plan 1T %.1f us, plan 2T %.1f us\n", r + 1, opt.reps,
             1e6 * step_hot[C_PLAN1].v[r], 1e6 * step_hot[C_PLAN2].v[r]);
   }
-  fputc('\n', stderr);
 }
 
 /* Per-phase times with FK_PLAN_TIMING (separate plans: timing reads the clock at each barrier). */
@@ -315,7 +360,8 @@ static void report(const world *w, const char *machine, const char *argv_line, d
           fkb_omp_version(), w->blk[0].norm.symbol, w->blk[0].in.symbol, w->blk[0].conv.symbol, w->blk[0].out.symbol);
   fprintf(md, "**Step:** RMSNorm -> in_proj (6144 x 2048) -> conv -> out_proj (2048 x 2048) + residual, one "
               "token; %.1f MB of packed bf16 weights. Hot: one copy, %d steps per sample. Cold: %d copies (%.2f GiB, "
-              "like a model's layers), one step on each per sample. Every contender runs the same stamps on the "
+              "like a model's layers: one plan per layer, all on one team through `desc.team_of`), one step on each "
+              "per sample. Every contender runs the same stamps on the "
               "same layouts; before timing, their outputs and carries are compared bit for bit (equal).\n\n",
           bytes / 1e6, HOT_BATCH, w->layers, bytes * w->layers / (double)(1u << 30));
   fprintf(md, "## Decode step, us (median [min, max])\n\n| contender | hot | cold |\n|---|---|---|\n");
@@ -346,18 +392,31 @@ static void report(const world *w, const char *machine, const char *argv_line, d
   fprintf(md, "| 2-thread scaling: plan 1T / plan 2T | %.2fx | %.2fx |\n", scal[0], scal[1]);
   fprintf(md, "| OpenMP 2T / plan 2T (> 1: the plan is faster) | %.3f | %.3f |\n", vs_omp[0], vs_omp[1]);
   fprintf(md, "| weight stream, plan 1T / 2T, GB/s | %.1f / %.1f | %.1f / %.1f |\n", bw1[0], bw2[0], bw1[1], bw2[1]);
+  double p1 = med(&probe_gbs[0]), p2 = med(&probe_gbs[1]);
+  fprintf(md, "| read probe (%s, %.2f GiB, OpenMP), 1T / 2T, GB/s | | %.1f / %.1f |\n", fkb_probe_kind(w->probe),
+          (double)fkb_probe_bytes(w->probe) / (double)(1u << 30), p1, p2);
+  fprintf(md, "| the probe's 2-thread scaling: the ceiling for a step that streams its weights from DRAM | | %.2fx |\n",
+          p2 / p1);
+  fprintf(csv, "probe,read,1,cold,%.2f,%.2f,%.2f,GB/s\nprobe,read,2,cold,%.2f,%.2f,%.2f,GB/s\n", p1, mn(&probe_gbs[0]),
+          mx(&probe_gbs[0]), p2, mn(&probe_gbs[1]), mx(&probe_gbs[1]));
   fprintf(csv, "derived,plan,1,overhead_hot,%.1f,,,ns\nderived,plan,1,overhead_cold,%.1f,,,ns\n", 1e9 * ov[0], 1e9 * ov[1]);
   fprintf(csv, "derived,plan,2,scaling_hot,%.3f,,,x\nderived,plan,2,scaling_cold,%.3f,,,x\n", scal[0], scal[1]);
 
-  fprintf(md, "\n## Empty programs: dispatch + barriers, no leaf, ns per run (median [min, max])\n\n");
-  fprintf(md, "| contender | threads | 1 phase | 4 phases | per phase (4 - 1) / 3 |\n|---|---|---|---|---|\n");
+  fprintf(md, "\n## Empty programs: dispatch + barriers, no leaf, ns per run\n\nEach sample is the median of %d runs "
+              "timed one by one (the clock's own %.0f ns subtracted) after a 20 ms idle gap; the table gives the median "
+              "[min, max] of those samples over the repetitions, and the first run after the gap, which wakes members "
+              "that went to sleep, separately.\n\n", EMPTY_BATCH, 1e9 * clock_cost);
+  fprintf(md, "| contender | threads | 1 phase | 4 phases | per phase (4 - 1) / 3 | first run of 4 after the gap |\n"
+              "|---|---|---|---|---|---|\n");
   double per_phase2 = 0, run4_2 = 0;
   for (int e = 0; e < NE; e++)
     for (int t = 0; t < 2; t++) {
       double a = 1e9 * med(&empty1[e][t]), b = 1e9 * med(&empty4[e][t]);
-      fprintf(md, "| %s | %d | %.0f [%.0f, %.0f] | %.0f [%.0f, %.0f] | %.0f |\n", ename[e], t + 1, a,
+      fprintf(md, "| %s | %d | %.0f [%.0f, %.0f] | %.0f [%.0f, %.0f] | %.0f | %.0f [%.0f, %.0f] |\n", ename[e], t + 1, a,
               1e9 * mn(&empty1[e][t]), 1e9 * mx(&empty1[e][t]), b, 1e9 * mn(&empty4[e][t]), 1e9 * mx(&empty4[e][t]),
-              (b - a) / 3);
+              (b - a) / 3, 1e9 * med(&wake4[e][t]), 1e9 * mn(&wake4[e][t]), 1e9 * mx(&wake4[e][t]));
+      fprintf(csv, "empty,%s,%d,first4_after_gap,%.1f,%.1f,%.1f,ns\n", ename[e], t + 1, 1e9 * med(&wake4[e][t]),
+              1e9 * mn(&wake4[e][t]), 1e9 * mx(&wake4[e][t]));
       fprintf(csv, "empty,%s,%d,1phase,%.1f,%.1f,%.1f,ns\n", ename[e], t + 1, a, 1e9 * mn(&empty1[e][t]),
               1e9 * mx(&empty1[e][t]));
       fprintf(csv, "empty,%s,%d,4phases,%.1f,%.1f,%.1f,ns\n", ename[e], t + 1, b, 1e9 * mn(&empty4[e][t]),
@@ -368,6 +427,8 @@ static void report(const world *w, const char *machine, const char *argv_line, d
               "step (%.1f us) and %.2f%% of the cold step (%.1f us); per phase %.0f ns.\n",
           run4_2, 100 * run4_2 / (1e9 * med(&step_hot[C_PLAN2])), 1e6 * med(&step_hot[C_PLAN2]),
           100 * run4_2 / (1e9 * med(&step_cold[C_PLAN2])), 1e6 * med(&step_cold[C_PLAN2]), per_phase2);
+  fprintf(md, "After an idle gap the first run also wakes the sleeping members: %.1f us on 2 threads (%.2f%% of "
+              "the hot step).\n", 1e6 * med(&wake4[E_PLAN][1]), 100 * med(&wake4[E_PLAN][1]) / med(&step_hot[C_PLAN2]));
   fprintf(csv, "derived,plan,2,empty4_share_hot,%.4f,,,fraction\n", run4_2 / (1e9 * med(&step_hot[C_PLAN2])));
 
   static const char *const phn[4] = { "rmsnorm", "in_proj", "conv", "out_proj" };
@@ -394,6 +455,9 @@ int main(int argc, char **argv) {
     else die("usage: fk_bench_runtime [--quick] [--reps N] [--out DIR]");
   }
   if (opt.reps < 1 || opt.reps > MAX_REPS) die("--reps must be in 1..%d", MAX_REPS);
+  /* The results directory is made and checked before the long run, not after it. */
+  if (mkdir(opt.out, 0777) != 0 && errno != EEXIST) die("--out %s: %s", opt.out, strerror(errno));
+  if (access(opt.out, W_OK) != 0) die("--out %s: not a writable directory: %s", opt.out, strerror(errno));
   double t0 = now();
   char machine[2048];
   fkb_machine_line(machine, sizeof machine);
@@ -410,12 +474,16 @@ int main(int argc, char **argv) {
   fprintf(stderr, "fk_bench_runtime: readiness of %d layers x (plan 1T, plan 2T, bench copy), %.2f GiB each\n",
           w->layers, bytes * w->layers / (double)(1u << 30));
   for (int l = 0; l < w->layers; l++) {
-    w->plan1[l] = plan_make(&m, 1);
-    w->plan2[l] = plan_make(&m, 2);
+    /* the layers' plans share one team, as a host's model would (desc.team_of) */
+    w->plan1[l] = plan_make(&m, 1, l ? w->plan1[0] : NULL);
+    w->plan2[l] = plan_make(&m, 2, l ? w->plan2[0] : NULL);
     block_make(&m, &w->blk[l], l ? &w->blk[0] : NULL);
   }
+  w->probe = fkb_probe_create(FKB_ROTATE_BYTES);
+  if (!w->probe) die("cannot allocate the read probe");
   for (int i = 0; i < H; i++) w->x[i] = fkb_f32_to_bf16(uniform());
   gate(w);
+  measure_clock();
   run_all(w);
   run_phases(&m);
   report(w, machine, argv_line, now() - t0);

@@ -25,5 +25,7 @@ void fkb_block_omp(const fkb_block *b, uint16_t *x, int nthreads);
 /* An OpenMP region of nthreads with `phases` barriers and no work (the peer of empty phases). */
 void fkb_omp_empty(int phases, int nthreads);
 const char *fkb_omp_version(void);
+/* The read-bandwidth probe (bw_probe.c) on nthreads OpenMP threads, each reading its share. */
+void fkb_omp_probe(void *probe, int nthreads);
 
 #endif

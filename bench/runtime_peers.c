@@ -2,6 +2,7 @@
 #include <omp.h>
 #include <stdio.h>
 
+#include "fkb.h"
 #include "fkb_runtime.h"
 
 /* the plan's shares (runtime/fk_plan.c): contiguous, in member order, whole pack groups */
@@ -67,6 +68,11 @@ void fkb_omp_empty(int phases, int nthreads) {
 #pragma omp barrier
     }
   }
+}
+
+void fkb_omp_probe(void *probe, int nthreads) {
+#pragma omp parallel num_threads(nthreads)
+  fkb_probe_run(probe, 0, omp_get_thread_num(), nthreads);
 }
 
 const char *fkb_omp_version(void) {

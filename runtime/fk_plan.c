@@ -161,7 +161,7 @@ static inline uint64_t now_ns(void) {
 
 void fk_plan_member_run(fk_plan *p, int member) {
   if (p->job.program == FK_PROG_COUNT) { /* fk_plan_run_empty */
-    for (int64_t i = 0; i < p->job.rows; i++) fk_barrier_wait(&p->phase);
+    for (int64_t i = 0; i < p->job.rows; i++) fk_barrier_wait(&p->team->phase);
     return;
   }
   const program_table *t = &programs[p->job.program];
@@ -169,7 +169,7 @@ void fk_plan_member_run(fk_plan *p, int member) {
   uint64_t t0 = timed ? now_ns() : 0;
   for (int i = 0; i < t->nphases; i++) {
     t->phases[i].run(p, member);
-    fk_barrier_wait(&p->phase);
+    fk_barrier_wait(&p->team->phase);
     if (timed) {
       uint64_t t1 = now_ns();
       p->timing[p->job.program][i].runs++;
@@ -181,7 +181,8 @@ void fk_plan_member_run(fk_plan *p, int member) {
 
 /* Member 0's side of a program: post the job, release the team, run its own share. */
 static void dispatch(fk_plan *p) {
-  fk_barrier_wait(&p->start);
+  p->team->current = p;
+  fk_barrier_wait(&p->team->start);
   fk_plan_member_run(p, 0);
 }
 
@@ -237,11 +238,14 @@ static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
   DESC_CHECK(!d, "desc is NULL");
   DESC_CHECK(d->programs == 0 || (d->programs & ~(FK_PROGRAMS_BLOCK | FK_PROGRAMS_TAIL)),
              "desc.programs = 0x%x: must be a non-empty set of FK_PROGRAMS_BLOCK, FK_PROGRAMS_TAIL", d->programs);
+  DESC_CHECK(d->team_of && d->team_of->threads != d->threads,
+             "desc.threads = %d: must equal the team's size, %d (desc.team_of)", d->threads,
+             d->team_of ? d->team_of->threads : 0);
   DESC_CHECK(d->threads < 1 || d->threads > FK_MAX_THREADS, "desc.threads = %d: must be in 1..%d", d->threads,
              FK_MAX_THREADS);
   DESC_CHECK((unsigned)d->tier > FK_TIER_FAST, "desc.tier = %d: not a tier", (int)d->tier);
-  DESC_CHECK(d->flags & ~(FK_PLAN_TIMING | FK_PLAN_PCM_I16), "desc.flags = 0x%x: unknown bits 0x%x", d->flags,
-             d->flags & ~(FK_PLAN_TIMING | FK_PLAN_PCM_I16));
+  DESC_CHECK(d->flags & ~(FK_PLAN_TIMING | FK_PLAN_PCM_I16 | FK_PLAN_NO_PIN), "desc.flags = 0x%x: unknown bits 0x%x",
+             d->flags, d->flags & ~(FK_PLAN_TIMING | FK_PLAN_PCM_I16 | FK_PLAN_NO_PIN));
   if (d->programs & FK_PROGRAMS_BLOCK) {
     DESC_CHECK(d->hidden < 1 || d->hidden > LIMIT, "desc.hidden = %lld: must be in 1..%d", (long long)d->hidden, LIMIT);
     DESC_CHECK(d->max_rows < 1 || d->max_rows > LIMIT, "desc.max_rows = %lld: must be in 1..%d",
@@ -357,7 +361,12 @@ fk_status fk_plan_create(const fk_plan_desc *d, fk_plan **out, fk_error *err) {
   }
   atomic_init(&p->busy, 0);
   fk_state_reset(p);
-  if (s == FK_OK) s = fk_team_start(p, err);
+  if (s == FK_OK && d->team_of) {
+    p->team = d->team_of->team;
+    atomic_fetch_add(&p->team->refs, 1);
+  } else if (s == FK_OK) {
+    s = fk_team_create(p->threads, p->flags, &p->team, err);
+  }
   if (s != FK_OK) {
     free(base);
     return s;
@@ -368,7 +377,7 @@ fk_status fk_plan_create(const fk_plan_desc *d, fk_plan **out, fk_error *err) {
 
 void fk_plan_destroy(fk_plan *p) {
   if (!p) return;
-  fk_team_stop(p);
+  fk_team_release(p->team);
   free(p->arena);
 }
 
@@ -426,6 +435,12 @@ fk_status fk_run(fk_plan *p, fk_program prog, fk_io *io, fk_error *err) {
     atomic_store(&p->busy, 0);
     return FK_OK;
   }
+  idle = 0;
+  if (!atomic_compare_exchange_strong(&p->team->busy, &idle, 1)) {
+    atomic_store(&p->busy, 0);
+    return fk_error_set(err, FK_EBUSY, __FILE__, __LINE__,
+                        "fk_run(%s): another plan on this plan's team (desc.team_of) is running", programs[prog].name);
+  }
   p->job = (fk_job){ .program = prog, .rows = io->rows, .x = io->x, .ldx = io->ldx, .feat = io->feat,
                      .ldfeat = io->ldfeat, .pcm = io->pcm, .frame0 = p->frames };
   dispatch(p);
@@ -434,6 +449,7 @@ fk_status fk_run(fk_plan *p, fk_program prog, fk_io *io, fk_error *err) {
   else if (prog == FK_PROG_TAIL) p->frames += io->rows;
   else p->frames = 0; /* the flush leaf has zeroed the ring */
   if (programs[prog].family == FK_PROGRAMS_TAIL) io->pcm_count = pcm_need;
+  atomic_store(&p->team->busy, 0);
   atomic_store(&p->busy, 0);
   return FK_OK;
 }
@@ -464,4 +480,8 @@ fk_status fk_phase_query(const fk_plan *p, fk_program prog, int i, fk_phase_info
 
 void fk_plan_timing_reset(fk_plan *p) {
   if (p) memset(p->timing, 0, sizeof p->timing);
+}
+
+int fk_plan_member_cpu(const fk_plan *p, int member) {
+  return p && member >= 0 && member < p->threads ? p->team->cpu[member] : -1;
 }

@@ -34,10 +34,23 @@ typedef struct fk_job {
 } fk_job;
 
 typedef struct fk_plan fk_plan;
+typedef struct fk_team fk_team;
 typedef struct fk_worker_arg {
-  fk_plan *plan;
+  fk_team *team;
   int member;
 } fk_worker_arg;
+
+/* The fixed team: created by the first plan, shared by plans made with desc.team_of, stopped
+ * and freed by the last one destroyed. */
+struct fk_team {
+  fk_barrier start, phase;
+  _Atomic int quit, busy, refs;
+  int threads, started;
+  fk_plan *current;        /* the plan whose job is posted (written before the start barrier) */
+  pthread_t workers[FK_MAX_THREADS];
+  int cpu[FK_MAX_THREADS]; /* the CPU each member is bound to, -1: unbound */
+  fk_worker_arg worker_args[FK_MAX_THREADS];
+};
 
 typedef struct fk_phase_time {
   uint64_t runs, ns;
@@ -68,12 +81,9 @@ struct fk_plan {
   uint16_t *carry;   /* 2 x h */
   float *ring;       /* FK_ISTFT_RING */
   int64_t tokens, frames;
-  /* the team */
-  fk_barrier start, phase;
-  _Atomic int quit, busy;
-  int started;
-  pthread_t workers[FK_MAX_THREADS];
-  fk_worker_arg worker_args[FK_MAX_THREADS];
+  /* the team (maybe shared) and this plan's run */
+  fk_team *team;
+  _Atomic int busy;
   fk_job job;
   fk_phase_time timing[FK_PROG_COUNT][FK_MAX_PHASES];
 };
@@ -81,8 +91,10 @@ struct fk_plan {
 /* Runs every phase of plan->job's program as `member`, a barrier after each. */
 void fk_plan_member_run(fk_plan *plan, int member);
 
-fk_status fk_team_start(fk_plan *plan, fk_error *err);
-void fk_team_stop(fk_plan *plan);
+/* Allocates and starts a team of `threads` (placement per flags); FK_ENOMEM, FK_ESYSTEM. */
+fk_status fk_team_create(int threads, uint32_t flags, fk_team **out, fk_error *err);
+/* Drops one reference; the last stops the members and frees the team. */
+void fk_team_release(fk_team *team);
 
 /* For fk_bench_runtime only: runs `phases` empty phases on the team (dispatch and barriers,
  * no leaf), as fk_run would. */

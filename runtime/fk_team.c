@@ -7,7 +7,9 @@
  * the caller of fk_run and arrives last at the start barrier once the job is posted. */
 #define _GNU_SOURCE
 #include <limits.h>
+#include <stdlib.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include "fk_plan_internal.h"
@@ -81,40 +83,89 @@ void fk_barrier_wait(fk_barrier *b) {
 /* ---- the team ------------------------------------------------------------------------------ */
 
 static void *worker(void *p) {
-  fk_plan *plan = ((fk_worker_arg *)p)->plan;
+  fk_team *team = ((fk_worker_arg *)p)->team;
   int member = ((fk_worker_arg *)p)->member;
   for (;;) {
-    fk_barrier_wait(&plan->start);
-    if (atomic_load_explicit(&plan->quit, memory_order_acquire)) return NULL;
-    fk_plan_member_run(plan, member);
+    fk_barrier_wait(&team->start);
+    if (atomic_load_explicit(&team->quit, memory_order_acquire)) return NULL;
+    fk_plan_member_run(team->current, member);
   }
 }
 
-fk_status fk_team_start(fk_plan *plan, fk_error *err) {
-  fk_barrier_init(&plan->start, (uint32_t)plan->threads);
-  fk_barrier_init(&plan->phase, (uint32_t)plan->threads);
-  atomic_init(&plan->quit, 0);
-  plan->started = 0;
-  for (int m = 1; m < plan->threads; m++) {
-    plan->worker_args[m].plan = plan;
-    plan->worker_args[m].member = m;
-    int rc = pthread_create(&plan->workers[m], NULL, worker, &plan->worker_args[m]);
-    if (rc != 0) {
-      fk_team_stop(plan);
-      return fk_error_set(err, FK_ESYSTEM, __FILE__, __LINE__, "fk_plan_create: starting team member %d of %d: %s", m,
-                          plan->threads, strerror(rc));
-    }
-    plan->started = m;
+/* Placement (flashkern.h, FK_PLAN_NO_PIN): members 1.. get the allowed CPUs after the caller's
+ * current one, in order, wrapping; nothing is bound when they do not each get their own CPU. */
+static void place(fk_team *team, uint32_t flags) {
+  for (int m = 0; m < FK_MAX_THREADS; m++) team->cpu[m] = -1;
+#if defined(__linux__)
+  if (flags & FK_PLAN_NO_PIN || team->threads < 2) return;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < team->threads) return;
+  int here = sched_getcpu();
+  if (here < 0 || here >= CPU_SETSIZE || !CPU_ISSET((size_t)here, &allowed)) return;
+  int m = 1;
+  for (int k = 1; k < CPU_SETSIZE && m < team->threads; k++) {
+    int c = (here + k) % CPU_SETSIZE;
+    if (CPU_ISSET((size_t)c, &allowed)) team->cpu[m++] = c;
   }
+#else
+  (void)flags;
+#endif
+}
+
+static void team_stop(fk_team *team) {
+  /* every member counts at the start barrier: the ones never started arrive in their place */
+  atomic_store_explicit(&team->quit, 1, memory_order_release);
+  uint32_t g;
+  for (int m = team->started + 1; m < team->threads; m++) arrive(&team->start, &g);
+  fk_barrier_wait(&team->start);
+  for (int m = 1; m <= team->started; m++) pthread_join(team->workers[m], NULL);
+  team->started = 0;
+}
+
+fk_status fk_team_create(int threads, uint32_t flags, fk_team **out, fk_error *err) {
+  *out = NULL;
+  fk_team *team = calloc(1, sizeof *team);
+  if (!team) return fk_error_set(err, FK_ENOMEM, __FILE__, __LINE__, "fk_plan_create: the team could not be allocated");
+  team->threads = threads;
+  fk_barrier_init(&team->start, (uint32_t)threads);
+  fk_barrier_init(&team->phase, (uint32_t)threads);
+  atomic_init(&team->quit, 0);
+  atomic_init(&team->busy, 0);
+  atomic_init(&team->refs, 1);
+  place(team, flags);
+  for (int m = 1; m < threads; m++) {
+    team->worker_args[m].team = team;
+    team->worker_args[m].member = m;
+    pthread_attr_t attr, *pa = NULL;
+#if defined(__linux__)
+    if (team->cpu[m] >= 0 && pthread_attr_init(&attr) == 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET((size_t)team->cpu[m], &one);
+      pa = &attr;
+      if (pthread_attr_setaffinity_np(&attr, sizeof one, &one) != 0) team->cpu[m] = -1;
+    }
+#endif
+    int rc = pthread_create(&team->workers[m], pa, worker, &team->worker_args[m]);
+    if (rc != 0 && pa) { /* binding refused (a cgroup, a container): the member runs unbound */
+      team->cpu[m] = -1;
+      rc = pthread_create(&team->workers[m], NULL, worker, &team->worker_args[m]);
+    }
+    if (pa) pthread_attr_destroy(pa);
+    if (rc != 0) {
+      team_stop(team);
+      free(team);
+      return fk_error_set(err, FK_ESYSTEM, __FILE__, __LINE__, "fk_plan_create: starting team member %d of %d: %s", m,
+                          threads, strerror(rc));
+    }
+    team->started = m;
+  }
+  *out = team;
   return FK_OK;
 }
 
-void fk_team_stop(fk_plan *plan) {
-  /* every member counts at the start barrier: the ones never started arrive in their place */
-  atomic_store_explicit(&plan->quit, 1, memory_order_release);
-  uint32_t g;
-  for (int m = plan->started + 1; m < plan->threads; m++) arrive(&plan->start, &g);
-  fk_barrier_wait(&plan->start);
-  for (int m = 1; m <= plan->started; m++) pthread_join(plan->workers[m], NULL);
-  plan->started = 0;
+void fk_team_release(fk_team *team) {
+  if (!team || atomic_fetch_sub(&team->refs, 1) != 1) return;
+  team_stop(team);
+  free(team);
 }

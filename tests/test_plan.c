@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 /* tests/test_plan.c: the runtime (runtime/fk_plan.c, fk_team.c, fk_state.c).
  *   block_equals_the_contract_composition: prefill and decode calls of a ShortConv block, team
  *       sizes 1..4, with and without conv bias: the residual stream and the carry equal the
@@ -8,6 +9,9 @@
  *   team_size_invariance_lfm2_width: hidden 2048 (exact and fast tiers), 1..4 threads: equal.
  *   consecutive_turns_equal_one_long_run: turns (prefill + decode, frames in chunks) == one
  *       call; a snapshot loaded into a fresh plan continues exactly.
+ *   plans_share_one_team: two plans on one team (desc.team_of), calls interleaved, the owner
+ *       destroyed first: each equals its contract composition; a team size mismatch is refused.
+ *   members_have_their_own_cpus: placement (members 1.. on distinct CPUs, never the caller's).
  *   weights_are_not_read_after_readiness: the host's weights scribbled after fk_plan_create.
  *   refusals_*: every bad field named, nothing written, the state unchanged.
  *   same_results_on_aarch64: the scenario program under qemu (-cpu max, neoverse-n1) prints the
@@ -17,6 +21,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 
 #include "contract/contract.h"
@@ -402,6 +407,111 @@ Test(plan, consecutive_turns_equal_one_long_run, .timeout = 300) {
 }
 
 /* ---- weights ------------------------------------------------------------------------------------ */
+
+/* ---- plans sharing one team (desc.team_of) ---------------------------------------------------- */
+
+/* Session calls c0..c1-1 of one block plan on x (the rows of the session laid out as ref_session
+ * lays them); at the end of the session the carry goes after the rows. */
+static void session_part(fk_plan *p, uint16_t *x, int64_t ldx, int c0, int c1, int64_t h) {
+  int64_t at = 0;
+  for (int c = 0; c < c0; c++) at += SESSION[c];
+  for (int c = c0; c < c1; c++) {
+    fk_io io = { .rows = SESSION[c], .x = x + at * ldx, .ldx = ldx };
+    run(p, SESSION[c] == 1 && c % 2 ? FK_PROG_BLOCK_DECODE : FK_PROG_BLOCK_PREFILL, &io);
+    at += SESSION[c];
+  }
+  if (c1 == NCALLS) {
+    size_t len;
+    unsigned char *snap = snapshot(p, &len);
+    memcpy(x + SESSION_ROWS * ldx, snap + SNAP_HEADER, (size_t)(2 * h) * 2);
+    free(snap);
+  }
+}
+
+/* Two layers, two plans, one team: their calls interleaved, the team's first plan destroyed
+ * before the second has finished; each equals its own contract composition. */
+Test(plan, plans_share_one_team, .timeout = 300) {
+  const int64_t h = 202, ldx = h + 6;
+  fkp_model ma, mb;
+  cr_assert_eq(fkp_model_make(&ma, h, 0, 0, 71), 0);
+  cr_assert_eq(fkp_model_make(&mb, h, 0, 1, 72), 0);
+  uint16_t *wa = session_input(h, ldx, 5), *wb = session_input(h, ldx, 6);
+  ref_session(&ma, wa, ldx, P_NONE);
+  ref_session(&mb, wb, ldx, P_NONE);
+  for (int t = 1; t <= 3; t++) {
+    uint16_t *xa = session_input(h, ldx, 5), *xb = session_input(h, ldx, 6);
+    fk_plan_desc da = fkp_desc(&ma, FK_PROGRAMS_BLOCK, t, MAXR, 0);
+    fk_plan *pa = make_plan(&da);
+    fk_plan_desc db = fkp_desc(&mb, FK_PROGRAMS_BLOCK, t, MAXR, 0);
+    db.team_of = pa;
+    fk_plan *pb = make_plan(&db);
+    session_part(pa, xa, ldx, 0, 3, h);
+    session_part(pb, xb, ldx, 0, 4, h);
+    session_part(pa, xa, ldx, 3, NCALLS, h);
+    fk_plan_destroy(pa); /* the team lives on with pb */
+    session_part(pb, xb, ldx, 4, NCALLS, h);
+    fk_plan_destroy(pb);
+    char where[160];
+    long bad = session_mismatches(xa, wa, h, ldx, where, sizeof where);
+    cr_assert_eq(bad, 0, "%d threads, plan A: %ld mismatches, first at %s", t, bad, where);
+    bad = session_mismatches(xb, wb, h, ldx, where, sizeof where);
+    cr_assert_eq(bad, 0, "%d threads, plan B (on A's team): %ld mismatches, first at %s", t, bad, where);
+    free(xa);
+    free(xb);
+  }
+  cr_log_info("two plans on one team, calls interleaved, the owner destroyed first: both == their contract "
+              "compositions, threads 1..3");
+  /* a team of 2 cannot run a plan of 3 */
+  fk_plan_desc da = fkp_desc(&ma, FK_PROGRAMS_BLOCK, 2, MAXR, 0);
+  fk_plan *pa = make_plan(&da), *pb = (fk_plan *)&mb;
+  fk_plan_desc db = fkp_desc(&mb, FK_PROGRAMS_BLOCK, 3, MAXR, 0);
+  db.team_of = pa;
+  fk_error err;
+  fk_status s = fk_plan_create(&db, &pb, &err);
+  cr_assert_eq(s, FK_EINVAL, "team size mismatch: %s", fk_strerror(s));
+  cr_assert_null(pb);
+  cr_assert(strstr(err.message, "desc.threads") && strstr(err.message, "desc.team_of"), "%s", err.message);
+  cr_log_info("mismatched team size -> %s", err.message);
+  fk_plan_destroy(pa);
+  free(wa);
+  free(wb);
+  fkp_model_free(&ma);
+  fkp_model_free(&mb);
+}
+
+/* Placement (FK_PLAN_NO_PIN in flashkern.h): members 1.. bound to distinct CPUs, none to the
+ * caller's, member 0 never; FK_PLAN_NO_PIN binds nobody. */
+Test(plan, members_have_their_own_cpus) {
+  fkp_model m;
+  cr_assert_eq(fkp_model_make(&m, 64, 0, 0, 81), 0);
+  cpu_set_t allowed;
+  cr_assert_eq(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  int ncpu = CPU_COUNT(&allowed);
+  for (int t = 1; t <= 4; t++)
+    for (int nopin = 0; nopin < 2; nopin++) {
+      fk_plan_desc d = fkp_desc(&m, FK_PROGRAMS_BLOCK, t, 4, 0);
+      d.flags = nopin ? FK_PLAN_NO_PIN : 0;
+      int here = sched_getcpu();
+      fk_plan *p = make_plan(&d);
+      cr_assert_eq(fk_plan_member_cpu(p, 0), -1, "member 0 is the caller: never bound");
+      int seen = 0;
+      for (int k = 1; k < t; k++) {
+        int c = fk_plan_member_cpu(p, k);
+        if (nopin || t > ncpu) {
+          cr_assert_eq(c, -1, "%d threads%s on %d CPUs: member %d bound to %d", t, nopin ? ", NO_PIN" : "", ncpu, k, c);
+          continue;
+        }
+        cr_assert(c >= 0 && CPU_ISSET((size_t)c, &allowed), "%d threads: member %d bound to %d", t, k, c);
+        cr_assert(!(seen >> c & 1), "%d threads: CPU %d bound twice", t, c);
+        cr_assert_neq(c, here, "%d threads: member %d bound to the caller's CPU %d", t, k, c);
+        seen |= 1 << c;
+      }
+      cr_assert_eq(fk_plan_member_cpu(p, t), -1);
+      fk_plan_destroy(p);
+    }
+  cr_log_info("placement on %d allowed CPUs: members bound to distinct CPUs when they fit, never with NO_PIN", ncpu);
+  fkp_model_free(&m);
+}
 
 Test(plan, weights_are_not_read_after_readiness, .timeout = 120) {
   const int64_t h = 130, ldx = 130;

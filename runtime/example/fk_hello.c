@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
 
   printf("ran: block_prefill (%d rows), block_decode x %d, tail (%d frames, %d per call), tail_flush\n", PREFILL,
          DECODE, FRAMES, CHUNK);
-  printf("%-14s %-9s %-46s %-12s %6s %10s\n", "program", "phase", "stamp", "share", "runs", "mean us");
+  printf("%-14s %-9s %-50s %-12s %6s %10s\n", "program", "phase", "stamp", "share", "runs", "mean us");
   static const fk_program progs[] = { FK_PROG_BLOCK_PREFILL, FK_PROG_BLOCK_DECODE, FK_PROG_TAIL, FK_PROG_TAIL_FLUSH };
   for (int p = 0; p < 4; p++) {
     double total = 0;
@@ -101,10 +101,10 @@ int main(int argc, char **argv) {
       if (fk_phase_query(plan, progs[p], i, &ph, &err) != FK_OK) return fail("fk_phase_query", &err);
       double us = ph.runs ? (double)ph.ns / (double)ph.runs / 1e3 : 0.0;
       total += us;
-      printf("%-14s %-9s %-46s %-12s %6llu %10.2f\n", i ? "" : fk_program_name(progs[p]), ph.name, ph.symbol, ph.split,
+      printf("%-14s %-9s %-50s %-12s %6llu %10.2f\n", i ? "" : fk_program_name(progs[p]), ph.name, ph.symbol, ph.split,
              (unsigned long long)ph.runs, us);
     }
-    printf("%-14s %-9s %-46s %-12s %6s %10.2f\n", "", "(total)", "", "", "", total);
+    printf("%-14s %-9s %-50s %-12s %6s %10.2f\n", "", "(total)", "", "", "", total);
   }
   double rms = 0;
   for (int64_t i = 0; i < samples; i++) rms += (double)pcm[i] * pcm[i];

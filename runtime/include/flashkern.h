@@ -141,6 +141,13 @@ typedef enum fk_program {
 /* fk_plan_desc.flags */
 #define FK_PLAN_TIMING (1u << 0) /* time each phase (CLOCK_MONOTONIC, read by member 0 at each barrier) */
 #define FK_PLAN_PCM_I16 (1u << 1) /* the tail writes int16 PCM (uint16_t bit patterns), not f32 */
+/* Team placement. By default, when the process may run on at least `threads` CPUs, readiness
+ * binds member m (m >= 1) to its own CPU, never the one the caller (member 0, left unbound) runs
+ * on at readiness. The members spin at a barrier before they sleep; two of them on one CPU
+ * would spin through each other's time slice (measured on 2 vCPUs: 197 us per run of an empty
+ * program instead of 0.2 us), and a futex wake after an idle gap may put them there.
+ * FK_PLAN_NO_PIN leaves every member to the scheduler (hosts that place threads themselves). */
+#define FK_PLAN_NO_PIN (1u << 2)
 
 /* The tail's spectral head writes this many f32 per frame: 641 log-magnitudes, 641 phases. */
 #define FK_TAIL_SPEC 1282
@@ -166,6 +173,11 @@ typedef struct fk_tail_weights {
 typedef struct fk_plan_desc {
   uint32_t programs;         /* FK_PROGRAMS_* bits, at least one */
   int threads;               /* team size, 1..64; member 0 is the thread that calls fk_run */
+  /* NULL: the plan starts a team of its own. A ready plan: this plan runs on that plan's team
+   * (threads must match) instead of starting threads, as a model's layers share one team.
+   * Plans on one team run one at a time (fk_run refuses with FK_EBUSY otherwise); the team
+   * lives until the last plan on it is destroyed, in any order. */
+  const struct fk_plan *team_of;
   fk_tier tier;              /* the GEMV phases' tier (the other leaves are exact only) */
   uint64_t forbid_features;  /* FK_CPU_* bits the plan must not use, on top of FK_CPU_MASK */
   uint32_t flags;            /* FK_PLAN_* bits */
@@ -186,7 +198,7 @@ typedef struct fk_plan fk_plan;
 /* fk_plan_create(): readiness. Validates every field, resolves one stamp per phase for this
  * CPU (fk_cpu_features() minus forbid_features; FK_VARIANT_DEBUG logs each choice), allocates
  * one arena for packed weights, scratch and state (pages touched now), packs the weights,
- * starts threads - 1 workers, and resets the state.
+ * starts threads - 1 workers (or joins desc.team_of's team), and resets the state.
  * @return FK_OK and *out; FK_EINVAL naming the field; FK_EUNSUPPORTED naming the phase, leaf
  * and missing features; FK_ENOMEM, FK_ESYSTEM. On failure *out is NULL and nothing is kept. */
 fk_status fk_plan_create(const fk_plan_desc *desc, fk_plan **out, fk_error *err);
@@ -250,6 +262,9 @@ typedef struct fk_phase_info {
 } fk_phase_info;
 
 int fk_plan_threads(const fk_plan *plan);
+/* The CPU member m is bound to, or -1 (member 0, FK_PLAN_NO_PIN, fewer CPUs than members, or
+ * binding refused by the system: never an error). */
+int fk_plan_member_cpu(const fk_plan *plan, int member);
 size_t fk_plan_arena_bytes(const fk_plan *plan); /* the one allocation readiness made */
 /* The number of phases of `program`, 0 when the plan is not ready for it. */
 int fk_program_phases(const fk_plan *plan, fk_program program);
