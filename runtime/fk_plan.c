@@ -181,6 +181,7 @@ void fk_plan_member_run(fk_plan *p, int member) {
 
 /* Member 0's side of a program: post the job, release the team, run its own share. */
 static void dispatch(fk_plan *p) {
+  fk_team_dodge(p->team);
   p->team->current = p;
   fk_barrier_wait(&p->team->start);
   fk_plan_member_run(p, 0);

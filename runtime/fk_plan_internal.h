@@ -49,6 +49,7 @@ struct fk_team {
   fk_plan *current;        /* the plan whose job is posted (written before the start barrier) */
   pthread_t workers[FK_MAX_THREADS];
   int cpu[FK_MAX_THREADS]; /* the CPU each member is bound to, -1: unbound */
+  int caller_cpu;          /* where member 0 ran at its last dispatch */
   fk_worker_arg worker_args[FK_MAX_THREADS];
 };
 
@@ -93,6 +94,9 @@ void fk_plan_member_run(fk_plan *plan, int member);
 
 /* Allocates and starts a team of `threads` (placement per flags); FK_ENOMEM, FK_ESYSTEM. */
 fk_status fk_team_create(int threads, uint32_t flags, fk_team **out, fk_error *err);
+/* Called by member 0 before each dispatch: when the caller now runs on a bound member's CPU,
+ * that member is rebound to the CPU the caller left (no member shares the caller's CPU). */
+void fk_team_dodge(fk_team *team);
 /* Drops one reference; the last stops the members and frees the team. */
 void fk_team_release(fk_team *team);
 

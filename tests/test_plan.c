@@ -11,7 +11,8 @@
  *       call; a snapshot loaded into a fresh plan continues exactly.
  *   plans_share_one_team: two plans on one team (desc.team_of), calls interleaved, the owner
  *       destroyed first: each equals its contract composition; a team size mismatch is refused.
- *   members_have_their_own_cpus: placement (members 1.. on distinct CPUs, never the caller's).
+ *   members_have_their_own_cpus: placement (members 1.. on distinct CPUs, never the caller's;
+ *       a caller that moves onto a member's CPU sends that member to the CPU it left).
  *   weights_are_not_read_after_readiness: the host's weights scribbled after fk_plan_create.
  *   refusals_*: every bad field named, nothing written, the state unchanged.
  *   same_results_on_aarch64: the scenario program under qemu (-cpu max, neoverse-n1) prints the
@@ -510,6 +511,24 @@ Test(plan, members_have_their_own_cpus) {
       fk_plan_destroy(p);
     }
   cr_log_info("placement on %d allowed CPUs: members bound to distinct CPUs when they fit, never with NO_PIN", ncpu);
+  if (ncpu >= 2) { /* the caller moves onto member 1's CPU: member 1 moves to the CPU it left */
+    fk_plan_desc d = fkp_desc(&m, FK_PROGRAMS_BLOCK, 2, 4, 0);
+    fk_plan *p = make_plan(&d);
+    int c1 = fk_plan_member_cpu(p, 1), left = sched_getcpu();
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET((size_t)c1, &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    uint16_t x[64] = { 0 };
+    fk_io io = { .rows = 1, .x = x, .ldx = 64 };
+    run(p, FK_PROG_BLOCK_DECODE, &io);
+    int now_at = sched_getcpu(), c1b = fk_plan_member_cpu(p, 1);
+    cr_assert_eq(sched_setaffinity(0, sizeof allowed, &allowed), 0);
+    cr_assert_eq(now_at, c1);
+    cr_assert_eq(c1b, left, "member 1 on %d, the caller left %d for %d", c1b, left, now_at);
+    cr_log_info("caller moved %d -> %d (member 1's CPU): member 1 rebound to %d", left, now_at, c1b);
+    fk_plan_destroy(p);
+  }
   fkp_model_free(&m);
 }
 

@@ -143,10 +143,12 @@ typedef enum fk_program {
 #define FK_PLAN_PCM_I16 (1u << 1) /* the tail writes int16 PCM (uint16_t bit patterns), not f32 */
 /* Team placement. By default, when the process may run on at least `threads` CPUs, readiness
  * binds member m (m >= 1) to its own CPU, never the one the caller (member 0, left unbound) runs
- * on at readiness. The members spin at a barrier before they sleep; two of them on one CPU
- * would spin through each other's time slice (measured on 2 vCPUs: 197 us per run of an empty
- * program instead of 0.2 us), and a futex wake after an idle gap may put them there.
- * FK_PLAN_NO_PIN leaves every member to the scheduler (hosts that place threads themselves). */
+ * on at readiness; when the caller later runs on a bound member's CPU, fk_run rebinds that
+ * member to the CPU the caller left. Unbound, the scheduler put two members on one CPU after idle gaps (on 2
+ * vCPUs: 197 us per run of an empty program instead of 0.16 us, before waiters yielded). A
+ * waiter at a barrier polls briefly, then yields its CPU, then sleeps (fk_team.c), so members
+ * that do share a CPU still progress. FK_PLAN_NO_PIN leaves every member to the scheduler
+ * (hosts that place threads themselves). */
 #define FK_PLAN_NO_PIN (1u << 2)
 
 /* The tail's spectral head writes this many f32 per frame: 641 log-magnitudes, 641 phases. */
