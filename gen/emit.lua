@@ -190,6 +190,25 @@ function M.write(ctx, meta)
   return table.concat(out, "\n") .. "\n"
 end
 
+-- llvm-mca region markers around an innermost loop (a for_tiles whose full-tile body holds no
+-- loop): the census (gen/census.lua) predicts cycles per iteration for each marked region. The
+-- region is named after the loop op's id, so both ISAs' stamps of a form name it alike.
+local function holds_loop(list)
+  local found = false
+  IR.walk(list, function(o) if o.op == "for_tiles" or o.op == "for_rows" then found = true end end, 0)
+  return found
+end
+
+function Ctx:mca_begin(op)
+  if holds_loop(op.attr.full) then return end
+  self:wraw("    " .. self.backend.comment .. " LLVM-MCA-BEGIN loop" .. C.int(op.id))
+end
+
+function Ctx:mca_end(op)
+  if holds_loop(op.attr.full) then return end
+  self:wraw("    " .. self.backend.comment .. " LLVM-MCA-END loop" .. C.int(op.id))
+end
+
 -- Raw (untagged) line, for directives inside the function body.
 function Ctx:wraw(text)
   self.lines[#self.lines + 1] = { raw = text }
