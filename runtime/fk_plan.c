@@ -309,30 +309,47 @@ static void *arena_alloc(size_t bytes) {
   return m;
 }
 
+/* Readiness without side effects: the descriptor checked, the stamps resolved, the arena sized. */
+static fk_status prepare(const fk_plan_desc *d, fk_plan *tmp, size_t *bytes, fk_error *err) {
+  fk_status s = check_desc(d, err);
+  if (s != FK_OK) return s;
+  memset(tmp, 0, sizeof *tmp);
+  tmp->programs = d->programs;
+  tmp->flags = d->flags;
+  tmp->threads = d->threads;
+  tmp->tier = d->tier;
+  tmp->h = d->programs & FK_PROGRAMS_BLOCK ? d->hidden : 0;
+  tmp->max_rows = d->programs & FK_PROGRAMS_BLOCK ? d->max_rows : 0;
+  tmp->eps = d->norm_eps;
+  tmp->tail_in = d->programs & FK_PROGRAMS_TAIL ? d->tail_in : 0;
+  tmp->max_frames = d->programs & FK_PROGRAMS_TAIL ? d->max_frames : 0;
+  tmp->clip = d->clip;
+  s = resolve(tmp, d, fk_cpu_features() & ~d->forbid_features, err);
+  if (s != FK_OK) return s;
+  carver c = { 0, NULL };
+  layout(tmp, &c, (d->programs & FK_PROGRAMS_BLOCK) && d->block.conv_bias);
+  *bytes = c.used;
+  return FK_OK;
+}
+
+fk_status fk_plan_check(const fk_plan_desc *d, size_t *arena_bytes, fk_error *err) {
+  fk_plan tmp;
+  size_t bytes = 0;
+  fk_status s = prepare(d, &tmp, &bytes, err);
+  if (s == FK_OK && arena_bytes) *arena_bytes = bytes;
+  return s;
+}
+
 fk_status fk_plan_create(const fk_plan_desc *d, fk_plan **out, fk_error *err) {
   FK_RETURN_ERROR_IF(!out, err, FK_EINVAL, "fk_plan_create: out is NULL");
   *out = NULL;
-  fk_status s = check_desc(d, err);
-  if (s != FK_OK) return s;
-
   fk_plan tmp;
-  memset(&tmp, 0, sizeof tmp);
-  tmp.programs = d->programs;
-  tmp.flags = d->flags;
-  tmp.threads = d->threads;
-  tmp.tier = d->tier;
-  tmp.h = d->programs & FK_PROGRAMS_BLOCK ? d->hidden : 0;
-  tmp.max_rows = d->programs & FK_PROGRAMS_BLOCK ? d->max_rows : 0;
-  tmp.eps = d->norm_eps;
-  tmp.tail_in = d->programs & FK_PROGRAMS_TAIL ? d->tail_in : 0;
-  tmp.max_frames = d->programs & FK_PROGRAMS_TAIL ? d->max_frames : 0;
-  tmp.clip = d->clip;
-  s = resolve(&tmp, d, fk_cpu_features() & ~d->forbid_features, err);
+  size_t bytes = 0;
+  fk_status s = prepare(d, &tmp, &bytes, err);
   if (s != FK_OK) return s;
 
   int has_bias = (d->programs & FK_PROGRAMS_BLOCK) && d->block.conv_bias;
-  carver c = { 0, NULL };
-  layout(&tmp, &c, has_bias);
+  carver c = { bytes, NULL };
   char *base = arena_alloc(c.used);
   FK_RETURN_ERROR_IF(!base, err, FK_ENOMEM, "fk_plan_create: the arena (%zu bytes) could not be allocated", c.used);
   fk_plan *p = (fk_plan *)(void *)base;

@@ -204,6 +204,11 @@ typedef struct fk_plan fk_plan;
  * @return FK_OK and *out; FK_EINVAL naming the field; FK_EUNSUPPORTED naming the phase, leaf
  * and missing features; FK_ENOMEM, FK_ESYSTEM. On failure *out is NULL and nothing is kept. */
 fk_status fk_plan_create(const fk_plan_desc *desc, fk_plan **out, fk_error *err);
+/* Readiness's checks alone: every field validated and every stamp resolved as fk_plan_create
+ * would, nothing allocated, no thread started, no weight read. On FK_OK, *arena_bytes (if not
+ * NULL) is the size of the one allocation fk_plan_create would make. Same statuses and messages
+ * as fk_plan_create. */
+fk_status fk_plan_check(const fk_plan_desc *desc, size_t *arena_bytes, fk_error *err);
 
 /* fk_plan_destroy(): stops the team and frees the arena. NULL is a no-op. Not concurrently
  * with fk_run on the same plan. */
