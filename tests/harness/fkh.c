@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- registry tables ------ */
 
@@ -33,11 +35,80 @@ static void die(const char *what) {
 
 static uint8_t guard_byte(size_t i) { return (uint8_t)(0xa5u ^ (i * 29u)); }
 
+/* -1: not read yet (the environment decides at the first allocation) */
+static int guard_mode = -1;
+
+static int parse_mode(const char *v) {
+  if (!v || !*v || !strcmp(v, "canary") || !strcmp(v, "0") || !strcmp(v, "off")) return FKH_GUARD_CANARY;
+  if (!strcmp(v, "end")) return FKH_GUARD_END;
+  if (!strcmp(v, "start")) return FKH_GUARD_START;
+  fprintf(stderr, "fkh: FKH_GUARD_PAGES=%s: expected end, start or canary\n", v);
+  exit(2);
+}
+
+int fkh_guard_mode(void) {
+  if (guard_mode < 0) guard_mode = parse_mode(getenv("FKH_GUARD_PAGES"));
+  return guard_mode;
+}
+
+const char *fkh_guard_mode_name(int mode) {
+  return mode == FKH_GUARD_END ? "end" : mode == FKH_GUARD_START ? "start" : "canary";
+}
+
+void fkh_set_guard_mode(int mode) {
+  guard_mode = mode == FKH_GUARD_END || mode == FKH_GUARD_START ? mode : FKH_GUARD_CANARY;
+  if (guard_mode == FKH_GUARD_CANARY) unsetenv("FKH_GUARD_PAGES");
+  else setenv("FKH_GUARD_PAGES", fkh_guard_mode_name(guard_mode), 1);
+}
+
+static size_t page_size(void) {
+  static size_t ps;
+  if (!ps) {
+    long p = sysconf(_SC_PAGESIZE);
+    ps = p > 0 ? (size_t)p : 4096;
+  }
+  return ps;
+}
+
+/* Guard-page modes: one mapping, its first (START) or last (END) page PROT_NONE. */
+static void guard_alloc(fkh_buf *b, size_t nbytes, int mode) {
+  size_t ps = page_size(), span = nbytes + 2 * FKH_GUARD;
+  size_t body = (span + ps - 1) / ps * ps;
+  b->maplen = body + ps;
+  void *m = mmap(NULL, b->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) {
+    fprintf(stderr, "fkh: mmap of %zu bytes: %s\n", b->maplen, strerror(errno));
+    exit(2);
+  }
+  b->map = m;
+  uint8_t *guard = mode == FKH_GUARD_END ? b->map + body : b->map;
+  if (mprotect(guard, ps, PROT_NONE) != 0) {
+    fprintf(stderr, "fkh: mprotect: %s\n", strerror(errno));
+    exit(2);
+  }
+  if (mode == FKH_GUARD_END) {
+    b->data = guard - nbytes;            /* data + nbytes == the guard page */
+    b->alloc = b->data - 2 * FKH_GUARD;
+    for (size_t i = 0; i < 2 * FKH_GUARD; i++) b->alloc[i] = guard_byte(i);
+  } else {
+    b->data = b->map + ps;               /* data[-1] is in the guard page */
+    b->alloc = b->data;
+    for (size_t i = 0; i < 2 * FKH_GUARD; i++) b->data[nbytes + i] = guard_byte(i + 7);
+  }
+}
+
 void fkh_buf_alloc(fkh_buf *b, size_t nbytes) {
+  b->mode = fkh_guard_mode();
+  b->nbytes = nbytes;
+  if (b->mode != FKH_GUARD_CANARY) {
+    guard_alloc(b, nbytes, b->mode);
+    return;   /* a fresh mapping is zeroed */
+  }
+  b->map = NULL;
+  b->maplen = 0;
   b->alloc = malloc(nbytes + 2 * FKH_GUARD);
   if (!b->alloc) die("out of memory");
   b->data = b->alloc + FKH_GUARD;
-  b->nbytes = nbytes;
   for (size_t i = 0; i < FKH_GUARD; i++) {
     b->alloc[i] = guard_byte(i);
     b->data[nbytes + i] = guard_byte(i + 7);
@@ -46,15 +117,54 @@ void fkh_buf_alloc(fkh_buf *b, size_t nbytes) {
 }
 
 void fkh_buf_free(fkh_buf *b) {
-  free(b->alloc);
+  if (b->map) munmap(b->map, b->maplen);
+  else free(b->alloc);
   memset(b, 0, sizeof *b);
 }
 
 int fkh_buf_guards_ok(const fkh_buf *b) {
   if (!b->alloc) return 1;
+  if (b->mode == FKH_GUARD_END) {
+    for (size_t i = 0; i < 2 * FKH_GUARD; i++)
+      if (b->alloc[i] != guard_byte(i)) return 0;
+    return 1;
+  }
+  if (b->mode == FKH_GUARD_START) {
+    for (size_t i = 0; i < 2 * FKH_GUARD; i++)
+      if (b->data[b->nbytes + i] != guard_byte(i + 7)) return 0;
+    return 1;
+  }
   for (size_t i = 0; i < FKH_GUARD; i++)
     if (b->alloc[i] != guard_byte(i) || b->data[b->nbytes + i] != guard_byte(i + 7)) return 0;
   return 1;
+}
+
+int fkh_locate(const fkh_call *c, const void *addr, char *out, size_t len) {
+  const fkh_form *f = &fkh_forms[c->form];
+  uintptr_t a = (uintptr_t)addr, best = UINTPTR_MAX;
+  int found = 0;
+  snprintf(out, len, "not near any buffer of the call");
+  for (int i = 0; i < f->nfields; i++) {
+    const fkh_buf *b = &c->v[i].buf;
+    if (f->fields[i].kind != FK_FIELD_PTR || !b->alloc) continue;
+    uintptr_t lo = (uintptr_t)b->data, hi = lo + b->nbytes, d;
+    if (a >= lo && a < hi) {
+      snprintf(out, len, "inside field '%s' at data[+%zu] (nbytes %zu)", f->fields[i].name, (size_t)(a - lo), b->nbytes);
+      return 1;
+    }
+    d = a >= hi ? a - hi : lo - a;
+    if (d < best && d < 1u << 20) {
+      best = d;
+      found = 1;
+      if (a >= hi)
+        snprintf(out, len, "%zu bytes past the end of field '%s' (data %p, nbytes %zu, %s mode)", (size_t)(a - hi),
+                 f->fields[i].name, (void *)b->data, b->nbytes, fkh_guard_mode_name(b->mode));
+      else
+        snprintf(out, len, "%zu bytes before the start of field '%s' (data %p, nbytes %zu, %s mode)", (size_t)(lo - a),
+                 f->fields[i].name, (void *)b->data, b->nbytes, fkh_guard_mode_name(b->mode));
+    }
+  }
+  return found;
 }
 
 /* ---------------------------------------------------------------- calls ---------------- */
@@ -104,7 +214,10 @@ void fkh_call_copy(fkh_call *dst, const fkh_call *src) {
   for (int i = 0; i < f->nfields; i++) {
     if (f->fields[i].kind != FK_FIELD_PTR || !src->v[i].buf.alloc) continue;
     fkh_buf_alloc(&dst->v[i].buf, src->v[i].buf.nbytes);
-    memcpy(dst->v[i].buf.alloc, src->v[i].buf.alloc, src->v[i].buf.nbytes + 2 * FKH_GUARD);
+    if (dst->v[i].buf.mode == src->v[i].buf.mode)   /* the same layout: data and canaries */
+      memcpy(dst->v[i].buf.alloc, src->v[i].buf.alloc, src->v[i].buf.nbytes + 2 * FKH_GUARD);
+    else
+      memcpy(dst->v[i].buf.data, src->v[i].buf.data, src->v[i].buf.nbytes);
   }
 }
 

@@ -4,7 +4,9 @@
  * argument field: an integer, a float, or a buffer. Targets: the contract model, a host stamp,
  * or an AArch64 stamp run by the stamp runner under qemu-aarch64 (a batch of calls per qemu
  * start). Every buffer carries canaries on both sides; a target that writes outside a buffer
- * fails the call. Outputs of two targets are compared bit for bit, with the NaN policy below.
+ * fails the call. FKH_GUARD_PAGES=end|start puts one side against a PROT_NONE page instead
+ * (fkh_buf below): any access past it faults. Outputs of two targets are compared bit for bit,
+ * with the NaN policy below.
  */
 #ifndef FKH_H
 #define FKH_H
@@ -31,10 +33,25 @@ extern const fkh_form fkh_forms[];
 extern const int fkh_nforms;
 int fkh_form_index(const char *id); /* "gemv_bf16_rne" -> index, -1 if unknown */
 
+/* A buffer: nbytes of data with canaries around it. [alloc, alloc + nbytes + 2 * FKH_GUARD) is
+ * the whole canaried extent in every mode, and data sits at the same offset from alloc in every
+ * buffer of one mode, so copying that extent between two buffers of the same mode copies the data.
+ *   canary mode (default): guard (FKH_GUARD) | data | guard (FKH_GUARD), from malloc;
+ *   FKH_GUARD_END:   canary (2 * FKH_GUARD) | data, the data ending exactly at a page boundary
+ *                    followed by a PROT_NONE page (alloc = data - 2 * FKH_GUARD);
+ *   FKH_GUARD_START: data | canary (2 * FKH_GUARD), the data beginning exactly at a page boundary
+ *                    preceded by a PROT_NONE page (alloc = data).
+ * In the guard-page modes any access even one byte past the end (END) or before the start (START)
+ * faults, and a write just past the other side still breaks the canary. The data is only as
+ * aligned as its size makes it (END: data + nbytes is page aligned); a 0-byte buffer's data points
+ * at the guard boundary. */
 typedef struct fkh_buf {
-  uint8_t *alloc;   /* guard | data | guard */
+  uint8_t *alloc;   /* the canaried extent (see above); NULL: no buffer */
   uint8_t *data;
   size_t nbytes;
+  uint8_t *map;     /* guard-page modes: the mapping (guard page included), else NULL */
+  size_t maplen;
+  int mode;         /* FKH_GUARD_CANARY, FKH_GUARD_END or FKH_GUARD_START */
 } fkh_buf;
 
 typedef struct fkh_val {
@@ -63,6 +80,20 @@ typedef struct fkh_call {
 void fkh_buf_alloc(fkh_buf *b, size_t nbytes);             /* zeroed data, canaried guards */
 void fkh_buf_free(fkh_buf *b);
 int fkh_buf_guards_ok(const fkh_buf *b);                   /* 1 if both guards intact */
+
+/* Buffer mode of this process's next allocations. The environment variable FKH_GUARD_PAGES
+ * selects it, read at the first allocation: "end" or "start" (the guard-page modes above),
+ * unset, empty or "canary": canaries only; anything else is an error. fkh_set_guard_mode
+ * overrides it and exports it (FKH_GUARD_PAGES, set or unset) so that the stamp runner started
+ * under qemu-aarch64 allocates its buffers the same way. */
+enum { FKH_GUARD_CANARY = 0, FKH_GUARD_END = 1, FKH_GUARD_START = 2 };
+int fkh_guard_mode(void);
+void fkh_set_guard_mode(int mode);
+const char *fkh_guard_mode_name(int mode);                 /* "canary", "end", "start" */
+/* Where addr lies relative to the call's buffers (for fault reports): "inside field 'y' at
+ * data[+12] ...", "0 bytes past the end of field 'x' ...", "4 bytes before the start of field
+ * 'y' ..." (the nearest buffer within 1 MiB). Returns 1 if near one, else 0. */
+int fkh_locate(const fkh_call *c, const void *addr, char *out, size_t len);
 
 /* Calls ---------------------------------------------------------------------------------- */
 void fkh_call_init(fkh_call *c, const char *form_id, const char *name);
