@@ -60,10 +60,11 @@ static const struct { uint64_t bit; const char *name; } feature_names[] = {
 
 const char *fk_cpu_feature_names(uint64_t f, char *buf, size_t len) {
   size_t used = 0;
-  if (len) buf[0] = 0;
-  for (size_t i = 0; i < sizeof feature_names / sizeof feature_names[0]; i++) {
+  if (!buf || !len) return buf; /* nothing to write into */
+  buf[0] = 0;
+  for (size_t i = 0; i < sizeof feature_names / sizeof feature_names[0] && used < len; i++) {
     if (!(f & feature_names[i].bit)) continue;
-    int n = snprintf(buf + used, len > used ? len - used : 0, "%s%s", used ? " " : "", feature_names[i].name);
+    int n = snprintf(buf + used, len - used, "%s%s", used ? " " : "", feature_names[i].name);
     if (n > 0) used += (size_t)n;
   }
   return buf;

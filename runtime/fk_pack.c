@@ -10,7 +10,7 @@ enum { P = FK_GEMV_PACK_ROWS, T = FK_GEMV_PACK_TILE };
 size_t fk_gemv_packed_elems(int64_t n, int64_t k) {
   if (n < 1 || k < 1 || n > INT64_MAX / 2 || k > INT64_MAX / 2) return 0;
   uint64_t rows = ((uint64_t)n + P - 1) / P * P, cols = ((uint64_t)k + T - 1) / T * T;
-  if (rows > SIZE_MAX / cols) return 0;
+  if (rows > SIZE_MAX / 2 / cols) return 0; /* the size in bytes fits size_t */
   return (size_t)(rows * cols);
 }
 
@@ -24,8 +24,12 @@ fk_status fk_gemv_pack(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, uin
                      (long long)k);
   size_t need = fk_gemv_packed_elems(n, k);
   FK_RETURN_ERROR_IF(need == 0, err, FK_EINVAL, "fk_gemv_pack: %lld x %lld overflows", (long long)n, (long long)k);
+  size_t wbytes = fk_extent(n, ldw, k, 2);
+  FK_RETURN_ERROR_IF(wbytes == 0, err, FK_EINVAL, "fk_gemv_pack: ldw = %lld: n = %lld rows of it overflow",
+                     (long long)ldw, (long long)n);
   FK_RETURN_ERROR_IF(out_elems < need, err, FK_EINVAL, "fk_gemv_pack: out holds %zu elements, the layout needs %zu",
                      out_elems, need);
+  FK_RETURN_ERROR_IF(fk_overlap(out, need * 2, w, wbytes), err, FK_EINVAL, "fk_gemv_pack: out overlaps w");
   int64_t tiles = (k + T - 1) / T;
   for (int64_t g = 0; g * P < n; g++)
     for (int64_t t = 0; t < tiles; t++)
@@ -45,7 +49,7 @@ enum { BR = FK_GEMV_BLOCK_ROWS, BG = FK_GEMV_BLOCK_GROUP, BK = FK_GEMV_BLOCK_KAL
 size_t fk_gemv_blocked_elems(int64_t n, int64_t k) {
   if (n < 1 || k < 1 || n > INT64_MAX / 2 || k > INT64_MAX / 2) return 0;
   uint64_t rows = ((uint64_t)n + BR * BG - 1) / (BR * BG) * (BR * BG), cols = ((uint64_t)k + BK - 1) / BK * BK;
-  if (rows > SIZE_MAX / cols) return 0;
+  if (rows > SIZE_MAX / 2 / cols) return 0;
   return (size_t)(rows * cols);
 }
 
@@ -60,8 +64,12 @@ fk_status fk_gemv_pack_blocked(const uint16_t *w, int64_t ldw, int64_t n, int64_
   size_t need = fk_gemv_blocked_elems(n, k);
   FK_RETURN_ERROR_IF(need == 0, err, FK_EINVAL, "fk_gemv_pack_blocked: %lld x %lld overflows", (long long)n,
                      (long long)k);
+  size_t wbytes = fk_extent(n, ldw, k, 2);
+  FK_RETURN_ERROR_IF(wbytes == 0, err, FK_EINVAL, "fk_gemv_pack_blocked: ldw = %lld: n = %lld rows of it overflow",
+                     (long long)ldw, (long long)n);
   FK_RETURN_ERROR_IF(out_elems < need, err, FK_EINVAL,
                      "fk_gemv_pack_blocked: out holds %zu elements, the layout needs %zu", out_elems, need);
+  FK_RETURN_ERROR_IF(fk_overlap(out, need * 2, w, wbytes), err, FK_EINVAL, "fk_gemv_pack_blocked: out overlaps w");
   const int64_t kpad = (k + BK - 1) / BK * BK, rows = (int64_t)(need / (size_t)kpad);
   /* row r, element e at (r / (BR*BG)) * BR*BG * kpad + ((e/2) * BG + (r/BR) % BG) * BR*2 + (r % BR)*2 + e % 2 */
   for (int64_t r = 0; r < rows; r++)

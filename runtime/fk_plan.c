@@ -415,6 +415,8 @@ static fk_status check_io(const fk_plan *p, fk_program prog, const fk_io *io, in
               (long long)io->rows, (long long)p->max_rows);
     RUN_CHECK(!io->x, "io.x is NULL");
     RUN_CHECK(io->ldx < p->h, "io.ldx = %lld: must be >= hidden = %lld", (long long)io->ldx, (long long)p->h);
+    RUN_CHECK(fk_extent(io->rows, io->ldx, p->h, 2) == 0, "io.ldx = %lld: %lld rows of it overflow the address space",
+              (long long)io->ldx, (long long)io->rows);
     return FK_OK;
   }
   if (prog == FK_PROG_TAIL) {
@@ -423,6 +425,8 @@ static fk_status check_io(const fk_plan *p, fk_program prog, const fk_io *io, in
     RUN_CHECK(!io->feat, "io.feat is NULL");
     RUN_CHECK(io->ldfeat < p->tail_in, "io.ldfeat = %lld: must be >= tail_in = %lld", (long long)io->ldfeat,
               (long long)p->tail_in);
+    RUN_CHECK(fk_extent(io->rows, io->ldfeat, p->tail_in, 4) == 0,
+              "io.ldfeat = %lld: %lld rows of it overflow the address space", (long long)io->ldfeat, (long long)io->rows);
     for (int64_t f = 0; f < io->rows; f++) *pcm_need += frame_samples(p->frames + f);
   } else {
     FK_RETURN_ERROR_IF(p->frames == 1, err, FK_ESTATE,
@@ -433,6 +437,12 @@ static fk_status check_io(const fk_plan *p, fk_program prog, const fk_io *io, in
   RUN_CHECK(*pcm_need > 0 && !io->pcm, "io.pcm is NULL (%lld samples are due)", (long long)*pcm_need);
   RUN_CHECK(io->pcm_cap < *pcm_need, "io.pcm_cap = %lld: %lld samples are due", (long long)io->pcm_cap,
             (long long)*pcm_need);
+  /* the PCM due must not overlap what the program reads, nor io.pcm_count (written after it) */
+  size_t pcm_bytes = (size_t)*pcm_need * (p->flags & FK_PLAN_PCM_I16 ? 2 : 4);
+  if (prog == FK_PROG_TAIL)
+    RUN_CHECK(fk_overlap(io->pcm, pcm_bytes, io->feat, fk_extent(io->rows, io->ldfeat, p->tail_in, 4)),
+              "io.pcm overlaps io.feat");
+  RUN_CHECK(fk_overlap(io->pcm, pcm_bytes, io, sizeof *io), "io.pcm overlaps the fk_io itself");
   return FK_OK;
 }
 
@@ -463,8 +473,8 @@ fk_status fk_run(fk_plan *p, fk_program prog, fk_io *io, fk_error *err) {
                      .ldfeat = io->ldfeat, .pcm = io->pcm, .frame0 = p->frames };
   dispatch(p);
   /* state commits, in causal order, after the program's last barrier */
-  if (programs[prog].family == FK_PROGRAMS_BLOCK) p->tokens += io->rows;
-  else if (prog == FK_PROG_TAIL) p->frames += io->rows;
+  if (programs[prog].family == FK_PROGRAMS_BLOCK) p->tokens += p->job.rows; /* p->job: io may alias x */
+  else if (prog == FK_PROG_TAIL) p->frames += p->job.rows;
   else p->frames = 0; /* the flush leaf has zeroed the ring */
   if (programs[prog].family == FK_PROGRAMS_TAIL) io->pcm_count = pcm_need;
   atomic_store(&p->team->busy, 0);

@@ -131,6 +131,9 @@ fk_status fk_rope_table(float theta, int64_t head_dim, int64_t pos_begin, int64_
                      "fk_rope_table: positions [%lld, %lld + %lld) must lie in [0, 2^24) (f32 positions are exact there)",
                      (long long)pos_begin, (long long)pos_begin, (long long)npos);
   const int64_t half = head_dim / 2;
+  const size_t bytes = (size_t)(npos * half) * sizeof(float);
+  FK_RETURN_ERROR_IF(fk_overlap(cos_out, bytes, sin_out, bytes), err, FK_EINVAL,
+                     "fk_rope_table: cos and sin overlap (%zu bytes each)", bytes);
   float inv[512];
   inv_freq(theta, head_dim, inv);
   for (int64_t i = 0; i < half; i++) {

@@ -10,6 +10,8 @@
 
 enum { VERSION = 1, HEADER = 8 + 4 + 4 + 4 * 8 };
 static const char MAGIC[8] = "FKSTATE";
+/* the cursors a snapshot may carry: runs add to them without overflowing int64 */
+#define CURSOR_MAX ((int64_t)1 << 62)
 
 static uint64_t fnv1a(const unsigned char *b, size_t n) {
   uint64_t hsh = 0xcbf29ce484222325u;
@@ -20,12 +22,16 @@ static uint64_t fnv1a(const unsigned char *b, size_t n) {
 static size_t carry_bytes(const fk_plan *p) { return p->programs & FK_PROGRAMS_BLOCK ? (size_t)(2 * p->h) * 2 : 0; }
 static size_t ring_bytes(const fk_plan *p) { return p->programs & FK_PROGRAMS_TAIL ? FK_ISTFT_RING * 4 : 0; }
 
-void fk_state_reset(fk_plan *p) {
-  if (!p) return;
+fk_status fk_state_reset(fk_plan *p) {
+  if (!p) return FK_EINVAL;
+  int idle = 0;
+  if (!atomic_compare_exchange_strong(&p->busy, &idle, 1)) return FK_EBUSY;
   if (p->carry) memset(p->carry, 0, carry_bytes(p));
   if (p->ring) memset(p->ring, 0, ring_bytes(p));
   p->tokens = 0;
   p->frames = 0;
+  atomic_store(&p->busy, 0);
+  return FK_OK;
 }
 
 fk_state_info fk_state_query(const fk_plan *p) {
@@ -39,7 +45,11 @@ fk_status fk_state_save(const fk_plan *p, void *buf, size_t len, fk_error *err) 
   FK_RETURN_ERROR_IF(!buf, err, FK_EINVAL, "fk_state_save: buf is NULL");
   size_t need = fk_state_bytes(p);
   FK_RETURN_ERROR_IF(len < need, err, FK_EINVAL, "fk_state_save: len = %zu: the snapshot needs %zu bytes", len, need);
-  FK_RETURN_ERROR_IF(atomic_load(&p->busy), err, FK_EBUSY, "fk_state_save: fk_run is in flight");
+  /* the plan is claimed for the copy, as fk_run claims it: no run can start mid-snapshot */
+  fk_plan *q = (fk_plan *)(uintptr_t)p;
+  int idle = 0;
+  FK_RETURN_ERROR_IF(!atomic_compare_exchange_strong(&q->busy, &idle, 1), err, FK_EBUSY,
+                     "fk_state_save: fk_run is in flight");
   unsigned char *o = buf;
   uint32_t version = VERSION, programs = p->programs;
   int64_t dims[4] = { p->h, p->tail_in, p->tokens, p->frames };
@@ -54,6 +64,7 @@ fk_status fk_state_save(const fk_plan *p, void *buf, size_t len, fk_error *err) 
   at += ring_bytes(p);
   uint64_t sum = fnv1a(o, at);
   memcpy(o + at, &sum, 8);
+  atomic_store(&q->busy, 0);
   return FK_OK;
 }
 
@@ -80,7 +91,8 @@ fk_status fk_state_load(fk_plan *p, const void *buf, size_t len, fk_error *err) 
   uint64_t sum;
   memcpy(&sum, in + need - 8, 8);
   LOAD_CHECK(sum != fnv1a(in, need - 8), "checksum mismatch (the image is damaged)");
-  LOAD_CHECK(dims[2] < 0 || dims[3] < 0, "negative cursors (tokens %lld, frames %lld)", (long long)dims[2],
+  LOAD_CHECK(dims[2] < 0 || dims[3] < 0 || dims[2] > CURSOR_MAX || dims[3] > CURSOR_MAX,
+             "cursors out of range (tokens %lld, frames %lld): each must be in 0..2^62", (long long)dims[2],
              (long long)dims[3]);
   int idle = 0;
   FK_RETURN_ERROR_IF(!atomic_compare_exchange_strong(&p->busy, &idle, 1), err, FK_EBUSY,

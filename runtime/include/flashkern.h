@@ -32,6 +32,11 @@ typedef enum fk_status {
   FK_STATUS_COUNT
 } fk_status;
 
+/* Bad input (docs/bad-input.md lists every case tests/badinput/ proves). A call that refuses
+ * returns its status and writes nothing but *err: outputs, plan state and caller buffers stay as
+ * they were, *out pointers as each function says. err may be NULL on every call (the status alone
+ * then reports). No entry point requires alignment beyond the element's (uint16_t, float; snapshot
+ * buffers: none). Outputs must not overlap inputs where a function says so; inputs may alias. */
 typedef struct fk_error {
   fk_status status;
   char message[256];
@@ -47,7 +52,8 @@ const char *fk_strerror(fk_status s);
  * features and reach every variant and every refusal. */
 uint64_t fk_cpu_features(void);
 
-/* Writes the names of the features in `f` ("avx2 fma avx512f") into buf; returns buf. */
+/* Writes the names of the features in `f` ("avx2 fma avx512f") into buf, truncated to len - 1
+ * chars and NUL-terminated; returns buf. buf NULL or len 0: nothing is written. */
 const char *fk_cpu_feature_names(uint64_t f, char *buf, size_t len);
 
 /* A leaf's numerical tier: exact stamps are bit-identical on every ISA and to the contract
@@ -69,25 +75,28 @@ typedef struct fk_leaf {
  * in tier `tier` whose features are all in `features` (usually fk_cpu_features()).
  * @return FK_OK and *out filled; FK_ENOTFOUND for an unknown form, or a form without stamps of
  * that tier; FK_EUNSUPPORTED when no stamp fits, the message naming the features the narrowest
- * stamp lacks. There is never a fallback to another tier. With FK_VARIANT_DEBUG set in the
+ * stamp lacks; FK_EINVAL for form or out NULL, or a tier that is not one. *out is written only on
+ * FK_OK. There is never a fallback to another tier. With FK_VARIANT_DEBUG set in the
  * environment, each resolution is logged to stderr. */
 fk_status fk_leaf_resolve(const char *form, fk_tier tier, uint64_t features, fk_leaf *out, fk_error *err);
 
 /* fk_gemv_packed_elems(): elements (bf16) of the packed copy of an n x k weight matrix, 0 when
- * n or k is < 1 or the size overflows. */
+ * n or k is < 1 or the size in bytes overflows size_t. */
 size_t fk_gemv_packed_elems(int64_t n, int64_t k);
 
 /* fk_gemv_pack(): writes the n x k row-major bf16 weights w (row stride ldw) into out in the
  * layout the gemv *_packed forms read (templates/gemv.lua: FK_GEMV_PACK_ROWS rows per group,
  * FK_GEMV_PACK_TILE elements per tile, zero padding). Call it before readiness, once.
- * @return FK_OK; FK_EINVAL naming the argument when a pointer is NULL, n or k < 1, ldw < k, or
- * out holds fewer than fk_gemv_packed_elems(n, k) elements (out is then untouched). */
+ * @return FK_OK; FK_EINVAL naming the argument when a pointer is NULL, n or k < 1, ldw < k, the
+ * rows of w ((n - 1) * ldw + k elements) overflow, out holds fewer than fk_gemv_packed_elems(n, k)
+ * elements, or those elements of out overlap the rows of w (out is then untouched). */
 fk_status fk_gemv_pack(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, uint16_t *out, size_t out_elems,
                        fk_error *err);
 
 /* fk_gemv_blocked_elems(), fk_gemv_pack_blocked(): the same for the blocked layout of the fast
  * tier's *_blocked forms (templates/gemv.lua: FK_GEMV_BLOCK_ROWS rows per block, FK_GEMV_BLOCK_GROUP
- * blocks interleaved per pair of k, k padded to FK_GEMV_BLOCK_KALIGN, rows to a whole group). */
+ * blocks interleaved per pair of k, k padded to FK_GEMV_BLOCK_KALIGN, rows to a whole group),
+ * with the same refusals. */
 size_t fk_gemv_blocked_elems(int64_t n, int64_t k);
 fk_status fk_gemv_pack_blocked(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, uint16_t *out,
                                size_t out_elems, fk_error *err);
@@ -100,7 +109,8 @@ fk_status fk_gemv_pack_blocked(const uint16_t *w, int64_t ldw, int64_t n, int64_
  * same bytes on every ISA. The qkprep leaf reads table row pos + j for row j (pass tables from
  * pos_begin = 0, or shift the pointers by pos_begin rows and the leaf's pos likewise).
  * @return FK_OK; FK_EINVAL naming the argument for NULL tables, theta not in (1, 1e30),
- * head_dim odd or outside 2..1024, or positions outside [0, 2^24) (nothing is written then). */
+ * head_dim odd or outside 2..1024, positions outside [0, 2^24), or the two tables (npos *
+ * head_dim / 2 floats each) overlapping (nothing is written then). */
 fk_status fk_rope_table(float theta, int64_t head_dim, int64_t pos_begin, int64_t npos, float *cos_out,
                         float *sin_out, fk_error *err);
 
@@ -216,14 +226,15 @@ void fk_plan_destroy(fk_plan *plan);
 
 /* The buffers of one fk_run. Only the fields of the program's family are read. */
 typedef struct fk_io {
-  int64_t rows;       /* block: rows (decode: 1); tail: frames */
+  int64_t rows;       /* block: rows (decode: 1); tail: frames. x, feat: the rows the program reads */
   /* block programs */
   uint16_t *x;        /* rows x hidden bf16 residual stream, row stride ldx; updated in place */
   int64_t ldx;        /* >= hidden */
   /* tail programs */
   const float *feat;  /* rows x tail_in f32 features, row stride ldfeat */
   int64_t ldfeat;     /* >= tail_in */
-  void *pcm;          /* PCM out (float, or uint16_t with FK_PLAN_PCM_I16), pcm_cap samples */
+  void *pcm;          /* PCM out (float, or uint16_t with FK_PLAN_PCM_I16), pcm_cap samples; the
+                         samples due must not overlap feat's rows nor this fk_io */
   int64_t pcm_cap;
   int64_t pcm_count;  /* out: samples written (frame 0 of a stream: 0, frame 1: 160, then 320;
                          flush: 480) */
@@ -233,8 +244,9 @@ typedef struct fk_io {
  * strides, pointers and the PCM capacity first: a refusal writes nothing and leaves the state
  * as it was. After the checks: no allocation, no system call but the barrier's futex, no file.
  * Not reentrant on one plan (FK_EBUSY); distinct plans run concurrently.
- * @return FK_OK; FK_EINVAL naming the field; FK_ESTATE (a flush after exactly 1 frame: the
- * flush leaf needs T >= 2); FK_EBUSY. */
+ * @return FK_OK; FK_EINVAL naming the field (among them: rows of ldx or ldfeat that overflow the
+ * address space; io.pcm overlapping io.feat or the fk_io); FK_ESTATE (a flush after exactly 1
+ * frame: the flush leaf needs T >= 2); FK_EBUSY. */
 fk_status fk_run(fk_plan *plan, fk_program program, fk_io *io, fk_error *err);
 
 /* ---- state: what carries across calls and turns --------------------------------------------
@@ -249,14 +261,19 @@ typedef struct fk_state_info {
   int64_t frames;  /* frames of the current PCM stream (0 after a flush) */
 } fk_state_info;
 
-void fk_state_reset(fk_plan *plan);              /* zeros: the start of a sequence */
+/* Zeros the state: the start of a sequence. FK_EBUSY (nothing changed) while fk_run, or a
+ * snapshot, is in flight on the plan; FK_EINVAL for a NULL plan. */
+fk_status fk_state_reset(fk_plan *plan);
 fk_state_info fk_state_query(const fk_plan *plan);
 size_t fk_state_bytes(const fk_plan *plan);      /* the snapshot size */
-/* @return FK_OK; FK_EINVAL when buf is NULL or len < fk_state_bytes(); FK_EBUSY. */
+/* Copies the state; the plan is claimed for the copy, so no fk_run starts mid-snapshot.
+ * @return FK_OK; FK_EINVAL when plan or buf is NULL or len < fk_state_bytes() (buf untouched);
+ * FK_EBUSY while fk_run is in flight (buf untouched). */
 fk_status fk_state_save(const fk_plan *plan, void *buf, size_t len, fk_error *err);
 /* @return FK_OK; FK_ESTATE when the image is not a snapshot of a plan of these shapes (magic,
- * version, shapes, checksum: the message says which); FK_EINVAL, FK_EBUSY. The state is only
- * replaced when every check passes. */
+ * version, programs, hidden, tail_in, len, checksum, cursors outside 0..2^62: the message says
+ * which); FK_EINVAL (plan or buf NULL), FK_EBUSY. The state is only replaced when every check
+ * passes; buf is only read. */
 fk_status fk_state_load(fk_plan *plan, const void *buf, size_t len, fk_error *err);
 
 /* ---- introspection: the stamps chosen, and per-phase times ------------------------------- */
@@ -275,7 +292,7 @@ int fk_plan_member_cpu(const fk_plan *plan, int member);
 size_t fk_plan_arena_bytes(const fk_plan *plan); /* the one allocation readiness made */
 /* The number of phases of `program`, 0 when the plan is not ready for it. */
 int fk_program_phases(const fk_plan *plan, fk_program program);
-/* @return FK_OK; FK_EINVAL for a program without phase i. */
+/* @return FK_OK; FK_EINVAL for plan or out NULL, or a program without phase i (*out untouched). */
 fk_status fk_phase_query(const fk_plan *plan, fk_program program, int i, fk_phase_info *out, fk_error *err);
 /* The program's name ("block_prefill"), or "?" */
 const char *fk_program_name(fk_program program);

@@ -1,0 +1,1183 @@
+#define _GNU_SOURCE
+/* tests/badinput/test_badinput.c: the bad-input table (docs/bad-input.md), one Criterion test per
+ * row, named badinput::<row id>.
+ *
+ * A row is {entry point, what is wrong, expected status, the fragments its message must contain,
+ * a setup, a call}. run_row() sets the row up (plans with state, buffers under canaries), calls it
+ * once with an fk_error and once with err == NULL (flashkern.h: err may be NULL everywhere), and
+ * after each call proves that the refusal wrote nothing: every watched buffer is byte-equal to
+ * its copy from before, every watched plan's fk_state_save snapshot is unchanged, *out pointers
+ * are NULL (the call bodies assert those). Rows that expect FK_OK are positive controls (the
+ * alignment rows, inputs that are not refusals, sentinel returns) and run once.
+ * the_doc_lists_every_row checks that docs/bad-input.md names every row. */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "fixture/fkfix.h"
+#include "plan/plan_model.h"
+
+/* the plan most rows use: block and tail, 2 threads */
+enum { H = 64, LDX = 70, TIN = 16, MAXR = 4, MAXF = 3, NX = 8 * LDX, NFEAT = 4 * TIN, PCM = 2000 };
+/* the FK_EBUSY rows: a background thread keeps this plan busy */
+enum { BH = 256, BROWS = 32 };
+/* the snapshot layout flashkern.h documents */
+enum { SNAP_HEADER = 48 };
+
+typedef struct ctx ctx;
+
+typedef struct row {
+  const char *id, *entry, *what;
+  int want;           /* the fk_status expected (fkfix rows: -1 or 0) */
+  const char *names;  /* '|'-separated fragments the message must contain; NULL: the body checks */
+  void (*setup)(ctx *);
+  int (*call)(ctx *c, fk_error *e, char *msg, size_t msglen);
+  int fix;            /* the message is fkfix's (msg), not e->message */
+} row;
+
+struct ctx {
+  fkp_model m, m2;
+  fk_plan_desc d;
+  fk_plan *plans[8];
+  int nplans;
+  void *mem[64];
+  int nmem;
+  struct {
+    const void *p;
+    size_t n;
+    void *copy;
+  } w[16];
+  int nw;
+  struct {
+    fk_plan *p;
+    unsigned char *snap;
+    size_t len;
+  } st[4];
+  int nst;
+  fk_plan *p, *q;                    /* the row's plans */
+  uint16_t *x, *x0;                  /* residual rows (x0: a copy) */
+  float *feat, *pcm, *cosb, *sinb;
+  uint16_t *w16, *out16;             /* packing */
+  unsigned char *snap, *bad;         /* a good snapshot of p, a scratch image */
+  size_t snap_len;
+  fk_leaf leaf;
+  fk_phase_info info;
+  /* FK_EBUSY rows: a thread running bg_plan until stop */
+  pthread_t bg;
+  int has_bg;
+  atomic_int stop, runs;
+  fk_plan *bg_plan;
+  uint16_t *bg_x;
+  /* fixture rows */
+  char dir[64];
+  fkfix fx;
+};
+
+/* ---- helpers ------------------------------------------------------------------------------------ */
+
+static void *alloc(ctx *c, size_t n) {
+  cr_assert_lt(c->nmem, 64);
+  void *p = aligned_alloc(64, (n + 63) / 64 * 64);
+  cr_assert_not_null(p);
+  c->mem[c->nmem++] = p;
+  return p;
+}
+
+static fk_plan *plan(ctx *c, const fk_plan_desc *d) {
+  fk_plan *p = NULL;
+  fk_error e;
+  fk_status s = fk_plan_create(d, &p, &e);
+  cr_assert_eq(s, FK_OK, "fk_plan_create: %s: %s", fk_strerror(s), e.message);
+  c->plans[c->nplans++] = p;
+  return p;
+}
+
+static void must_run(fk_plan *p, fk_program prog, fk_io *io) {
+  fk_error e;
+  fk_status s = fk_run(p, prog, io, &e);
+  cr_assert_eq(s, FK_OK, "fk_run(%s): %s: %s", fk_program_name(prog), fk_strerror(s), e.message);
+}
+
+static unsigned char *snapshot(ctx *c, const fk_plan *p, size_t *len) {
+  *len = fk_state_bytes(p);
+  unsigned char *b = alloc(c, *len);
+  fk_error e;
+  cr_assert_eq(fk_state_save(p, b, *len, &e), FK_OK, "%s", e.message);
+  return b;
+}
+
+/* The bytes [p, p + n) must be the same after every call of the row. */
+static void watch(ctx *c, const void *p, size_t n) {
+  cr_assert_lt(c->nw, 16);
+  c->w[c->nw].p = p;
+  c->w[c->nw].n = n;
+  c->w[c->nw].copy = malloc(n);
+  cr_assert_not_null(c->w[c->nw].copy);
+  memcpy(c->w[c->nw].copy, p, n);
+  c->nw++;
+}
+
+/* The plan's state (its fk_state_save image) must be the same after every call of the row. */
+static void watch_state(ctx *c, fk_plan *p) {
+  cr_assert_lt(c->nst, 4);
+  c->st[c->nst].p = p;
+  c->st[c->nst].snap = snapshot(c, p, &c->st[c->nst].len);
+  c->nst++;
+}
+
+static void check_untouched(const row *r, ctx *c, const char *how) {
+  for (int i = 0; i < c->nw; i++) {
+    const unsigned char *a = c->w[i].p, *b = c->w[i].copy;
+    if (memcmp(a, b, c->w[i].n) == 0) continue;
+    size_t k = 0;
+    while (a[k] == b[k]) k++;
+    cr_assert_fail("%s (%s): watched buffer %d written at byte %zu of %zu: 0x%02x, was 0x%02x", r->id, how, i, k,
+                   c->w[i].n, a[k], b[k]);
+  }
+  for (int i = 0; i < c->nst; i++) {
+    unsigned char *now = malloc(c->st[i].len);
+    cr_assert_not_null(now);
+    fk_error e;
+    cr_assert_eq(fk_state_save(c->st[i].p, now, c->st[i].len, &e), FK_OK, "%s", e.message);
+    cr_assert(memcmp(now, c->st[i].snap, c->st[i].len) == 0, "%s (%s): the state of plan %d changed", r->id, how, i);
+    free(now);
+  }
+}
+
+static void stop_bg(ctx *c) {
+  if (!c->has_bg) return;
+  atomic_store(&c->stop, 1);
+  pthread_join(c->bg, NULL);
+  c->has_bg = 0;
+}
+
+static void rm_dir(const char *dir);
+
+static void teardown(ctx *c) {
+  stop_bg(c);
+  for (int i = c->nplans - 1; i >= 0; i--) fk_plan_destroy(c->plans[i]);
+  for (int i = 0; i < c->nw; i++) free(c->w[i].copy);
+  for (int i = 0; i < c->nmem; i++) free(c->mem[i]);
+  fkfix_free(&c->fx);
+  if (c->dir[0]) rm_dir(c->dir);
+  fkp_model_free(&c->m);
+  fkp_model_free(&c->m2);
+  free(c);
+}
+
+static void run_row(const row *r) {
+  ctx *c = calloc(1, sizeof *c);
+  cr_assert_not_null(c);
+  if (r->setup) r->setup(c);
+  int passes = r->want == 0 ? 1 : 2; /* refusals again with err == NULL */
+  for (int pass = 0; pass < passes; pass++) {
+    const char *how = pass ? "err == NULL" : "err given";
+    fk_error err;
+    memset(&err, 0, sizeof err);
+    err.status = (fk_status)-1;
+    snprintf(err.message, sizeof err.message, "(err not written)");
+    char msg[1024] = "(msg not written)";
+    int s = r->call(c, pass ? NULL : &err, pass ? NULL : msg, pass ? 0 : sizeof msg);
+    const char *text = r->fix ? msg : err.message;
+    if (r->fix)
+      cr_assert_eq(s, r->want, "%s: %s: %s (%s): returned %d, want %d: %s", r->id, r->entry, r->what, how, s, r->want,
+                   pass ? "" : text);
+    else
+      cr_assert_eq(s, r->want, "%s: %s: %s (%s): returned %s, want %s: %s", r->id, r->entry, r->what, how,
+                   fk_strerror((fk_status)s), fk_strerror((fk_status)r->want), pass ? "" : text);
+    if (!pass && r->names) {
+      if (!r->fix) cr_assert_eq((int)err.status, s, "%s: err.status %d, returned %d", r->id, (int)err.status, s);
+      char frags[256];
+      snprintf(frags, sizeof frags, "%s", r->names);
+      for (char *f = strtok(frags, "|"); f; f = strtok(NULL, "|"))
+        cr_assert(strstr(text, f) != NULL, "%s: %s: %s: the message does not name '%s': %s", r->id, r->entry, r->what,
+                  f, text);
+    }
+    check_untouched(r, c, how);
+    if (!pass)
+      cr_log_info("%-30s %-22s %-44s -> %s%s%s", r->id, r->entry, r->what,
+                  r->fix ? (s ? "-1" : "0") : fk_strerror((fk_status)s), r->names ? ": " : "", r->names ? text : "");
+  }
+  teardown(c);
+}
+
+/* Every row, registered before main (the doc test lists them). */
+static const row *all_rows[256];
+static int nall_rows;
+
+static void register_row(const row *r) {
+  if (nall_rows < (int)(sizeof all_rows / sizeof all_rows[0])) all_rows[nall_rows] = r;
+  nall_rows++; /* the doc test fails when the table outgrows all_rows */
+}
+
+/* ROW(id, entry, what, want, names, setup, body...): the body is the call, with c, e (may be
+ * NULL), msg and msglen (fkfix rows) in scope; it returns the status. */
+#define ROW_(id, entry, what, want, names, setup, fix, ...) \
+  static int call_##id(ctx *c, fk_error *e, char *msg, size_t msglen) { \
+    (void)c, (void)e, (void)msg, (void)msglen; \
+    __VA_ARGS__ \
+  } \
+  static const row row_##id = { #id, entry, what, want, names, setup, call_##id, fix }; \
+  __attribute__((constructor)) static void reg_##id(void) { register_row(&row_##id); } \
+  Test(badinput, id, .timeout = 60) { run_row(&row_##id); }
+#define ROW(id, entry, what, want, names, setup, ...) ROW_(id, entry, what, want, names, setup, 0, __VA_ARGS__)
+#define FIXROW(id, entry, what, want, names, ...) ROW_(id, entry, what, want, names, setup_fixture, 1, __VA_ARGS__)
+
+/* ---- setups ------------------------------------------------------------------------------------- */
+
+static void setup_none(ctx *c) { (void)c; }
+
+/* A model and a descriptor for both families (2 threads); the host's weights are watched. */
+static void setup_model(ctx *c) {
+  cr_assert_eq(fkp_model_make(&c->m, H, TIN, 1, 61), 0);
+  c->d = fkp_desc(&c->m, FK_PROGRAMS_BLOCK | FK_PROGRAMS_TAIL, 2, MAXR, MAXF);
+  c->d.block.conv_bias = c->m.conv_bias;
+  watch(c, c->m.norm, H * 2);
+  watch(c, c->m.in_proj, 3 * H * H * 2);
+  watch(c, c->m.conv, 3 * H * 2);
+  watch(c, c->m.out_proj, H * H * 2);
+  watch(c, c->m.lin, FK_TAIL_SPEC * TIN * 2);
+  watch(c, c->m.lin_bias, FK_TAIL_SPEC * 4);
+}
+
+/* A ready plan with state (3 tokens; 1 frame, so a flush is refused now); x, feat and the PCM
+ * buffer under canaries, the state watched, a good snapshot in c->snap. */
+static void setup_plan(ctx *c) {
+  cr_assert_eq(fkp_model_make(&c->m, H, TIN, 0, 71), 0);
+  c->d = fkp_desc(&c->m, FK_PROGRAMS_BLOCK | FK_PROGRAMS_TAIL, 2, MAXR, MAXF);
+  c->p = plan(c, &c->d);
+  c->x = alloc(c, NX * 2);
+  fkp_fill_bf16(c->x, NX, 2.0f, 1);
+  c->feat = alloc(c, NFEAT * 4);
+  fkp_fill_f32(c->feat, NFEAT, 1.0f, 2);
+  c->pcm = alloc(c, PCM * 4);
+  fk_io io = { .rows = 3, .x = c->x, .ldx = LDX };
+  must_run(c->p, FK_PROG_BLOCK_PREFILL, &io);
+  fk_io tio = { .rows = 1, .feat = c->feat, .ldfeat = TIN, .pcm = c->pcm, .pcm_cap = PCM };
+  must_run(c->p, FK_PROG_TAIL, &tio);
+  for (int i = 0; i < PCM; i++) c->pcm[i] = -7.0f;
+  watch(c, c->x, NX * 2);
+  watch(c, c->feat, NFEAT * 4);
+  watch(c, c->pcm, PCM * 4);
+  watch_state(c, c->p);
+  c->snap = snapshot(c, c->p, &c->snap_len);
+  c->bad = alloc(c, c->snap_len + 64);
+  memset(&c->info, 0x5a, sizeof c->info);
+  watch(c, &c->info, sizeof c->info);
+}
+
+/* fk_run on p with io; io.pcm_count must survive a refusal. */
+static int run(fk_plan *p, fk_program prog, fk_io io, fk_error *e) {
+  io.pcm_count = -99;
+  fk_status s = fk_run(p, prog, &io, e);
+  if (s != FK_OK) cr_assert_eq(io.pcm_count, -99, "a refusal wrote io.pcm_count");
+  return s;
+}
+
+/* A good io with the row's fields overriding it (the later designator wins, as C says). */
+#pragma GCC diagnostic ignored "-Woverride-init"
+#define BLOCK_IO(...) ((fk_io){ .rows = 2, .x = c->x, .ldx = LDX, __VA_ARGS__ })
+#define TAIL_IO(...) ((fk_io){ .rows = 1, .feat = c->feat, .ldfeat = TIN, .pcm = c->pcm, .pcm_cap = PCM, __VA_ARGS__ })
+
+/* fk_plan_check and fk_plan_create on c->d: the same status and message; on a refusal *out is
+ * NULL and *arena_bytes untouched. */
+static int create_both(ctx *c, fk_error *e) {
+  size_t bytes = 12345;
+  fk_error e2;
+  fk_status s1 = fk_plan_check(&c->d, &bytes, e ? &e2 : NULL);
+  if (s1 != FK_OK) cr_assert_eq(bytes, 12345, "fk_plan_check wrote *arena_bytes on a refusal");
+  fk_plan *p = (fk_plan *)&bytes; /* must become NULL */
+  fk_status s = fk_plan_create(&c->d, &p, e);
+  cr_assert_eq(s1, s, "fk_plan_check: %s, fk_plan_create: %s", fk_strerror(s1), fk_strerror(s));
+  if (e && s != FK_OK)
+    cr_assert_str_eq(e2.message, e->message, "fk_plan_check and fk_plan_create differ:\n%s\n%s", e2.message, e->message);
+  if (s != FK_OK) {
+    cr_assert_null(p, "fk_plan_create: *out not NULL after a refusal");
+  } else {
+    cr_assert_not_null(p);
+    c->plans[c->nplans++] = p;
+  }
+  return s;
+}
+#define DESC_ROW(id, what, want, names, ...) \
+  ROW(id, "fk_plan_create/check", what, want, names, setup_model, __VA_ARGS__ return create_both(c, e);)
+
+/* The snapshot c->snap of p, altered by `alter`, loaded back; the image is only read. */
+static int load_altered(ctx *c, fk_error *e, size_t len, void (*alter)(unsigned char *, size_t)) {
+  memcpy(c->bad, c->snap, c->snap_len);
+  if (alter) alter(c->bad, c->snap_len);
+  unsigned char *before = malloc(c->snap_len + 64);
+  cr_assert_not_null(before);
+  memcpy(before, c->bad, c->snap_len + 64);
+  fk_status s = fk_state_load(c->p, c->bad, len, e);
+  cr_assert(memcmp(before, c->bad, c->snap_len + 64) == 0, "fk_state_load wrote its buffer");
+  free(before);
+  return s;
+}
+
+/* The FNV-1a checksum flashkern.h documents, recomputed (images edited on purpose). */
+static void reseal(unsigned char *b, size_t len) {
+  uint64_t sum = fkp_fnv(b, len - 8, 0);
+  memcpy(b + len - 8, &sum, 8);
+}
+static void bad_magic(unsigned char *b, size_t n) { (void)n, b[0] ^= 0x20; }
+static void bad_version(unsigned char *b, size_t n) { (void)n, b[8] ^= 1; }
+static void bad_carry_byte(unsigned char *b, size_t n) { (void)n, b[SNAP_HEADER + 5] ^= 0x10; }
+static void set_tokens(unsigned char *b, size_t n, int64_t v) {
+  memcpy(b + 32, &v, 8); /* i64 tokens after magic, version, programs, hidden, tail_in */
+  reseal(b, n);
+}
+static void tokens_negative(unsigned char *b, size_t n) { set_tokens(b, n, -1); }
+static void tokens_huge(unsigned char *b, size_t n) { set_tokens(b, n, INT64_MAX - 2); }
+
+/* A snapshot of a plan of these programs and shapes, loaded into p. */
+static int load_other(ctx *c, fk_error *e, uint32_t programs, int64_t h, int64_t tail_in) {
+  fkp_model tmp;
+  cr_assert_eq(fkp_model_make(&tmp, h, tail_in, 0, 73), 0);
+  fk_plan_desc d = fkp_desc(&tmp, programs, 1, 2, 2);
+  fk_plan *q = plan(c, &d);
+  size_t len;
+  unsigned char *img = snapshot(c, q, &len);
+  fkp_model_free(&tmp); /* the plan does not read its weights after readiness */
+  return fk_state_load(c->p, img, len, e);
+}
+
+/* ---- FK_EBUSY: a background thread keeps plan bg_plan in fk_run ------------------------------- */
+
+static void *bg_main(void *arg) {
+  ctx *c = arg;
+  fk_io io = { .rows = BROWS, .x = c->bg_x, .ldx = BH };
+  while (!atomic_load(&c->stop))
+    if (fk_run(c->bg_plan, FK_PROG_BLOCK_PREFILL, &io, NULL) == FK_OK) atomic_fetch_add(&c->runs, 1);
+  return NULL;
+}
+
+/* p: a block plan (1 thread) the background thread runs; q: a plan on p's team; x: a decode row
+ * for the main thread, watched with q's state. */
+static void setup_busy(ctx *c) {
+  cr_assert_eq(fkp_model_make(&c->m, BH, 0, 0, 81), 0);
+  fk_plan_desc d = fkp_desc(&c->m, FK_PROGRAMS_BLOCK, 1, BROWS, 0);
+  c->p = plan(c, &d);
+  d.team_of = c->p;
+  c->q = plan(c, &d);
+  c->x = alloc(c, BH * 2);
+  fkp_fill_bf16(c->x, BH, 1.0f, 3);
+  c->x0 = alloc(c, BH * 2);
+  memcpy(c->x0, c->x, BH * 2);
+  fk_io io = { .rows = 1, .x = c->x, .ldx = BH };
+  must_run(c->q, FK_PROG_BLOCK_DECODE, &io); /* some state in q */
+  memcpy(c->x, c->x0, BH * 2);
+  c->snap = snapshot(c, c->p, &c->snap_len); /* p's state, for the load row */
+  c->bad = alloc(c, fk_state_bytes(c->q));
+  memset(c->bad, 0xa5, fk_state_bytes(c->q));
+  watch(c, c->x, BH * 2);
+  watch(c, c->snap, c->snap_len);
+  watch(c, c->bad, fk_state_bytes(c->q));
+  watch_state(c, c->q);
+  c->bg_x = alloc(c, BROWS * BH * 2);
+  fkp_fill_bf16(c->bg_x, BROWS * BH, 1.0f, 4);
+  c->bg_plan = c->p;
+  cr_assert_eq(pthread_create(&c->bg, NULL, bg_main, c), 0);
+  c->has_bg = 1;
+  for (int i = 0; i < 10000 && atomic_load(&c->runs) < 1; i++) usleep(1000);
+  cr_assert_gt(atomic_load(&c->runs), 0, "the background runs did not start");
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Retries `attempt` until it is refused with FK_EBUSY (10 s at most); an attempt that got in
+ * (FK_OK) is undone by `undo` first. */
+#define UNTIL_BUSY(attempt, undo) \
+  do { \
+    double t0 = now_s(); \
+    for (;;) { \
+      fk_status s_ = (attempt); \
+      if (s_ == FK_EBUSY) return s_; \
+      cr_assert_eq(s_, FK_OK, "%s", fk_strerror(s_)); \
+      undo; \
+      cr_assert_lt(now_s() - t0, 10.0, "no FK_EBUSY in 10 s of attempts"); \
+    } \
+  } while (0)
+
+/* ---- resources refused: address-space limits ------------------------------------------------- */
+
+static size_t vm_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  cr_assert_not_null(f);
+  unsigned long pages = 0;
+  cr_assert_eq(fscanf(f, "%lu", &pages), 1);
+  fclose(f);
+  return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* fk_plan_create under RLIMIT_AS = the current address space + headroom. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FKT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define FKT_ASAN 1
+#endif
+
+static fk_status create_limited(ctx *c, size_t headroom, fk_error *e) {
+#ifdef FKT_ASAN
+  cr_skip_test("RLIMIT_AS rows do not run under AddressSanitizer (its shadow memory)");
+#endif
+  struct rlimit old, lim;
+  cr_assert_eq(getrlimit(RLIMIT_AS, &old), 0);
+  lim = old;
+  lim.rlim_cur = (rlim_t)(vm_bytes() + headroom);
+  cr_assert_eq(setrlimit(RLIMIT_AS, &lim), 0);
+  fk_plan *p = (fk_plan *)&lim;
+  fk_status s = fk_plan_create(&c->d, &p, e);
+  cr_assert_eq(setrlimit(RLIMIT_AS, &old), 0);
+  if (s == FK_OK) c->plans[c->nplans++] = p;
+  else cr_assert_null(p, "*out not NULL after a refusal");
+  return s;
+}
+
+/* A descriptor whose arena (~17 GB) exceeds any limit set here; the weights are never read
+ * because the allocation fails first. */
+static void setup_huge(ctx *c) {
+  cr_assert_eq(fkp_model_make(&c->m, H, 0, 0, 91), 0);
+  c->d = fkp_desc(&c->m, FK_PROGRAMS_BLOCK, 1, MAXR, 0);
+  c->d.hidden = 16384;
+  c->d.max_rows = 65536;
+}
+
+/* ---- packing and tables ---------------------------------------------------------------------- */
+
+enum { PN = 5, PK = 70, PLDW = 72, PW = 6000, POUT = 6000 };
+
+static void setup_pack(ctx *c) {
+  c->w16 = alloc(c, PW * 2);
+  fkp_fill_bf16(c->w16, PW, 1.0f, 5);
+  c->out16 = alloc(c, POUT * 2);
+  memset(c->out16, 0xa5, POUT * 2);
+  watch(c, c->w16, PW * 2);
+  watch(c, c->out16, POUT * 2);
+}
+
+static void setup_rope(ctx *c) {
+  c->cosb = alloc(c, 1024 * 4);
+  c->sinb = alloc(c, 1024 * 4);
+  memset(c->cosb, 0x5a, 1024 * 4);
+  memset(c->sinb, 0x5a, 1024 * 4);
+  watch(c, c->cosb, 1024 * 4);
+  watch(c, c->sinb, 1024 * 4);
+}
+
+static void setup_leaf(ctx *c) {
+  memset(&c->leaf, 0x5a, sizeof c->leaf);
+  watch(c, &c->leaf, sizeof c->leaf);
+}
+
+/* ---- fixtures: a valid manifest, then one field made to disagree ------------------------------ */
+
+static void rm_dir(const char *dir) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) cr_log_warn("could not remove %s", dir);
+}
+
+static void setup_fixture(ctx *c) {
+  snprintf(c->dir, sizeof c->dir, "/tmp/fk_badinput_XXXXXX");
+  cr_assert_not_null(mkdtemp(c->dir));
+  memset(&c->fx, 0, sizeof c->fx);
+}
+
+static const float FX[4] = { 1.0f, -2.0f, 0.5f, 3.0f };
+static const uint16_t FW[7] = { 0x3f80, 0x4000, 0xbf80, 0x7fa5, 0x0001, 0x8000, 0x7f80 };
+
+static void put_payload(ctx *c, const char *tensor, const void *raw, size_t n, char hex[33]) {
+  size_t cap = ZSTD_compressBound(n);
+  void *z = malloc(cap);
+  cr_assert_not_null(z);
+  size_t zn = ZSTD_compress(z, cap, raw, n, 3);
+  cr_assert(!ZSTD_isError(zn));
+  char path[256];
+  snprintf(path, sizeof path, "%s/k1.%s.zst", c->dir, tensor);
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f);
+  cr_assert_eq(fwrite(z, 1, zn, f), zn);
+  cr_assert_eq(fclose(f), 0);
+  free(z);
+  XXH128_canonical_t cn;
+  XXH128_canonicalFromHash(&cn, XXH3_128bits(raw, n));
+  for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", (unsigned)cn.digest[i]);
+}
+
+/* Writes k1.manifest declaring x as `xdecl` ("f32 4 1": dtype shape strides) over the payload
+ * xbytes of FX, and w as `wdecl` over the 7 elements of FW; returns the manifest path. */
+static const char *write_fixture(ctx *c, const char *xdecl, size_t xbytes, const char *wdecl) {
+  static char path[256];
+  char hx[33], hw[33];
+  float xs[8] = { 0 };
+  memcpy(xs, FX, sizeof FX);
+  cr_assert_leq(xbytes, sizeof xs);
+  put_payload(c, "x", xs, xbytes, hx);
+  put_payload(c, "w", FW, sizeof FW, hw);
+  snprintf(path, sizeof path, "%s/k1.manifest", c->dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fprintf(f,
+          "fkfix 1\nleaf gemv\nform bf16_rne\ncase k1\ncapture full-value\ncheckpoint synthetic:7\nseed 1\n"
+          "script fixtures/ref/gemv.py\nscript_blob 0123456789abcdef0123456789abcdef01234567\n"
+          "reference numpy=2.1.3\nscalar n i64 4\nscalar eps f32 0x3727c5ac\n"
+          "tensor x %s %s input\ntensor w %s %s input\n",
+          xdecl, hx, wdecl, hw);
+  cr_assert_eq(fclose(f), 0);
+  return path;
+}
+
+/* fkfix_load of the fixture; a failure must leave c->fx zeroed (fkfix.h), a NULL
+ * manifest_path included, and name the manifest first. */
+static int fix_load(ctx *c, const char *path, char *msg, size_t msglen) {
+  fkfix_free(&c->fx);
+  memset(&c->fx, 0xab, sizeof c->fx);
+  int rc = fkfix_load(path, &c->fx, msg, msglen);
+  if (rc != 0) {
+    static const fkfix zero;
+    int zeroed = memcmp(&c->fx, &zero, sizeof zero) == 0;
+    cr_assert(zeroed, "a failed fkfix_load left *out not zeroed");
+    if (msg && path)
+      cr_assert(strncmp(msg, path, strlen(path)) == 0, "the message does not start with the manifest: %s", msg);
+  }
+  return rc;
+}
+
+/* What a test asks of a loaded fixture, through the public fields only: tensor `name` of dtype
+ * dt and shape[0..ndim). -1 with a message when the manifest declares something else. */
+static int want_tensor(const fkfix *f, const char *name, fkfix_dtype dt, int ndim, const int64_t *shape, char *msg,
+                       size_t msglen) {
+  const fkfix_tensor *t = fkfix_tensor_get(f, name);
+  if (!t) {
+    if (msg) snprintf(msg, msglen, "%s: tensor '%s': absent", f->path, name);
+    return -1;
+  }
+  int same = t->dtype == dt && t->ndim == ndim;
+  for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
+  if (!same && msg)
+    snprintf(msg, msglen, "%s:%d: tensor '%s': dtype %d shape %lld,%lld (ndim %d), the test asks for dtype %d ndim %d",
+             f->path, t->line, name, (int)t->dtype, (long long)t->shape[0], (long long)t->shape[1], t->ndim, (int)dt,
+             ndim);
+  return same ? 0 : -1;
+}
+
+/* ==== the table ================================================================================ */
+
+/* ---- status names, CPU features, leaf resolution ---- */
+
+ROW(strerror_unknown_status, "fk_strerror", "status 99, -1, FK_STATUS_COUNT", FK_OK, NULL, setup_none,
+    cr_assert_str_eq(fk_strerror((fk_status)99), "FK_?: unknown status");
+    cr_assert_str_eq(fk_strerror((fk_status)-1), "FK_?: unknown status");
+    cr_assert_str_eq(fk_strerror(FK_STATUS_COUNT), "FK_?: unknown status");
+    return FK_OK;)
+
+ROW(feature_names_no_buffer, "fk_cpu_feature_names", "buf NULL, or len 0", FK_OK, NULL, setup_none,
+    char b[8] = "canary!";
+    cr_assert_null(fk_cpu_feature_names(FK_CPU_AVX2 | FK_CPU_FMA, NULL, 0));
+    cr_assert_null(fk_cpu_feature_names(FK_CPU_AVX2, NULL, 64));
+    cr_assert_eq(fk_cpu_feature_names(FK_CPU_AVX2, b, 0), b);
+    cr_assert_str_eq(b, "canary!", "len 0: buf written");
+    return FK_OK;)
+
+ROW(feature_names_short_buffer, "fk_cpu_feature_names", "len shorter than the names", FK_OK, NULL, setup_none,
+    char b[16];
+    memset(b, 'z', sizeof b);
+    cr_assert_eq(fk_cpu_feature_names(FK_CPU_AVX2 | FK_CPU_FMA | FK_CPU_AVX512F, b, 7), b);
+    cr_assert_str_eq(b, "avx2 f", "truncated to len - 1 chars");
+    for (size_t i = 7; i < sizeof b; i++) cr_assert_eq(b[i], 'z', "byte %zu past len written", i);
+    return FK_OK;)
+
+ROW(resolve_form_null, "fk_leaf_resolve", "form NULL", FK_EINVAL, "form", setup_leaf,
+    return fk_leaf_resolve(NULL, FK_TIER_EXACT, fk_cpu_features(), &c->leaf, e);)
+
+ROW(resolve_out_null, "fk_leaf_resolve", "out NULL", FK_EINVAL, "out", setup_leaf,
+    return fk_leaf_resolve("gemv_bf16_rne", FK_TIER_EXACT, fk_cpu_features(), NULL, e);)
+
+ROW(resolve_unknown_form, "fk_leaf_resolve", "form 'gemv_fp8' (no such form)", FK_ENOTFOUND, "gemv_fp8", setup_leaf,
+    return fk_leaf_resolve("gemv_fp8", FK_TIER_EXACT, fk_cpu_features(), &c->leaf, e);)
+
+ROW(resolve_unknown_tier, "fk_leaf_resolve", "tier 7 (not a tier)", FK_EINVAL, "tier", setup_leaf,
+    return fk_leaf_resolve("gemv_bf16_rne", (fk_tier)7, fk_cpu_features(), &c->leaf, e);)
+
+ROW(resolve_negative_tier, "fk_leaf_resolve", "tier -1 (not a tier)", FK_EINVAL, "tier", setup_leaf,
+    return fk_leaf_resolve("gemv_bf16_rne", (fk_tier)-1, fk_cpu_features(), &c->leaf, e);)
+
+ROW(resolve_form_without_tier, "fk_leaf_resolve", "rmsnorm_f32 in the fast tier (exact only)", FK_ENOTFOUND,
+    "rmsnorm_f32|no fast-tier stamp", setup_leaf,
+    return fk_leaf_resolve("rmsnorm_f32", FK_TIER_FAST, fk_cpu_features(), &c->leaf, e);)
+
+#if defined(__x86_64__)
+ROW(resolve_missing_feature, "fk_leaf_resolve", "features without fma", FK_EUNSUPPORTED, "gemv_bf16_rne|fma",
+    setup_leaf, return fk_leaf_resolve("gemv_bf16_rne", FK_TIER_EXACT, FK_CPU_AVX2, &c->leaf, e);)
+#else
+ROW(resolve_missing_feature, "fk_leaf_resolve", "features without asimd", FK_EUNSUPPORTED, "gemv_bf16_rne|asimd",
+    setup_leaf, return fk_leaf_resolve("gemv_bf16_rne", FK_TIER_EXACT, 0, &c->leaf, e);)
+#endif
+
+/* ---- weight packing ---- */
+
+ROW(pack_w_null, "fk_gemv_pack", "w NULL", FK_EINVAL, "w is NULL", setup_pack,
+    return fk_gemv_pack(NULL, PLDW, PN, PK, c->out16, POUT, e);)
+
+ROW(pack_out_null, "fk_gemv_pack", "out NULL", FK_EINVAL, "out is NULL", setup_pack,
+    return fk_gemv_pack(c->w16, PLDW, PN, PK, NULL, POUT, e);)
+
+ROW(pack_n_zero, "fk_gemv_pack", "n = 0", FK_EINVAL, "n = 0", setup_pack,
+    return fk_gemv_pack(c->w16, PLDW, 0, PK, c->out16, POUT, e);)
+
+ROW(pack_k_negative, "fk_gemv_pack", "k = -1", FK_EINVAL, "k = -1", setup_pack,
+    return fk_gemv_pack(c->w16, PLDW, PN, -1, c->out16, POUT, e);)
+
+ROW(pack_ldw_below_k, "fk_gemv_pack", "ldw = k - 1", FK_EINVAL, "ldw = 69", setup_pack,
+    return fk_gemv_pack(c->w16, PK - 1, PN, PK, c->out16, POUT, e);)
+
+ROW(pack_size_overflows, "fk_gemv_pack", "n = k = 2^62 - 1 (n x k overflows)", FK_EINVAL, "overflows", setup_pack,
+    return fk_gemv_pack(c->w16, INT64_MAX / 2, INT64_MAX / 2, INT64_MAX / 2, c->out16, POUT, e);)
+
+ROW(pack_ldw_overflows, "fk_gemv_pack", "ldw = INT64_MAX, n = 2 (rows of w overflow)", FK_EINVAL, "ldw", setup_pack,
+    return fk_gemv_pack(c->w16, INT64_MAX, 2, 1, c->out16, POUT, e);)
+
+ROW(pack_out_short, "fk_gemv_pack", "out_elems one short of the layout", FK_EINVAL, "out holds 1023", setup_pack,
+    cr_assert_eq(fk_gemv_packed_elems(PN, PK), 1024);
+    return fk_gemv_pack(c->w16, PLDW, PN, PK, c->out16, 1023, e);)
+
+ROW(pack_out_overlaps_w, "fk_gemv_pack", "out inside the rows of w", FK_EINVAL, "out overlaps w", setup_pack,
+    return fk_gemv_pack(c->w16, PLDW, PN, PK, c->w16 + 100, PW - 100, e);)
+
+ROW(pack_blocked_k_zero, "fk_gemv_pack_blocked", "k = 0", FK_EINVAL, "k = 0", setup_pack,
+    return fk_gemv_pack_blocked(c->w16, PLDW, PN, 0, c->out16, POUT, e);)
+
+ROW(pack_blocked_out_short, "fk_gemv_pack_blocked", "out_elems one short of the layout", FK_EINVAL, "out holds",
+    setup_pack, return fk_gemv_pack_blocked(c->w16, PLDW, PN, PK, c->out16, fk_gemv_blocked_elems(PN, PK) - 1, e);)
+
+ROW(pack_blocked_out_overlaps_w, "fk_gemv_pack_blocked", "out == w", FK_EINVAL, "out overlaps w", setup_pack,
+    return fk_gemv_pack_blocked(c->w16, PLDW, PN, PK, c->w16, PW, e);)
+
+ROW(packed_elems_overflow, "fk_gemv_packed_elems", "n, k < 1; n x k x 2 bytes > SIZE_MAX", FK_OK, NULL, setup_none,
+    cr_assert_eq(fk_gemv_packed_elems(0, 5), 0);
+    cr_assert_eq(fk_gemv_packed_elems(5, -1), 0);
+    cr_assert_eq(fk_gemv_packed_elems((int64_t)1 << 32, (int64_t)1 << 31), 0, "2^63 elements: 2^64 bytes");
+    cr_assert_eq(fk_gemv_packed_elems(INT64_MAX, INT64_MAX), 0);
+    cr_assert_eq(fk_gemv_blocked_elems(-3, 5), 0);
+    cr_assert_eq(fk_gemv_blocked_elems((int64_t)1 << 32, (int64_t)1 << 31), 0);
+    return FK_OK;)
+
+/* ---- RoPE tables ---- */
+
+ROW(rope_cos_null, "fk_rope_table", "cos NULL", FK_EINVAL, "cos", setup_rope,
+    return fk_rope_table(1e6f, 64, 0, 1, NULL, c->sinb, e);)
+
+ROW(rope_sin_null, "fk_rope_table", "sin NULL", FK_EINVAL, "sin", setup_rope,
+    return fk_rope_table(1e6f, 64, 0, 1, c->cosb, NULL, e);)
+
+ROW(rope_theta_one, "fk_rope_table", "theta = 1 (must be > 1)", FK_EINVAL, "theta", setup_rope,
+    return fk_rope_table(1.0f, 64, 0, 1, c->cosb, c->sinb, e);)
+
+ROW(rope_theta_nan, "fk_rope_table", "theta NaN", FK_EINVAL, "theta", setup_rope,
+    return fk_rope_table(NAN, 64, 0, 1, c->cosb, c->sinb, e);)
+
+ROW(rope_head_dim_odd, "fk_rope_table", "head_dim = 63", FK_EINVAL, "head_dim", setup_rope,
+    return fk_rope_table(1e6f, 63, 0, 1, c->cosb, c->sinb, e);)
+
+ROW(rope_head_dim_beyond, "fk_rope_table", "head_dim = 2048 (limit 1024)", FK_EINVAL, "head_dim", setup_rope,
+    return fk_rope_table(1e6f, 2048, 0, 1, c->cosb, c->sinb, e);)
+
+ROW(rope_positions_negative, "fk_rope_table", "pos_begin = -1", FK_EINVAL, "positions", setup_rope,
+    return fk_rope_table(1e6f, 64, -1, 1, c->cosb, c->sinb, e);)
+
+ROW(rope_positions_beyond, "fk_rope_table", "positions past 2^24", FK_EINVAL, "positions", setup_rope,
+    return fk_rope_table(1e6f, 64, (1 << 24) - 1, 2, c->cosb, c->sinb, e);)
+
+ROW(rope_tables_overlap, "fk_rope_table", "sin = cos + 16 floats (32 each)", FK_EINVAL, "cos and sin overlap",
+    setup_rope, return fk_rope_table(1e6f, 64, 0, 1, c->cosb, c->cosb + 16, e);)
+
+ROW(rope_inv_null, "fk_rope_inv_freq", "inv NULL", FK_EINVAL, "inv", setup_rope,
+    return fk_rope_inv_freq(1e6f, 64, NULL, e);)
+
+ROW(rope_inv_head_dim_zero, "fk_rope_inv_freq", "head_dim = 0", FK_EINVAL, "head_dim", setup_rope,
+    return fk_rope_inv_freq(1e6f, 0, c->cosb, e);)
+
+/* ---- readiness: the descriptor ---- */
+
+ROW(create_desc_null, "fk_plan_create/check", "desc NULL", FK_EINVAL, "desc is NULL", setup_none,
+    size_t bytes = 7;
+    fk_plan *p = (fk_plan *)&bytes;
+    fk_status s1 = fk_plan_check(NULL, &bytes, e);
+    cr_assert_eq(bytes, 7);
+    fk_status s = fk_plan_create(NULL, &p, e);
+    cr_assert_eq(s1, s);
+    cr_assert_null(p);
+    return s;)
+
+ROW(create_out_null, "fk_plan_create", "out NULL", FK_EINVAL, "out is NULL", setup_model,
+    return fk_plan_create(&c->d, NULL, e);)
+
+DESC_ROW(programs_zero, "desc.programs = 0", FK_EINVAL, "desc.programs", c->d.programs = 0;)
+DESC_ROW(programs_unknown_bit, "desc.programs with bit 7", FK_EINVAL, "desc.programs", c->d.programs |= 1u << 7;)
+DESC_ROW(threads_zero, "desc.threads = 0", FK_EINVAL, "desc.threads", c->d.threads = 0;)
+DESC_ROW(threads_beyond, "desc.threads = 65 (limit 64)", FK_EINVAL, "desc.threads", c->d.threads = 65;)
+DESC_ROW(threads_negative, "desc.threads = -1", FK_EINVAL, "desc.threads", c->d.threads = -1;)
+DESC_ROW(team_of_mismatch, "desc.team_of: a team of 2, desc.threads = 3", FK_EINVAL, "desc.threads|desc.team_of",
+         c->d.threads = 2;
+         c->d.team_of = NULL;
+         fk_plan *t = plan(c, &c->d);
+         watch_state(c, t);
+         c->d.team_of = t;
+         c->d.threads = 3;)
+DESC_ROW(tier_unknown, "desc.tier = 7", FK_EINVAL, "desc.tier", c->d.tier = (fk_tier)7;)
+DESC_ROW(flags_unknown, "desc.flags with bit 9", FK_EINVAL, "desc.flags", c->d.flags = 1u << 9;)
+DESC_ROW(hidden_zero, "desc.hidden = 0", FK_EINVAL, "desc.hidden", c->d.hidden = 0;)
+DESC_ROW(hidden_beyond, "desc.hidden = 65537 (the K limit)", FK_EINVAL, "desc.hidden", c->d.hidden = 65537;)
+DESC_ROW(hidden_int64_max, "desc.hidden = INT64_MAX", FK_EINVAL, "desc.hidden", c->d.hidden = INT64_MAX;)
+DESC_ROW(max_rows_negative, "desc.max_rows = -1", FK_EINVAL, "desc.max_rows", c->d.max_rows = -1;)
+DESC_ROW(max_rows_beyond, "desc.max_rows = 65537", FK_EINVAL, "desc.max_rows", c->d.max_rows = 65537;)
+DESC_ROW(norm_eps_zero, "desc.norm_eps = 0", FK_EINVAL, "desc.norm_eps", c->d.norm_eps = 0.0f;)
+DESC_ROW(norm_eps_inf, "desc.norm_eps = inf", FK_EINVAL, "desc.norm_eps", c->d.norm_eps = INFINITY;)
+DESC_ROW(norm_null, "desc.block.norm NULL", FK_EINVAL, "desc.block.norm", c->d.block.norm = NULL;)
+DESC_ROW(in_proj_null, "desc.block.in_proj NULL", FK_EINVAL, "desc.block.in_proj", c->d.block.in_proj = NULL;)
+DESC_ROW(conv_null, "desc.block.conv NULL", FK_EINVAL, "desc.block.conv", c->d.block.conv = NULL;)
+DESC_ROW(out_proj_null, "desc.block.out_proj NULL", FK_EINVAL, "desc.block.out_proj", c->d.block.out_proj = NULL;)
+DESC_ROW(tail_in_zero, "desc.tail_in = 0", FK_EINVAL, "desc.tail_in", c->d.tail_in = 0;)
+DESC_ROW(tail_in_beyond, "desc.tail_in = 65537 (the K limit)", FK_EINVAL, "desc.tail_in", c->d.tail_in = 65537;)
+DESC_ROW(max_frames_zero, "desc.max_frames = 0", FK_EINVAL, "desc.max_frames", c->d.max_frames = 0;)
+DESC_ROW(max_frames_beyond, "desc.max_frames = 65537", FK_EINVAL, "desc.max_frames", c->d.max_frames = 65537;)
+DESC_ROW(clip_negative, "desc.clip = -1", FK_EINVAL, "desc.clip", c->d.clip = -1.0f;)
+DESC_ROW(clip_nan, "desc.clip NaN", FK_EINVAL, "desc.clip", c->d.clip = NAN;)
+DESC_ROW(lin_null, "desc.tail.lin NULL", FK_EINVAL, "desc.tail.lin", c->d.tail.lin = NULL;)
+DESC_ROW(lin_bias_null, "desc.tail.bias NULL", FK_EINVAL, "desc.tail.bias", c->d.tail.bias = NULL;)
+DESC_ROW(other_family_not_read, "tail only: hidden -1, block weights NULL (not refused)", FK_OK, NULL,
+         c->d.programs = FK_PROGRAMS_TAIL;
+         c->d.hidden = -1;
+         c->d.max_rows = 0;
+         c->d.norm_eps = NAN;
+         memset(&c->d.block, 0, sizeof c->d.block);)
+DESC_ROW(forbid_every_feature, "desc.forbid_features = all", FK_EUNSUPPORTED, "phase rmsnorm",
+         c->d.forbid_features = ~(uint64_t)0;)
+#if defined(__x86_64__)
+DESC_ROW(forbid_fma, "desc.forbid_features = fma, avx512f", FK_EUNSUPPORTED, "phase rmsnorm|fma",
+         c->d.forbid_features = FK_CPU_FMA | FK_CPU_AVX512F;)
+DESC_ROW(forbid_bf16_dot_fast, "fast tier, desc.forbid_features = avx512bf16", FK_EUNSUPPORTED,
+         "phase in_proj|avx512bf16", c->d.tier = FK_TIER_FAST; c->d.forbid_features = FK_CPU_AVX512BF16;)
+/* FK_CPU_MASK is read on the first fk_cpu_features() of the process: each Criterion test is a
+ * fresh process, and nothing before the body asks */
+DESC_ROW(cpu_mask_hides_fma, "FK_CPU_MASK=1 (avx2 only)", FK_EUNSUPPORTED, "phase rmsnorm|fma",
+         setenv("FK_CPU_MASK", "1", 1);
+         cr_assert_eq(fk_cpu_features() & ~FK_CPU_AVX2, 0);)
+DESC_ROW(cpu_mask_hides_bf16_dot, "fast tier, FK_CPU_MASK=1f (no avx512bf16)", FK_EUNSUPPORTED,
+         "phase in_proj|avx512bf16", setenv("FK_CPU_MASK", "1f", 1);
+         c->d.tier = FK_TIER_FAST;)
+#else
+DESC_ROW(forbid_bf16_dot_fast, "fast tier, desc.forbid_features = bf16", FK_EUNSUPPORTED, "phase in_proj|bf16",
+         c->d.tier = FK_TIER_FAST; c->d.forbid_features = FK_CPU_BF16;)
+DESC_ROW(cpu_mask_hides_bf16_dot, "fast tier, FK_CPU_MASK=10000 (asimd only)", FK_EUNSUPPORTED,
+         "phase in_proj|bf16", setenv("FK_CPU_MASK", "10000", 1);
+         c->d.tier = FK_TIER_FAST;)
+#endif
+
+ROW(largest_dims_sized, "fk_plan_check", "every dimension at its limit: the arena size does not overflow", FK_OK,
+    NULL, setup_model,
+    c->d.hidden = 65536;
+    c->d.max_rows = 65536;
+    c->d.tail_in = 65536;
+    c->d.max_frames = 65536;
+    size_t bytes = 0;
+    fk_status s = fk_plan_check(&c->d, &bytes, e);
+    cr_assert_eq(s, FK_OK, "%s", e ? e->message : "");
+    /* at least the packed in_proj and out_proj, and the planes xn, bcx, cy */
+    double lower = (4.0 * 65536 * 65536) * 2 + 65536.0 * 65536 * (4 + 6 + 4);
+    cr_assert_geq((double)bytes, lower, "arena %zu bytes", bytes);
+    return s;)
+
+ROW(arena_beyond_memory, "fk_plan_create", "an arena past RLIMIT_AS", FK_ENOMEM, "arena", setup_huge,
+    return create_limited(c, (size_t)512 << 20, e);)
+
+ROW(threads_refused, "fk_plan_create", "a thread stack past RLIMIT_AS", FK_ESYSTEM, "team member 1 of 2",
+    setup_model, c->d.flags = FK_PLAN_NO_PIN;
+    size_t bytes = 0;
+    cr_assert_eq(fk_plan_check(&c->d, &bytes, NULL), FK_OK);
+    return create_limited(c, bytes + ((size_t)512 << 10), e);) /* the arena fits, a thread stack does not */
+
+/* ---- fk_run ---- */
+
+ROW(run_plan_null, "fk_run", "plan NULL", FK_EINVAL, "plan is NULL", setup_plan,
+    return run(NULL, FK_PROG_BLOCK_PREFILL, BLOCK_IO(), e);)
+
+ROW(run_program_unknown, "fk_run", "program 9", FK_EINVAL, "program = 9", setup_plan,
+    return run(c->p, (fk_program)9, BLOCK_IO(), e);)
+
+ROW(run_program_negative, "fk_run", "program -1", FK_EINVAL, "program = -1", setup_plan,
+    return run(c->p, (fk_program)-1, BLOCK_IO(), e);)
+
+ROW(run_program_not_ready, "fk_run", "block_decode on a plan ready for the tail only", FK_EINVAL, "desc.programs",
+    setup_plan, fk_plan_desc d = fkp_desc(&c->m, FK_PROGRAMS_TAIL, 1, 0, 2);
+    fk_plan *t = plan(c, &d);
+    watch_state(c, t);
+    return run(t, FK_PROG_BLOCK_DECODE, BLOCK_IO(.rows = 1), e);)
+
+ROW(run_io_null, "fk_run", "io NULL", FK_EINVAL, "io is NULL", setup_plan,
+    return fk_run(c->p, FK_PROG_BLOCK_DECODE, NULL, e);)
+
+ROW(run_rows_zero, "fk_run", "block_prefill: io.rows = 0", FK_EINVAL, "io.rows = 0", setup_plan,
+    return run(c->p, FK_PROG_BLOCK_PREFILL, BLOCK_IO(.rows = 0), e);)
+
+ROW(run_rows_negative, "fk_run", "block_prefill: io.rows = -1", FK_EINVAL, "io.rows = -1", setup_plan,
+    return run(c->p, FK_PROG_BLOCK_PREFILL, BLOCK_IO(.rows = -1), e);)
+
+ROW(run_rows_beyond_max_rows, "fk_run", "block_prefill: io.rows = max_rows + 1", FK_EINVAL,
+    "io.rows = 5|desc.max_rows", setup_plan, return run(c->p, FK_PROG_BLOCK_PREFILL, BLOCK_IO(.rows = MAXR + 1), e);)
+
+ROW(run_decode_two_rows, "fk_run", "block_decode: io.rows = 2", FK_EINVAL, "io.rows = 2", setup_plan,
+    return run(c->p, FK_PROG_BLOCK_DECODE, BLOCK_IO(.rows = 2), e);)
+
+ROW(run_x_null, "fk_run", "io.x NULL", FK_EINVAL, "io.x is NULL", setup_plan,
+    return run(c->p, FK_PROG_BLOCK_PREFILL, BLOCK_IO(.x = NULL), e);)
+
+ROW(run_ldx_below_hidden, "fk_run", "io.ldx = hidden - 1", FK_EINVAL, "io.ldx = 63", setup_plan,
+    return run(c->p, FK_PROG_BLOCK_PREFILL, BLOCK_IO(.ldx = H - 1), e);)
+
+ROW(run_ldx_overflows, "fk_run", "io.ldx = 2^61, 4 rows (rows x ldx overflow)", FK_EINVAL, "io.ldx", setup_plan,
+    return run(c->p, FK_PROG_BLOCK_PREFILL, BLOCK_IO(.rows = 4, .ldx = (int64_t)1 << 61), e);)
+
+ROW(run_frames_beyond_max_frames, "fk_run", "tail: io.rows = max_frames + 1", FK_EINVAL,
+    "io.rows = 4|desc.max_frames", setup_plan, return run(c->p, FK_PROG_TAIL, TAIL_IO(.rows = MAXF + 1), e);)
+
+ROW(run_feat_null, "fk_run", "io.feat NULL", FK_EINVAL, "io.feat is NULL", setup_plan,
+    return run(c->p, FK_PROG_TAIL, TAIL_IO(.feat = NULL), e);)
+
+ROW(run_ldfeat_below_tail_in, "fk_run", "io.ldfeat = tail_in - 1", FK_EINVAL, "io.ldfeat = 15", setup_plan,
+    return run(c->p, FK_PROG_TAIL, TAIL_IO(.ldfeat = TIN - 1), e);)
+
+ROW(run_ldfeat_overflows, "fk_run", "io.ldfeat = 2^62, 2 frames (rows x ldfeat overflow)", FK_EINVAL, "io.ldfeat",
+    setup_plan, return run(c->p, FK_PROG_TAIL, TAIL_IO(.rows = 2, .ldfeat = (int64_t)1 << 62), e);)
+
+ROW(run_pcm_null, "fk_run", "io.pcm NULL with 160 samples due", FK_EINVAL, "io.pcm is NULL", setup_plan,
+    return run(c->p, FK_PROG_TAIL, TAIL_IO(.pcm = NULL), e);)
+
+ROW(run_pcm_cap_short, "fk_run", "io.pcm_cap = 479 with 480 due", FK_EINVAL, "io.pcm_cap = 479", setup_plan,
+    return run(c->p, FK_PROG_TAIL, TAIL_IO(.rows = 2, .pcm_cap = 479), e);)
+
+ROW(run_pcm_cap_negative, "fk_run", "tail_flush: io.pcm_cap = -1", FK_EINVAL, "io.pcm_cap = -1", setup_plan,
+    fk_plan_desc d = fkp_desc(&c->m, FK_PROGRAMS_TAIL, 1, 0, 2);
+    fk_plan *t = plan(c, &d);
+    watch_state(c, t);
+    return run(t, FK_PROG_TAIL_FLUSH, (fk_io){ .pcm = c->pcm, .pcm_cap = -1 }, e);)
+
+ROW(run_pcm_overlaps_feat, "fk_run", "tail: io.pcm == io.feat", FK_EINVAL, "io.pcm overlaps io.feat", setup_plan,
+    return run(c->p, FK_PROG_TAIL, TAIL_IO(.pcm = c->feat, .pcm_cap = 160), e);)
+
+ROW(run_pcm_overlaps_io, "fk_run", "tail: the fk_io inside the PCM due", FK_EINVAL, "io.pcm overlaps the fk_io",
+    setup_plan,
+    /* a buffer holding the fk_io itself 256 bytes in (the 160 samples due: 640 bytes) */
+    char *buf = alloc(c, 4096);
+    memset(buf, 0x11, 4096);
+    fk_io *io = (fk_io *)(void *)(buf + 256);
+    *io = TAIL_IO(.pcm = buf, .pcm_count = -99);
+    watch(c, buf, 4096);
+    fk_status s = fk_run(c->p, FK_PROG_TAIL, io, e);
+    cr_assert_eq(io->pcm_count, -99);
+    return s;)
+
+ROW(run_flush_after_one_frame, "fk_run", "tail_flush after exactly 1 frame", FK_ESTATE, "1 frame", setup_plan,
+    return run(c->p, FK_PROG_TAIL_FLUSH, (fk_io){ .pcm = c->pcm, .pcm_cap = PCM }, e);)
+
+ROW(run_busy_same_plan, "fk_run", "another fk_run in flight on the plan", FK_EBUSY, "in flight", setup_busy,
+    fk_io io = { .rows = 1, .x = c->x, .ldx = BH };
+    UNTIL_BUSY(fk_run(c->p, FK_PROG_BLOCK_DECODE, &io, e), memcpy(c->x, c->x0, BH * 2));)
+
+ROW(run_busy_team, "fk_run", "a plan on the same team in flight", FK_EBUSY, "desc.team_of", setup_busy,
+    fk_io io = { .rows = 1, .x = c->x, .ldx = BH };
+    UNTIL_BUSY(fk_run(c->q, FK_PROG_BLOCK_DECODE, &io, e), memcpy(c->x, c->x0, BH * 2);
+               cr_assert_eq(fk_state_load(c->q, c->st[0].snap, c->st[0].len, NULL), FK_OK));)
+
+/* ---- state ---- */
+
+ROW(state_save_plan_null, "fk_state_save", "plan NULL", FK_EINVAL, "plan is NULL", setup_plan,
+    return fk_state_save(NULL, c->bad, c->snap_len, e);)
+
+ROW(state_save_buf_null, "fk_state_save", "buf NULL", FK_EINVAL, "buf is NULL", setup_plan,
+    return fk_state_save(c->p, NULL, c->snap_len, e);)
+
+ROW(state_save_len_short, "fk_state_save", "len one byte short", FK_EINVAL, "len", setup_plan,
+    memset(c->bad, 0x33, c->snap_len);
+    watch(c, c->bad, c->snap_len);
+    return fk_state_save(c->p, c->bad, c->snap_len - 1, e);)
+
+ROW(state_save_busy, "fk_state_save", "fk_run in flight", FK_EBUSY, "in flight", setup_busy,
+    UNTIL_BUSY(fk_state_save(c->p, c->bad, c->snap_len, e), memset(c->bad, 0xa5, fk_state_bytes(c->q)));)
+
+ROW(state_load_plan_null, "fk_state_load", "plan NULL", FK_EINVAL, "plan is NULL", setup_plan,
+    return fk_state_load(NULL, c->snap, c->snap_len, e);)
+
+ROW(state_load_buf_null, "fk_state_load", "buf NULL", FK_EINVAL, "buf is NULL", setup_plan,
+    return fk_state_load(c->p, NULL, c->snap_len, e);)
+
+ROW(state_load_len_short, "fk_state_load", "len one byte short", FK_ESTATE, "len", setup_plan,
+    return load_altered(c, e, c->snap_len - 1, NULL);)
+
+ROW(state_load_len_long, "fk_state_load", "len one byte long", FK_ESTATE, "len", setup_plan,
+    return load_altered(c, e, c->snap_len + 1, NULL);)
+
+ROW(state_load_header_short, "fk_state_load", "len = 47 (less than the header)", FK_ESTATE, "magic", setup_plan,
+    return load_altered(c, e, SNAP_HEADER - 1, NULL);)
+
+ROW(state_load_wrong_magic, "fk_state_load", "magic byte flipped", FK_ESTATE, "magic", setup_plan,
+    return load_altered(c, e, c->snap_len, bad_magic);)
+
+ROW(state_load_wrong_version, "fk_state_load", "version 0", FK_ESTATE, "version", setup_plan,
+    return load_altered(c, e, c->snap_len, bad_version);)
+
+ROW(state_load_bad_checksum, "fk_state_load", "a carry byte flipped", FK_ESTATE, "checksum", setup_plan,
+    return load_altered(c, e, c->snap_len, bad_carry_byte);)
+
+ROW(state_load_other_programs, "fk_state_load", "a snapshot of a block-only plan", FK_ESTATE, "programs",
+    setup_plan, return load_other(c, e, FK_PROGRAMS_BLOCK, H, 0);)
+
+ROW(state_load_other_hidden, "fk_state_load", "a snapshot of a plan of hidden 32", FK_ESTATE, "hidden",
+    setup_plan, return load_other(c, e, FK_PROGRAMS_BLOCK | FK_PROGRAMS_TAIL, 32, TIN);)
+
+ROW(state_load_other_tail_in, "fk_state_load", "a snapshot of a plan of tail_in 8", FK_ESTATE, "tail_in",
+    setup_plan, return load_other(c, e, FK_PROGRAMS_BLOCK | FK_PROGRAMS_TAIL, H, 8);)
+
+ROW(state_load_negative_cursor, "fk_state_load", "tokens = -1 (checksum valid)", FK_ESTATE, "cursors", setup_plan,
+    return load_altered(c, e, c->snap_len, tokens_negative);)
+
+ROW(state_load_cursor_beyond, "fk_state_load", "tokens = INT64_MAX - 2 (checksum valid)", FK_ESTATE, "cursors",
+    setup_plan, return load_altered(c, e, c->snap_len, tokens_huge);)
+
+ROW(state_load_busy, "fk_state_load", "fk_run in flight", FK_EBUSY, "in flight", setup_busy,
+    UNTIL_BUSY(fk_state_load(c->p, c->snap, c->snap_len, e), (void)0);)
+
+ROW(state_reset_busy, "fk_state_reset", "fk_run in flight", FK_EBUSY, NULL, setup_busy,
+    (void)e;
+    UNTIL_BUSY(fk_state_reset(c->p), (void)0);)
+
+ROW(state_null_plan, "fk_state_reset/query/bytes", "plan NULL", FK_OK, NULL, setup_none,
+    cr_assert_eq(fk_state_reset(NULL), FK_EINVAL);
+    fk_state_info i = fk_state_query(NULL);
+    cr_assert(i.tokens == 0 && i.frames == 0);
+    cr_assert_eq(fk_state_bytes(NULL), 0);
+    return FK_OK;)
+
+/* ---- introspection ---- */
+
+ROW(phase_query_plan_null, "fk_phase_query", "plan NULL", FK_EINVAL, "plan is NULL", setup_plan,
+    return fk_phase_query(NULL, FK_PROG_BLOCK_DECODE, 0, &c->info, e);)
+
+ROW(phase_query_out_null, "fk_phase_query", "out NULL", FK_EINVAL, "out is NULL", setup_plan,
+    return fk_phase_query(c->p, FK_PROG_BLOCK_DECODE, 0, NULL, e);)
+
+ROW(phase_query_phase_beyond, "fk_phase_query", "phase 4 of block_decode (it has 4)", FK_EINVAL, "no phase 4",
+    setup_plan, return fk_phase_query(c->p, FK_PROG_BLOCK_DECODE, 4, &c->info, e);)
+
+ROW(phase_query_phase_negative, "fk_phase_query", "phase -1", FK_EINVAL, "no phase -1", setup_plan,
+    return fk_phase_query(c->p, FK_PROG_TAIL, -1, &c->info, e);)
+
+ROW(phase_query_program_unknown, "fk_phase_query", "program 9", FK_EINVAL, "no phase 0", setup_plan,
+    return fk_phase_query(c->p, (fk_program)9, 0, &c->info, e);)
+
+ROW(introspection_sentinels, "fk_plan_threads, ...", "plan NULL, member or program out of range", FK_OK, NULL,
+    setup_plan,
+    cr_assert_eq(fk_plan_threads(NULL), 0);
+    cr_assert_eq(fk_plan_arena_bytes(NULL), 0);
+    cr_assert_eq(fk_plan_member_cpu(NULL, 0), -1);
+    cr_assert_eq(fk_plan_member_cpu(c->p, -1), -1);
+    cr_assert_eq(fk_plan_member_cpu(c->p, 2), -1);
+    cr_assert_eq(fk_program_phases(NULL, FK_PROG_TAIL), 0);
+    cr_assert_eq(fk_program_phases(c->p, (fk_program)9), 0);
+    cr_assert_str_eq(fk_program_name((fk_program)9), "?");
+    cr_assert_str_eq(fk_program_name((fk_program)-1), "?");
+    fk_plan_timing_reset(NULL);
+    fk_plan_destroy(NULL);
+    return FK_OK;)
+
+/* ---- alignment: none is required beyond the element's; one element off gives the same bytes ---- */
+
+/* a copy of n bytes at `off` bytes past a 64-byte boundary */
+static void *shifted(ctx *c, const void *src, size_t n, size_t off) {
+  char *b = alloc(c, n + 64);
+  memcpy(b + off, src, n);
+  return b + off;
+}
+
+ROW(misaligned_block, "fk_plan_create, fk_run", "weights and io.x one element off", FK_OK, NULL, setup_model,
+    fk_plan_desc d = c->d;
+    d.block.norm = shifted(c, c->m.norm, H * 2, 2);
+    d.block.in_proj = shifted(c, c->m.in_proj, 3 * H * H * 2, 2);
+    d.block.conv = shifted(c, c->m.conv, 3 * H * 2, 2);
+    d.block.conv_bias = shifted(c, c->m.conv_bias, H * 2, 2);
+    d.block.out_proj = shifted(c, c->m.out_proj, H * H * 2, 2);
+    fk_plan *a = plan(c, &c->d), *b = plan(c, &d);
+    uint16_t *xa = alloc(c, NX * 2);
+    fkp_fill_bf16(xa, NX, 2.0f, 9);
+    uint16_t *xb = shifted(c, xa, NX * 2, 2);
+    cr_assert_eq((uintptr_t)xb % 4, 2);
+    fk_io ia = { .rows = 3, .x = xa, .ldx = LDX }, ib = { .rows = 3, .x = xb, .ldx = LDX };
+    must_run(a, FK_PROG_BLOCK_PREFILL, &ia);
+    must_run(b, FK_PROG_BLOCK_PREFILL, &ib);
+    ia.rows = ib.rows = 1;
+    ia.x += 3 * LDX, ib.x += 3 * LDX;
+    must_run(a, FK_PROG_BLOCK_DECODE, &ia);
+    must_run(b, FK_PROG_BLOCK_DECODE, &ib);
+    cr_assert(memcmp(xa, xb, NX * 2) == 0, "misaligned x or weights: the rows differ");
+    size_t la, lb;
+    unsigned char *sa = snapshot(c, a, &la), *sb = snapshot(c, b, &lb);
+    cr_assert(la == lb && memcmp(sa, sb, la) == 0, "misaligned: the states differ");
+    return FK_OK;)
+
+ROW(misaligned_tail, "fk_run", "io.feat, io.pcm (f32 and int16) one element off", FK_OK, NULL, setup_model,
+    for (int i16 = 0; i16 < 2; i16++) {
+      fk_plan_desc d = c->d;
+      d.flags = i16 ? FK_PLAN_PCM_I16 : 0;
+      d.tail.lin = shifted(c, c->m.lin, FK_TAIL_SPEC * TIN * 2, 2);
+      d.tail.bias = shifted(c, c->m.lin_bias, FK_TAIL_SPEC * 4, 4);
+      fk_plan *a = plan(c, &d), *b = plan(c, &d);
+      size_t el = i16 ? 2 : 4, n = 3 * 320 + 480;
+      float *fa = alloc(c, NFEAT * 4);
+      fkp_fill_f32(fa, NFEAT, 1.0f, 11);
+      float *fb = shifted(c, fa, NFEAT * 4, 4);
+      char *pa = alloc(c, n * el), *pb = (char *)alloc(c, n * el + 64) + el;
+      memset(pa, 0, n * el);
+      memset(pb, 0, n * el);
+      fk_io ia = { .rows = 3, .feat = fa, .ldfeat = TIN, .pcm = pa, .pcm_cap = (int64_t)n };
+      fk_io ib = { .rows = 3, .feat = fb, .ldfeat = TIN, .pcm = pb, .pcm_cap = (int64_t)n };
+      must_run(a, FK_PROG_TAIL, &ia);
+      must_run(b, FK_PROG_TAIL, &ib);
+      cr_assert_eq(ia.pcm_count, ib.pcm_count);
+      fk_io ga = { .pcm = pa + (size_t)ia.pcm_count * el, .pcm_cap = 480 };
+      fk_io gb = { .pcm = pb + (size_t)ib.pcm_count * el, .pcm_cap = 480 };
+      must_run(a, FK_PROG_TAIL_FLUSH, &ga);
+      must_run(b, FK_PROG_TAIL_FLUSH, &gb);
+      cr_assert(memcmp(pa, pb, n * el) == 0, "misaligned feat/pcm (%s): the PCM differs", i16 ? "int16" : "f32");
+    }
+    return FK_OK;)
+
+ROW(misaligned_pack, "fk_gemv_pack, fk_gemv_pack_blocked", "w and out one element off", FK_OK, NULL, setup_pack,
+    uint16_t *wb = shifted(c, c->w16, PN * PLDW * 2, 2);
+    size_t np = fk_gemv_packed_elems(PN, PK), nb = fk_gemv_blocked_elems(PN, PK);
+    uint16_t *oa = alloc(c, nb * 2), *ob = (uint16_t *)alloc(c, nb * 2 + 64) + 1;
+    cr_assert_eq(fk_gemv_pack(c->w16, PLDW, PN, PK, oa, np, e), FK_OK);
+    cr_assert_eq(fk_gemv_pack(wb, PLDW, PN, PK, ob, np, e), FK_OK);
+    cr_assert(memcmp(oa, ob, np * 2) == 0, "packed: differs when misaligned");
+    cr_assert_eq(fk_gemv_pack_blocked(c->w16, PLDW, PN, PK, oa, nb, e), FK_OK);
+    cr_assert_eq(fk_gemv_pack_blocked(wb, PLDW, PN, PK, ob, nb, e), FK_OK);
+    cr_assert(memcmp(oa, ob, nb * 2) == 0, "blocked: differs when misaligned");
+    return FK_OK;)
+
+ROW(misaligned_rope, "fk_rope_table, fk_rope_inv_freq", "cos, sin, inv one element off", FK_OK, NULL, setup_none,
+    float *ca = alloc(c, 640 * 4), *sa = alloc(c, 640 * 4), *cb = (float *)alloc(c, 641 * 4) + 1,
+          *sb = (float *)alloc(c, 641 * 4) + 1;
+    cr_assert_eq(fk_rope_table(1e6f, 64, 7, 20, ca, sa, e), FK_OK);
+    cr_assert_eq(fk_rope_table(1e6f, 64, 7, 20, cb, sb, e), FK_OK);
+    cr_assert(memcmp(ca, cb, 640 * 4) == 0 && memcmp(sa, sb, 640 * 4) == 0, "tables differ when misaligned");
+    cr_assert_eq(fk_rope_inv_freq(1e6f, 64, ca, e), FK_OK);
+    cr_assert_eq(fk_rope_inv_freq(1e6f, 64, cb, e), FK_OK);
+    cr_assert(memcmp(ca, cb, 32 * 4) == 0, "inv_freq differs when misaligned");
+    return FK_OK;)
+
+ROW(misaligned_snapshot, "fk_state_save, fk_state_load", "buf at an odd address", FK_OK, NULL, setup_plan,
+    unsigned char *odd = (unsigned char *)alloc(c, c->snap_len + 64) + 1;
+    cr_assert_eq(fk_state_save(c->p, odd, c->snap_len, e), FK_OK);
+    cr_assert(memcmp(odd, c->snap, c->snap_len) == 0, "the snapshot differs at an odd address");
+    fk_plan *q = plan(c, &c->d);
+    cr_assert_eq(fk_state_load(q, odd, c->snap_len, e), FK_OK);
+    size_t lq;
+    cr_assert(memcmp(snapshot(c, q, &lq), c->snap, c->snap_len) == 0, "loaded from an odd address: state differs");
+    return FK_OK;)
+
+/* ---- the fixture reader: shapes that disagree ---- */
+
+FIXROW(fix_valid_control, "fkfix_load", "the valid fixture (control)", 0, NULL,
+       int rc = fix_load(c, write_fixture(c, "f32 4 1", 16, "bf16 2,3 4,1"), msg, msglen);
+       cr_assert_eq(rc, 0, "%s", msg ? msg : "");
+       const fkfix_tensor *x = fkfix_tensor_get(&c->fx, "x");
+       cr_assert(x && x->ndim == 1 && x->shape[0] == 4 && x->nbytes == 16);
+       return rc;)
+
+FIXROW(fix_shape_beyond_payload, "fkfix_load", "x declared 5 f32, payload 4", -1, "tensor 'x'|size mismatch",
+       return fix_load(c, write_fixture(c, "f32 5 1", 16, "bf16 2,3 4,1"), msg, msglen);)
+
+FIXROW(fix_payload_beyond_shape, "fkfix_load", "x declared 3 f32, payload 4", -1, "tensor 'x'|size mismatch",
+       return fix_load(c, write_fixture(c, "f32 3 1", 16, "bf16 2,3 4,1"), msg, msglen);)
+
+FIXROW(fix_dtype_vs_payload, "fkfix_load", "x declared 4 f64, payload 4 f32", -1, "tensor 'x'|size mismatch",
+       return fix_load(c, write_fixture(c, "f64 4 1", 16, "bf16 2,3 4,1"), msg, msglen);)
+
+FIXROW(fix_strides_beyond_payload, "fkfix_load", "w 2x3 row stride 5: span 8, payload 7", -1, "tensor 'w'|span 8",
+       return fix_load(c, write_fixture(c, "f32 4 1", 16, "bf16 2,3 5,1"), msg, msglen);)
+
+FIXROW(fix_dims_disagree, "fkfix_load", "x shape 1 dim, strides 2", -1, "tensor 'x'|dims",
+       return fix_load(c, write_fixture(c, "f32 4 1,1", 16, "bf16 2,3 4,1"), msg, msglen);)
+
+FIXROW(fix_span_overflows, "fkfix_load", "w strides 2^63 - 1: the span overflows", -1, "tensor 'w'|overflow",
+       return fix_load(c, write_fixture(c, "f32 4 1", 16, "bf16 3,3 9223372036854775807,1"), msg, msglen);)
+
+FIXROW(fix_span_beyond_limit, "fkfix_load", "x declared 2^30 f32 (past the 1 GiB payload limit)", -1, "tensor 'x'|1 GiB",
+       return fix_load(c, write_fixture(c, "f32 1073741824 1", 16, "bf16 2,3 4,1"), msg, msglen);)
+
+FIXROW(fix_test_asks_other_shape, "fkfix_tensor_get", "x is 2x2, the test asks for 4", -1, "tensor 'x'|the test asks",
+       cr_assert_eq(fix_load(c, write_fixture(c, "f32 2,2 2,1", 16, "bf16 2,3 4,1"), NULL, 0), 0);
+       const int64_t four[1] = { 4 };
+       return want_tensor(&c->fx, "x", FKFIX_F32, 1, four, msg, msglen);)
+
+FIXROW(fix_test_asks_absent, "fkfix_tensor_get/scalar_*", "the test asks for tensor 'z', scalar eps as i64", -1, NULL,
+       cr_assert_eq(fix_load(c, write_fixture(c, "f32 4 1", 16, "bf16 2,3 4,1"), NULL, 0), 0);
+       cr_assert_null(fkfix_tensor_get(&c->fx, "z"));
+       cr_assert_null(fkfix_tensor_get(&c->fx, NULL));
+       cr_assert_null(fkfix_tensor_get(NULL, "x"));
+       int64_t v = 77;
+       float f = 7.0f;
+       cr_assert_eq(fkfix_scalar_i64(&c->fx, "nope", &v), -1);
+       cr_assert_eq(fkfix_scalar_f32(&c->fx, "n", &f), -1);
+       cr_assert_eq(fkfix_scalar_i64(&c->fx, "n", NULL), -1);
+       int rc = fkfix_scalar_i64(&c->fx, "eps", &v);
+       cr_assert(v == 77 && f == 7.0f, "a refused scalar read wrote *v");
+       return rc;)
+
+FIXROW(fix_load_null_path, "fkfix_load", "manifest_path NULL", -1, "manifest_path", return fix_load(c, NULL, msg, msglen);)
+
+FIXROW(fix_load_null_out, "fkfix_load", "out NULL", -1, "out is NULL",
+       return fkfix_load(write_fixture(c, "f32 4 1", 16, "bf16 2,3 4,1"), NULL, msg, msglen);)
+
+/* ---- the table is the document ----------------------------------------------------------------- */
+
+Test(badinput, the_doc_lists_every_row) {
+  FILE *f = fopen(FKT_BADINPUT_DOC, "r");
+  cr_assert_not_null(f, "cannot open %s", FKT_BADINPUT_DOC);
+  static char doc[1 << 17];
+  size_t n = fread(doc, 1, sizeof doc - 1, f);
+  fclose(f);
+  doc[n] = 0;
+  int missing = 0;
+  cr_assert_leq(nall_rows, (int)(sizeof all_rows / sizeof all_rows[0]), "%d rows: grow all_rows", nall_rows);
+  for (int i = 0; i < nall_rows; i++) {
+    char tag[80];
+    snprintf(tag, sizeof tag, "`%s`", all_rows[i]->id);
+    if (!strstr(doc, tag)) {
+      cr_log_error("%s does not list row %s (%s: %s)", FKT_BADINPUT_DOC, all_rows[i]->id, all_rows[i]->entry,
+                   all_rows[i]->what);
+      missing++;
+    }
+  }
+  cr_assert_eq(missing, 0, "%d rows missing from %s", missing, FKT_BADINPUT_DOC);
+  cr_log_info("%s lists all %d rows", FKT_BADINPUT_DOC, nall_rows);
+}
