@@ -2,8 +2,9 @@
  * block (hidden 2048) and the LFM2.5 detokenizer's spectral tail (512 -> 1282 -> ISTFT), runs
  * a turn (prefill, then decode steps) and a second of audio frames, and prints the stamp each
  * phase resolved to on this CPU and the mean time of each phase.
- * Usage: fk_hello [threads] [exact|fast]   (FK_VARIANT_DEBUG=1 logs each resolution, FK_CPU_MASK
- * forbids CPU features) */
+ * Usage: fk_hello [threads] [exact|fast] [small]   (FK_VARIANT_DEBUG=1 logs each resolution,
+ * FK_CPU_MASK forbids CPU features; `small`: hidden 256, 20 decode steps, 12 frames, for runs
+ * under valgrind) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,8 @@
 
 #include "flashkern.h"
 
-enum { H = 2048, TAIL_IN = 512, PREFILL = 16, DECODE = 200, FRAMES = 75, CHUNK = 4 };
+enum { TAIL_IN = 512, PREFILL = 16, CHUNK = 4 };
+static int H = 2048, DECODE = 200, FRAMES = 75;
 
 static uint32_t rng = 2026;
 static float uniform(void) { /* [-1, 1) */
@@ -38,17 +40,19 @@ static int fail(const char *what, const fk_error *err) {
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 2;
   fk_tier tier = argc > 2 && strcmp(argv[2], "fast") == 0 ? FK_TIER_FAST : FK_TIER_EXACT;
+  if (argc > 3 && strcmp(argv[3], "small") == 0) H = 256, DECODE = 20, FRAMES = 12;
   char feats[160];
   printf("cpu features: %s\n", fk_cpu_feature_names(fk_cpu_features(), feats, sizeof feats));
 
   /* the checkpoint's tensors (synthetic), in their own layouts */
   float ws = 1.0f / sqrtf((float)H);
-  uint16_t *norm = bf16_array(H, 0.1f, 1.0f), *in_proj = bf16_array((size_t)3 * H * H, ws, 0.0f),
-           *conv = bf16_array((size_t)H * 3, 0.6f, 0.0f), *out_proj = bf16_array((size_t)H * H, ws, 0.0f),
+  size_t h = (size_t)H;
+  uint16_t *norm = bf16_array(h, 0.1f, 1.0f), *in_proj = bf16_array(3 * h * h, ws, 0.0f),
+           *conv = bf16_array(h * 3, 0.6f, 0.0f), *out_proj = bf16_array(h * h, ws, 0.0f),
            *lin = bf16_array((size_t)FK_TAIL_SPEC * TAIL_IN, 1.0f / sqrtf((float)TAIL_IN), 0.0f);
   float *lin_bias = malloc(FK_TAIL_SPEC * 4), *feat = malloc((size_t)FRAMES * TAIL_IN * 4);
   float *pcm = malloc((size_t)(FRAMES * 320 + 480) * 4);
-  uint16_t *x = bf16_array((size_t)PREFILL * H, 1.0f, 0.0f);
+  uint16_t *x = bf16_array(PREFILL * h, 1.0f, 0.0f);
   if (!norm || !in_proj || !conv || !out_proj || !lin || !lin_bias || !feat || !pcm || !x) return 1;
   for (int i = 0; i < FK_TAIL_SPEC; i++) lin_bias[i] = (i < FK_TAIL_SPEC / 2 ? -1.0f : 0.0f) + 0.5f * uniform();
   for (int i = 0; i < FRAMES * TAIL_IN; i++) feat[i] = uniform();
