@@ -18,6 +18,7 @@ M.CTYPES = {
   ["float *"]          = { size = 8, class = "i", kind = "ptr", elem = "f32", dir = "out" },
   ["const uint16_t *"] = { size = 8, class = "i", kind = "ptr", elem = "bf16", dir = "in" },
   ["uint16_t *"]       = { size = 8, class = "i", kind = "ptr", elem = "bf16", dir = "out" },
+  ["const int32_t *"]  = { size = 8, class = "i", kind = "ptr", elem = "i32", dir = "in" },
 }
 
 ---------------------------------------------------------------------------------------------
@@ -243,6 +244,13 @@ function B:fma_acc(acc, a, b, lanes)
              {}, lanes)
 end
 
+-- acc = a > acc ? a : acc lane by lane (the vmax rule: NaN or equal keeps acc), in place.
+function B:max_acc(acc, a)
+  self:_want(acc, "v", "max_acc")
+  if not acc.var then self:_fail("max_acc: the accumulator must come from t:zero() or t:fill()") end
+  self:_emit("max_acc", false, { acc, self:_want(a, "v", "max_acc") })
+end
+
 -- acc[l] += w[2l] * x[2l] + w[2l+1] * x[2l+1] on raw bf16 pairs, with the CPU's bf16 dot
 -- instruction (VDPBF16PS, BFDOT): its rounding differs between ISAs, so fast tier only.
 function B:dot_bf16_acc(acc, w, x)
@@ -358,6 +366,12 @@ function B:reduce_add(v, tree)
   return self:_emit("reduce_add", "s", { self:_want(v, "v", "reduce_add") }, { tree = tree }).dst
 end
 
+-- The lanes' maximum along a named tree, each pair by the vmax rule (lower lanes first).
+function B:reduce_max(v, tree)
+  if type(tree) ~= "string" then self:_fail("reduce_max: name the tree (e.g. \"halving\")") end
+  return self:_emit("reduce_max", "s", { self:_want(v, "v", "reduce_max") }, { tree = tree }).dst
+end
+
 function B:cvt_f32(i)
   return self:_emit("cvt_i2s", "s", { self:_want(i, "i", "cvt_f32") }).dst
 end
@@ -378,6 +392,14 @@ function B:zero()
   return op.dst
 end
 
+-- An accumulator holding a 32-bit pattern in every lane (e.g. -inf for max_acc), updated in
+-- place by the *_acc ops.
+function B:fill(bits)
+  local v = self:vconst(bits)
+  v.var = true
+  return v
+end
+
 -- Memory ----------------------------------------------------------------------------------
 
 local function mem_op(self, kind, vtype, what, base, idx, off, lanes)
@@ -396,6 +418,9 @@ B.load_bcast_f32 = loader("load_bcast_f32", "v")
 -- the bf16 pair (32 bits) at element idx + off of a bf16 array, in every lane (for an outer product)
 B.load_pair_bcast = loader("load_pair_bcast", "v")
 B.load1_f32, B.load1_bf16 = loader("load1_f32", "s"), loader("load1_bf16", "s")
+-- the int32 at element idx + off of an int32 array, sign-extended into an integer value (a row
+-- index for a gather: the template scales it into an address with mul/addr)
+B.load1_i32 = loader("load1_i32", "i")
 
 local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
   local op = mem_op(self, kind, false, what, base, idx, off, lanes)

@@ -122,7 +122,7 @@ local function register_map(ctx, out)
     out[#out + 1] = string.format("//   %s a->%s (+%d, %s)", pad(where, 12), f.name, f.offset, f.ctype)
   end
   IR.walk_proc(proc, function(op)
-    if op.op == "zero" then
+    if op.op == "zero" or (op.op == "vconst" and op.dst.var) then
       out[#out + 1] = string.format("//   %s accumulator [%d] (%s:%d)",
         pad(table.concat(ctx.assign[op.dst], ","), 12), op.id, proc.path, op.line)
     end

@@ -48,10 +48,12 @@ M.OPS = {
   store_raw  = { false, { "i", "i", "v" }, { "off" } }, -- 32 bf16 from 16 pairs (lane l -> 2l, 2l+1)
   load1_bf16 = { "s", { "i", "i" }, { "off" } },
   load1_f32  = { "s", { "i", "i" }, { "off" } },
+  load1_i32  = { "i", { "i", "i" }, { "off" } },     -- int32 [base + (idx + off) * 4], sign-extended
   store1_bf16 = { false, { "i", "i", "s" }, { "off" } },
   store1_f32 = { false, { "i", "i", "s" }, { "off" } },
   fma_acc    = { false, { "v", "v", "v" } },         -- src1 += src2 * src3 (fused), in place
   fma_acc_mem = { false, { "v", "v", "i", "i" }, { "off" } }, -- src1 += src2 * f32 [src3 + (src4 + off) * 4]
+  max_acc    = { false, { "v", "v" } },              -- src1 = src2 > src1 ? src2 : src1 (vmax rule), in place
   dot_bf16_acc = { false, { "v", "v", "v" } },       -- src1[l] += pair dot of raw src2, src3 (fast tier)
 
   bf16_even  = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l
@@ -94,6 +96,7 @@ M.OPS = {
                                                      -- store_bf16 (the value) and bf16_pairs may read it
   bcast      = { "v", { "s" } },
   reduce_add = { "s", { "v" }, { "tree" } },
+  reduce_max = { "s", { "v" }, { "tree" } },         -- the tree's pairs by the vmax rule (lower lanes first)
   sadd       = { "s", { "s", "s" } },
   smul       = { "s", { "s", "s" } },
   sdiv       = { "s", { "s", "s" } },
@@ -181,6 +184,9 @@ function M.validate(proc)
     if op.op == "reduce_add" and not M.TREES[op.attr.tree] then
       return fail("reduce_add: unknown tree '" .. tostring(op.attr.tree) .. "' (known: halving)", op)
     end
+    if op.op == "reduce_max" and not M.TREES[op.attr.tree] then
+      return fail("reduce_max: unknown tree '" .. tostring(op.attr.tree) .. "' (known: halving)", op)
+    end
     if op.op == "addr" then
       local sc = op.attr.scale
       if sc ~= 1 and sc ~= 2 and sc ~= 4 and sc ~= 8 then return fail("addr: scale must be 1, 2, 4 or 8", op) end
@@ -267,7 +273,7 @@ function M.liveness(proc)
     for _, s in ipairs(op.src) do note_use(s, pos) end
     if op.lanes then note_use(op.lanes.rem, pos) end
     if op.dst then note_def(op.dst, pos) end
-    if op.op == "fma_acc" then note_def(op.src[1], pos) end
+    if op.op == "fma_acc" or op.op == "max_acc" then note_def(op.src[1], pos) end
     if op.op == "cases" then
       -- arms are alternatives: a value defined before the dispatch and used in an arm stays
       -- live to the end of the dispatch (a register may not be reused by another arm's temp

@@ -10,4 +10,7 @@ return {
   "vmath",
   "irfft",
   "istft",
+  "swiglu",
+  "embed",
+  "attn",
 }

@@ -167,6 +167,26 @@ int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen) {
     } else if (fd->dir != FK_DIR_OUT && fd->dir != FK_DIR_SCRATCH) {
       const fkfix_tensor *t = fkfix_tensor_get(fx, fd->name);
       if (!t || !t->is_input) goto missing;
+      if (fd->elem == FK_ELEM_I32) {
+        /* ids and codes (embed): i64 in the manifest, int32 in the argument, narrowed in range */
+        size_t cnt = t->nbytes / 8;
+        if (t->dtype != FKFIX_I64) {
+          snprintf(err, errlen, "%s: tensor '%s' must be i64 for the int32 field %s", fx->path, t->name, fd->name);
+          return -1;
+        }
+        fkh_buf_alloc(&c->v[i].buf, cnt * 4);
+        for (size_t k = 0; k < cnt; k++) {
+          int64_t v;
+          memcpy(&v, (const uint8_t *)t->data + 8 * k, 8);
+          if (v < INT32_MIN || v > INT32_MAX) {
+            snprintf(err, errlen, "%s: tensor '%s' [%zu] = %lld is out of int32 range", fx->path, t->name, k, (long long)v);
+            return -1;
+          }
+          int32_t w = (int32_t)v;
+          memcpy(c->v[i].buf.data + 4 * k, &w, 4);
+        }
+        continue;
+      }
       size_t want = fd->elem == FK_ELEM_F32 ? 4 : 2;
       if (dtype_size(t->dtype) != want || (want == 4 && t->dtype != FKFIX_F32)) {
         snprintf(err, errlen, "%s: tensor '%s' has the wrong dtype for field %s", fx->path, t->name, fd->name);
@@ -203,6 +223,16 @@ int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen) {
   } else if (!strcmp(fx->leaf, "rmsnorm")) {
     int64_t rows = fkh_i64_of(c, "rows"), n = fkh_i64_of(c, "n"), ys = fkh_i64_of(c, "y_stride");
     fkh_set_buf(c, "y", (size_t)(rows > 0 ? (rows - 1) * ys + n : 0));
+  } else if (!strcmp(fx->leaf, "swiglu")) {
+    int64_t rows = fkh_i64_of(c, "rows"), n = fkh_i64_of(c, "n"), hs = fkh_i64_of(c, "h_stride");
+    fkh_set_buf(c, "h", (size_t)(rows > 0 ? (rows - 1) * hs + n : 0));
+  } else if (!strcmp(fx->leaf, "embed")) {
+    int64_t rows = fkh_i64_of(c, "m") * (strstr(fx->form, "_x6") ? 6 : 1);
+    fkh_set_buf(c, "y", (size_t)(rows > 0 ? (rows - 1) * fkh_i64_of(c, "ldy") + fkh_i64_of(c, "d") : 0));
+  } else if (!strcmp(fx->leaf, "attn")) {
+    int64_t heads = fkh_i64_of(c, "kv_heads") * fkh_i64_of(c, "group"), hd = strstr(fx->form, "64") ? 64 : 32;
+    fkh_set_buf(c, "y", (size_t)(heads * hd));
+    fkh_set_buf(c, "s", (size_t)fkt_attn_scratch_used(c) + 16);   /* as the cases: 16 spare */
   } else {
     snprintf(err, errlen, "%s: the fixture gate does not know leaf %s", fx->path, fx->leaf);
     return -1;
@@ -313,6 +343,112 @@ static int check_gemv(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, int
   return 1;
 }
 
+/* embed (fixtures/README.md, embed): every boundary bit-exact, y row r against row r of the
+ * reference (bf16 or f32 by the reference's dtype). */
+static int check_embed(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, char *msg, size_t len) {
+  const fkfix_tensor *ref = fkfix_tensor_get(fx, b->tensor);
+  int64_t d = fkh_i64_of(c, "d"), ldy = fkh_i64_of(c, "ldy");
+  int wide = fkh_forms[c->form].fields[fkh_field_index(c, b->field)].elem == FK_ELEM_F32;
+  if (!ref || !b->bitexact || ref->ndim != 2 || ref->shape[1] != d || (ref->dtype == FKFIX_F32) != wide) {
+    snprintf(msg, len, "%s: boundary %s/%s: embed compares a (rows, d) %s reference bit for bit", fx->path, b->field,
+             b->tensor, wide ? "f32" : "bf16");
+    return 0;
+  }
+  const uint8_t *out = fkh_buf_of(c, b->field);
+  for (int64_t r = 0; r < ref->shape[0]; r++)
+    for (int64_t i = 0; i < d; i++) {
+      int64_t at = r * ldy + i, off = r * ref->strides[0] + i * ref->strides[1];
+      uint32_t got = 0, want = 0;
+      memcpy(&got, out + at * (wide ? 4 : 2), wide ? 4 : 2);
+      memcpy(&want, (const uint8_t *)ref->data + off * (wide ? 4 : 2), wide ? 4 : 2);
+      if (got != want) {
+        snprintf(msg, len, "%s: boundary %s/%s (bitexact): row %lld [%lld]: got 0x%0*x, reference 0x%0*x", fx->path,
+                 b->field, b->tensor, (long long)r, (long long)i, wide ? 8 : 4, got, wide ? 8 : 4, want);
+        return 0;
+      }
+    }
+  return 1;
+}
+
+/* attn (fixtures/README.md, attn_f64 and attn_torch): y (heads x d bf16) against the reference
+ * within the per-output bound tensor <reference>_bound the generator derived; NaN and infinite
+ * references by class. */
+static int check_attn(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, char *msg, size_t len) {
+  char bname[64];
+  snprintf(bname, sizeof bname, "%s_bound", b->tensor);
+  const fkfix_tensor *ref = fkfix_tensor_get(fx, b->tensor), *bd = fkfix_tensor_get(fx, bname);
+  int64_t heads = fkh_i64_of(c, "kv_heads") * fkh_i64_of(c, "group"), hd = strstr(fx->form, "64") ? 64 : 32;
+  if (!ref || !bd || b->bitexact || ref->ndim != 2 || bd->ndim != 2 || ref->shape[0] != heads ||
+      ref->shape[1] != hd || bd->shape[0] != heads || bd->shape[1] != hd || bd->dtype != FKFIX_F64) {
+    snprintf(msg, len, "%s: boundary %s/%s: attn compares (heads, d) against a reference and its f64 %s", fx->path,
+             b->field, b->tensor, bname);
+    return 0;
+  }
+  const uint16_t *y = fkh_buf_of(c, b->field);
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t i = 0; i < hd; i++) {
+      double yv = bf16_value(y[h * hd + i]), rv = tensor_at(ref, h, i), bound = tensor_at(bd, h, i);
+      int ok;
+      if (!by_class(yv, rv, &ok)) ok = fabs(yv - rv) <= bound;
+      if (!ok) {
+        snprintf(msg, len, "%s: boundary %s/%s (%s): head %lld [%lld]: got 0x%04x (%.9g), reference %.9g, bound %.3g",
+                 fx->path, b->field, b->tensor, b->tolerance, (long long)h, (long long)i, y[h * hd + i], yv, rv, bound);
+        return 0;
+      }
+    }
+  return 1;
+}
+
+/* SwiGLU (fixtures/README.md, swiglu_f64 and swiglu_torch): B bounds |h - u*z| about the
+ * float64 silu z = g / (1 + e^-g); delta = 5u(1 + 2^-20) covers exp (1.5 ulp = 3u), the add and
+ * the divide; the silu's absolute term is eta (a subnormal quotient), or 2^-120 for g <= -88,
+ * where exp(-g) may overflow and silu is -0 (|g e^g| < 2^-120 there). */
+static double swiglu_bound(double g, double z, double u, int bf16) {
+  const double delta = 5 * U * (1 + 0x1p-20);
+  double S = fabs(z), Uu = fabs(u), as = g <= -88 ? 0x1p-120 : ETA;
+  double es = delta * S + as;
+  if (!bf16) return Uu * es + U * Uu * (S + es) + ETA;
+  double esb = es + 0x1p-8 * (S + es) + 0x1p-134;
+  return Uu * esb + ETA + 0x1p-8 * Uu * (S + esb) + 0x1p-134;
+}
+
+static int check_swiglu(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, char *msg, size_t len) {
+  int64_t rows = fkh_i64_of(c, "rows"), n = fkh_i64_of(c, "n"), hs = fkh_i64_of(c, "h_stride");
+  const fkfix_tensor *ref = fkfix_tensor_get(fx, b->tensor), *z = fkfix_tensor_get(fx, "silu_f64");
+  const fkfix_tensor *g = fkfix_tensor_get(fx, "g"), *u = fkfix_tensor_get(fx, "u");
+  int wide = fkh_forms[c->form].fields[fkh_field_index(c, "h")].elem == FK_ELEM_F32;
+  int bf16 = g->dtype == FKFIX_BF16;
+  const void *out = fkh_buf_of(c, b->field);
+  if (!ref || !z) {
+    snprintf(msg, len, "%s: swiglu needs tensors %s and silu_f64", fx->path, b->tensor);
+    return 0;
+  }
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t i = 0; i < n; i++) {
+      double y = wide ? (double)((const float *)out)[r * hs + i] : bf16_value(((const uint16_t *)out)[r * hs + i]);
+      double rv = tensor_at(ref, r, i), gv = tensor_at(g, r, i), uv = tensor_at(u, r, i), zv = tensor_at(z, r, i);
+      double bound = 0;
+      int ok;
+      if (b->bitexact) {
+        ok = y == rv || (isnan(y) && isnan(rv));
+      } else if (!by_class(y, rv, &ok)) {
+        bound = swiglu_bound(gv, zv, uv, bf16);
+        if (!strcmp(b->tolerance, "swiglu_f64")) ok = fabs(y - uv * zv) <= bound;
+        else if (!strcmp(b->tolerance, "swiglu_torch")) ok = fabs(y - rv) <= 2 * bound;
+        else {
+          snprintf(msg, len, "%s: unknown tolerance '%s'", fx->path, b->tolerance);
+          return 0;
+        }
+      }
+      if (!ok) {
+        snprintf(msg, len, "%s: boundary %s/%s (%s): row %lld [%lld]: g %.9g u %.9g: got %.9g, reference %.9g, bound %.3g",
+                 fx->path, b->field, b->tensor, b->tolerance, (long long)r, (long long)i, gv, uv, y, rv, bound);
+        return 0;
+      }
+    }
+  return 1;
+}
+
 /* A boundary serves one tier: tolerance ids with "_fast_" the fast one (fixtures/README.md). */
 static int boundary_for(const fkfix_boundary *b, int fast) { return (strstr(b->tolerance, "_fast_") != NULL) == fast; }
 
@@ -327,8 +463,11 @@ int fkt_fixture_check(const fkfix *fx, fkh_call *c, int fast, char *msg, size_t 
     char one[512];
     if (!boundary_for(&fx->boundaries[i], fast)) continue;
     used++;
-    int ok = !strcmp(fx->leaf, "gemv") ? check_gemv(fx, &fx->boundaries[i], c, fast, one, sizeof one)
-                                       : check_rmsnorm(fx, &fx->boundaries[i], c, one, sizeof one);
+    int ok = !strcmp(fx->leaf, "gemv")     ? check_gemv(fx, &fx->boundaries[i], c, fast, one, sizeof one)
+             : !strcmp(fx->leaf, "swiglu") ? check_swiglu(fx, &fx->boundaries[i], c, one, sizeof one)
+             : !strcmp(fx->leaf, "embed")  ? check_embed(fx, &fx->boundaries[i], c, one, sizeof one)
+             : !strcmp(fx->leaf, "attn")   ? check_attn(fx, &fx->boundaries[i], c, one, sizeof one)
+                                           : check_rmsnorm(fx, &fx->boundaries[i], c, one, sizeof one);
     if (!ok) {
       if (!bad) snprintf(msg, msglen, "%s", one);
       bad++;

@@ -60,6 +60,23 @@ Test(perturb, rounding_bias) {
   expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_RNE_BIAS, "round-half-up");
   expect_caught_all("shortconv", fkt_shortconv_cases, FKC_RNE_BIAS, "round-half-up");
   expect_caught_all("qkprep", fkt_qkprep_cases, FKC_RNE_BIAS, "round-half-up");
+  expect_caught_all("swiglu", fkt_swiglu_cases, FKC_RNE_BIAS, "round-half-up");
+}
+
+/* swiglu: silu computed as g * sigmoid(g) = g * (1 / (1 + exp(-g))) (one rounding more than the
+ * template's g / (1 + exp(-g)); no bf16 g rounds to another bf16 silu that way, so form f32 shows
+ * it), silu not rounded to bf16 before the product (bf16 forms), and the product rounded half-up
+ * (the bf16 forms' RNE ties; bf16_wide stores f32, so expect_caught_all skips it for the rounding
+ * bias: it is checked here on its own, its h holding the rounded bits widened) */
+Test(perturb, swiglu_silu_and_product_rounding) {
+  expect_caught("swiglu_f32", fkt_swiglu_cases, best_host(), FKC_SILU_SIGMOID, "silu as g * sigmoid(g)");
+  expect_caught("swiglu_bf16", fkt_swiglu_cases, best_host(), FKC_SILU_UNROUNDED, "silu not rounded to bf16");
+  expect_caught("swiglu_bf16_wide", fkt_swiglu_cases, best_host(), FKC_SILU_UNROUNDED, "silu not rounded to bf16");
+  expect_caught("swiglu_bf16_wide", fkt_swiglu_cases, best_host(), FKC_RNE_BIAS, "round-half-up (widened)");
+  expect_caught("swiglu_f32", fkt_swiglu_cases, fkh_remote("neon", "max"), FKC_SILU_SIGMOID,
+                "silu as g * sigmoid(g) (AArch64)");
+  expect_caught("swiglu_bf16", fkt_swiglu_cases, fkh_remote("neon", "neoverse-n1"), FKC_RNE_BIAS,
+                "round-half-up (AArch64)");
 }
 
 Test(perturb, reordered_reduction_tree) {
@@ -76,6 +93,75 @@ Test(perturb, reordered_reduction_lanes) {
 
 Test(perturb, skipped_residual_commit) {
   expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_SKIP_COMMIT, "skipped commit");
+}
+
+/* embed: the codebooks summed in another order (reversed, a pairwise tree), and the x6 repeat one
+ * row short; each must differ from the stamps of the forms it applies to */
+Test(perturb, embed_codebook_order_and_repeat) {
+  static const char *const forms[] = { "embed_codebook_mean", "embed_codebook_mean_x6" };
+  for (int i = 0; i < 2; i++) {
+    expect_caught(forms[i], fkt_embed_cases, best_host(), FKC_LANES_PERMUTED, "codebooks summed in reverse");
+    expect_caught(forms[i], fkt_embed_cases, best_host(), FKC_TREE_PAIRWISE, "codebooks summed pairwise");
+  }
+  expect_caught("embed_codebook_mean_x6", fkt_embed_cases, best_host(), FKC_CURSOR_OFF_BY_ONE, "x6 repeat one row short");
+  expect_caught("embed_gather_bf16", fkt_embed_cases, best_host(), FKC_CURSOR_OFF_BY_ONE, "ids read one slot late");
+  expect_caught("embed_codebook_mean_x6", fkt_embed_cases, fkh_remote("neon", "max"), FKC_LANES_PERMUTED,
+                "codebooks summed in reverse (AArch64)");
+  /* the fixture check sees them too: liquid-audio's sums are in codebook order, its x6 repeat whole */
+  static const struct { const char *fixture; int perturb; } fx_cases[] = {
+    { "codebook_mean_frames12", FKC_LANES_PERMUTED }, { "codebook_mean_frames12", FKC_TREE_PAIRWISE },
+    { "codebook_mean_x6_frames5", FKC_LANES_PERMUTED }, { "codebook_mean_x6_frames5", FKC_CURSOR_OFF_BY_ONE },
+  };
+  for (int i = 0; i < 4; i++) {
+    char path[600], err[600], msg[600];
+    snprintf(path, sizeof path, "%s/embed/%s.manifest", FKT_FIXTURE_DIR, fx_cases[i].fixture);
+    fkfix fx;
+    fkh_call c;
+    cr_assert(fkfix_load(path, &fx, err, sizeof err) == 0, "%s", err);
+    cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
+    fkh_invoke_contract(&c, FKC_EXACT);
+    cr_assert(fkt_fixture_check(&fx, &c, 0, msg, sizeof msg) == 0, "exact contract fails %s: %s", path, msg);
+    fkh_call_free(&c);
+    cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
+    fkh_invoke_contract(&c, fx_cases[i].perturb);
+    cr_assert(fkt_fixture_check(&fx, &c, 0, msg, sizeof msg) > 0, "perturbation %d passed %s", fx_cases[i].perturb, path);
+    cr_log_info("embed fixture, perturbation %d caught: %s", fx_cases[i].perturb, msg);
+    fkh_call_free(&c);
+    fkfix_free(&fx);
+  }
+}
+
+/* attn: the softmax sum (and the dot products) along another tree, the softmax sum in another
+ * lane order, the window off by one slot, round half up: each must differ from the stamps of
+ * every form; the off-by-one window also through the AArch64 runner and the fixture gate
+ * (transformers' window). */
+Test(perturb, attn_softmax_order_and_window, .timeout = 300) {
+  expect_caught_all("attn", fkt_attn_cases, FKC_TREE_PAIRWISE, "softmax sum and dots along the pairwise tree");
+  expect_caught_all("attn", fkt_attn_cases, FKC_LANES_PERMUTED, "softmax sum in one lane, in order of j");
+  expect_caught_all("attn", fkt_attn_cases, FKC_CURSOR_OFF_BY_ONE, "window off by one slot");
+  expect_caught_all("attn", fkt_attn_cases, FKC_RNE_BIAS, "round-half-up");
+  expect_caught("attn_decode_ring64", fkt_attn_cases, fkh_remote("neon", "max"), FKC_CURSOR_OFF_BY_ONE,
+                "window off by one slot (AArch64)");
+  /* one fixture per kind of window, through fkt_fixture_check (the gate itself logs failures as
+   * errors, which fail the process): the exact contract passes, the window off by one does not */
+  static const char *const fixtures[] = { "decode64_g1_pos16", "decode_ring64_w30_kv2_g4_pos29" };
+  for (int i = 0; i < 2; i++) {
+    char path[600], err[600], msg[600];
+    snprintf(path, sizeof path, "%s/attn/%s.manifest", FKT_FIXTURE_DIR, fixtures[i]);
+    fkfix fx;
+    cr_assert(fkfix_load(path, &fx, err, sizeof err) == 0, "%s", err);
+    for (int perturb = FKC_EXACT; perturb <= FKC_CURSOR_OFF_BY_ONE; perturb += FKC_CURSOR_OFF_BY_ONE) {
+      fkh_call c;
+      cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
+      fkh_invoke_contract(&c, perturb);
+      int bad = fkt_fixture_check(&fx, &c, 0, msg, sizeof msg);
+      if (perturb == FKC_EXACT) cr_assert(bad == 0, "exact contract fails %s: %s", fixtures[i], msg);
+      else cr_assert(bad > 0, "the window off by one passed the fixture %s", fixtures[i]);
+      if (bad) cr_log_info("window off by one caught: %s", msg);
+      fkh_call_free(&c);
+    }
+    fkfix_free(&fx);
+  }
 }
 
 /* The fixture gates of the state leaves (sequences on the leaf's own state) see each error

@@ -377,6 +377,18 @@ function ops.load1_f32(ctx, op)
   ctx:wline("ldr " .. s(ctx:reg(op.dst)) .. ", [x16, " .. imm(o) .. "]")
 end
 
+-- an int32 element, sign-extended to 64 bits (a gather's row index); LDRSW's immediate is
+-- unsigned, a multiple of 4 up to 16380, else the offset is folded into x16
+function ops.load1_i32(ctx, op)
+  ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl #2")
+  local o = op.attr.off * 4
+  if o < 0 or o > 16380 then
+    add_imm(ctx, "x16", "x16", o)
+    o = 0
+  end
+  ctx:wline("ldrsw " .. ctx:reg(op.dst) .. ", [x16" .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
+end
+
 function ops.store1_bf16(ctx, op)
   tail_addr(ctx, op, 2)
   ctx:wline("st1 {v" .. n(ctx:reg(op.src[3])) .. ".h}[1], [x16]")
@@ -630,6 +642,35 @@ end
 function ops.bcast(ctx, op)
   local src = ctx:reg(op.src[1])
   for _, p in ipairs(ctx:regs(op.dst)) do ctx:wline("dup " .. v4s(p) .. ", v" .. n(src) .. ".s[0]") end
+end
+
+-- acc = a > acc ? a : acc (NaN or equal -> acc, the x86 (v)maxps rule), in place.
+function ops.max_acc(ctx, op)
+  local acc, a = ctx:regs(op.src[1]), ctx:regs(op.src[2])
+  for p = 1, #acc do
+    ctx:wline("fcmgt " .. v4s(T0) .. ", " .. v4s(a[p]) .. ", " .. v4s(acc[p]))
+    ctx:wline("bit " .. v16b(acc[p]) .. ", " .. v16b(a[p]) .. ", " .. v16b(T0))
+  end
+end
+
+-- Halving tree by the vmax rule: lane i = (lane i > lane i + s) ? lane i : lane i + s for
+-- s = 8, 4, 2, 1 (FMAX/FMAXP differ on NaN: compare and select).
+function ops.reduce_max(ctx, op)
+  local v, d = ctx:regs(op.src[1]), ctx:reg(op.dst)
+  local function sel(dst, a, b, w)
+    local t = w == 4 and ".4s" or ".2s"
+    local bt = w == 4 and ".16b" or ".8b"
+    ctx:wline("fcmgt v" .. n(dst) .. t .. ", v" .. n(a) .. t .. ", v" .. n(b) .. t)
+    ctx:wline("bsl v" .. n(dst) .. bt .. ", v" .. n(a) .. bt .. ", v" .. n(b) .. bt)
+  end
+  sel(T0, v[1], v[3], 4)
+  sel(T1, v[2], v[4], 4)
+  sel(d, T0, T1, 4)
+  ctx:wline("ext " .. v16b(T0) .. ", " .. v16b(d) .. ", " .. v16b(d) .. ", #8")
+  sel(T1, d, T0, 2)
+  ctx:wline("ext v" .. n(T0) .. ".8b, v" .. n(T1) .. ".8b, v" .. n(T1) .. ".8b, #4")
+  ctx:wline("fcmgt " .. s(d) .. ", " .. s(T1) .. ", " .. s(T0))
+  ctx:wline("bsl v" .. n(d) .. ".8b, v" .. n(T1) .. ".8b, v" .. n(T0) .. ".8b")
 end
 
 -- Halving tree: lane i += lane i + s for s = 8, 4, 2, 1; lower lanes are the first operand.

@@ -390,6 +390,11 @@ function ops.load1_f32(ctx, op)
   ctx:wline("vmovss " .. X(ctx:reg(op.dst)) .. ", dword ptr " .. elem(ctx, op, 4))
 end
 
+-- an int32 element, sign-extended to 64 bits (a gather's row index)
+function ops.load1_i32(ctx, op)
+  ctx:wline("movsxd " .. ctx:reg(op.dst) .. ", dword ptr " .. elem(ctx, op, 4))
+end
+
 function ops.store1_bf16(ctx, op)
   ctx:wline("vpextrw word ptr " .. elem(ctx, op, 2) .. ", " .. X(ctx:reg(op.src[3])) .. ", 1")
 end
@@ -705,6 +710,31 @@ function ops.bcast(ctx, op)
   local d = parts(ctx, op.dst)
   ctx:wline("vbroadcastss " .. d[1] .. ", " .. X(ctx:reg(op.src[1])))
   for i = 2, #d do ctx:wline("vmovaps " .. d[i] .. ", " .. d[1]) end
+end
+
+-- acc = a > acc ? a : acc: (v)maxps a, acc (NaN or equal -> acc), in place.
+function ops.max_acc(ctx, op)
+  local acc, a = parts(ctx, op.src[1]), parts(ctx, op.src[2])
+  for i = 1, #acc do ctx:wline("vmaxps " .. acc[i] .. ", " .. a[i] .. ", " .. acc[i]) end
+end
+
+-- Halving tree by the vmax rule: lane i = max(lane i, lane i + s) for s = 8, 4, 2, 1, the lower
+-- lanes the first operand ((v)maxps lo, hi: lo > hi ? lo : hi).
+function ops.reduce_max(ctx, op)
+  local v, d = parts(ctx, op.src[1]), ctx:reg(op.dst)
+  local t = is512(ctx) and T0 or scratch(ctx, 1)
+  if is512(ctx) then
+    ctx:wline("vextractf64x4 " .. Y(t) .. ", " .. v[1] .. ", 1")
+    ctx:wline("vmaxps " .. Y(d) .. ", " .. Y(v[1]) .. ", " .. Y(t))
+  else
+    ctx:wline("vmaxps " .. Y(d) .. ", " .. v[1] .. ", " .. v[2])
+  end
+  ctx:wline((is512(ctx) and "vextractf32x4 " or "vextractf128 ") .. X(t) .. ", " .. Y(d) .. ", 1")
+  ctx:wline("vmaxps " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
+  ctx:wline("vmovhlps " .. X(t) .. ", " .. X(d) .. ", " .. X(d))
+  ctx:wline("vmaxps " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
+  ctx:wline("vmovshdup " .. X(t) .. ", " .. X(d))
+  ctx:wline("vmaxss " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
 end
 
 -- Halving tree: lane i += lane i + s for s = 8, 4, 2, 1; lower lanes are the first operand.

@@ -30,7 +30,10 @@ typedef enum fkc_perturb {
   FKC_SKIP_COMMIT,     /* add forms of RMSNorm: the residual stream is not written; ShortConv:
                           the carry is not committed */
   FKC_CURSOR_OFF_BY_ONE, /* qkprep: rows land one slot (and one table row) past the cursor */
-  FKC_ROTATE_SWAPPED   /* qkprep: the rotation's sign on the other element of each pair */
+  FKC_ROTATE_SWAPPED,  /* qkprep: the rotation's sign on the other element of each pair */
+  FKC_SILU_SIGMOID,    /* swiglu: silu(g) as g * (1 / (1 + exp(-g))), one rounding more (seen in
+                          form f32 only: no bf16 g rounds differently in the bf16 forms) */
+  FKC_SILU_UNROUNDED   /* swiglu bf16 forms: silu not rounded to bf16 before the product */
 } fkc_perturb;
 
 /* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> quiet, sign/top payload kept). */
@@ -78,5 +81,16 @@ void fkc_istft_frame(const fk_istft_frame_args *a, fkc_perturb p);
 void fkc_istft_frame_i16(const fk_istft_frame_i16_args *a, fkc_perturb p);
 void fkc_istft_flush(const fk_istft_flush_args *a, fkc_perturb p);
 void fkc_istft_flush_i16(const fk_istft_flush_i16_args *a, fkc_perturb p);
+void fkc_swiglu_bf16(const fk_swiglu_bf16_args *a, fkc_perturb p);
+void fkc_swiglu_bf16_wide(const fk_swiglu_bf16_wide_args *a, fkc_perturb p);
+void fkc_swiglu_f32(const fk_swiglu_f32_args *a, fkc_perturb p);
+void fkc_embed_gather_bf16(const fk_embed_gather_bf16_args *a, fkc_perturb p);
+void fkc_embed_gather_bf16_wide(const fk_embed_gather_bf16_wide_args *a, fkc_perturb p);
+void fkc_embed_codebook_mean(const fk_embed_codebook_mean_args *a, fkc_perturb p);
+void fkc_embed_codebook_mean_x6(const fk_embed_codebook_mean_x6_args *a, fkc_perturb p);
+void fkc_attn_decode64(const fk_attn_decode64_args *a, fkc_perturb p);
+void fkc_attn_decode32(const fk_attn_decode32_args *a, fkc_perturb p);
+void fkc_attn_decode_ring64(const fk_attn_decode_ring64_args *a, fkc_perturb p);
+void fkc_attn_decode_ring32(const fk_attn_decode_ring32_args *a, fkc_perturb p);
 
 #endif

@@ -80,7 +80,8 @@ static const stamp_ref a64_stamps[] = { FK_STAMPS_AARCH64(GUARD_STAMP_REF) };
 static const struct { const char *leaf; fkt_builder build; } builders[] = {
   { "gemv", fkt_gemv_cases },   { "rmsnorm", fkt_rmsnorm_cases }, { "shortconv", fkt_shortconv_cases },
   { "qkprep", fkt_qkprep_cases }, { "vmath", fkt_vmath_cases }, { "irfft", fkt_irfft_cases },
-  { "istft", fkt_istft_cases },
+  { "istft", fkt_istft_cases },   { "attn", fkt_attn_cases },   { "embed", fkt_embed_cases },
+  { "swiglu", fkt_swiglu_cases },
 };
 
 static fkt_builder builder_of(int form) {
@@ -125,7 +126,8 @@ static const char *opt_only = NULL;
 static int64_t I(const fkh_call *c, const char *f) { return fkh_i64_of(c, f); }
 
 static size_t elem_bytes(const fkh_call *c, int field) {
-  return fkh_forms[c->form].fields[field].elem == FK_ELEM_F32 ? 4 : 2;
+  int e = fkh_forms[c->form].fields[field].elem;
+  return e == FK_ELEM_F32 || e == FK_ELEM_I32 ? 4 : 2;
 }
 
 /* Elements of field `name` the leaf may touch from its pointer on, as the argument struct's
@@ -172,6 +174,11 @@ static int64_t extent(const fkh_call *c, const char *name) {
     return -1;
   }
   if (!strcmp(leaf, "vmath")) return I(c, "n");
+  if (!strcmp(leaf, "swiglu")) {
+    int64_t rows = I(c, "rows"), n = I(c, "n");
+    const char *st = !strcmp(name, "g") ? "g_stride" : !strcmp(name, "u") ? "u_stride" : "h_stride";
+    return rows ? (rows - 1) * I(c, st) + n : 0;
+  }
   if (!strcmp(leaf, "istft")) {
     if (!strcmp(name, "y") && strstr(fkh_forms[c->form].form, "frame")) {
       int64_t t = I(c, "frame");
@@ -179,11 +186,32 @@ static int64_t extent(const fkh_call *c, const char *name) {
     }
     return -1;
   }
+  if (!strcmp(leaf, "embed")) {
+    int64_t m = I(c, "m"), d = I(c, "d"), rows = m * (strstr(fkh_forms[c->form].form, "_x6") ? 6 : 1);
+    int mean = fkh_field_index(c, "codes") >= 0;
+    if (!strcmp(name, "y")) return rows ? (rows - 1) * I(c, "ldy") + d : 0;
+    if (!strcmp(name, "ids")) return m;
+    if (!strcmp(name, "codes")) return m ? (m - 1) * I(c, "ld_codes") + 7 * I(c, "cb_stride") + 1 : 0;
+    if (!strcmp(name, "table") && mean) return (8 * I(c, "vocab") - 1) * I(c, "ld_table") + d;
+    return -1;   /* a gather's table: vocab is not an argument, the case's size stands */
+  }
+  if (!strcmp(leaf, "attn")) {
+    /* the window's slots: 0..pos (linear), or slots up to min(pos, W - 1) of the ring */
+    int64_t hd = strstr(fkh_forms[c->form].form, "64") ? 64 : 32, kvh = I(c, "kv_heads"), pos = I(c, "pos");
+    int ring = fkh_field_index(c, "ring") >= 0;
+    int64_t last = ring && pos > I(c, "ring") - 1 ? I(c, "ring") - 1 : pos;
+    if (!strcmp(name, "q") || !strcmp(name, "y")) return kvh * I(c, "group") * hd;
+    if (!strcmp(name, "k")) return kvh ? (kvh - 1) * I(c, "k_ld_head") + last * I(c, "k_ld_row") + hd : 0;
+    if (!strcmp(name, "v")) return kvh ? (kvh - 1) * I(c, "v_ld_head") + last * I(c, "v_ld_row") + hd : 0;
+    if (!strcmp(name, "s")) return fkt_attn_scratch_used(c);
+    return -1;
+  }
   return -1;   /* irfft: every buffer has its exact documented size already */
 }
 
 static int leaf_has_extents(const char *leaf) {
-  static const char *const known[] = { "gemv", "rmsnorm", "shortconv", "qkprep", "vmath", "istft", "irfft" };
+  static const char *const known[] = { "gemv", "rmsnorm", "shortconv", "qkprep", "vmath", "istft", "irfft", "embed",
+                                       "swiglu", "attn" };
   for (int i = 0; i < COUNT(known); i++)
     if (!strcmp(known[i], leaf)) return 1;
   return 0;

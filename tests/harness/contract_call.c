@@ -43,6 +43,17 @@ static const struct { const char *id; contract_fn fn; } models[] = {
   { "istft_frame_i16", (contract_fn)(void (*)(void))fkc_istft_frame_i16 },
   { "istft_flush", (contract_fn)(void (*)(void))fkc_istft_flush },
   { "istft_flush_i16", (contract_fn)(void (*)(void))fkc_istft_flush_i16 },
+  { "swiglu_bf16", (contract_fn)(void (*)(void))fkc_swiglu_bf16 },
+  { "swiglu_bf16_wide", (contract_fn)(void (*)(void))fkc_swiglu_bf16_wide },
+  { "swiglu_f32", (contract_fn)(void (*)(void))fkc_swiglu_f32 },
+  { "embed_gather_bf16", (contract_fn)(void (*)(void))fkc_embed_gather_bf16 },
+  { "embed_gather_bf16_wide", (contract_fn)(void (*)(void))fkc_embed_gather_bf16_wide },
+  { "embed_codebook_mean", (contract_fn)(void (*)(void))fkc_embed_codebook_mean },
+  { "embed_codebook_mean_x6", (contract_fn)(void (*)(void))fkc_embed_codebook_mean_x6 },
+  { "attn_decode64", (contract_fn)(void (*)(void))fkc_attn_decode64 },
+  { "attn_decode32", (contract_fn)(void (*)(void))fkc_attn_decode32 },
+  { "attn_decode_ring64", (contract_fn)(void (*)(void))fkc_attn_decode_ring64 },
+  { "attn_decode_ring32", (contract_fn)(void (*)(void))fkc_attn_decode_ring32 },
 };
 
 void fkh_invoke_contract(fkh_call *c, int perturb) {

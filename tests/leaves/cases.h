@@ -16,6 +16,11 @@ int fkt_qkprep_cases(const char *form_id, fkh_call **calls);
 int fkt_vmath_cases(const char *form_id, fkh_call **calls);
 int fkt_irfft_cases(const char *form_id, fkh_call **calls);
 int fkt_istft_cases(const char *form_id, fkh_call **calls);
+int fkt_swiglu_cases(const char *form_id, fkh_call **calls);
+int fkt_embed_cases(const char *form_id, fkh_call **calls);
+int fkt_attn_cases(const char *form_id, fkh_call **calls);
+/* attn: scratch floats the leaf uses (round_up(n, 16), n the window); the cases give 16 more */
+int64_t fkt_attn_scratch_used(const fkh_call *c);
 
 void fkt_free_cases(fkh_call *calls, int n);
 

@@ -1,0 +1,175 @@
+-- templates/attn.lua: attention for one new token (decode), GQA, causal, over a linear KV cache
+-- (forms decode64, decode32: every position 0..pos) or a sliding-window ring of W slots
+-- (forms decode_ring64, decode_ring32: positions max(0, pos - W + 1)..pos). The number is
+-- head_dim d. It reads the layout the qkprep leaf writes: q heads contiguous (head h at q + h*d),
+-- k head g of slot s at k + g*k_ld_head + s*k_ld_row (normed, RoPE'd, bf16), v likewise at
+-- v + g*v_ld_head + s*v_ld_row (a GEMV's strided destination: y_off = the slot's offset, heads
+-- contiguous in a row when v_ld_head = d). The new token's k and v are already in their slot
+-- (pos for the linear cache, slot = pos mod W in the ring).
+--
+-- Query head h = g*group + r (r < group) reads kv head g (transformers' repeat_kv). The window
+-- has n = pos + 1 positions (linear) or min(pos + 1, W) (ring); window position j (0..n-1) is
+-- the (j+1)-th oldest, at slot j (linear) or (slot + 1 - n + j) mod W (ring). Per head, the
+-- order of transformers' eager_attention_forward in bf16 (matmul, * scaling, softmax in f32,
+-- .to(bf16), matmul):
+--   dot_j = q . k_j in the rmsnorm leaf's order (lane l of chain c sums the i with i mod 32 ==
+--           16c + l, fma, increasing i, from +0; chain 0 + chain 1; halving tree)
+--   s_j   = RNE(RNE(dot_j) * scale)       scale = f32(d^-0.5): 0x3e000000 (d = 64), 0x3e3504f3
+--                                         (d = 32); the scores are scaled, not q (torch: matmul
+--                                         then * scaling, both bf16 results)
+--   m     = max_j s_j                     16 lanes (lane l: the j with j mod 16 == l, increasing
+--                                         j, from -inf, a > m ? a : m), then the halving tree
+--                                         (lower lanes first, a > b ? a : b); the window is
+--                                         padded to a multiple of 16 with -inf
+--   e_j   = exp(s_j - m)                  gen/vmath.lua's exp (<= 1.5 ulp); padding gives +0
+--   sum   = sum_j e_j                     lane l sums the j with j mod 16 == l (padding
+--                                         included, +0), increasing j, from +0; halving tree
+--   p_j   = RNE(e_j * (1 / sum))          correctly rounded reciprocal, then one product (torch's
+--                                         CPU softmax multiplies by 1/sum), rounded to bf16
+--                                         (attn_weights.to(query.dtype))
+--   o[i]  = sum_j p_j * v_j[i]            fma, increasing j, from +0
+--   y[h*d + i] = RNE(o[i]); a NaN o[i] is stored as the quiet NaN 0x7fc0 (NaNs made by inf - inf
+--           differ in sign between ISAs and two NaNs meeting keep different operands: one
+--           canonical NaN keeps the exact tier exact where the window holds inf or NaN)
+-- The scratch holds the scores, then s - m, e and p: round_up(n, 16) floats (the last 16 of
+-- them written as -inf padding before the scores). y is written twice (RNE(o), then re-read for
+-- the NaN rule), so it must not overlap q, k, v or s; nothing else is written. Checked against
+-- transformers (fixtures/attn): the contract equals eager attention's bf16 output bit for bit on
+-- every fixture output (torch 2.15 CPU), the dot and sum orders being the only freedom left.
+
+local function args(ring)
+  local a = {
+    { "q", "const uint16_t *", doc = "kv_heads*group query heads of d bf16 at q + h*d (qkprep's q row)" },
+    { "k", "const uint16_t *", doc = "K cache: kv head g of slot s at k + g*k_ld_head + s*k_ld_row" },
+    { "v", "const uint16_t *", doc = "V cache: kv head g of slot s at v + g*v_ld_head + s*v_ld_row" },
+    { "y", "uint16_t *", doc = "kv_heads*group output heads of d bf16 at y + h*d" },
+    { "s", "float *", scratch = true, doc = "scratch: round_up(n, 16) floats, n the window length" },
+    { "kv_heads", "int64_t", doc = "kv heads, >= 0" },
+    { "group", "int64_t", doc = "query heads per kv head (n_heads / n_kv_heads), >= 1" },
+    { "k_ld_head", "int64_t", doc = "elements from one k head to the next" },
+    { "k_ld_row", "int64_t", doc = "elements from one k slot to the next" },
+    { "v_ld_head", "int64_t", doc = "elements from one v head to the next" },
+    { "v_ld_row", "int64_t", doc = "elements from one v slot to the next" },
+    { "pos", "int64_t", doc = "position of the new token, >= 0 (its k and v are in the cache)" },
+  }
+  if ring then
+    a[#a + 1] = { "slot", "int64_t", doc = "slot of pos: pos mod ring" }
+    a[#a + 1] = { "ring", "int64_t", doc = "ring slots W, >= 1: the window is the last min(pos + 1, W) positions" }
+  end
+  return a
+end
+
+local function form(name, ring, hd)
+  return { name = name, args = args(ring), ring = ring, hd = hd }
+end
+
+-- d^-0.5 rounded to f32 (torch multiplies by the Python float in f32 opmath)
+local SCALE_F32 = { [32] = "0x3e3504f3", [64] = "0x3e000000" }
+
+return {
+  leaf = "attn",
+  doc = "decode attention: GQA, causal, linear or sliding-window ring KV cache, softmax in f32, bf16 out",
+  tiers = { exact = { "neon", "avx2", "avx512" } },
+  params = { chains = 2, tree = "halving" },
+  check = function(p, need)
+    need(p.chains == 2, "chains: the dot products follow the rmsnorm leaf's order (2 chains of 16 lanes)")
+    need(p.tree == "halving", "tree must be 'halving'")
+  end,
+  forms = {
+    form("decode64", false, 64), form("decode32", false, 32),
+    form("decode_ring64", true, 64), form("decode_ring32", true, 32),
+  },
+  body = function(t, p, form_)
+    local a = t.arg
+    local hd = form_.hd
+    local nv = math.floor(hd / 16)
+    local z = t:iconst(0)
+    -- the window: n positions, the oldest at slot `start`
+    -- the window, computed afresh where it is needed (few general registers stay live): n
+    -- positions; window position j is index jlo + j of the scan, slot slot_of(jlo + j), score
+    -- at sbase[jlo + j] = s[j]
+    local function window()
+      if form_.ring then
+        local n = t:imin(t:add(a.pos, 1), a.ring)
+        local start = t:wrap(t:add(t:sub(t:add(a.slot, 1), n), a.ring), a.ring)
+        return n, start, t:add(start, n)
+      end
+      local n = t:add(a.pos, 1)
+      return n, z, n
+    end
+    local function slot_of(jj)
+      if form_.ring then return t:wrap(jj, a.ring) end
+      return jj
+    end
+    local function n16_of(n) return t:iand(t:add(n, 15), -16) end
+    local keep_q = t.caps.vectors >= 16
+    t:for_rows(z, a.kv_heads, 1, function(g)
+      local h0 = t:mul(g, a.group)
+      t:for_rows(h0, t:add(h0, a.group), 1, function(h)
+        -- padding: the last 16 scratch floats -inf, before the scores overwrite the valid ones
+        local n, jlo, jhi = window()
+        t:store_f32(a.s, n16_of(n), -16, t:vconst(0xff800000))
+        local sbase = form_.ring and t:addr(a.s, t:sub(z, jlo), 4) or a.s
+        local qv = {}
+        if keep_q then
+          local qh = t:addr(a.q, t:mul(h, hd), 2)
+          for c = 1, nv do qv[c] = t:load_bf16(qh, z, 16 * (c - 1)) end
+        end
+        -- pass 1: the scores
+        t:for_rows(jlo, jhi, 1, function(jj)
+          local kp = t:addr(t:addr(a.k, t:mul(g, a.k_ld_head), 2), t:mul(slot_of(jj), a.k_ld_row), 2)
+          local qh = not keep_q and t:addr(a.q, t:mul(h, hd), 2)
+          local acc = { t:zero(), t:zero() }
+          for c = 1, nv do
+            local qc = keep_q and qv[c] or t:load_bf16(qh, z, 16 * (c - 1))
+            t:fma_acc(acc[(c - 1) % 2 + 1], qc, t:load_bf16(kp, z, 16 * (c - 1)))
+          end
+          local dot = t:reduce_add(t:add(acc[1], acc[2]), p.tree)
+          t:store1_f32(sbase, jj, 0, t:rne(t:mul(t:rne(dot), t:f32(SCALE_F32[hd]))))
+        end)
+        local n16 = n16_of((window()))
+        -- pass 2: the maximum
+        local mx = t:fill(0xff800000)
+        t:for_tiles(n16, 16, function(i) t:max_acc(mx, t:load_f32(a.s, i, 0)) end, nil, { whole = true })
+        local m = t:bcast(t:reduce_max(mx, p.tree))
+        -- pass 3: s - m, then e = exp(s - m) and its sum (two sweeps: exp's temporaries and m
+        -- do not fit the smallest register file together)
+        t:for_tiles(n16, 16, function(i)
+          t:store_f32(a.s, i, 0, t:vsub(t:load_f32(a.s, i, 0), m))
+        end, nil, { whole = true })
+        local sum = t:zero()
+        t:for_tiles(n16, 16, function(i)
+          local e = t:exp(t:load_f32(a.s, i, 0))
+          t:store_f32(a.s, i, 0, e)
+          t:fma_acc(sum, e, t:vconst(0x3f800000))
+        end, nil, { whole = true })
+        local inv = t:bcast(t:div(t:f32("0x3f800000"), t:reduce_add(sum, p.tree)))
+        -- pass 4: p = RNE(e * inv), then the weighted sum of v
+        t:for_tiles(n16, 16, function(i)
+          t:store_f32(a.s, i, 0, t:rne(t:mul(t:load_f32(a.s, i, 0), inv)))
+        end, nil, { whole = true })
+        local o = {}
+        for c = 1, nv do o[c] = t:zero() end
+        local _, jlo2, jhi2 = window()
+        local sbase2 = form_.ring and t:addr(a.s, t:sub(z, jlo2), 4) or a.s
+        t:for_rows(jlo2, jhi2, 1, function(jj)
+          local vp = t:addr(t:addr(a.v, t:mul(g, a.v_ld_head), 2), t:mul(slot_of(jj), a.v_ld_row), 2)
+          local pj = t:load_bcast_f32(sbase2, jj, 0)
+          for c = 1, nv do t:fma_acc(o[c], pj, t:load_bf16(vp, z, 16 * (c - 1))) end
+        end)
+        local yh = t:addr(a.y, t:mul(h, hd), 2)
+        for c = 1, nv do t:store_bf16(yh, z, 16 * (c - 1), t:rne(o[c])) end
+        -- NaN -> 0x7fc0, on the stored values (the accumulators are dead: few registers live):
+        -- mask = all ones where (bits & 0x7fffffff) > 0x7f800000
+        for c = 1, nv do
+          local x = t:load_bf16(yh, z, 16 * (c - 1))
+          local mag = t:band(x, t:vconst(0x7fffffff))
+          local over = t:imin_v(t:imax_v(t:isub_v(mag, t:vconst(0x7f800000)), t:vconst(0)), t:vconst(1))
+          local mask = t:isub_v(t:vconst(0), over)
+          local yv = t:bxor(x, t:band(t:bxor(x, t:vconst(0x7fc00000)), mask))
+          t:store_bf16(yh, z, 16 * (c - 1), t:rne(yv))
+        end
+      end)
+    end)
+  end,
+}

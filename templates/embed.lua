@@ -1,0 +1,137 @@
+-- templates/embed.lua: embedding lookups, row by row.
+--
+-- gather_bf16, gather_bf16_wide: LFM2's embed_tokens (transformers' Lfm2Model, an nn.Embedding
+-- of vocab x d bf16): row j of y is row ids[j] of the table, bits as they are (NaN payloads,
+-- infinities, signed zeros and subnormals included); the _wide form stores them widened exactly
+-- (<< 16) to f32, for a consumer that reads f32 x (the first RMSNorm's add_f32 form, a GEMV).
+--
+-- codebook_mean, codebook_mean_x6: the LFM2.5-Audio detokenizer's input (liquid-audio 1.3.0,
+-- detokenizer.py: FusedEmbedding, then LFM2AudioDetokenizer.forward's interpolate). One table of
+-- (codebooks * vocab) x d rows (FusedEmbedding.emb: codebook c's code k is row c * vocab + k);
+-- for frame j, with e_c = the widened bf16 row of codebook c's code,
+--   s = +0; s = s + e_c for c = 0, 1, ..., 7 in this order (f32 adds, one rounding each)
+--   y = s * 0.125 (== s / 8 exactly: the same real, rounded once; torch's mean is sum then div_)
+-- which is torch's CPU mean over dim 1 in f32 (the module runs in f32; its weights hold the
+-- checkpoint's bf16 values): a sequential sum from +0 (8 terms are under one cascade level),
+-- then the divide. A sum is never -0 (+0 + -0 = +0); inf - inf makes the ISA's default NaN.
+-- codebook_mean_x6 writes frame j's vector to the 6 rows 6j .. 6j+5 of y: interpolate(.., 6T,
+-- mode="nearest-exact") along time is that repetition (source index floor((i + 0.5) / 6) = i div 6,
+-- checked numerically by fixtures/ref/gen_embed.py), fused so no copy-only leaf follows.
+-- The sum runs in passes of `pass` codebooks per tile loop; between passes the partial f32 sum
+-- is kept in y's first row (exact: an f32 stored and reloaded), so the order above is unchanged
+-- and a pass holds `pass` row pointers only (x86_64 has 14 general registers).
+--
+-- Ids are not checked here: a leaf cannot return an error. The caller guarantees
+-- 0 <= ids[j] < vocab rows of the table (gather) and 0 <= code < vocab for every codebook
+-- (codebook_mean); the host checks where ids enter, before the call (liquid-audio's
+-- LFM2AudioProcessor.decode raises on codes outside [0, 2047]; token ids come from the
+-- tokenizer). An id out of range reads outside the table. y must not overlap the table or ids.
+-- Lanes past d are neither loaded nor stored.
+
+local function gather_args(wide)
+  return {
+    { "ids", "const int32_t *", doc = "m token ids, each in [0, vocab): the caller checks them" },
+    { "table", "const uint16_t *", doc = "vocab x d bf16 embedding rows, row stride ld_table elements" },
+    { "y", wide and "float *" or "uint16_t *", doc = wide and
+      "m x d: the rows widened to f32, row stride ldy elements" or "m x d bf16 rows, row stride ldy elements" },
+    { "d", "int64_t", doc = "row length (hidden size), >= 1" },
+    { "m", "int64_t", doc = "number of ids, >= 0" },
+    { "ld_table", "int64_t", doc = "row stride of table, >= d" },
+    { "ldy", "int64_t", doc = "row stride of y, >= d" },
+  }
+end
+
+local function mean_args(rep)
+  return {
+    { "codes", "const int32_t *", doc = "m frames x 8 codes: frame j, codebook c at " ..
+      "codes[j*ld_codes + c*cb_stride], each in [0, vocab): the caller checks them" },
+    { "table", "const uint16_t *", doc = "(8 * vocab) x d bf16 rows (codebook c's code k: row c*vocab + k), " ..
+      "row stride ld_table elements" },
+    { "y", "float *", doc = rep > 1 and "6m x d f32: frame j's mean in rows 6j .. 6j+5, row stride ldy elements"
+      or "m x d f32 means, row stride ldy elements" },
+    { "d", "int64_t", doc = "row length, >= 1" },
+    { "m", "int64_t", doc = "frames, >= 0" },
+    { "vocab", "int64_t", doc = "codes per codebook (2048)" },
+    { "ld_codes", "int64_t", doc = "stride between frames in codes (8 for frame-major, 1 for (8, T))" },
+    { "cb_stride", "int64_t", doc = "stride between codebooks in codes (1 for frame-major, T for (8, T))" },
+    { "ld_table", "int64_t", doc = "row stride of table, >= d" },
+    { "ldy", "int64_t", doc = "row stride of y, >= d" },
+  }
+end
+
+return {
+  leaf = "embed",
+  doc = "embedding lookups: token rows (LFM2 embed_tokens), the detokenizer's mean of 8 codebook rows (x6 repeat)",
+  tiers = { exact = { "neon", "avx2", "avx512" } },
+  params = { codebooks = 8, pass = 4, upsample = 6 },
+  check = function(p, need)
+    need(p.codebooks == 8, "codebooks: liquid-audio's FusedEmbedding has 8")
+    need(p.pass >= 1 and p.codebooks % p.pass == 0, "pass must divide codebooks")
+    need(p.upsample == 6, "upsample: the detokenizer upsamples by 6")
+  end,
+  forms = {
+    { name = "gather_bf16", args = gather_args(false), kind = "gather" },
+    { name = "gather_bf16_wide", args = gather_args(true), kind = "gather", wide = true },
+    { name = "codebook_mean", args = mean_args(1), kind = "mean", rep = 1 },
+    { name = "codebook_mean_x6", args = mean_args(6), kind = "mean", rep = 6 },
+  },
+  body = function(t, p, form)
+    local a = t.arg
+    if form.kind == "gather" then
+      t:for_rows(t:iconst(0), a.m, 1, function(j)
+        local id = t:load1_i32(a.ids, j, 0)
+        local src = t:addr(a.table, t:mul(id, a.ld_table), 2)
+        local yrow = t:addr(a.y, t:mul(j, a.ldy), form.wide and 4 or 2)
+        if form.wide then
+          t:for_tiles(a.d, 16, function(i, tail)
+            local lanes = tail and tail(0)
+            t:store_f32(yrow, i, 0, t:load_bf16(src, i, 0, lanes), lanes)
+          end)
+          return
+        end
+        t:for_tiles(a.d, 32, function(i, tail)
+          if not tail then
+            t:store_raw(yrow, i, 0, t:load_raw(src, i, 0))   -- 32 bf16, bits as they are
+            return
+          end
+          for half = 0, 16, 16 do
+            local lanes = tail(half)
+            t:store_bf16(yrow, i, half, t:load_bf16(src, i, half, lanes), lanes)
+          end
+        end)
+      end)
+      return
+    end
+    -- codebook_mean(_x6)
+    local eighth = 0x3e000000   -- 0.125f
+    t:for_rows(t:iconst(0), a.m, 1, function(j)
+      local crow = t:addr(a.codes, t:mul(j, a.ld_codes), 4)
+      local yrow = t:addr(a.y, t:mul(j, form.rep == 1 and a.ldy or t:mul(a.ldy, form.rep)), 4)
+      for first = 0, p.codebooks - 1, p.pass do
+        local last = first + p.pass - 1
+        -- row pointers of this pass's codebooks: table + (c * vocab + code) * ld_table
+        local rows = {}
+        for c = first, last do
+          local code = t:load1_i32(crow, t:mul(a.cb_stride, c), 0)
+          rows[c] = t:addr(a.table, t:mul(t:add(code, t:mul(a.vocab, c)), a.ld_table), 2)
+        end
+        t:for_tiles(a.d, 16, function(i, tail)
+          local lanes = tail and tail(0)
+          -- the running sum: +0 at the first pass, else the partial the last pass left in y
+          local s = first == 0 and t:vconst(0) or t:load_f32(yrow, i, 0, lanes)
+          for c = first, last do s = t:add(s, t:load_bf16(rows[c], i, 0, lanes)) end
+          if last < p.codebooks - 1 then
+            t:store_f32(yrow, i, 0, s, lanes)
+            return
+          end
+          local y = t:mul(s, t:vconst(eighth))
+          local dst = yrow
+          for k = 1, form.rep do
+            t:store_f32(dst, i, 0, y, lanes)
+            if k < form.rep then dst = t:addr(dst, a.ldy, 4) end
+          end
+        end)
+      end
+    end)
+  end,
+}

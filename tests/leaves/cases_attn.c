@@ -1,0 +1,173 @@
+/* tests/leaves/cases_attn.c: contract cases of the attn forms (templates/attn.lua): GQA groups
+ * 1, 2, 4, 8; a linear KV cache (k head-major as qkprep writes it, v rows as a GEMV's strided
+ * destination writes them) and rings of W slots at positions 0, 1, W-1, W and after many wraps;
+ * window lengths around the 16-lane tiles; NaN and infinities in q, k and v, large scores (the
+ * max subtraction), equal scores, RNE ties in the output. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cases.h"
+
+typedef struct ashape {
+  int64_t kv_heads, group, pos, ring;   /* ring 0: the linear forms */
+  int vpad;                             /* v rows: kv_heads*d + vpad elements (a GEMV's ldy) */
+} ashape;
+
+static int head_dim(const char *form) { return strstr(form, "64") ? 64 : 32; }
+static int is_ring(const char *form) { return strstr(form, "ring") != NULL; }
+
+static int64_t window_of(const fkh_call *c, int ring) {
+  int64_t pos = fkh_i64_of(c, "pos");
+  if (!ring) return pos + 1;
+  int64_t w = fkh_i64_of(c, "ring");
+  return pos + 1 < w ? pos + 1 : w;
+}
+
+/* Scratch floats of a call: round_up(n, 16) the leaf uses; the cases give 16 more (the off-by-one
+ * window perturbation of test_perturb may use them) and test_attn checks the leaf leaves them alone. */
+int64_t fkt_attn_scratch_used(const fkh_call *c) {
+  return (window_of(c, fkh_field_index(c, "ring") >= 0) + 15) & ~(int64_t)15;
+}
+
+/* Every element random in [2^emin, 2^(emax+1)); slots outside the window hold values too
+ * (which must not reach the output). */
+static fkh_call *attn_case(fkt_list *l, const char *form, const char *name, ashape s, fkh_rng *rng, int emin,
+                           int emax) {
+  fkh_call *c = fkt_push(l, form, name);
+  const int64_t hd = head_dim(form), ring = is_ring(form) ? s.ring : 0;
+  /* slots: the ring's W, or one position more than the window (a slot the leaf must not read) */
+  const int64_t slots = ring ? ring : s.pos + 2;
+  const int64_t heads = s.kv_heads * s.group;
+  const int64_t k_ld_row = hd, k_ld_head = slots * hd;
+  const int64_t v_ld_head = hd, v_ld_row = s.kv_heads * hd + s.vpad;
+  fkh_set_i64(c, "kv_heads", s.kv_heads);
+  fkh_set_i64(c, "group", s.group);
+  fkh_set_i64(c, "k_ld_head", k_ld_head);
+  fkh_set_i64(c, "k_ld_row", k_ld_row);
+  fkh_set_i64(c, "v_ld_head", v_ld_head);
+  fkh_set_i64(c, "v_ld_row", v_ld_row);
+  fkh_set_i64(c, "pos", s.pos);
+  if (ring) {
+    fkh_set_i64(c, "slot", s.pos % ring);
+    fkh_set_i64(c, "ring", ring);
+  }
+  uint16_t *q = fkh_set_buf(c, "q", (size_t)(heads * hd));
+  for (int64_t i = 0; i < heads * hd; i++) q[i] = fkh_bf16(rng, emin, emax);
+  const int64_t nk = s.kv_heads * k_ld_head, nv = slots * v_ld_row;
+  uint16_t *k = fkh_set_buf(c, "k", (size_t)(nk ? nk : 1));
+  for (int64_t i = 0; i < nk; i++) k[i] = fkh_bf16(rng, emin, emax);
+  uint16_t *v = fkh_set_buf(c, "v", (size_t)(nv ? nv : 1));
+  for (int64_t i = 0; i < nv; i++) v[i] = (i % v_ld_row >= s.kv_heads * hd) ? 0x7fa5 : fkh_bf16(rng, -3, 1);
+  fkh_set_buf(c, "y", (size_t)(heads * hd));
+  fkh_set_buf(c, "s", (size_t)(((ring ? (s.pos + 1 < ring ? s.pos + 1 : ring) : s.pos + 1) + 15) / 16 * 16 + 16));
+  return c;
+}
+
+/* Element i of the k (or v) head g at window position j. */
+static uint16_t *kv_at(fkh_call *c, const char *which, int64_t j, int64_t g, int64_t i) {
+  const int ring = fkh_field_index(c, "ring") >= 0;
+  int64_t n = window_of(c, ring), sl = j;
+  if (ring) {
+    int64_t w = fkh_i64_of(c, "ring");
+    sl = (fkh_i64_of(c, "slot") + 1 - n + j + w) % w;
+  }
+  int k = which[0] == 'k';
+  return (uint16_t *)fkh_buf_of(c, which) + g * fkh_i64_of(c, k ? "k_ld_head" : "v_ld_head") +
+         sl * fkh_i64_of(c, k ? "k_ld_row" : "v_ld_row") + i;
+}
+
+int fkt_attn_cases(const char *form, fkh_call **out) {
+  fkt_list l = { 0 };
+  fkh_rng rng = { 0x6174746eu };
+  char name[96];
+  const int hd = head_dim(form), ring = is_ring(form);
+  static const int64_t groups[] = { 1, 2, 4, 8 };
+  /* edges: positions 0, 1, W-1, W, W+1, tile boundaries, many wraps; LFM2 shapes (8 kv heads
+   * x group 4 at d 64; the detokenizer's W = 30) */
+  static const int64_t W[] = { 30, 1, 16, 17 };
+  for (size_t wi = 0; wi < (ring ? 4u : 1u); wi++) {
+    const int64_t w = ring ? W[wi] : 30;
+    const int64_t poss[] = { 0, 1, 2, w - 1, w, w + 1, 15, 16, 17, 31, 32, 33, 47, 5 * w + 3, 1000 * w + 7 };
+    for (size_t pi = 0; pi < sizeof poss / sizeof poss[0]; pi++) {
+      if (!ring && poss[pi] > 200) continue;
+      for (size_t gi = 0; gi < 4; gi++) {
+        ashape s = { (int64_t)(gi % 2) + 1, groups[gi], poss[pi], w, (int)gi };
+        snprintf(name, sizeof name, "edge_W%lld_pos%lld_g%lld", (long long)w, (long long)poss[pi], (long long)groups[gi]);
+        attn_case(&l, form, name, s, &rng, -3, 1);
+      }
+    }
+  }
+  attn_case(&l, form, "lfm2_kv8_g4", (ashape){ 8, 4, ring ? 300 : 150, 30, 0 }, &rng, -3, 1);
+  attn_case(&l, form, "kv0", (ashape){ 0, 2, 5, 30, 0 }, &rng, -3, 1);
+  if (!ring) attn_case(&l, form, "long_pos700", (ashape){ 1, 2, 700, 0, 0 }, &rng, -3, 1);
+  /* large scores: |s| up to ~2^14, exp would overflow without the max subtraction; one wins */
+  attn_case(&l, form, "large_scores", (ashape){ 2, 2, 40, 30, 1 }, &rng, 3, 6);
+  attn_case(&l, form, "tiny_scores", (ashape){ 1, 4, 20, 30, 0 }, &rng, -40, -30);
+  /* NaN with a payload in q: that head's scores are NaN, its outputs the canonical NaN */
+  fkh_call *c = attn_case(&l, form, "nan_q", (ashape){ 2, 2, 9, 30, 0 }, &rng, -3, 1);
+  ((uint16_t *)fkh_buf_of(c, "q"))[1 * hd + 3] = 0x7fc3;
+  c = attn_case(&l, form, "nan_k_signaling", (ashape){ 2, 2, 34, 30, 0 }, &rng, -3, 1);
+  *kv_at(c, "k", 2, 1, 5) = 0xffa1;
+  /* +inf in q: scores +-inf or NaN; -inf in k at one position: that score -inf (weight 0) */
+  c = attn_case(&l, form, "inf_q", (ashape){ 2, 1, 12, 30, 0 }, &rng, -3, 1);
+  ((uint16_t *)fkh_buf_of(c, "q"))[0] = 0x7f80;
+  c = attn_case(&l, form, "ninf_k_one_position", (ashape){ 1, 2, 20, 30, 0 }, &rng, -3, 1);
+  for (int i = 0; i < hd; i++) ((uint16_t *)fkh_buf_of(c, "q"))[i] = 0x3f80, ((uint16_t *)fkh_buf_of(c, "q"))[hd + i] = 0x3f80;
+  for (int i = 0; i < hd; i++) *kv_at(c, "k", 3, 0, i) = 0xff80;
+  /* inf and NaN in v at one position: every output element of that column */
+  c = attn_case(&l, form, "inf_nan_v", (ashape){ 1, 2, 18, 30, 0 }, &rng, -3, 1);
+  *kv_at(c, "v", 4, 0, 7) = 0x7f80;
+  *kv_at(c, "v", 5, 0, 9) = 0xff80;
+  *kv_at(c, "v", 5, 0, 7) = 0xff80;   /* inf - inf: NaN */
+  *kv_at(c, "v", 2, 0, 11) = 0x7fd1;
+  /* zeros and signed zeros: all scores 0, p = 1/n */
+  c = attn_case(&l, form, "zero_q", (ashape){ 1, 2, 6, 30, 0 }, &rng, -3, 1);
+  for (int i = 0; i < 2 * hd; i++) ((uint16_t *)fkh_buf_of(c, "q"))[i] = (uint16_t)(i % 2 ? 0x8000 : 0);
+  c = attn_case(&l, form, "subnormal_v", (ashape){ 1, 1, 5, 30, 0 }, &rng, -3, 1);
+  for (int64_t j = 0; j < 6; j++)
+    for (int i = 0; i < hd; i++) *kv_at(c, "v", j, 0, i) = fkh_bf16(&rng, -133, -127);
+  /* RNE ties: two positions with equal scores (k equal): p = 1/2 each, o = (v0 + v1) / 2
+   * exactly, v1 = v0 + 1 bf16 ulp with v0's last bit even: the mean is a tie whose even
+   * neighbour is v0 (half up gives v1) */
+  c = attn_case(&l, form, "tie_out", (ashape){ 1, 1, 1, 30, 0 }, &rng, -3, 1);
+  for (int i = 0; i < hd; i++) {
+    *kv_at(c, "k", 1, 0, i) = *kv_at(c, "k", 0, 0, i);
+    uint16_t v0 = (uint16_t)(fkh_bf16(&rng, -3, 1) & 0x7ffe);
+    *kv_at(c, "v", 0, 0, i) = v0;
+    *kv_at(c, "v", 1, 0, i) = (uint16_t)(v0 + 1);
+  }
+  /* reduction-order probe (the dot's lanes and tree): position 0's dot is, by lanes, X = 64 +
+   * 0.25 (elements 0 and 16, lane 0: a bf16 tie, 64 * (1 + 2^-8)) plus a = b = 1.5 * 2^-19 (three
+   * quarters of X's half ulp) in elements 1 and 9 (lanes 1 and 9). The halving tree adds a + b
+   * first (lane 1 + lane 9), then X + (a + b) rounds up past the tie: the score is RNE(64.25 + 2^-17)
+   * * scale = 64.5 * scale; adjacent pairs (or other lanes) add a and b to X one at a time, each
+   * lost, and the tie rounds to even: 64 * scale. Position 1's dot is 64 exactly, v0 = 1, v1 = -1:
+   * the output is p0 - p1, 0 when the scores are equal. test_perturb checks that it still moves. */
+  c = attn_case(&l, form, "order_probe", (ashape){ 1, 1, 1, 30, 0 }, &rng, -3, 1);
+  {
+    uint16_t *q = fkh_buf_of(c, "q");
+    for (int i = 0; i < hd; i++) {
+      q[i] = 0;
+      *kv_at(c, "k", 0, 0, i) = 0, *kv_at(c, "k", 1, 0, i) = 0;
+      *kv_at(c, "v", 0, 0, i) = 0x3f80, *kv_at(c, "v", 1, 0, i) = 0xbf80;
+    }
+    q[0] = 0x4280;                                         /* 64 */
+    q[16] = 0x4080;                                        /* 4 */
+    q[1] = q[9] = 0x3980;                                  /* 2^-12 */
+    *kv_at(c, "k", 0, 0, 0) = 0x3f80;                      /* 1: 64 */
+    *kv_at(c, "k", 0, 0, 16) = 0x3d80;                     /* 2^-4: 0.25 */
+    *kv_at(c, "k", 0, 0, 1) = *kv_at(c, "k", 0, 0, 9) = 0x3c40;   /* 1.5 * 2^-7: a = b = 1.5 * 2^-19 */
+    *kv_at(c, "k", 1, 0, 0) = 0x3f80;                      /* position 1: 64 */
+  }
+  for (int i = 0; i < 210; i++) {
+    const int64_t w = ring ? fkh_range(&rng, 1, 40) : 0;
+    ashape s = { fkh_range(&rng, 1, 3), groups[fkh_range(&rng, 0, 3)],
+                 ring ? fkh_range(&rng, 0, 400) : fkh_range(&rng, 0, 120), w, (int)fkh_range(&rng, 0, 5) };
+    snprintf(name, sizeof name, "random_%d_kv%lld_g%lld_pos%lld_W%lld", i, (long long)s.kv_heads, (long long)s.group,
+             (long long)s.pos, (long long)w);
+    attn_case(&l, form, name, s, &rng, -4, 2);
+  }
+  *out = l.calls;
+  return l.n;
+}

@@ -1,0 +1,199 @@
+/* tests/test_attn.c: decode attention stamps (templates/attn.lua), exact tier.
+ *   exact:             every stamp == contract model, bit for bit (>= 200 random shapes and every
+ *                      edge case: GQA groups 1, 2, 4, 8, d 64 and 32, linear caches and rings at
+ *                      positions 0, 1, W-1, W and after many wraps, NaN/inf, ties), x86_64 and
+ *                      AArch64 (qemu -cpu max, neoverse-n1), AArch64 == x86_64, AArch64 contract
+ *                      build == host build.
+ *   fixtures:          transformers' eager LFM2 attention and float64 numpy (fixtures/attn).
+ *   writes_only_y:     y is written, the inputs and the scratch past round_up(n, 16) are not.
+ *   ring_is_window:    a ring call == the linear form over the window's positions copied out
+ *                      in order (the slot mapping, bit for bit).
+ *   gqa_is_repeat_kv:  kv_heads x group == kv_heads*group kv heads with k and v repeated
+ *                      (transformers' repeat_kv), bit for bit. */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suite.h"
+
+FKT_LEAF_SUITE(attn, fkt_attn_cases)
+
+static const char *const forms[] = { "attn_decode64", "attn_decode32", "attn_decode_ring64", "attn_decode_ring32" };
+enum { NFORMS = 4 };
+
+static int hd_of(const fkh_call *c) { return strstr(fkh_forms[c->form].id, "64") ? 64 : 32; }
+static int ring_of(const fkh_call *c) { return fkh_field_index(c, "ring") >= 0; }
+
+static fkh_target all_targets[16];
+static int ntargets(void) { return fkt_fixture_targets("attn", "exact", all_targets, 16); }
+
+ParameterizedTestParameters(attn, writes_only_y) {
+  return cr_make_param_array(fkh_target, all_targets, (size_t)ntargets());   /* the contract too */
+}
+
+ParameterizedTest(fkh_target *t, attn, writes_only_y, .timeout = 600) {
+  fkt_need(t);
+  for (int f = 0; f < NFORMS; f++) {
+    fkh_call *calls, *orig;
+    int n = fkt_attn_cases(forms[f], &calls);
+    fkt_attn_cases(forms[f], &orig);
+    for (int i = 0; i < n; i++) {   /* y poisoned: every element must be written */
+      uint16_t *y = fkh_buf_of(&calls[i], "y");
+      size_t ny = calls[i].v[fkh_field_index(&calls[i], "y")].buf.nbytes / 2;
+      for (size_t e = 0; e < ny; e++) y[e] = 0x7fa5;
+    }
+    char err[256];
+    cr_assert(fkh_run(t, calls, n, err, sizeof err) == 0, "%s", err);
+    for (int i = 0; i < n; i++) {
+      fkh_call *c = &calls[i];
+      const uint16_t *y = fkh_buf_of(c, "y");
+      size_t ny = c->v[fkh_field_index(c, "y")].buf.nbytes / 2;
+      for (size_t e = 0; e < ny; e++)
+        cr_assert(y[e] != 0x7fa5, "%s %s %s: y[%zu] not written", t->label, forms[f], c->name, e);
+      const float *s = fkh_buf_of(c, "s");
+      size_t ns = c->v[fkh_field_index(c, "s")].buf.nbytes / 4;
+      for (size_t e = (size_t)fkt_attn_scratch_used(c); e < ns; e++)
+        cr_assert(s[e] == 0.0f, "%s %s %s: scratch s[%zu] written past round_up(n, 16)", t->label, forms[f], c->name, e);
+      for (int v = 0; v < fkh_forms[c->form].nfields; v++) {
+        const fkh_field *fd = &fkh_forms[c->form].fields[v];
+        if (fd->kind != FK_FIELD_PTR || fd->dir != FK_DIR_IN) continue;
+        cr_assert(memcmp(c->v[v].buf.data, orig[i].v[v].buf.data, c->v[v].buf.nbytes) == 0,
+                  "%s %s %s: input %s changed", t->label, forms[f], c->name, fd->name);
+      }
+    }
+    cr_log_info("%s %s: %d cases", t->label, forms[f], n);
+    fkt_free_cases(calls, n);
+    fkt_free_cases(orig, n);
+  }
+}
+
+/* The linear call over the window of ring call r: positions 0..n-1 = the window in order. */
+static void window_call(fkh_call *r, fkh_call *lin) {
+  const int hd = hd_of(r);
+  char id[40];
+  snprintf(id, sizeof id, "attn_decode%d", hd);
+  fkh_call_init(lin, id, r->name);
+  int64_t W = fkh_i64_of(r, "ring"), pos = fkh_i64_of(r, "pos"), n = pos + 1 < W ? pos + 1 : W;
+  int64_t kvh = fkh_i64_of(r, "kv_heads"), group = fkh_i64_of(r, "group");
+  int64_t start = (fkh_i64_of(r, "slot") + 1 - n + W) % W;
+  fkh_set_i64(lin, "kv_heads", kvh);
+  fkh_set_i64(lin, "group", group);
+  fkh_set_i64(lin, "k_ld_head", n * hd);
+  fkh_set_i64(lin, "k_ld_row", hd);
+  fkh_set_i64(lin, "v_ld_head", n * hd);
+  fkh_set_i64(lin, "v_ld_row", hd);
+  fkh_set_i64(lin, "pos", n - 1);
+  uint16_t *q = fkh_set_buf(lin, "q", (size_t)(kvh * group * hd));
+  memcpy(q, fkh_buf_of(r, "q"), (size_t)(kvh * group * hd) * 2);
+  uint16_t *k = fkh_set_buf(lin, "k", (size_t)(kvh * n * hd + 1)), *v = fkh_set_buf(lin, "v", (size_t)(kvh * n * hd + 1));
+  const uint16_t *rk = fkh_buf_of(r, "k"), *rv = fkh_buf_of(r, "v");
+  for (int64_t g = 0; g < kvh; g++)
+    for (int64_t j = 0; j < n; j++) {
+      int64_t sl = (start + j) % W;
+      memcpy(k + (g * n + j) * hd, rk + g * fkh_i64_of(r, "k_ld_head") + sl * fkh_i64_of(r, "k_ld_row"), (size_t)hd * 2);
+      memcpy(v + (g * n + j) * hd, rv + g * fkh_i64_of(r, "v_ld_head") + sl * fkh_i64_of(r, "v_ld_row"), (size_t)hd * 2);
+    }
+  fkh_set_buf(lin, "y", (size_t)(kvh * group * hd));
+  fkh_set_buf(lin, "s", (size_t)((n + 15) / 16 * 16));
+  lin->nan_policy = r->nan_policy;
+}
+
+static fkh_target ring_targets[16];
+ParameterizedTestParameters(attn, ring_is_window) {
+  int n = fkt_fixture_targets("attn", "exact", ring_targets, 16);
+  return cr_make_param_array(fkh_target, ring_targets, (size_t)n);
+}
+
+ParameterizedTest(fkh_target *t, attn, ring_is_window, .timeout = 600) {
+  fkt_need(t);
+  for (int f = 2; f < NFORMS; f++) {
+    fkh_call *calls;
+    int n = fkt_attn_cases(forms[f], &calls), wraps = 0;
+    fkh_call *lin = calloc((size_t)n, sizeof *lin);
+    cr_assert(lin);
+    for (int i = 0; i < n; i++) {
+      window_call(&calls[i], &lin[i]);
+      wraps += fkh_i64_of(&calls[i], "pos") >= 2 * fkh_i64_of(&calls[i], "ring");
+    }
+    char err[256], msg[512];
+    cr_assert(fkh_run(t, calls, n, err, sizeof err) == 0, "%s", err);
+    cr_assert(fkh_run(t, lin, n, err, sizeof err) == 0, "%s", err);
+    for (int i = 0; i < n; i++) {
+      const uint16_t *a = fkh_buf_of(&calls[i], "y"), *b = fkh_buf_of(&lin[i], "y");
+      size_t ny = calls[i].v[fkh_field_index(&calls[i], "y")].buf.nbytes / 2;
+      for (size_t e = 0; e < ny; e++)
+        if (a[e] != b[e])
+          cr_assert_fail("%s %s %s: y[%zu] ring 0x%04x, linear window 0x%04x", t->label, forms[f], calls[i].name, e,
+                         a[e], b[e]);
+    }
+    (void)msg;
+    cr_log_info("%s %s: %d ring calls (%d after >= 2 wraps) == the linear form over their window", t->label,
+                forms[f], n, wraps);
+    cr_assert(wraps > 50);
+    fkt_free_cases(calls, n);
+    fkt_free_cases(lin, n);
+  }
+}
+
+/* kv_heads x group == (kv_heads*group) x 1 with every kv head repeated group times */
+static void repeat_kv_call(fkh_call *c, fkh_call *r) {
+  const int hd = hd_of(c);
+  fkh_call_copy(r, c);
+  int64_t kvh = fkh_i64_of(c, "kv_heads"), group = fkh_i64_of(c, "group");
+  int64_t kh = fkh_i64_of(c, "k_ld_head"), vh = fkh_i64_of(c, "v_ld_head");
+  int64_t kr = fkh_i64_of(c, "k_ld_row"), vr = fkh_i64_of(c, "v_ld_row");
+  int64_t slots = ring_of(c) ? fkh_i64_of(c, "ring") : fkh_i64_of(c, "pos") + 1;
+  fkh_set_i64(r, "kv_heads", kvh * group);
+  fkh_set_i64(r, "group", 1);
+  fkh_set_i64(r, "k_ld_head", slots * hd);
+  fkh_set_i64(r, "k_ld_row", hd);
+  fkh_set_i64(r, "v_ld_head", slots * hd);
+  fkh_set_i64(r, "v_ld_row", hd);
+  /* fkh_set_buf replaces the copied buffer */
+  uint16_t *k = fkh_set_buf(r, "k", (size_t)(kvh * group * slots * hd + 1));
+  uint16_t *v = fkh_set_buf(r, "v", (size_t)(kvh * group * slots * hd + 1));
+  const uint16_t *ck = fkh_buf_of(c, "k"), *cv = fkh_buf_of(c, "v");
+  for (int64_t h = 0; h < kvh * group; h++)
+    for (int64_t sl = 0; sl < slots; sl++) {
+      memcpy(k + (h * slots + sl) * hd, ck + (h / group) * kh + sl * kr, (size_t)hd * 2);
+      memcpy(v + (h * slots + sl) * hd, cv + (h / group) * vh + sl * vr, (size_t)hd * 2);
+    }
+}
+
+static fkh_target gqa_targets[16];
+ParameterizedTestParameters(attn, gqa_is_repeat_kv) {
+  int n = fkt_fixture_targets("attn", "exact", gqa_targets, 16);
+  return cr_make_param_array(fkh_target, gqa_targets, (size_t)n);
+}
+
+ParameterizedTest(fkh_target *t, attn, gqa_is_repeat_kv, .timeout = 600) {
+  fkt_need(t);
+  for (int f = 0; f < NFORMS; f++) {
+    fkh_call *calls;
+    int n = fkt_attn_cases(forms[f], &calls), grouped = 0;
+    fkh_call *rep = calloc((size_t)n, sizeof *rep);
+    cr_assert(rep);
+    for (int i = 0; i < n; i++) {
+      repeat_kv_call(&calls[i], &rep[i]);
+      grouped += fkh_i64_of(&calls[i], "group") > 1;
+    }
+    char err[256];
+    cr_assert(fkh_run(t, calls, n, err, sizeof err) == 0, "%s", err);
+    cr_assert(fkh_run(t, rep, n, err, sizeof err) == 0, "%s", err);
+    for (int i = 0; i < n; i++) {
+      const uint16_t *a = fkh_buf_of(&calls[i], "y"), *b = fkh_buf_of(&rep[i], "y");
+      size_t ny = calls[i].v[fkh_field_index(&calls[i], "y")].buf.nbytes / 2;
+      for (size_t e = 0; e < ny; e++)
+        if (a[e] != b[e])
+          cr_assert_fail("%s %s %s: y[%zu] grouped 0x%04x, repeat_kv 0x%04x", t->label, forms[f], calls[i].name, e,
+                         a[e], b[e]);
+    }
+    cr_log_info("%s %s: %d calls (%d with group > 1) == repeat_kv", t->label, forms[f], n, grouped);
+    cr_assert(grouped > 100);
+    fkt_free_cases(calls, n);
+    fkt_free_cases(rep, n);
+  }
+}
