@@ -19,6 +19,7 @@ M.CTYPES = {
   ["const uint16_t *"] = { size = 8, class = "i", kind = "ptr", elem = "bf16", dir = "in" },
   ["uint16_t *"]       = { size = 8, class = "i", kind = "ptr", elem = "bf16", dir = "out" },
   ["const int32_t *"]  = { size = 8, class = "i", kind = "ptr", elem = "i32", dir = "in" },
+  ["int32_t *"]        = { size = 8, class = "i", kind = "ptr", elem = "i32", dir = "out" },
 }
 
 ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
--- templates/attn.lua: attention for one new token (decode), GQA, causal, over a linear KV cache
--- (forms decode64, decode32: every position 0..pos) or a sliding-window ring of W slots
--- (forms decode_ring64, decode_ring32: positions max(0, pos - W + 1)..pos). The number is
+-- templates/attn.lua: attention for one new token (decode; prefill of P tokens below), GQA,
+-- causal, over a linear KV cache (forms decode64, decode32: every position 0..pos) or a
+-- sliding-window ring of W slots (forms decode_ring64, decode_ring32: positions
+-- max(0, pos - W + 1)..pos). The number is
 -- head_dim d. It reads the layout the qkprep leaf writes: q heads contiguous (head h at q + h*d),
 -- k head g of slot s at k + g*k_ld_head + s*k_ld_row (normed, RoPE'd, bf16), v likewise at
 -- v + g*v_ld_head + s*v_ld_row (a GEMV's strided destination: y_off = the slot's offset, heads
@@ -36,6 +37,22 @@
 -- the NaN rule), so it must not overlap q, k, v or s; nothing else is written. Checked against
 -- transformers (fixtures/attn): the contract equals eager attention's bf16 output bit for bit on
 -- every fixture output (torch 2.15 CPU), the dot and sum orders being the only freedom left.
+--
+-- Prefill (forms prefill64, prefill32, prefill_ring64, prefill_ring32): rows P query rows at
+-- positions pos .. pos + P - 1 in one call, q row i at q + i*q_ld, y row i at y + i*y_ld (the
+-- gap between rows is not written), causal within the block: row i is, bit for bit, the decode
+-- form's result at position pos + i over the same cache (the definition: prefill of P rows == P
+-- decode calls, same dot, softmax and sum orders; the rows run one after another, sharing the
+-- scratch). The cache holds the P new keys and values already (qkprep and the GEMV append them
+-- before the call). Linear forms: slots 0..pos + P - 1. Ring forms take the sliding window W
+-- (`window`) apart from the ring's slot count R (`ring`): position p lives at slot p mod R, `slot`
+-- is pos mod R (row i's slot is (slot + i) mod R), row i sees the last min(pos + i + 1, W)
+-- positions. Appending the block's P keys overwrites the slots of positions pos + 1 - R ..
+-- pos + P - 1 - R, and row 0 still needs positions down to pos + 1 - W: the caller must size the
+-- ring R >= W + P - 1, i.e. P <= R - W + 1 (a decode ring of R = W slots allows P = 1 once the
+-- window is full: a longer prompt is prefilled in chunks of at most R - W + 1 rows, or with
+-- R = W + P_max - 1 slots). The leaf does not check it (a leaf returns no errors). The scratch
+-- holds round_up(n, 16) floats for the longest (last) row's window n.
 
 local function args(ring)
   local a = {
@@ -59,8 +76,41 @@ local function args(ring)
   return a
 end
 
+-- prefill: rows query rows at positions pos .. pos + rows - 1 (q row i at q + i*q_ld, y row i at
+-- y + i*y_ld); the ring forms take the window W apart from the ring's slot count R (see the header)
+local function prefill_args(ring)
+  local a = {
+    { "q", "const uint16_t *", doc = "rows query rows: row i's kv_heads*group heads of d bf16 at q + i*q_ld + h*d" },
+    { "k", "const uint16_t *", doc = "K cache: kv head g of slot s at k + g*k_ld_head + s*k_ld_row" },
+    { "v", "const uint16_t *", doc = "V cache: kv head g of slot s at v + g*v_ld_head + s*v_ld_row" },
+    { "y", "uint16_t *", doc = "rows output rows: row i's kv_heads*group heads of d bf16 at y + i*y_ld + h*d" },
+    { "s", "float *", scratch = true, doc = "scratch: round_up(n, 16) floats, n the longest row window" },
+    { "kv_heads", "int64_t", doc = "kv heads, >= 0" },
+    { "group", "int64_t", doc = "query heads per kv head (n_heads / n_kv_heads), >= 1" },
+    { "k_ld_head", "int64_t", doc = "elements from one k head to the next" },
+    { "k_ld_row", "int64_t", doc = "elements from one k slot to the next" },
+    { "v_ld_head", "int64_t", doc = "elements from one v head to the next" },
+    { "v_ld_row", "int64_t", doc = "elements from one v slot to the next" },
+    { "pos", "int64_t", doc = "position of row 0, >= 0 (the rows' k and v are in the cache)" },
+    { "rows", "int64_t", doc = "query rows P, >= 0 (ring forms: P <= ring - window + 1)" },
+    { "q_ld", "int64_t", doc = "elements from one q row to the next" },
+    { "y_ld", "int64_t", doc = "elements from one y row to the next" },
+  }
+  if ring then
+    a[#a + 1] = { "slot", "int64_t", doc = "slot of pos (row 0): pos mod ring" }
+    a[#a + 1] = { "ring", "int64_t", doc = "ring slots R >= window + rows - 1" }
+    a[#a + 1] = { "window", "int64_t",
+                  doc = "sliding window W, 1 <= W <= R: row i sees the last min(pos + i + 1, W) positions" }
+  end
+  return a
+end
+
 local function form(name, ring, hd)
   return { name = name, args = args(ring), ring = ring, hd = hd }
+end
+
+local function prefill_form(name, ring, hd)
+  return { name = name, args = prefill_args(ring), ring = ring, hd = hd, prefill = true }
 end
 
 -- d^-0.5 rounded to f32 (torch multiplies by the Python float in f32 opmath)
@@ -68,7 +118,7 @@ local SCALE_F32 = { [32] = "0x3e3504f3", [64] = "0x3e000000" }
 
 return {
   leaf = "attn",
-  doc = "decode attention: GQA, causal, linear or sliding-window ring KV cache, softmax in f32, bf16 out",
+  doc = "decode and prefill attention: GQA, causal, linear or sliding-window ring KV cache, softmax in f32, bf16 out",
   tiers = { exact = { "neon", "avx2", "avx512" } },
   params = { chains = 2, tree = "halving" },
   check = function(p, need)
@@ -78,24 +128,35 @@ return {
   forms = {
     form("decode64", false, 64), form("decode32", false, 32),
     form("decode_ring64", true, 64), form("decode_ring32", true, 32),
+    prefill_form("prefill64", false, 64), prefill_form("prefill32", false, 32),
+    prefill_form("prefill_ring64", true, 64), prefill_form("prefill_ring32", true, 32),
   },
   body = function(t, p, form_)
     local a = t.arg
     local hd = form_.hd
     local nv = math.floor(hd / 16)
     local z = t:iconst(0)
-    -- the window: n positions, the oldest at slot `start`
+    -- one query row's attention; r = nil: the decode forms (the row is the arguments' pos),
+    -- else prefill row r (position pos + r, slot (slot + r) mod R, q and y rows r)
+    local function one_row(r)
+    -- prefill: zeros made where they are used (one more live register does not fit x86_64)
+    local function Z() if r then return t:iconst(0) end return z end
+    local function pos_of() return r and t:add(a.pos, r) or a.pos end
+    local function slot_row() return r and t:wrap(t:add(a.slot, r), a.ring) or a.slot end
+    local function win_of() return r and a.window or a.ring end
+    local function q_of() return r and t:addr(a.q, t:mul(r, a.q_ld), 2) or a.q end
+    local function y_of() return r and t:addr(a.y, t:mul(r, a.y_ld), 2) or a.y end
     -- the window, computed afresh where it is needed (few general registers stay live): n
     -- positions; window position j is index jlo + j of the scan, slot slot_of(jlo + j), score
     -- at sbase[jlo + j] = s[j]
     local function window()
       if form_.ring then
-        local n = t:imin(t:add(a.pos, 1), a.ring)
-        local start = t:wrap(t:add(t:sub(t:add(a.slot, 1), n), a.ring), a.ring)
+        local n = t:imin(t:add(pos_of(), 1), win_of())
+        local start = t:wrap(t:add(t:sub(t:add(slot_row(), 1), n), a.ring), a.ring)
         return n, start, t:add(start, n)
       end
-      local n = t:add(a.pos, 1)
-      return n, z, n
+      local n = t:add(pos_of(), 1)
+      return n, Z(), n
     end
     local function slot_of(jj)
       if form_.ring then return t:wrap(jj, a.ring) end
@@ -103,26 +164,26 @@ return {
     end
     local function n16_of(n) return t:iand(t:add(n, 15), -16) end
     local keep_q = t.caps.vectors >= 16
-    t:for_rows(z, a.kv_heads, 1, function(g)
+    t:for_rows(Z(), a.kv_heads, 1, function(g)
       local h0 = t:mul(g, a.group)
       t:for_rows(h0, t:add(h0, a.group), 1, function(h)
         -- padding: the last 16 scratch floats -inf, before the scores overwrite the valid ones
         local n, jlo, jhi = window()
         t:store_f32(a.s, n16_of(n), -16, t:vconst(0xff800000))
-        local sbase = form_.ring and t:addr(a.s, t:sub(z, jlo), 4) or a.s
+        local sbase = form_.ring and t:addr(a.s, t:sub(Z(), jlo), 4) or a.s
         local qv = {}
         if keep_q then
-          local qh = t:addr(a.q, t:mul(h, hd), 2)
-          for c = 1, nv do qv[c] = t:load_bf16(qh, z, 16 * (c - 1)) end
+          local qh = t:addr(q_of(), t:mul(h, hd), 2)
+          for c = 1, nv do qv[c] = t:load_bf16(qh, Z(), 16 * (c - 1)) end
         end
         -- pass 1: the scores
         t:for_rows(jlo, jhi, 1, function(jj)
           local kp = t:addr(t:addr(a.k, t:mul(g, a.k_ld_head), 2), t:mul(slot_of(jj), a.k_ld_row), 2)
-          local qh = not keep_q and t:addr(a.q, t:mul(h, hd), 2)
+          local qh = not keep_q and t:addr(q_of(), t:mul(h, hd), 2)
           local acc = { t:zero(), t:zero() }
           for c = 1, nv do
-            local qc = keep_q and qv[c] or t:load_bf16(qh, z, 16 * (c - 1))
-            t:fma_acc(acc[(c - 1) % 2 + 1], qc, t:load_bf16(kp, z, 16 * (c - 1)))
+            local qc = keep_q and qv[c] or t:load_bf16(qh, Z(), 16 * (c - 1))
+            t:fma_acc(acc[(c - 1) % 2 + 1], qc, t:load_bf16(kp, Z(), 16 * (c - 1)))
           end
           local dot = t:reduce_add(t:add(acc[1], acc[2]), p.tree)
           t:store1_f32(sbase, jj, 0, t:rne(t:mul(t:rne(dot), t:f32(SCALE_F32[hd]))))
@@ -151,25 +212,31 @@ return {
         local o = {}
         for c = 1, nv do o[c] = t:zero() end
         local _, jlo2, jhi2 = window()
-        local sbase2 = form_.ring and t:addr(a.s, t:sub(z, jlo2), 4) or a.s
+        local sbase2 = form_.ring and t:addr(a.s, t:sub(Z(), jlo2), 4) or a.s
         t:for_rows(jlo2, jhi2, 1, function(jj)
           local vp = t:addr(t:addr(a.v, t:mul(g, a.v_ld_head), 2), t:mul(slot_of(jj), a.v_ld_row), 2)
           local pj = t:load_bcast_f32(sbase2, jj, 0)
-          for c = 1, nv do t:fma_acc(o[c], pj, t:load_bf16(vp, z, 16 * (c - 1))) end
+          for c = 1, nv do t:fma_acc(o[c], pj, t:load_bf16(vp, Z(), 16 * (c - 1))) end
         end)
-        local yh = t:addr(a.y, t:mul(h, hd), 2)
-        for c = 1, nv do t:store_bf16(yh, z, 16 * (c - 1), t:rne(o[c])) end
+        local yh = t:addr(y_of(), t:mul(h, hd), 2)
+        for c = 1, nv do t:store_bf16(yh, Z(), 16 * (c - 1), t:rne(o[c])) end
         -- NaN -> 0x7fc0, on the stored values (the accumulators are dead: few registers live):
         -- mask = all ones where (bits & 0x7fffffff) > 0x7f800000
         for c = 1, nv do
-          local x = t:load_bf16(yh, z, 16 * (c - 1))
+          local x = t:load_bf16(yh, Z(), 16 * (c - 1))
           local mag = t:band(x, t:vconst(0x7fffffff))
           local over = t:imin_v(t:imax_v(t:isub_v(mag, t:vconst(0x7f800000)), t:vconst(0)), t:vconst(1))
           local mask = t:isub_v(t:vconst(0), over)
           local yv = t:bxor(x, t:band(t:bxor(x, t:vconst(0x7fc00000)), mask))
-          t:store_bf16(yh, z, 16 * (c - 1), t:rne(yv))
+          t:store_bf16(yh, Z(), 16 * (c - 1), t:rne(yv))
         end
       end)
     end)
+    end
+    if form_.prefill then
+      t:for_rows(z, a.rows, 1, function(r) one_row(r) end)
+    else
+      one_row(nil)
+    end
   end,
 }

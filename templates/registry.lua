@@ -13,4 +13,5 @@ return {
   "swiglu",
   "embed",
   "attn",
+  "sample",
 }

@@ -231,8 +231,11 @@ int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen) {
     fkh_set_buf(c, "y", (size_t)(rows > 0 ? (rows - 1) * fkh_i64_of(c, "ldy") + fkh_i64_of(c, "d") : 0));
   } else if (!strcmp(fx->leaf, "attn")) {
     int64_t heads = fkh_i64_of(c, "kv_heads") * fkh_i64_of(c, "group"), hd = strstr(fx->form, "64") ? 64 : 32;
+    if (fkh_field_index(c, "rows") >= 0) heads *= fkh_i64_of(c, "rows");   /* prefill: rows y_ld = heads*d apart */
     fkh_set_buf(c, "y", (size_t)(heads * hd));
     fkh_set_buf(c, "s", (size_t)fkt_attn_scratch_used(c) + 16);   /* as the cases: 16 spare */
+  } else if (!strcmp(fx->leaf, "sample")) {
+    fkh_set_buf(c, "tok", 1);
   } else {
     snprintf(err, errlen, "%s: the fixture gate does not know leaf %s", fx->path, fx->leaf);
     return -1;
@@ -370,6 +373,24 @@ static int check_embed(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, ch
   return 1;
 }
 
+/* sample (fixtures/README.md, sample): the int32 token against torch's (an i64 of shape 1), bit for bit */
+static int check_sample(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, char *msg, size_t len) {
+  const fkfix_tensor *ref = fkfix_tensor_get(fx, b->tensor);
+  if (!ref || !b->bitexact || ref->dtype != FKFIX_I64 || ref->ndim != 1 || ref->shape[0] != 1) {
+    snprintf(msg, len, "%s: boundary %s/%s: sample compares one token with an i64 (1) reference bit for bit", fx->path,
+             b->field, b->tensor);
+    return 0;
+  }
+  const int32_t got = ((const int32_t *)fkh_buf_of(c, b->field))[0];
+  const int64_t want = ((const int64_t *)ref->data)[0];
+  if ((int64_t)got != want) {
+    snprintf(msg, len, "%s: boundary %s/%s (bitexact): token %d, reference %lld", fx->path, b->field, b->tensor, got,
+             (long long)want);
+    return 0;
+  }
+  return 1;
+}
+
 /* attn (fixtures/README.md, attn_f64 and attn_torch): y (heads x d bf16) against the reference
  * within the per-output bound tensor <reference>_bound the generator derived; NaN and infinite
  * references by class. */
@@ -378,6 +399,7 @@ static int check_attn(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, cha
   snprintf(bname, sizeof bname, "%s_bound", b->tensor);
   const fkfix_tensor *ref = fkfix_tensor_get(fx, b->tensor), *bd = fkfix_tensor_get(fx, bname);
   int64_t heads = fkh_i64_of(c, "kv_heads") * fkh_i64_of(c, "group"), hd = strstr(fx->form, "64") ? 64 : 32;
+  if (fkh_field_index(c, "rows") >= 0) heads *= fkh_i64_of(c, "rows");   /* prefill: (rows*heads, d) */
   if (!ref || !bd || b->bitexact || ref->ndim != 2 || bd->ndim != 2 || ref->shape[0] != heads ||
       ref->shape[1] != hd || bd->shape[0] != heads || bd->shape[1] != hd || bd->dtype != FKFIX_F64) {
     snprintf(msg, len, "%s: boundary %s/%s: attn compares (heads, d) against a reference and its f64 %s", fx->path,
@@ -467,6 +489,7 @@ int fkt_fixture_check(const fkfix *fx, fkh_call *c, int fast, char *msg, size_t 
              : !strcmp(fx->leaf, "swiglu") ? check_swiglu(fx, &fx->boundaries[i], c, one, sizeof one)
              : !strcmp(fx->leaf, "embed")  ? check_embed(fx, &fx->boundaries[i], c, one, sizeof one)
              : !strcmp(fx->leaf, "attn")   ? check_attn(fx, &fx->boundaries[i], c, one, sizeof one)
+             : !strcmp(fx->leaf, "sample") ? check_sample(fx, &fx->boundaries[i], c, one, sizeof one)
                                            : check_rmsnorm(fx, &fx->boundaries[i], c, one, sizeof one);
     if (!ok) {
       if (!bad) snprintf(msg, msglen, "%s", one);

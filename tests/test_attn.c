@@ -9,7 +9,11 @@
  *   ring_is_window:    a ring call == the linear form over the window's positions copied out
  *                      in order (the slot mapping, bit for bit).
  *   gqa_is_repeat_kv:  kv_heads x group == kv_heads*group kv heads with k and v repeated
- *                      (transformers' repeat_kv), bit for bit. */
+ *                      (transformers' repeat_kv), bit for bit.
+ *   prefill_is_decodes: a prefill call of P rows == P decode calls (row i: the decode form at
+ *                      position pos + i; ring forms: the window copied into a W-slot ring), bit
+ *                      for bit, on every target; the ring limit P = R - W + 1 past a full window.
+ *                      The prefill forms' stamps == contract through the exact suite as well. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>
@@ -21,8 +25,9 @@
 
 FKT_LEAF_SUITE(attn, fkt_attn_cases)
 
-static const char *const forms[] = { "attn_decode64", "attn_decode32", "attn_decode_ring64", "attn_decode_ring32" };
-enum { NFORMS = 4 };
+static const char *const forms[] = { "attn_decode64",  "attn_decode32",  "attn_decode_ring64",  "attn_decode_ring32",
+                                     "attn_prefill64", "attn_prefill32", "attn_prefill_ring64", "attn_prefill_ring32" };
+enum { NFORMS = 4, NALL = 8 };   /* forms[0..NFORMS): decode, then the prefill forms */
 
 static int hd_of(const fkh_call *c) { return strstr(fkh_forms[c->form].id, "64") ? 64 : 32; }
 static int ring_of(const fkh_call *c) { return fkh_field_index(c, "ring") >= 0; }
@@ -36,7 +41,7 @@ ParameterizedTestParameters(attn, writes_only_y) {
 
 ParameterizedTest(fkh_target *t, attn, writes_only_y, .timeout = 600) {
   fkt_need(t);
-  for (int f = 0; f < NFORMS; f++) {
+  for (int f = 0; f < NALL; f++) {
     fkh_call *calls, *orig;
     int n = fkt_attn_cases(forms[f], &calls);
     fkt_attn_cases(forms[f], &orig);
@@ -51,8 +56,17 @@ ParameterizedTest(fkh_target *t, attn, writes_only_y, .timeout = 600) {
       fkh_call *c = &calls[i];
       const uint16_t *y = fkh_buf_of(c, "y");
       size_t ny = c->v[fkh_field_index(c, "y")].buf.nbytes / 2;
-      for (size_t e = 0; e < ny; e++)
-        cr_assert(y[e] != 0x7fa5, "%s %s %s: y[%zu] not written", t->label, forms[f], c->name, e);
+      /* prefill: rows y_ld apart, the gaps between them (and a 0-row call's y) untouched */
+      const int pf = fkh_field_index(c, "rows") >= 0;
+      const int64_t yld = pf ? fkh_i64_of(c, "y_ld") : 0, rows = pf ? fkh_i64_of(c, "rows") : 1;
+      const int64_t width = fkh_i64_of(c, "kv_heads") * fkh_i64_of(c, "group") * hd_of(c);
+      for (size_t e = 0; e < ny; e++) {
+        int inside = !pf || (rows > 0 && (int64_t)e % (yld ? yld : 1) < width);
+        if (inside)
+          cr_assert(y[e] != 0x7fa5, "%s %s %s: y[%zu] not written", t->label, forms[f], c->name, e);
+        else
+          cr_assert(y[e] == 0x7fa5, "%s %s %s: y[%zu] between rows written", t->label, forms[f], c->name, e);
+      }
       const float *s = fkh_buf_of(c, "s");
       size_t ns = c->v[fkh_field_index(c, "s")].buf.nbytes / 4;
       for (size_t e = (size_t)fkt_attn_scratch_used(c); e < ns; e++)
@@ -195,5 +209,106 @@ ParameterizedTest(fkh_target *t, attn, gqa_is_repeat_kv, .timeout = 600) {
     cr_assert(grouped > 100);
     fkt_free_cases(calls, n);
     fkt_free_cases(rep, n);
+  }
+}
+
+/* prefill == P decode calls: row i of a prefill call == the decode form (same d, linear or ring)
+ * at position pos + i over the same cache, bit for bit, on the same target. A ring prefill's R
+ * slots (R = W + P - 1 + slack) are copied into a W-slot ring (position p at slot p mod W) for
+ * the decode: the decode form's ring is its window. */
+static void decode_rows(fkh_call *pc, fkh_call *dc) {
+  const int hd = hd_of(pc), ring = ring_of(pc);
+  const int64_t rows = fkh_i64_of(pc, "rows"), kvh = fkh_i64_of(pc, "kv_heads"), group = fkh_i64_of(pc, "group");
+  const int64_t pos = fkh_i64_of(pc, "pos"), heads = kvh * group;
+  char id[40], name[200];
+  snprintf(id, sizeof id, ring ? "attn_decode_ring%d" : "attn_decode%d", hd);
+  for (int64_t i = 0; i < rows; i++) {
+    fkh_call *d = &dc[i];
+    snprintf(name, sizeof name, "%s_row%lld", pc->name, (long long)i);
+    fkh_call_init(d, id, name);
+    const int64_t p = pos + i;
+    fkh_set_i64(d, "kv_heads", kvh);
+    fkh_set_i64(d, "group", group);
+    fkh_set_i64(d, "pos", p);
+    int64_t slots = p + 1, W = 0, R = 0;
+    if (ring) {
+      W = fkh_i64_of(pc, "window"), R = fkh_i64_of(pc, "ring");
+      slots = W;
+      fkh_set_i64(d, "slot", p % W);
+      fkh_set_i64(d, "ring", W);
+    }
+    fkh_set_i64(d, "k_ld_head", slots * hd);
+    fkh_set_i64(d, "k_ld_row", hd);
+    fkh_set_i64(d, "v_ld_head", hd);
+    fkh_set_i64(d, "v_ld_row", kvh * hd);
+    uint16_t *q = fkh_set_buf(d, "q", (size_t)(heads * hd + 1));
+    memcpy(q, (const uint16_t *)fkh_buf_of(pc, "q") + i * fkh_i64_of(pc, "q_ld"), (size_t)(heads * hd) * 2);
+    uint16_t *k = fkh_set_buf(d, "k", (size_t)(kvh * slots * hd + 1));
+    uint16_t *v = fkh_set_buf(d, "v", (size_t)(slots * kvh * hd + 1));
+    const uint16_t *pk = fkh_buf_of(pc, "k"), *pv = fkh_buf_of(pc, "v");
+    const int64_t first = ring ? (p + 1 > W ? p + 1 - W : 0) : 0;
+    for (int64_t g = 0; g < kvh; g++)
+      for (int64_t a = first; a <= p; a++) {   /* positions of the row's window */
+        int64_t src = ring ? a % R : a, dst = ring ? a % W : a;
+        memcpy(k + g * slots * hd + dst * hd, pk + g * fkh_i64_of(pc, "k_ld_head") + src * fkh_i64_of(pc, "k_ld_row"),
+               (size_t)hd * 2);
+        memcpy(v + dst * kvh * hd + g * hd, pv + g * fkh_i64_of(pc, "v_ld_head") + src * fkh_i64_of(pc, "v_ld_row"),
+               (size_t)hd * 2);
+      }
+    fkh_set_buf(d, "y", (size_t)(heads * hd + 1));
+    int64_t n = ring ? (p + 1 < W ? p + 1 : W) : p + 1;
+    fkh_set_buf(d, "s", (size_t)((n + 15) / 16 * 16));
+    d->nan_policy = pc->nan_policy;
+  }
+}
+
+static fkh_target prefill_targets[16];
+ParameterizedTestParameters(attn, prefill_is_decodes) {
+  int n = fkt_fixture_targets("attn", "exact", prefill_targets, 16);
+  return cr_make_param_array(fkh_target, prefill_targets, (size_t)n);
+}
+
+ParameterizedTest(fkh_target *t, attn, prefill_is_decodes, .timeout = 900) {
+  fkt_need(t);
+  for (int f = NFORMS; f < NALL; f++) {
+    fkh_call *calls;
+    int n = fkt_attn_cases(forms[f], &calls), nd = 0, multi = 0, at_limit = 0;
+    for (int i = 0; i < n; i++) {
+      nd += (int)fkh_i64_of(&calls[i], "rows");
+      multi += fkh_i64_of(&calls[i], "rows") > 1;
+      if (ring_of(&calls[i]))
+        at_limit += fkh_i64_of(&calls[i], "rows") > 1 &&
+                    fkh_i64_of(&calls[i], "rows") == fkh_i64_of(&calls[i], "ring") - fkh_i64_of(&calls[i], "window") + 1 &&
+                    fkh_i64_of(&calls[i], "pos") >= fkh_i64_of(&calls[i], "window");
+    }
+    fkh_call *dec = calloc((size_t)nd + 1, sizeof *dec);
+    cr_assert(dec);
+    for (int i = 0, o = 0; i < n; i++) {
+      decode_rows(&calls[i], &dec[o]);
+      o += (int)fkh_i64_of(&calls[i], "rows");
+    }
+    char err[256];
+    cr_assert(fkh_run(t, calls, n, err, sizeof err) == 0, "%s", err);
+    cr_assert(fkh_run(t, dec, nd, err, sizeof err) == 0, "%s", err);
+    for (int i = 0, o = 0; i < n; i++) {
+      fkh_call *c = &calls[i];
+      const int64_t rows = fkh_i64_of(c, "rows"), yld = fkh_i64_of(c, "y_ld");
+      const int64_t width = fkh_i64_of(c, "kv_heads") * fkh_i64_of(c, "group") * hd_of(c);
+      const uint16_t *y = fkh_buf_of(c, "y");
+      for (int64_t r = 0; r < rows; r++, o++) {
+        const uint16_t *yd = fkh_buf_of(&dec[o], "y");
+        for (int64_t e = 0; e < width; e++)
+          if (y[r * yld + e] != yd[e])
+            cr_assert_fail("%s %s %s: row %lld y[%lld] prefill 0x%04x, decode at pos %lld 0x%04x", t->label, forms[f],
+                           c->name, (long long)r, (long long)e, y[r * yld + e], yd[e],
+                           (long long)(fkh_i64_of(c, "pos") + r));
+      }
+    }
+    cr_log_info("%s %s: %d prefill calls (%d with P > 1, %d at the ring limit P = R - W + 1 past a full window) == %d "
+                "decode calls", t->label, forms[f], n, multi, at_limit, nd);
+    cr_assert(multi > 30);
+    if (f >= NFORMS + 2) cr_assert(at_limit > 5);
+    fkt_free_cases(calls, n);
+    fkt_free_cases(dec, nd);
   }
 }

@@ -79,6 +79,14 @@ Test(perturb, swiglu_silu_and_product_rounding) {
                 "round-half-up (AArch64)");
 }
 
+/* sample argmax: ties at the maximum (and among NaNs) going to the highest index instead of the
+ * lowest (torch's and numpy's rule); seen on the host and through the AArch64 runner */
+Test(perturb, sample_argmax_tie_rule) {
+  expect_caught("sample_argmax", fkt_sample_cases, best_host(), FKC_SAMPLE_TIE_LAST, "ties to the last index");
+  expect_caught("sample_argmax", fkt_sample_cases, fkh_remote("neon", "max"), FKC_SAMPLE_TIE_LAST,
+                "ties to the last index (AArch64)");
+}
+
 Test(perturb, reordered_reduction_tree) {
   expect_caught_all("gemv", fkt_gemv_cases, FKC_TREE_PAIRWISE, "pairwise tree");
   expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_TREE_PAIRWISE, "pairwise tree");
@@ -386,4 +394,16 @@ Test(perturb, fast_gate_sees_truncated_x) {
   fkt_free_cases(calls, n);
   cr_log_info("truncated x: %d of %d outputs outside gemv_fast_f64", caught, tried);
   cr_assert(tried > 0 && caught == tried, "truncated x passed the fast gate in %d of %d outputs", tried - caught, tried);
+}
+
+/* attn prefill: the causal limit one past the row inside the block (row i < P - 1 also sees
+ * position pos + i + 1, the next row's key, already in the cache): every prefill form's gate
+ * fails, on the host and through the AArch64 runner. */
+Test(perturb, attn_prefill_causal_limit, .timeout = 300) {
+  static const char *const pf[] = { "attn_prefill64", "attn_prefill32", "attn_prefill_ring64", "attn_prefill_ring32" };
+  for (int i = 0; i < 4; i++) {
+    expect_caught(pf[i], fkt_attn_cases, best_host(), FKC_CURSOR_OFF_BY_ONE, "prefill causal limit off by one");
+    expect_caught(pf[i], fkt_attn_cases, fkh_remote("neon", "max"), FKC_CURSOR_OFF_BY_ONE,
+                  "prefill causal limit off by one");
+  }
 }

@@ -32,11 +32,11 @@ static float rne_f(float x, fkc_perturb p) { return fkc_bf16_to_f32(fkc_rne_bits
 
 static void attn(const uint16_t *q, const uint16_t *k, const uint16_t *v, uint16_t *y, float *s, int64_t kv_heads,
                  int64_t group, int64_t k_ld_head, int64_t k_ld_row, int64_t v_ld_head, int64_t v_ld_row, int64_t pos,
-                 int64_t slot, int64_t ring, int hd, fkc_perturb p) {
+                 int64_t slot, int64_t ring, int64_t win, int hd, fkc_perturb p) {
   const float scale = hd == 64 ? fkc_bits_f32(0x3e000000u) : fkc_bits_f32(0x3e3504f3u);
-  int64_t n = ring ? (pos + 1 < ring ? pos + 1 : ring) : pos + 1;
+  int64_t n = ring ? (pos + 1 < win ? pos + 1 : win) : pos + 1;
   if (p == FKC_CURSOR_OFF_BY_ONE) {   /* the window off by one, never past the cache */
-    if (ring && n < ring) n += 1;     /* a ring not yet full: one (stale) slot too many */
+    if (ring && n < win) n += 1;      /* a ring not yet full: one (stale) slot too many */
     else if (n > 1) n -= 1;           /* linear or full: the oldest (ring) or newest (linear) dropped */
   }
   int64_t start = ring ? slot + 1 - n + ring : 0;
@@ -88,17 +88,51 @@ static void attn(const uint16_t *q, const uint16_t *k, const uint16_t *v, uint16
 
 void fkc_attn_decode64(const fk_attn_decode64_args *a, fkc_perturb p) {
   attn(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
-       a->pos, a->pos, 0, 64, p);
+       a->pos, a->pos, 0, 0, 64, p);
 }
 void fkc_attn_decode32(const fk_attn_decode32_args *a, fkc_perturb p) {
   attn(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
-       a->pos, a->pos, 0, 32, p);
+       a->pos, a->pos, 0, 0, 32, p);
 }
 void fkc_attn_decode_ring64(const fk_attn_decode_ring64_args *a, fkc_perturb p) {
   attn(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
-       a->pos, a->slot, a->ring, 64, p);
+       a->pos, a->slot, a->ring, a->ring, 64, p);
 }
 void fkc_attn_decode_ring32(const fk_attn_decode_ring32_args *a, fkc_perturb p) {
   attn(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
-       a->pos, a->slot, a->ring, 32, p);
+       a->pos, a->slot, a->ring, a->ring, 32, p);
+}
+
+/* Prefill: row i (0..rows-1) is the decode of q row i at position pos + i (slot (slot + i) mod R,
+ * window min(pos + i + 1, W) in the ring forms), into y row i: the rows share the scratch, one
+ * after another. FKC_CURSOR_OFF_BY_ONE here moves the causal limit one past the row inside the
+ * block: row i < rows - 1 sees position pos + i + 1 (the next row's key) as well. */
+static void prefill(const uint16_t *q, const uint16_t *k, const uint16_t *v, uint16_t *y, float *s, int64_t kv_heads,
+                    int64_t group, int64_t k_ld_head, int64_t k_ld_row, int64_t v_ld_head, int64_t v_ld_row,
+                    int64_t pos, int64_t rows, int64_t q_ld, int64_t y_ld, int64_t slot, int64_t ring, int64_t win,
+                    int hd, fkc_perturb p) {
+  for (int64_t i = 0; i < rows; i++) {
+    int64_t d = (p == FKC_CURSOR_OFF_BY_ONE && i + 1 < rows) ? 1 : 0;
+    fkc_perturb pr = p == FKC_CURSOR_OFF_BY_ONE ? FKC_EXACT : p;
+    int64_t sl = ring ? (slot + i + d) % ring : 0;
+    attn(q + i * q_ld, k, v, y + i * y_ld, s, kv_heads, group, k_ld_head, k_ld_row, v_ld_head, v_ld_row, pos + i + d,
+         sl, ring, win, hd, pr);
+  }
+}
+
+void fkc_attn_prefill64(const fk_attn_prefill64_args *a, fkc_perturb p) {
+  prefill(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+          a->pos, a->rows, a->q_ld, a->y_ld, 0, 0, 0, 64, p);
+}
+void fkc_attn_prefill32(const fk_attn_prefill32_args *a, fkc_perturb p) {
+  prefill(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+          a->pos, a->rows, a->q_ld, a->y_ld, 0, 0, 0, 32, p);
+}
+void fkc_attn_prefill_ring64(const fk_attn_prefill_ring64_args *a, fkc_perturb p) {
+  prefill(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+          a->pos, a->rows, a->q_ld, a->y_ld, a->slot, a->ring, a->window, 64, p);
+}
+void fkc_attn_prefill_ring32(const fk_attn_prefill_ring32_args *a, fkc_perturb p) {
+  prefill(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+          a->pos, a->rows, a->q_ld, a->y_ld, a->slot, a->ring, a->window, 32, p);
 }

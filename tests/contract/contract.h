@@ -33,7 +33,8 @@ typedef enum fkc_perturb {
   FKC_ROTATE_SWAPPED,  /* qkprep: the rotation's sign on the other element of each pair */
   FKC_SILU_SIGMOID,    /* swiglu: silu(g) as g * (1 / (1 + exp(-g))), one rounding more (seen in
                           form f32 only: no bf16 g rounds differently in the bf16 forms) */
-  FKC_SILU_UNROUNDED   /* swiglu bf16 forms: silu not rounded to bf16 before the product */
+  FKC_SILU_UNROUNDED,  /* swiglu bf16 forms: silu not rounded to bf16 before the product */
+  FKC_SAMPLE_TIE_LAST, /* sample argmax: ties (and NaNs) go to the highest index, not the lowest */
 } fkc_perturb;
 
 /* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> quiet, sign/top payload kept). */
@@ -92,5 +93,10 @@ void fkc_attn_decode64(const fk_attn_decode64_args *a, fkc_perturb p);
 void fkc_attn_decode32(const fk_attn_decode32_args *a, fkc_perturb p);
 void fkc_attn_decode_ring64(const fk_attn_decode_ring64_args *a, fkc_perturb p);
 void fkc_attn_decode_ring32(const fk_attn_decode_ring32_args *a, fkc_perturb p);
+void fkc_attn_prefill64(const fk_attn_prefill64_args *a, fkc_perturb p);
+void fkc_attn_prefill32(const fk_attn_prefill32_args *a, fkc_perturb p);
+void fkc_attn_prefill_ring64(const fk_attn_prefill_ring64_args *a, fkc_perturb p);
+void fkc_attn_prefill_ring32(const fk_attn_prefill_ring32_args *a, fkc_perturb p);
+void fkc_sample_argmax(const fk_sample_argmax_args *a, fkc_perturb p);
 
 #endif

@@ -4,7 +4,8 @@
 add_executable(test_guard tests/guard/test_guard.c tests/harness/targets.c
   tests/leaves/cases.c tests/leaves/cases_gemv.c tests/leaves/cases_rmsnorm.c tests/leaves/cases_shortconv.c
   tests/leaves/cases_qkprep.c tests/leaves/cases_vmath.c tests/leaves/cases_irfft.c tests/leaves/cases_istft.c
-  tests/leaves/cases_attn.c tests/leaves/cases_embed.c tests/leaves/cases_swiglu.c)
+  tests/leaves/cases_attn.c tests/leaves/cases_embed.c tests/leaves/cases_swiglu.c
+  tests/leaves/cases_sample.c)
 target_compile_options(test_guard PRIVATE ${FK_WARNINGS} -Wno-format-truncation)
 target_compile_definitions(test_guard PRIVATE FKH_RUNNER="${FK_RUNNER}" FKH_QEMU="${FK_QEMU}")
 target_link_libraries(test_guard PRIVATE fk_harness)

@@ -81,7 +81,7 @@ static const struct { const char *leaf; fkt_builder build; } builders[] = {
   { "gemv", fkt_gemv_cases },   { "rmsnorm", fkt_rmsnorm_cases }, { "shortconv", fkt_shortconv_cases },
   { "qkprep", fkt_qkprep_cases }, { "vmath", fkt_vmath_cases }, { "irfft", fkt_irfft_cases },
   { "istft", fkt_istft_cases },   { "attn", fkt_attn_cases },   { "embed", fkt_embed_cases },
-  { "swiglu", fkt_swiglu_cases },
+  { "swiglu", fkt_swiglu_cases }, { "sample", fkt_sample_cases },
 };
 
 static fkt_builder builder_of(int form) {
@@ -199,11 +199,20 @@ static int64_t extent(const fkh_call *c, const char *name) {
     /* the window's slots: 0..pos (linear), or slots up to min(pos, W - 1) of the ring */
     int64_t hd = strstr(fkh_forms[c->form].form, "64") ? 64 : 32, kvh = I(c, "kv_heads"), pos = I(c, "pos");
     int ring = fkh_field_index(c, "ring") >= 0;
+    int64_t rows = fkh_field_index(c, "rows") >= 0 ? I(c, "rows") : -1;   /* prefill: rows P at pos.. */
+    if (rows > 0) pos += rows - 1;
     int64_t last = ring && pos > I(c, "ring") - 1 ? I(c, "ring") - 1 : pos;
+    if (rows >= 0 && (!strcmp(name, "q") || !strcmp(name, "y")))
+      return rows ? (rows - 1) * I(c, name[0] == 'q' ? "q_ld" : "y_ld") + kvh * I(c, "group") * hd : 0;
     if (!strcmp(name, "q") || !strcmp(name, "y")) return kvh * I(c, "group") * hd;
     if (!strcmp(name, "k")) return kvh ? (kvh - 1) * I(c, "k_ld_head") + last * I(c, "k_ld_row") + hd : 0;
     if (!strcmp(name, "v")) return kvh ? (kvh - 1) * I(c, "v_ld_head") + last * I(c, "v_ld_row") + hd : 0;
     if (!strcmp(name, "s")) return fkt_attn_scratch_used(c);
+    return -1;
+  }
+  if (!strcmp(leaf, "sample")) {
+    if (!strcmp(name, "x")) return I(c, "n");
+    if (!strcmp(name, "tok")) return 1;
     return -1;
   }
   return -1;   /* irfft: every buffer has its exact documented size already */
@@ -211,7 +220,7 @@ static int64_t extent(const fkh_call *c, const char *name) {
 
 static int leaf_has_extents(const char *leaf) {
   static const char *const known[] = { "gemv", "rmsnorm", "shortconv", "qkprep", "vmath", "istft", "irfft", "embed",
-                                       "swiglu", "attn" };
+                                       "swiglu", "attn", "sample" };
   for (int i = 0; i < COUNT(known); i++)
     if (!strcmp(known[i], leaf)) return 1;
   return 0;

@@ -54,6 +54,11 @@ static const struct { const char *id; contract_fn fn; } models[] = {
   { "attn_decode32", (contract_fn)(void (*)(void))fkc_attn_decode32 },
   { "attn_decode_ring64", (contract_fn)(void (*)(void))fkc_attn_decode_ring64 },
   { "attn_decode_ring32", (contract_fn)(void (*)(void))fkc_attn_decode_ring32 },
+  { "attn_prefill64", (contract_fn)(void (*)(void))fkc_attn_prefill64 },
+  { "attn_prefill32", (contract_fn)(void (*)(void))fkc_attn_prefill32 },
+  { "attn_prefill_ring64", (contract_fn)(void (*)(void))fkc_attn_prefill_ring64 },
+  { "attn_prefill_ring32", (contract_fn)(void (*)(void))fkc_attn_prefill_ring32 },
+  { "sample_argmax", (contract_fn)(void (*)(void))fkc_sample_argmax },
 };
 
 void fkh_invoke_contract(fkh_call *c, int perturb) {

@@ -21,6 +21,7 @@ int fkt_embed_cases(const char *form_id, fkh_call **calls);
 int fkt_attn_cases(const char *form_id, fkh_call **calls);
 /* attn: scratch floats the leaf uses (round_up(n, 16), n the window); the cases give 16 more */
 int64_t fkt_attn_scratch_used(const fkh_call *c);
+int fkt_sample_cases(const char *form_id, fkh_call **calls);
 
 void fkt_free_cases(fkh_call *calls, int n);
 

@@ -2,7 +2,10 @@
  * 1, 2, 4, 8; a linear KV cache (k head-major as qkprep writes it, v rows as a GEMV's strided
  * destination writes them) and rings of W slots at positions 0, 1, W-1, W and after many wraps;
  * window lengths around the 16-lane tiles; NaN and infinities in q, k and v, large scores (the
- * max subtraction), equal scores, RNE ties in the output. */
+ * max subtraction), equal scores, RNE ties in the output. Prefill forms: P = 1, 2, 15, 16, 17 and W
+ * rows starting at positions 0, 1, W-1, W, 2W+5 and after 1000 wraps, rings of R = W + P - 1 (the
+ * limit: P = R - W + 1) plus 0..3 slack slots, q/y/v row strides with gaps, GQA 1..8, zero rows, the
+ * special values inside the block (a key NaN only for the later rows), the order probe in row 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +20,12 @@ typedef struct ashape {
 static int head_dim(const char *form) { return strstr(form, "64") ? 64 : 32; }
 static int is_ring(const char *form) { return strstr(form, "ring") != NULL; }
 
+/* The window of the call's last row (a prefill's longest: the rows' windows never shrink). */
 static int64_t window_of(const fkh_call *c, int ring) {
   int64_t pos = fkh_i64_of(c, "pos");
+  if (fkh_field_index(c, "rows") >= 0 && fkh_i64_of(c, "rows") > 0) pos += fkh_i64_of(c, "rows") - 1;
   if (!ring) return pos + 1;
-  int64_t w = fkh_i64_of(c, "ring");
+  int64_t w = fkh_i64_of(c, fkh_field_index(c, "window") >= 0 ? "window" : "ring");
   return pos + 1 < w ? pos + 1 : w;
 }
 
@@ -77,7 +82,153 @@ static uint16_t *kv_at(fkh_call *c, const char *which, int64_t j, int64_t g, int
          sl * fkh_i64_of(c, k ? "k_ld_row" : "v_ld_row") + i;
 }
 
+/* Prefill cases: rows P at positions pos .. pos + P - 1, the P new keys and values in the cache
+ * (linear: slots 0..pos + P - 1 and one more the leaf must not read; ring: R = W + P - 1 + slack
+ * slots, position p at slot p mod R). q rows q_ld = heads*d + qpad apart, y rows y_ld = heads*d +
+ * ypad (the gap is not written). */
+typedef struct pshape {
+  int64_t kv_heads, group, pos, rows, window, slack;
+  int qpad, ypad, vpad;
+} pshape;
+
+static fkh_call *prefill_case(fkt_list *l, const char *form, const char *name, pshape s, fkh_rng *rng, int emin,
+                              int emax) {
+  fkh_call *c = fkt_push(l, form, name);
+  const int64_t hd = head_dim(form), ring = is_ring(form);
+  const int64_t R = s.window + (s.rows > 0 ? s.rows - 1 : 0) + s.slack;
+  const int64_t slots = ring ? R : s.pos + s.rows + 1;
+  const int64_t heads = s.kv_heads * s.group;
+  const int64_t k_ld_row = hd, k_ld_head = slots * hd;
+  const int64_t v_ld_head = hd, v_ld_row = s.kv_heads * hd + s.vpad;
+  const int64_t q_ld = heads * hd + s.qpad, y_ld = heads * hd + s.ypad;
+  fkh_set_i64(c, "kv_heads", s.kv_heads);
+  fkh_set_i64(c, "group", s.group);
+  fkh_set_i64(c, "k_ld_head", k_ld_head);
+  fkh_set_i64(c, "k_ld_row", k_ld_row);
+  fkh_set_i64(c, "v_ld_head", v_ld_head);
+  fkh_set_i64(c, "v_ld_row", v_ld_row);
+  fkh_set_i64(c, "pos", s.pos);
+  fkh_set_i64(c, "rows", s.rows);
+  fkh_set_i64(c, "q_ld", q_ld);
+  fkh_set_i64(c, "y_ld", y_ld);
+  if (ring) {
+    fkh_set_i64(c, "slot", s.pos % R);
+    fkh_set_i64(c, "ring", R);
+    fkh_set_i64(c, "window", s.window);
+  }
+  const int64_t nq = s.rows > 0 ? (s.rows - 1) * q_ld + heads * hd : 0;
+  const int64_t ny = s.rows > 0 ? (s.rows - 1) * y_ld + heads * hd : 0;
+  uint16_t *q = fkh_set_buf(c, "q", (size_t)(nq ? nq : 1));
+  for (int64_t i = 0; i < nq; i++) q[i] = (i % q_ld >= heads * hd) ? 0x7fa5 : fkh_bf16(rng, emin, emax);
+  const int64_t nk = s.kv_heads * k_ld_head, nv = slots * v_ld_row;
+  uint16_t *k = fkh_set_buf(c, "k", (size_t)(nk ? nk : 1));
+  for (int64_t i = 0; i < nk; i++) k[i] = fkh_bf16(rng, emin, emax);
+  uint16_t *v = fkh_set_buf(c, "v", (size_t)(nv ? nv : 1));
+  for (int64_t i = 0; i < nv; i++) v[i] = (i % v_ld_row >= s.kv_heads * hd) ? 0x7fa5 : fkh_bf16(rng, -3, 1);
+  fkh_set_buf(c, "y", (size_t)(ny ? ny : 1));
+  fkh_set_buf(c, "s", (size_t)((window_of(c, (int)ring) + 15) / 16 * 16 + 16));
+  return c;
+}
+
+/* Element i of the k (or v) head g at absolute position p of a prefill case. */
+static uint16_t *kv_pos(fkh_call *c, const char *which, int64_t p, int64_t g, int64_t i) {
+  int64_t sl = fkh_field_index(c, "ring") >= 0 ? p % fkh_i64_of(c, "ring") : p;
+  int k = which[0] == 'k';
+  return (uint16_t *)fkh_buf_of(c, which) + g * fkh_i64_of(c, k ? "k_ld_head" : "v_ld_head") +
+         sl * fkh_i64_of(c, k ? "k_ld_row" : "v_ld_row") + i;
+}
+
+static int prefill_cases(const char *form, fkh_call **out) {
+  fkt_list l = { 0 };
+  fkh_rng rng = { 0x70726566u };
+  char name[128];
+  const int hd = head_dim(form), ring = is_ring(form);
+  static const int64_t groups[] = { 1, 2, 4, 8 };
+  /* P = 1, 2, 15, 16, 17 and P = W (the ring's limit with R = W + P - 1: P <= R - W + 1); rows
+   * starting at 0, inside the first window, at its end, across the ring's wrap, after many wraps */
+  static const int64_t W[] = { 30, 16, 17, 1 };
+  int k = 0;
+  for (size_t wi = 0; wi < (ring ? 4u : 1u); wi++) {
+    const int64_t w = W[wi];
+    const int64_t Ps[] = { 1, 2, 15, 16, 17, w };
+    const int64_t poss[] = { 0, 1, w - 1, w, 2 * w + 5, 1000 * w + 7 };
+    for (size_t pi = 0; pi < 6; pi++)
+      for (size_t si = 0; si < 6; si++) {
+        if (pi == 5 && (Ps[pi] == 1 || Ps[pi] == 2 || Ps[pi] == 15 || Ps[pi] == 16 || Ps[pi] == 17) && w != 30) continue;
+        if (!ring && poss[si] > 200) continue;
+        pshape s = { (k % 2) + 1, groups[k % 4], poss[si], Ps[pi], w, (k % 3 == 2) ? 2 : 0, (k % 5) * 8, (k % 3) * 16,
+                     k % 4 };
+        snprintf(name, sizeof name, "edge_W%lld_P%lld_pos%lld_g%lld_slack%lld", (long long)w, (long long)Ps[pi],
+                 (long long)poss[si], (long long)s.group, (long long)s.slack);
+        prefill_case(&l, form, name, s, &rng, -3, 1);
+        k++;
+      }
+  }
+  prefill_case(&l, form, "lfm2_kv8_g4_P16", (pshape){ 8, 4, ring ? 300 : 150, 16, 30, 0, 0, 0, 0 }, &rng, -3, 1);
+  prefill_case(&l, form, "rows0", (pshape){ 2, 2, 5, 0, 30, 0, 0, 0, 0 }, &rng, -3, 1);
+  prefill_case(&l, form, "kv0", (pshape){ 0, 2, 5, 3, 30, 0, 0, 0, 0 }, &rng, -3, 1);
+  prefill_case(&l, form, "large_scores", (pshape){ 2, 2, 40, 17, 30, 0, 4, 0, 1 }, &rng, 3, 6);
+  prefill_case(&l, form, "tiny_scores", (pshape){ 1, 4, 20, 5, 30, 0, 0, 8, 0 }, &rng, -40, -30);
+  fkh_call *c = prefill_case(&l, form, "nan_q_row1", (pshape){ 2, 2, 9, 4, 30, 0, 0, 0, 0 }, &rng, -3, 1);
+  ((uint16_t *)fkh_buf_of(c, "q"))[fkh_i64_of(c, "q_ld") + hd + 3] = 0x7fc3;
+  /* the key of row 2's position: NaN for rows >= 2 only (rows 0, 1 must not see it) */
+  c = prefill_case(&l, form, "nan_k_in_block", (pshape){ 2, 2, 34, 6, 30, 0, 0, 0, 0 }, &rng, -3, 1);
+  *kv_pos(c, "k", 36, 1, 5) = 0xffa1;
+  c = prefill_case(&l, form, "inf_q", (pshape){ 2, 1, 12, 3, 30, 0, 0, 0, 0 }, &rng, -3, 1);
+  ((uint16_t *)fkh_buf_of(c, "q"))[0] = 0x7f80;
+  c = prefill_case(&l, form, "ninf_k_one_position", (pshape){ 1, 2, 20, 4, 30, 0, 0, 0, 0 }, &rng, -3, 1);
+  for (int i = 0; i < hd; i++) *kv_pos(c, "k", 18, 0, i) = 0xff80;
+  c = prefill_case(&l, form, "inf_nan_v", (pshape){ 1, 2, 18, 5, 30, 0, 0, 0, 0 }, &rng, -3, 1);
+  *kv_pos(c, "v", 19, 0, 7) = 0x7f80;
+  *kv_pos(c, "v", 20, 0, 9) = 0xff80;
+  *kv_pos(c, "v", 20, 0, 7) = 0xff80;
+  *kv_pos(c, "v", 16, 0, 11) = 0x7fd1;
+  c = prefill_case(&l, form, "zero_q", (pshape){ 1, 2, 6, 3, 30, 0, 0, 0, 0 }, &rng, -3, 1);
+  for (int64_t r = 0; r < 3; r++)
+    for (int i = 0; i < 2 * hd; i++)
+      ((uint16_t *)fkh_buf_of(c, "q"))[r * fkh_i64_of(c, "q_ld") + i] = (uint16_t)(i % 2 ? 0x8000 : 0);
+  /* RNE ties at row 0 (position 1: p = 1/2 each, the mean of v0 and v0 + 1 ulp) */
+  c = prefill_case(&l, form, "tie_out", (pshape){ 1, 1, 1, 2, 30, 0, 0, 0, 0 }, &rng, -3, 1);
+  for (int i = 0; i < hd; i++) {
+    *kv_pos(c, "k", 1, 0, i) = *kv_pos(c, "k", 0, 0, i);
+    uint16_t v0 = (uint16_t)(fkh_bf16(&rng, -3, 1) & 0x7ffe);
+    *kv_pos(c, "v", 0, 0, i) = v0;
+    *kv_pos(c, "v", 1, 0, i) = (uint16_t)(v0 + 1);
+  }
+  /* the decode cases' reduction-order probe (see order_probe below) in row 1 of a block at
+   * positions 0, 1; row 0 (position 0 alone: p = 1, y = v0) is not sensitive */
+  c = prefill_case(&l, form, "order_probe_row1", (pshape){ 1, 1, 0, 2, 30, 0, 0, 0, 0 }, &rng, -3, 1);
+  {
+    uint16_t *q = (uint16_t *)fkh_buf_of(c, "q") + fkh_i64_of(c, "q_ld");
+    for (int i = 0; i < hd; i++) {
+      q[i] = 0;
+      *kv_pos(c, "k", 0, 0, i) = 0, *kv_pos(c, "k", 1, 0, i) = 0;
+      *kv_pos(c, "v", 0, 0, i) = 0x3f80, *kv_pos(c, "v", 1, 0, i) = 0xbf80;
+    }
+    q[0] = 0x4280;
+    q[16] = 0x4080;
+    q[1] = q[9] = 0x3980;
+    *kv_pos(c, "k", 0, 0, 0) = 0x3f80;
+    *kv_pos(c, "k", 0, 0, 16) = 0x3d80;
+    *kv_pos(c, "k", 0, 0, 1) = *kv_pos(c, "k", 0, 0, 9) = 0x3c40;
+    *kv_pos(c, "k", 1, 0, 0) = 0x3f80;
+  }
+  for (int i = 0; i < (ring ? 70 : 160); i++) {
+    const int64_t w = ring ? fkh_range(&rng, 1, 40) : 30;
+    pshape s = { fkh_range(&rng, 1, 3), groups[fkh_range(&rng, 0, 3)],
+                 ring ? fkh_range(&rng, 0, 400) : fkh_range(&rng, 0, 120),
+                 ring ? fkh_range(&rng, 1, w) : fkh_range(&rng, 1, 40), w, fkh_range(&rng, 0, 3),
+                 (int)fkh_range(&rng, 0, 2) * 8, (int)fkh_range(&rng, 0, 1) * 4, (int)fkh_range(&rng, 0, 5) };
+    snprintf(name, sizeof name, "random_%d_kv%lld_g%lld_pos%lld_P%lld_W%lld", i, (long long)s.kv_heads,
+             (long long)s.group, (long long)s.pos, (long long)s.rows, (long long)w);
+    prefill_case(&l, form, name, s, &rng, -4, 2);
+  }
+  *out = l.calls;
+  return l.n;
+}
+
 int fkt_attn_cases(const char *form, fkh_call **out) {
+  if (strstr(form, "prefill")) return prefill_cases(form, out);
   fkt_list l = { 0 };
   fkh_rng rng = { 0x6174746eu };
   char name[96];
