@@ -20,6 +20,7 @@ M.CTYPES = {
   ["uint16_t *"]       = { size = 8, class = "i", kind = "ptr", elem = "bf16", dir = "out" },
   ["const int32_t *"]  = { size = 8, class = "i", kind = "ptr", elem = "i32", dir = "in" },
   ["int32_t *"]        = { size = 8, class = "i", kind = "ptr", elem = "i32", dir = "out" },
+  ["uint64_t *"]       = { size = 8, class = "i", kind = "ptr", elem = "u64", dir = "out" },
 }
 
 ---------------------------------------------------------------------------------------------
@@ -179,6 +180,28 @@ function B:imin(a, b)
   return self:_emit("imin", "i", { self:_want(a, "i", "imin"), self:_ival(b, "imin") }).dst
 end
 
+-- A 64-bit constant given as a hex string of up to 16 digits ("0x9e3779b97f4a7c15"): Lua 5.4
+-- integers and LuaJIT doubles disagree above 2^53, so the pattern travels as two 32-bit halves.
+function B:iconst64(hex)
+  local digits = type(hex) == "string" and hex:match("^0[xX](%x+)$")
+  if not digits or #digits > 16 then self:_fail("iconst64: give the constant as \"0x\" and 1..16 hex digits") end
+  digits = string.rep("0", 16 - #digits) .. digits
+  local hi, lo = tonumber(digits:sub(1, 8), 16), tonumber(digits:sub(9, 16), 16)
+  return self:_emit("iconst64", "i", {}, { hi = hi, lo = lo }).dst
+end
+
+-- a ^ b, 64 bits.
+function B:ixor(a, b)
+  return self:_emit("ixor", "i", { self:_want(a, "i", "ixor"), self:_want(b, "i", "ixor") }).dst
+end
+
+-- a >> n, logical (zeros shifted in), 64 bits, n a constant 0..63.
+function B:ishr(a, n)
+  n = self:_int(n, "ishr")
+  if n < 0 or n > 63 then self:_fail("ishr: shift count must be 0..63") end
+  return self:_emit("ishri", "i", { self:_want(a, "i", "ishr") }, { imm = n }).dst
+end
+
 -- a & imm (imm a Lua integer, e.g. -64 to round down to a multiple of 64).
 function B:iand(a, imm)
   return self:_emit("iandi", "i", { self:_want(a, "i", "iand") }, { imm = self:_int(imm, "iand") }).dst
@@ -307,6 +330,7 @@ B.imax_v = vbinary("vimax", "imax_v")
 B.band = vbinary("vand", "band")
 B.bor = vbinary("vor", "bor")
 B.bxor = vbinary("vxor", "bxor")
+B.igt_v = vbinary("vigt", "igt_v")      -- int32 lanes: a > b (signed) ? all ones : 0
 
 local function vunary(kind, what)
   return function(self, a) return self:_emit(kind, "v", { self:_want(a, "v", what) }).dst end
@@ -401,6 +425,20 @@ function B:fill(bits)
   return v
 end
 
+-- A scalar accumulator holding an f32 bit pattern, updated in place by sadd_acc.
+function B:sfill(bits)
+  local v = self:f32(bits)
+  v.var = true
+  return v
+end
+
+-- acc = acc + a (one f32 addition, RNE), in place: a running sum in a scalar loop.
+function B:sadd_acc(acc, a)
+  self:_want(acc, "s", "sadd_acc")
+  if not acc.var then self:_fail("sadd_acc: the accumulator must come from t:sfill()") end
+  self:_emit("sadd_acc", false, { acc, self:_want(a, "s", "sadd_acc") })
+end
+
 -- Memory ----------------------------------------------------------------------------------
 
 local function mem_op(self, kind, vtype, what, base, idx, off, lanes)
@@ -422,6 +460,8 @@ B.load1_f32, B.load1_bf16 = loader("load1_f32", "s"), loader("load1_bf16", "s")
 -- the int32 at element idx + off of an int32 array, sign-extended into an integer value (a row
 -- index for a gather: the template scales it into an address with mul/addr)
 B.load1_i32 = loader("load1_i32", "i")
+-- the uint64 at element idx + off of a uint64 array (persistent state: a PRNG's seed, counter)
+B.load1_u64 = loader("load1_u64", "i")
 
 local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
   local op = mem_op(self, kind, false, what, base, idx, off, lanes)
@@ -441,6 +481,7 @@ end
 B.store_f32, B.store_bf16 = storer("store_f32", "v"), storer("store_bf16", "v")
 B.store_raw = storer("store_raw", "v")   -- 32 bf16 (16 raw pairs), never masked
 B.store1_f32, B.store1_bf16 = storer("store1_f32", "s"), storer("store1_bf16", "s")
+B.store1_u64 = storer("store1_u64", "i")   -- an integer value to a uint64 element
 
 -- Loops -----------------------------------------------------------------------------------
 

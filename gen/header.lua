@@ -18,7 +18,7 @@ local function feature_expr(list)
 end
 
 local KIND = { i64 = "FK_FIELD_I64", f32 = "FK_FIELD_F32", ptr = "FK_FIELD_PTR" }
-local ELEM = { f32 = "FK_ELEM_F32", bf16 = "FK_ELEM_BF16", i32 = "FK_ELEM_I32" }
+local ELEM = { f32 = "FK_ELEM_F32", bf16 = "FK_ELEM_BF16", i32 = "FK_ELEM_I32", u64 = "FK_ELEM_U64" }
 local DIR = { ["in"] = "FK_DIR_IN", out = "FK_DIR_OUT", inout = "FK_DIR_INOUT", scratch = "FK_DIR_SCRATCH" }
 
 -- leaves: list of { leaf, path, doc, forms = { { name, id, fields, size, doc } } }
@@ -41,7 +41,7 @@ function M.leaves_h(leaves, stamps, banner)
   end
   w("")
   w("enum fk_field_kind { FK_FIELD_I64, FK_FIELD_F32, FK_FIELD_PTR };")
-  w("enum fk_field_elem { FK_ELEM_NONE, FK_ELEM_F32, FK_ELEM_BF16, FK_ELEM_I32 };")
+  w("enum fk_field_elem { FK_ELEM_NONE, FK_ELEM_F32, FK_ELEM_BF16, FK_ELEM_I32, FK_ELEM_U64 };")
   w("/* FK_DIR_SCRATCH: written and read by the leaf within one call, meaningless after it. */")
   w("enum fk_field_dir { FK_DIR_NONE, FK_DIR_IN, FK_DIR_OUT, FK_DIR_INOUT, FK_DIR_SCRATCH };")
   for _, leaf in ipairs(leaves) do

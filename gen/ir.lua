@@ -34,6 +34,9 @@ M.OPS = {
   iwrap      = { "i", { "i", "i" } },                -- src1 >= src2 ? src1 - src2 : src1 (signed)
   imin       = { "i", { "i", "i" } },                -- signed minimum
   imuli      = { "i", { "i" }, { "imm" } },
+  iconst64   = { "i", {}, { "hi", "lo" } },          -- hi * 2^32 + lo (two 32-bit halves)
+  ixor       = { "i", { "i", "i" } },
+  ishri      = { "i", { "i" }, { "imm" } },          -- logical shift right by 0..63
   addr       = { "i", { "i", "i" }, { "scale" } },   -- src1 + src2 * scale (scale 1, 2, 4, 8)
   zero       = { "v", {} },
   sconst     = { "s", {}, { "bits" } },              -- f32 constant given as its bit pattern
@@ -51,6 +54,9 @@ M.OPS = {
   load1_i32  = { "i", { "i", "i" }, { "off" } },     -- int32 [base + (idx + off) * 4], sign-extended
   store1_bf16 = { false, { "i", "i", "s" }, { "off" } },
   store1_f32 = { false, { "i", "i", "s" }, { "off" } },
+  load1_u64  = { "i", { "i", "i" }, { "off" } },     -- uint64 [base + (idx + off) * 8]
+  store1_u64 = { false, { "i", "i", "i" }, { "off" } },
+  sadd_acc   = { false, { "s", "s" } },              -- src1 += src2 (f32, RNE), in place
   fma_acc    = { false, { "v", "v", "v" } },         -- src1 += src2 * src3 (fused), in place
   fma_acc_mem = { false, { "v", "v", "i", "i" }, { "off" } }, -- src1 += src2 * f32 [src3 + (src4 + off) * 4]
   max_acc    = { false, { "v", "v" } },              -- src1 = src2 > src1 ? src2 : src1 (vmax rule), in place
@@ -83,6 +89,7 @@ M.OPS = {
   vand       = { "v", { "v", "v" } },
   vor        = { "v", { "v", "v" } },
   vxor       = { "v", { "v", "v" } },
+  vigt       = { "v", { "v", "v" } },                -- int32 src1 > src2 (signed): all ones, else 0
   -- lane movement (FFT stages)
   vzip_lo    = { "v", { "v", "v" }, { "g" } },       -- chunks of g lanes: a[0:g] b[0:g] a[g:2g] ...
                                                      -- (lanes 0-7 of a and b)
@@ -211,6 +218,9 @@ function M.validate(proc)
     if (op.op == "vishl" or op.op == "visra") and (op.attr.imm < 0 or op.attr.imm > 31) then
       return fail(op.op .. ": shift count must be 0..31", op)
     end
+    if op.op == "ishri" and (op.attr.imm < 0 or op.attr.imm > 63) then
+      return fail("ishri: shift count must be 0..63", op)
+    end
     if op.op == "iandi" or op.op == "iaddi" or op.op == "imuli" or op.op == "iconst" or op.op == "vishl"
        or op.op == "visra" then
       if op.attr.imm ~= math.floor(op.attr.imm) then return fail(op.op .. ": integer immediate required", op) end
@@ -273,7 +283,7 @@ function M.liveness(proc)
     for _, s in ipairs(op.src) do note_use(s, pos) end
     if op.lanes then note_use(op.lanes.rem, pos) end
     if op.dst then note_def(op.dst, pos) end
-    if op.op == "fma_acc" or op.op == "max_acc" then note_def(op.src[1], pos) end
+    if op.op == "fma_acc" or op.op == "max_acc" or op.op == "sadd_acc" then note_def(op.src[1], pos) end
     if op.op == "cases" then
       -- arms are alternatives: a value defined before the dispatch and used in an arm stays
       -- live to the end of the dispatch (a register may not be reused by another arm's temp

@@ -1,7 +1,7 @@
 -- templates/attn.lua: attention for one new token (decode; prefill of P tokens below), GQA,
 -- causal, over a linear KV cache (forms decode64, decode32: every position 0..pos) or a
--- sliding-window ring of W slots (forms decode_ring64, decode_ring32: positions
--- max(0, pos - W + 1)..pos). The number is
+-- sliding-window ring of W slots (forms decode_ring64, decode_ring32: positions max(0, pos - W + 1)..pos;
+-- the wide forms, which also store y widened to f32, are described at the end of the file). The number is
 -- head_dim d. It reads the layout the qkprep leaf writes: q heads contiguous (head h at q + h*d),
 -- k head g of slot s at k + g*k_ld_head + s*k_ld_row (normed, RoPE'd, bf16), v likewise at
 -- v + g*v_ld_head + s*v_ld_row (a GEMV's strided destination: y_off = the slot's offset, heads
@@ -116,7 +116,7 @@ end
 -- d^-0.5 rounded to f32 (torch multiplies by the Python float in f32 opmath)
 local SCALE_F32 = { [32] = "0x3e3504f3", [64] = "0x3e000000" }
 
-return {
+local template = {
   leaf = "attn",
   doc = "decode and prefill attention: GQA, causal, linear or sliding-window ring KV cache, softmax in f32, bf16 out",
   tiers = { exact = { "neon", "avx2", "avx512" } },
@@ -228,7 +228,7 @@ return {
           local over = t:imin_v(t:imax_v(t:isub_v(mag, t:vconst(0x7f800000)), t:vconst(0)), t:vconst(1))
           local mask = t:isub_v(t:vconst(0), over)
           local yv = t:bxor(x, t:band(t:bxor(x, t:vconst(0x7fc00000)), mask))
-          t:store_bf16(yh, Z(), 16 * (c - 1), t:rne(yv))
+          t:store_bf16(yh, Z(), 16 * (c - 1), t:rne(yv)); if form_.wide then form_.widen(t, r, h, yh, Z, c) end
         end
       end)
     end)
@@ -240,3 +240,46 @@ return {
     end
   end,
 }
+
+-- Wide forms (decode64_wide, decode_ring64_wide, prefill64_wide, prefill_ring64_wide): the base
+-- form's arithmetic and its y, plus yw (f32) for a consumer that reads f32 x (o_proj's GEMV):
+-- every final y value (after the NaN rule) widened exactly (<< 16), head h at yw + h*d (decode)
+-- or at yw + i*yw_ld + h*d (prefill row i; the gap between rows is not written). Each 16-element
+-- chunk of y is read back right after its NaN-rule store and stored widened, so yw holds exactly
+-- the bits of y (y must not overlap yw; nothing else changes). The struct is the base form's with
+-- yw (decode) or yw, yw_ld (prefill) appended: the base struct is a prefix of the wide one. Only
+-- head_dim 64 has wide forms (LFM2). They are declared here, after the body, so that the lines of
+-- the base forms' ops (each stamped instruction names its template line) stay where they were.
+
+-- chunk c (16 values) of head h of y, as stored, into yw (r: the prefill row, nil: decode)
+local function widen(t, r, h, yh, Z, c)
+  local a = t.arg
+  local ywr = r and t:addr(a.yw, t:mul(r, a.yw_ld), 4) or a.yw
+  local ywh = t:addr(ywr, t:mul(h, 64), 4)
+  t:store_f32(ywh, Z(), 16 * (c - 1), t:load_bf16(yh, Z(), 16 * (c - 1)))
+end
+
+local function wide_form(base)
+  local f = { name = base.name .. "_wide", args = {}, ring = base.ring, hd = base.hd, prefill = base.prefill,
+              wide = true, widen = widen }
+  for i, arg in ipairs(base.args) do f.args[i] = arg end
+  if base.prefill then
+    f.args[#f.args + 1] = { "yw", "float *", doc = "rows output rows: row i's kv_heads*group heads of d f32 at " ..
+                            "yw + i*yw_ld + h*d: y widened (<< 16)" }
+    f.args[#f.args + 1] = { "yw_ld", "int64_t", doc = "elements from one yw row to the next" }
+  else
+    f.args[#f.args + 1] = { "yw", "float *",
+                            doc = "kv_heads*group output heads of d f32 at yw + h*d: y widened (<< 16)" }
+  end
+  return f
+end
+
+do
+  local by_name = {}
+  for _, f in ipairs(template.forms) do by_name[f.name] = f end
+  for _, name in ipairs({ "decode64", "decode_ring64", "prefill64", "prefill_ring64" }) do
+    template.forms[#template.forms + 1] = wide_form(by_name[name])
+  end
+end
+
+return template

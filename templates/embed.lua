@@ -1,4 +1,4 @@
--- templates/embed.lua: embedding lookups, row by row.
+-- templates/embed.lua: embedding lookups, row by row (codebook_mean_x6_bf16: see the end of the file).
 --
 -- gather_bf16, gather_bf16_wide: LFM2's embed_tokens (transformers' Lfm2Model, an nn.Embedding
 -- of vocab x d bf16): row j of y is row ids[j] of the table, bits as they are (NaN payloads,
@@ -59,7 +59,7 @@ local function mean_args(rep)
   }
 end
 
-return {
+local template = {
   leaf = "embed",
   doc = "embedding lookups: token rows (LFM2 embed_tokens), the detokenizer's mean of 8 codebook rows (x6 repeat)",
   tiers = { exact = { "neon", "avx2", "avx512" } },
@@ -135,3 +135,71 @@ return {
     end)
   end,
 }
+
+-- codebook_mean_x6_bf16: codebook_mean_x6 for a bf16 residual stream. The same f32 mean
+-- (s = +0 + e_0 + ... + e_7 in codebook order, then * 0.125), rounded once to bf16 by the
+-- integer RNE (NaN -> quiet, sign and top payload kept) and written to the 6 rows 6j .. 6j+5 of a
+-- bf16 y. Between passes the partial f32 sum is kept, exactly, split over y's first two rows:
+-- its high halves in row 6j, its low halves in row 6j+1 (store_bf16 stores high halves; the low
+-- halves are shifted up first); the next pass joins them again (hi | (lo >> 16)), so the order of
+-- the adds is the one above and nothing is written outside the rows the result fills. Declared
+-- after the other forms so that the lines of their ops (each stamped instruction names its
+-- template line) stay where they were.
+local function mean_bf16(t, p, form)
+  local a = t.arg
+  local eighth = 0x3e000000   -- 0.125f
+  t:for_rows(t:iconst(0), a.m, 1, function(j)
+    for first = 0, p.codebooks - 1, p.pass do
+      local last = first + p.pass - 1
+      local crow = t:addr(a.codes, t:mul(j, a.ld_codes), 4)
+      local rows = {}
+      for c = first, last do
+        local code = t:load1_i32(crow, t:mul(a.cb_stride, c), 0)
+        rows[c] = t:addr(a.table, t:mul(t:add(code, t:mul(a.vocab, c)), a.ld_table), 2)
+      end
+      -- y's rows after the row pointers (x86_64's 14 general registers hold one or the other)
+      local yrow = t:addr(a.y, t:mul(j, t:mul(a.ldy, form.rep)), 2)
+      t:for_tiles(a.d, 16, function(i, tail)
+        local lanes = tail and tail(0)
+        local s
+        if first == 0 then
+          s = t:vconst(0)
+        else   -- the partial: high halves from row 6j, low halves from row 6j+1
+          local hi = t:load_bf16(yrow, i, 0, lanes)
+          local lo = t:load_bf16(t:addr(yrow, a.ldy, 2), i, 0, lanes)
+          s = t:bor(hi, t:band(t:isra_v(lo, 16), t:vconst(0xffff)))
+        end
+        for c = first, last do s = t:add(s, t:load_bf16(rows[c], i, 0, lanes)) end
+        if last < p.codebooks - 1 then
+          t:store_bf16(yrow, i, 0, s, lanes)
+          t:store_bf16(t:addr(yrow, a.ldy, 2), i, 0, t:ishl_v(s, 16), lanes)
+          return
+        end
+        local y = t:rne(t:mul(s, t:vconst(eighth)))
+        local dst = yrow
+        for k = 1, form.rep do
+          t:store_bf16(dst, i, 0, y, lanes)
+          if k < form.rep then dst = t:addr(dst, a.ldy, 2) end
+        end
+      end)
+    end
+  end)
+end
+
+template.forms[#template.forms + 1] = { name = "codebook_mean_x6_bf16", kind = "mean_bf16", rep = 6,
+  args = (function()
+    local args = mean_args(6)
+    args[3] = { "y", "uint16_t *", doc = "6m x d bf16: RNE of frame j's f32 mean in rows 6j .. 6j+5, " ..
+                "row stride ldy elements (rows 6j, 6j+1 also hold the partial sum between passes)" }
+    return args
+  end)() }
+
+do
+  local body = template.body
+  template.body = function(t, p, form)
+    if form.kind == "mean_bf16" then return mean_bf16(t, p, form) end
+    return body(t, p, form)
+  end
+end
+
+return template

@@ -50,6 +50,12 @@ int fkt_fixture_check(const fkfix *fx, fkh_call *c, int fast, char *msg, size_t 
 /* Builds the leaf call described by a fixture (inputs copied, outputs allocated). */
 int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen);
 
+/* The companion form's call over a fixture call c of its base form, for target t: gemv's packed
+ * (exact) or blocked (fast) layout, attn's <form>_wide (yw laid out as y), embed's <form>_bf16.
+ * Returns 1 when c's form has one (out built: inputs and scalars copied, outputs zeroed), else 0.
+ * fkt_fixture_check checks the companion against the base form's boundaries. */
+int fkt_companion_call(const fkh_call *base, const fkh_target *t, fkh_call *out);
+
 /* The fixture gate of one leaf on one target, as a Criterion test body. */
 void fkt_fixture_test(const char *leaf, const fkh_target *t);
 
@@ -77,9 +83,9 @@ void fkt_istft_fixture_test(const fkh_target *t);   /* loud: failures
  * `<leaf>::fixtures` over fkt_fixture_targets. Use once per leaf suite, after including
  * <criterion/parameterized.h>. */
 #define FKT_EXACT_SUITE(leaf, builder) \
-  static fkt_pair leaf##_pairs[64]; \
+  static fkt_pair leaf##_pairs[128]; \
   ParameterizedTestParameters(leaf, exact) { \
-    return cr_make_param_array(fkt_pair, leaf##_pairs, (size_t)fkt_exact_pairs(#leaf, leaf##_pairs, 64)); \
+    return cr_make_param_array(fkt_pair, leaf##_pairs, (size_t)fkt_exact_pairs(#leaf, leaf##_pairs, 128)); \
   } \
   ParameterizedTest(fkt_pair *p, leaf, exact, .timeout = 600) { fkt_check_pair(p, builder); }
 

@@ -13,7 +13,12 @@
  *   prefill_is_decodes: a prefill call of P rows == P decode calls (row i: the decode form at
  *                      position pos + i; ring forms: the window copied into a W-slot ring), bit
  *                      for bit, on every target; the ring limit P = R - W + 1 past a full window.
- *                      The prefill forms' stamps == contract through the exact suite as well. */
+ *                      The prefill forms' stamps == contract through the exact suite as well.
+ *   wide_is_base:      each wide form (decode64_wide, decode_ring64_wide, prefill64_wide,
+ *                      prefill_ring64_wide) on the base form's cases: y == the base form's y, yw ==
+ *                      y widened (<< 16) element for element, the gaps between yw rows untouched,
+ *                      on every target. The wide stamps == contract through the exact suite, and
+ *                      the fixture gate runs them on the base forms' fixtures (y and yw). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>
@@ -310,5 +315,64 @@ ParameterizedTest(fkh_target *t, attn, prefill_is_decodes, .timeout = 900) {
     if (f >= NFORMS + 2) cr_assert(at_limit > 5);
     fkt_free_cases(calls, n);
     fkt_free_cases(dec, nd);
+  }
+}
+
+/* the wide forms and their base forms */
+static const char *const wide_forms[][2] = { { "attn_decode64_wide", "attn_decode64" },
+                                             { "attn_decode_ring64_wide", "attn_decode_ring64" },
+                                             { "attn_prefill64_wide", "attn_prefill64" },
+                                             { "attn_prefill_ring64_wide", "attn_prefill_ring64" } };
+
+static fkh_target wide_targets[16];
+ParameterizedTestParameters(attn, wide_is_base) {
+  int n = fkt_fixture_targets("attn", "exact", wide_targets, 16);
+  return cr_make_param_array(fkh_target, wide_targets, (size_t)n);
+}
+
+ParameterizedTest(fkh_target *t, attn, wide_is_base, .timeout = 900) {
+  fkt_need(t);
+  for (int f = 0; f < 4; f++) {
+    fkh_call *w, *b;
+    int n = fkt_attn_cases(wide_forms[f][0], &w), nb = fkt_attn_cases(wide_forms[f][1], &b);
+    cr_assert_eq(n, nb, "%s: %d cases, %s: %d", wide_forms[f][0], n, wide_forms[f][1], nb);
+    char err[256];
+    cr_assert(fkh_run(t, w, n, err, sizeof err) == 0, "%s", err);
+    cr_assert(fkh_run(t, b, n, err, sizeof err) == 0, "%s", err);
+    long widened = 0, nan = 0;
+    for (int i = 0; i < n; i++) {
+      fkh_call *c = &w[i];
+      cr_assert(!c->failed && !b[i].failed, "%s %s: %s", t->label, c->name, c->failed ? c->why : b[i].why);
+      size_t yb = c->v[fkh_field_index(c, "y")].buf.nbytes;
+      cr_assert(yb == b[i].v[fkh_field_index(&b[i], "y")].buf.nbytes);
+      cr_assert(memcmp(fkh_buf_of(c, "y"), fkh_buf_of(&b[i], "y"), yb) == 0, "%s %s: y differs from %s's", t->label,
+                c->name, wide_forms[f][1]);
+      const int pf = fkh_field_index(c, "rows") >= 0;
+      const int64_t rows = pf ? fkh_i64_of(c, "rows") : 1, yld = pf ? fkh_i64_of(c, "y_ld") : 0;
+      const int64_t ywld = pf ? fkh_i64_of(c, "yw_ld") : 0;
+      const int64_t width = fkh_i64_of(c, "kv_heads") * fkh_i64_of(c, "group") * 64;
+      const uint16_t *y = fkh_buf_of(c, "y");
+      const uint32_t *yw = fkh_buf_of(c, "yw");
+      const size_t nyw = c->v[fkh_field_index(c, "yw")].buf.nbytes / 4;
+      for (size_t e = 0; e < nyw; e++) {
+        const int64_t r = ywld ? (int64_t)e / ywld : 0, col = ywld ? (int64_t)e % ywld : (int64_t)e;
+        if (r < rows && col < width) {
+          const uint32_t want = (uint32_t)y[r * yld + col] << 16;
+          if (yw[e] != want)
+            cr_assert_fail("%s %s %s: row %lld yw[%lld] 0x%08x, y 0x%04x widened 0x%08x", t->label, wide_forms[f][0],
+                           c->name, (long long)r, (long long)col, yw[e], y[r * yld + col], want);
+          widened++;
+          nan += (want & 0x7fffffffu) > 0x7f800000u;
+        } else {
+          cr_assert(yw[e] == 0x7fa5a5a5u, "%s %s %s: yw[%zu] outside the rows written (0x%08x)", t->label,
+                    wide_forms[f][0], c->name, e, yw[e]);
+        }
+      }
+    }
+    cr_log_info("%s %s: %d cases, %ld outputs (%ld NaN) == %s's y, widened", t->label, wide_forms[f][0], n, widened,
+                nan, wide_forms[f][1]);
+    cr_assert(nan > 0, "%s: no NaN output reached yw", wide_forms[f][0]);
+    fkt_free_cases(w, n);
+    fkt_free_cases(b, n);
   }
 }

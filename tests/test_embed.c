@@ -6,8 +6,11 @@
  *   fixtures: every stamp bit-exact against transformers' Lfm2Model.embed_tokens rows and
  *             liquid-audio's LFM2AudioDetokenizer embedding (FusedEmbedding mean, the x6
  *             nearest-exact interpolate), fixtures/embed/.
- *   forms:    codebook_mean_x6 == codebook_mean with each row repeated 6 times, and
- *             gather_bf16_wide == gather_bf16 widened, on every case and stamp. */
+ *   forms:    codebook_mean_x6 == codebook_mean with each row repeated 6 times,
+ *             gather_bf16_wide == gather_bf16 widened, and codebook_mean_x6_bf16 == the integer
+ *             RNE of codebook_mean_x6 (the padding between rows untouched), on every case and
+ *             stamp. The fixture gate runs codebook_mean_x6_bf16 on the codebook_mean_x6
+ *             fixtures against the RNE of liquid-audio's f32 mean. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>
@@ -63,8 +66,31 @@ ParameterizedTest(fkh_target *t, embed, forms_agree, .timeout = 300) {
   }
   fkt_free_cases(a, n);
   fkt_free_cases(b, n);
-  cr_log_info("%s: %ld outputs: codebook_mean_x6 == codebook_mean repeated, gather_bf16_wide == gather_bf16 widened",
-              t->label, checked);
+  long rounded = 0, ties = 0;
+  n = run_two(t, "embed_codebook_mean_x6", "embed_codebook_mean_x6_bf16", &a, &b);
+  for (int i = 0; i < n; i++) {
+    int64_t m = fkh_i64_of(&a[i], "m"), d = fkh_i64_of(&a[i], "d"), ldy = fkh_i64_of(&a[i], "ldy");
+    cr_assert_eq(ldy, fkh_i64_of(&b[i], "ldy"));
+    const uint32_t *yf = fkh_buf_of(&a[i], "y");
+    const uint16_t *yb = fkh_buf_of(&b[i], "y");
+    for (int64_t j = 0; j < 6 * m; j++) {
+      for (int64_t k = 0; k < d; k++, rounded++) {
+        uint32_t u = yf[j * ldy + k];
+        uint16_t want = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u)
+                                                         : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        ties += (u & 0x7fffffffu) <= 0x7f800000u && (u & 0xffffu) == 0x8000u;
+        cr_assert(yb[j * ldy + k] == want, "%s %s: row %lld [%lld]: bf16 0x%04x, RNE of the f32 mean 0x%08x: 0x%04x",
+                  t->label, a[i].name, (long long)j, (long long)k, yb[j * ldy + k], u, want);
+      }
+      cr_assert(yb[j * ldy + d] == 0x7fa5, "%s %s: row %lld: padding written", t->label, a[i].name, (long long)j);
+    }
+  }
+  fkt_free_cases(a, n);
+  fkt_free_cases(b, n);
+  cr_assert(ties > 0, "no RNE tie among the means");
+  cr_log_info("%s: %ld outputs: codebook_mean_x6 == codebook_mean repeated, gather_bf16_wide == gather_bf16 widened; "
+              "%ld codebook_mean_x6_bf16 outputs (%ld ties) == RNE(codebook_mean_x6)",
+              t->label, checked, rounded, ties);
 }
 
 /* The gathers copy bits: on every stamp, y row j equals table row ids[j] exactly. */

@@ -115,6 +115,16 @@ Test(perturb, embed_codebook_order_and_repeat) {
   expect_caught("embed_gather_bf16", fkt_embed_cases, best_host(), FKC_CURSOR_OFF_BY_ONE, "ids read one slot late");
   expect_caught("embed_codebook_mean_x6", fkt_embed_cases, fkh_remote("neon", "max"), FKC_LANES_PERMUTED,
                 "codebooks summed in reverse (AArch64)");
+  /* the bf16 form: the same sum orders and repeat, and the mean rounded half up */
+  expect_caught("embed_codebook_mean_x6_bf16", fkt_embed_cases, best_host(), FKC_LANES_PERMUTED,
+                "codebooks summed in reverse (bf16)");
+  expect_caught("embed_codebook_mean_x6_bf16", fkt_embed_cases, best_host(), FKC_TREE_PAIRWISE,
+                "codebooks summed pairwise (bf16)");
+  expect_caught("embed_codebook_mean_x6_bf16", fkt_embed_cases, best_host(), FKC_CURSOR_OFF_BY_ONE,
+                "x6 repeat one row short (bf16)");
+  expect_caught("embed_codebook_mean_x6_bf16", fkt_embed_cases, best_host(), FKC_RNE_BIAS, "mean rounded half up");
+  expect_caught("embed_codebook_mean_x6_bf16", fkt_embed_cases, fkh_remote("neon", "max"), FKC_RNE_BIAS,
+                "mean rounded half up (AArch64)");
   /* the fixture check sees them too: liquid-audio's sums are in codebook order, its x6 repeat whole */
   static const struct { const char *fixture; int perturb; } fx_cases[] = {
     { "codebook_mean_frames12", FKC_LANES_PERMUTED }, { "codebook_mean_frames12", FKC_TREE_PAIRWISE },
@@ -405,5 +415,48 @@ Test(perturb, attn_prefill_causal_limit, .timeout = 300) {
     expect_caught(pf[i], fkt_attn_cases, best_host(), FKC_CURSOR_OFF_BY_ONE, "prefill causal limit off by one");
     expect_caught(pf[i], fkt_attn_cases, fkh_remote("neon", "max"), FKC_CURSOR_OFF_BY_ONE,
                   "prefill causal limit off by one");
+  }
+}
+
+/* attn wide forms: yw holding o before its RNE, or RNE(o) without the NaN rule (a NaN keeps its
+ * sign and payload): every wide form's gate fails, on the host and through the AArch64 runner;
+ * the fixture gate (yw against the reference, bit for bit y widened) sees the unrounded yw, and
+ * the embed fixture gate sees codebook_mean_x6_bf16's repeat one row short. */
+Test(perturb, wide_outputs_rounding_and_nan_rule, .timeout = 300) {
+  static const char *const wf[] = { "attn_decode64_wide", "attn_decode_ring64_wide", "attn_prefill64_wide",
+                                    "attn_prefill_ring64_wide" };
+  for (int i = 0; i < 4; i++) {
+    expect_caught(wf[i], fkt_attn_cases, best_host(), FKC_WIDE_UNROUNDED, "yw not rounded to bf16");
+    expect_caught(wf[i], fkt_attn_cases, best_host(), FKC_WIDE_NAN_SKIPPED, "NaN rule skipped in yw");
+  }
+  expect_caught("attn_prefill_ring64_wide", fkt_attn_cases, fkh_remote("neon", "max"), FKC_WIDE_NAN_SKIPPED,
+                "NaN rule skipped in yw (AArch64)");
+  expect_caught("attn_decode64_wide", fkt_attn_cases, fkh_remote("neon", "neoverse-n1"), FKC_WIDE_UNROUNDED,
+                "yw not rounded to bf16 (AArch64)");
+  static const struct { const char *fixture; int perturb; } fx_cases[] = {
+    { "attn/decode64_g1_pos16", FKC_WIDE_UNROUNDED },
+    { "attn/prefill_ring64_w30_kv2_g4_pos77_p16", FKC_WIDE_UNROUNDED },
+    { "embed/codebook_mean_x6_frames5", FKC_CURSOR_OFF_BY_ONE },
+  };
+  const fkh_target host = best_host();
+  for (int i = 0; i < 3; i++) {
+    char path[600], err[600], msg[600];
+    snprintf(path, sizeof path, "%s/%s.manifest", FKT_FIXTURE_DIR, fx_cases[i].fixture);
+    fkfix fx;
+    cr_assert(fkfix_load(path, &fx, err, sizeof err) == 0, "%s", err);
+    for (int perturb = FKC_EXACT; perturb >= 0; perturb = perturb == FKC_EXACT ? fx_cases[i].perturb : -1) {
+      fkh_call base, c;
+      cr_assert(fkt_fixture_call(&fx, &base, err, sizeof err) == 0, "%s", err);
+      cr_assert(fkt_companion_call(&base, &host, &c), "%s: no companion form", path);
+      fkh_invoke_contract(&c, perturb);
+      int bad = fkt_fixture_check(&fx, &c, 0, msg, sizeof msg);
+      if (perturb == FKC_EXACT)
+        cr_assert(bad == 0, "exact contract (%s) fails %s: %s", fkh_forms[c.form].id, path, msg);
+      else cr_assert(bad > 0, "perturbation %d of %s passed %s", perturb, fkh_forms[c.form].id, path);
+      if (bad) cr_log_info("%s fixture, perturbation %d caught: %s", fkh_forms[c.form].id, perturb, msg);
+      fkh_call_free(&base);
+      fkh_call_free(&c);
+    }
+    fkfix_free(&fx);
   }
 }

@@ -41,7 +41,8 @@ local function v16b(r) return "v" .. n(r) .. ".16b" end
 -- its destination, so vfma may take only the addend's; binary ops are three-operand.
 local REUSE = { vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, viadd = { 1, 2 },
                 visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 }, vor = { 1, 2 },
-                vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 }, vcvt_i2f = { 1 } }
+                vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 }, vcvt_i2f = { 1 },
+                vigt = { 1, 2 } }
 function M.reuse(op) return REUSE[op.op] end
 
 function M.registers()
@@ -199,6 +200,23 @@ end
 
 function ops.imul(ctx, op)
   ctx:wline("mul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]))
+end
+
+-- MOVZ + MOVK: the four 16-bit chunks, low first
+function ops.iconst64(ctx, op)
+  local d = ctx:reg(op.dst)
+  local chunks = { op.attr.lo % 65536, math.floor(op.attr.lo / 65536), op.attr.hi % 65536,
+                   math.floor(op.attr.hi / 65536) }
+  ctx:wline(string.format("movz %s, #0x%04x", d, chunks[1]))
+  for i = 2, 4 do ctx:wline(string.format("movk %s, #0x%04x, lsl #%d", d, chunks[i], 16 * (i - 1))) end
+end
+
+function ops.ixor(ctx, op)
+  ctx:wline("eor " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]))
+end
+
+function ops.ishri(ctx, op)
+  ctx:wline("lsr " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. imm(op.attr.imm))
 end
 
 function ops.imin(ctx, op)
@@ -389,6 +407,25 @@ function ops.load1_i32(ctx, op)
   ctx:wline("ldrsw " .. ctx:reg(op.dst) .. ", [x16" .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
 end
 
+-- a uint64 element: LDR/STR's immediate is unsigned, a multiple of 8 up to 32760
+local function u64_addr(ctx, op)
+  ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl #3")
+  local o = op.attr.off * 8
+  if o < 0 or o > 32760 then
+    add_imm(ctx, "x16", "x16", o)
+    o = 0
+  end
+  return "[x16" .. (o ~= 0 and (", " .. imm(o)) or "") .. "]"
+end
+
+function ops.load1_u64(ctx, op)
+  ctx:wline("ldr " .. ctx:reg(op.dst) .. ", " .. u64_addr(ctx, op))
+end
+
+function ops.store1_u64(ctx, op)
+  ctx:wline("str " .. ctx:reg(op.src[3]) .. ", " .. u64_addr(ctx, op))
+end
+
 function ops.store1_bf16(ctx, op)
   tail_addr(ctx, op, 2)
   ctx:wline("st1 {v" .. n(ctx:reg(op.src[3])) .. ".h}[1], [x16]")
@@ -498,6 +535,7 @@ ops.viadd = binary("add")
 ops.visub = binary("sub")
 ops.vimin = binary("smin")
 ops.vimax = binary("smax")
+ops.vigt = binary("cmgt")         -- signed a > b: all ones, else 0
 
 local function bitwise(ins)
   return function(ctx, op)
@@ -690,6 +728,11 @@ local function sbinary(ins)
   end
 end
 ops.sadd = sbinary("fadd")
+
+function ops.sadd_acc(ctx, op)
+  local acc = s(ctx:reg(op.src[1]))
+  ctx:wline("fadd " .. acc .. ", " .. acc .. ", " .. s(ctx:reg(op.src[2])))
+end
 ops.smul = sbinary("fmul")
 ops.sdiv = sbinary("fdiv")
 

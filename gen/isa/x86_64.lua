@@ -46,7 +46,7 @@ local function is512(ctx) return ctx.variant.name ~= "avx2" end
 local REUSE = { vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, vmin = { 1, 2 },
                 viadd = { 1, 2 }, visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 },
                 vor = { 1, 2 }, vxor = { 1, 2 }, vdiv = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 },
-                vcvt_f2i = { 1 }, vcvt_i2f = { 1 } }
+                vcvt_f2i = { 1 }, vcvt_i2f = { 1 }, vigt = { 1, 2 } }
 function M.reuse(op) return REUSE[op.op] end
 
 function M.registers(variant)
@@ -209,6 +209,25 @@ end
 function ops.imul(ctx, op)
   ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]))
   ctx:wline("imul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[2]))
+end
+
+function ops.iconst64(ctx, op)
+  ctx:wline(string.format("movabs %s, 0x%08x%08x", ctx:reg(op.dst), op.attr.hi, op.attr.lo))
+end
+
+function ops.ixor(ctx, op)
+  local d, a, b = ctx:reg(op.dst), ctx:reg(op.src[1]), ctx:reg(op.src[2])
+  if d == b then
+    ctx:wline("xor " .. d .. ", " .. a)
+  else
+    ctx:wline("mov " .. d .. ", " .. a)
+    ctx:wline("xor " .. d .. ", " .. b)
+  end
+end
+
+function ops.ishri(ctx, op)
+  ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]))
+  ctx:wline("shr " .. ctx:reg(op.dst) .. ", " .. C.int(op.attr.imm))
 end
 
 function ops.imin(ctx, op)
@@ -395,6 +414,14 @@ function ops.load1_i32(ctx, op)
   ctx:wline("movsxd " .. ctx:reg(op.dst) .. ", dword ptr " .. elem(ctx, op, 4))
 end
 
+function ops.load1_u64(ctx, op)
+  ctx:wline("mov " .. ctx:reg(op.dst) .. ", qword ptr " .. elem(ctx, op, 8))
+end
+
+function ops.store1_u64(ctx, op)
+  ctx:wline("mov qword ptr " .. elem(ctx, op, 8) .. ", " .. ctx:reg(op.src[3]))
+end
+
 function ops.store1_bf16(ctx, op)
   ctx:wline("vpextrw word ptr " .. elem(ctx, op, 2) .. ", " .. X(ctx:reg(op.src[3])) .. ", 1")
 end
@@ -534,6 +561,18 @@ local function bitwise(name)
   end
 end
 ops.vand, ops.vor, ops.vxor = bitwise("and"), bitwise("or"), bitwise("xor")
+
+-- a > b (signed int32) ? all ones : 0. AVX-512 compares into k6, then sets the selected lanes
+-- of the zeroed destination to all ones (VPTERNLOGD, immediate 0xff; AVX512F only, no DQ).
+function ops.vigt(ctx, op)
+  local d, a, b = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2])
+  if is512(ctx) then
+    ctx:wline("vpcmpgtd k6, " .. a[1] .. ", " .. b[1])
+    ctx:wline("vpternlogd " .. d[1] .. "{k6}{z}, " .. d[1] .. ", " .. d[1] .. ", 0xff")
+  else
+    for i = 1, #d do ctx:wline("vpcmpgtd " .. d[i] .. ", " .. a[i] .. ", " .. b[i]) end
+  end
+end
 
 local function shift(ins)
   return function(ctx, op)
@@ -761,6 +800,11 @@ local function sbinary(ins)
   end
 end
 ops.sadd = sbinary("vaddss")
+
+function ops.sadd_acc(ctx, op)
+  local acc = X(ctx:reg(op.src[1]))
+  ctx:wline("vaddss " .. acc .. ", " .. acc .. ", " .. X(ctx:reg(op.src[2])))
+end
 ops.smul = sbinary("vmulss")
 ops.sdiv = sbinary("vdivss")
 

@@ -13,12 +13,15 @@
  *   sum   = 16 lanes (lane l: sum + e_j over j == l mod 16, increasing j, from +0), halving tree;
  *   p_j   = RNE(e_j * (1.0f / sum));
  *   o[i]  = fmaf(p_j, v_j[i], o[i]) for increasing j from +0;
- *   y     = RNE(o), a NaN o stored as 0x7fc0.
+ *   y     = RNE(o), a NaN o stored as 0x7fc0;
+ *   yw    = y widened (<< 16), wide forms only (decode64_wide, decode_ring64_wide, prefill64_wide,
+ *           prefill_ring64_wide: yw + h*d, prefill row i at yw + i*yw_ld).
  * Perturbations: FKC_TREE_PAIRWISE sums the dot lanes and e adjacent-pairwise; FKC_LANES_PERMUTED
  * sends the dot's elements to other lanes (i mod 32 -> chain i mod 2, lane (i mod 32) / 2) and sums e
  * in one lane in order of j; FKC_CURSOR_OFF_BY_ONE puts the window off by one
  * (a ring not yet full: one stale slot too many; a full ring: the oldest slot dropped; a linear cache:
- * the newest position dropped; never a read past the cache); FKC_RNE_BIAS rounds half up. */
+ * the newest position dropped; never a read past the cache); FKC_RNE_BIAS rounds half up (y and so yw);
+ * FKC_WIDE_UNROUNDED stores o itself in yw, FKC_WIDE_NAN_SKIPPED widens RNE(o) without the NaN rule. */
 #include <math.h>
 
 #include "contract.h"
@@ -30,7 +33,8 @@ static float vmax_rule(float a, float b) { return a > b ? a : b; }
 
 static float rne_f(float x, fkc_perturb p) { return fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(x), p)); }
 
-static void attn(const uint16_t *q, const uint16_t *k, const uint16_t *v, uint16_t *y, float *s, int64_t kv_heads,
+static void attn(const uint16_t *q, const uint16_t *k, const uint16_t *v, uint16_t *y, float *yw, float *s,
+                 int64_t kv_heads,
                  int64_t group, int64_t k_ld_head, int64_t k_ld_row, int64_t v_ld_head, int64_t v_ld_row, int64_t pos,
                  int64_t slot, int64_t ring, int64_t win, int hd, fkc_perturb p) {
   const float scale = hd == 64 ? fkc_bits_f32(0x3e000000u) : fkc_bits_f32(0x3e3504f3u);
@@ -80,26 +84,31 @@ static void attn(const uint16_t *q, const uint16_t *k, const uint16_t *v, uint16
         const uint16_t *vp = v + g * v_ld_head + sl * v_ld_row;
         for (int i = 0; i < hd; i++) o[i] = fmaf(s[j], fkc_bf16_to_f32(vp[i]), o[i]);
       }
-      for (int i = 0; i < hd; i++)
+      for (int i = 0; i < hd; i++) {
         y[h * hd + i] = isnan(o[i]) ? (uint16_t)0x7fc0 : fkc_rne_bits(fkc_f32_bits(o[i]), p);
+        if (!yw) continue;
+        yw[h * hd + i] = p == FKC_WIDE_UNROUNDED     ? o[i]
+                         : p == FKC_WIDE_NAN_SKIPPED ? fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(o[i]), p))
+                                                     : fkc_bf16_to_f32(y[h * hd + i]);
+      }
     }
   }
 }
 
 void fkc_attn_decode64(const fk_attn_decode64_args *a, fkc_perturb p) {
-  attn(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+  attn(a->q, a->k, a->v, a->y, 0, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
        a->pos, a->pos, 0, 0, 64, p);
 }
 void fkc_attn_decode32(const fk_attn_decode32_args *a, fkc_perturb p) {
-  attn(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+  attn(a->q, a->k, a->v, a->y, 0, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
        a->pos, a->pos, 0, 0, 32, p);
 }
 void fkc_attn_decode_ring64(const fk_attn_decode_ring64_args *a, fkc_perturb p) {
-  attn(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+  attn(a->q, a->k, a->v, a->y, 0, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
        a->pos, a->slot, a->ring, a->ring, 64, p);
 }
 void fkc_attn_decode_ring32(const fk_attn_decode_ring32_args *a, fkc_perturb p) {
-  attn(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+  attn(a->q, a->k, a->v, a->y, 0, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
        a->pos, a->slot, a->ring, a->ring, 32, p);
 }
 
@@ -107,32 +116,50 @@ void fkc_attn_decode_ring32(const fk_attn_decode_ring32_args *a, fkc_perturb p) 
  * window min(pos + i + 1, W) in the ring forms), into y row i: the rows share the scratch, one
  * after another. FKC_CURSOR_OFF_BY_ONE here moves the causal limit one past the row inside the
  * block: row i < rows - 1 sees position pos + i + 1 (the next row's key) as well. */
-static void prefill(const uint16_t *q, const uint16_t *k, const uint16_t *v, uint16_t *y, float *s, int64_t kv_heads,
-                    int64_t group, int64_t k_ld_head, int64_t k_ld_row, int64_t v_ld_head, int64_t v_ld_row,
-                    int64_t pos, int64_t rows, int64_t q_ld, int64_t y_ld, int64_t slot, int64_t ring, int64_t win,
-                    int hd, fkc_perturb p) {
+static void prefill(const uint16_t *q, const uint16_t *k, const uint16_t *v, uint16_t *y, float *yw, float *s,
+                    int64_t kv_heads, int64_t group, int64_t k_ld_head, int64_t k_ld_row, int64_t v_ld_head,
+                    int64_t v_ld_row, int64_t pos, int64_t rows, int64_t q_ld, int64_t y_ld, int64_t yw_ld,
+                    int64_t slot, int64_t ring, int64_t win, int hd, fkc_perturb p) {
   for (int64_t i = 0; i < rows; i++) {
     int64_t d = (p == FKC_CURSOR_OFF_BY_ONE && i + 1 < rows) ? 1 : 0;
     fkc_perturb pr = p == FKC_CURSOR_OFF_BY_ONE ? FKC_EXACT : p;
     int64_t sl = ring ? (slot + i + d) % ring : 0;
-    attn(q + i * q_ld, k, v, y + i * y_ld, s, kv_heads, group, k_ld_head, k_ld_row, v_ld_head, v_ld_row, pos + i + d,
-         sl, ring, win, hd, pr);
+    attn(q + i * q_ld, k, v, y + i * y_ld, yw ? yw + i * yw_ld : 0, s, kv_heads, group, k_ld_head, k_ld_row, v_ld_head,
+         v_ld_row, pos + i + d, sl, ring, win, hd, pr);
   }
 }
 
 void fkc_attn_prefill64(const fk_attn_prefill64_args *a, fkc_perturb p) {
-  prefill(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
-          a->pos, a->rows, a->q_ld, a->y_ld, 0, 0, 0, 64, p);
+  prefill(a->q, a->k, a->v, a->y, 0, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+          a->pos, a->rows, a->q_ld, a->y_ld, 0, 0, 0, 0, 64, p);
 }
 void fkc_attn_prefill32(const fk_attn_prefill32_args *a, fkc_perturb p) {
-  prefill(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
-          a->pos, a->rows, a->q_ld, a->y_ld, 0, 0, 0, 32, p);
+  prefill(a->q, a->k, a->v, a->y, 0, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+          a->pos, a->rows, a->q_ld, a->y_ld, 0, 0, 0, 0, 32, p);
 }
 void fkc_attn_prefill_ring64(const fk_attn_prefill_ring64_args *a, fkc_perturb p) {
-  prefill(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
-          a->pos, a->rows, a->q_ld, a->y_ld, a->slot, a->ring, a->window, 64, p);
+  prefill(a->q, a->k, a->v, a->y, 0, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+          a->pos, a->rows, a->q_ld, a->y_ld, 0, a->slot, a->ring, a->window, 64, p);
 }
 void fkc_attn_prefill_ring32(const fk_attn_prefill_ring32_args *a, fkc_perturb p) {
-  prefill(a->q, a->k, a->v, a->y, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
-          a->pos, a->rows, a->q_ld, a->y_ld, a->slot, a->ring, a->window, 32, p);
+  prefill(a->q, a->k, a->v, a->y, 0, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head, a->v_ld_row,
+          a->pos, a->rows, a->q_ld, a->y_ld, 0, a->slot, a->ring, a->window, 32, p);
+}
+
+/* The wide forms: the base forms' arithmetic, y as they write it, and yw = y widened. */
+void fkc_attn_decode64_wide(const fk_attn_decode64_wide_args *a, fkc_perturb p) {
+  attn(a->q, a->k, a->v, a->y, a->yw, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head,
+       a->v_ld_row, a->pos, a->pos, 0, 0, 64, p);
+}
+void fkc_attn_decode_ring64_wide(const fk_attn_decode_ring64_wide_args *a, fkc_perturb p) {
+  attn(a->q, a->k, a->v, a->y, a->yw, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head,
+       a->v_ld_row, a->pos, a->slot, a->ring, a->ring, 64, p);
+}
+void fkc_attn_prefill64_wide(const fk_attn_prefill64_wide_args *a, fkc_perturb p) {
+  prefill(a->q, a->k, a->v, a->y, a->yw, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head,
+          a->v_ld_row, a->pos, a->rows, a->q_ld, a->y_ld, a->yw_ld, 0, 0, 0, 64, p);
+}
+void fkc_attn_prefill_ring64_wide(const fk_attn_prefill_ring64_wide_args *a, fkc_perturb p) {
+  prefill(a->q, a->k, a->v, a->y, a->yw, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head,
+          a->v_ld_row, a->pos, a->rows, a->q_ld, a->y_ld, a->yw_ld, a->slot, a->ring, a->window, 64, p);
 }

@@ -35,6 +35,13 @@ typedef enum fkc_perturb {
                           form f32 only: no bf16 g rounds differently in the bf16 forms) */
   FKC_SILU_UNROUNDED,  /* swiglu bf16 forms: silu not rounded to bf16 before the product */
   FKC_SAMPLE_TIE_LAST, /* sample argmax: ties (and NaNs) go to the highest index, not the lowest */
+  FKC_SAMPLE_NO_COMMIT, /* sample topk: the PRNG counter is not committed (state left as read) */
+  FKC_SAMPLE_TIE_LE,   /* sample topk: s <= kth removed (ties at the k-th value dropped), not s < kth */
+  FKC_SAMPLE_RECIP_T,  /* sample topk: s = x * (1 / T) instead of x / T */
+  FKC_SAMPLE_CDF_REVERSED, /* sample topk: the cumulative sums run from the highest index down */
+  FKC_WIDE_UNROUNDED,  /* attn wide forms: yw holds the f32 output o before its RNE to bf16 */
+  FKC_WIDE_NAN_SKIPPED, /* attn wide forms: yw widens RNE(o) without the NaN rule (a NaN o keeps its
+                           sign and payload instead of becoming 0x7fc0) */
 } fkc_perturb;
 
 /* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> quiet, sign/top payload kept). */
@@ -89,6 +96,7 @@ void fkc_embed_gather_bf16(const fk_embed_gather_bf16_args *a, fkc_perturb p);
 void fkc_embed_gather_bf16_wide(const fk_embed_gather_bf16_wide_args *a, fkc_perturb p);
 void fkc_embed_codebook_mean(const fk_embed_codebook_mean_args *a, fkc_perturb p);
 void fkc_embed_codebook_mean_x6(const fk_embed_codebook_mean_x6_args *a, fkc_perturb p);
+void fkc_embed_codebook_mean_x6_bf16(const fk_embed_codebook_mean_x6_bf16_args *a, fkc_perturb p);
 void fkc_attn_decode64(const fk_attn_decode64_args *a, fkc_perturb p);
 void fkc_attn_decode32(const fk_attn_decode32_args *a, fkc_perturb p);
 void fkc_attn_decode_ring64(const fk_attn_decode_ring64_args *a, fkc_perturb p);
@@ -97,6 +105,13 @@ void fkc_attn_prefill64(const fk_attn_prefill64_args *a, fkc_perturb p);
 void fkc_attn_prefill32(const fk_attn_prefill32_args *a, fkc_perturb p);
 void fkc_attn_prefill_ring64(const fk_attn_prefill_ring64_args *a, fkc_perturb p);
 void fkc_attn_prefill_ring32(const fk_attn_prefill_ring32_args *a, fkc_perturb p);
+void fkc_attn_decode64_wide(const fk_attn_decode64_wide_args *a, fkc_perturb p);
+void fkc_attn_decode_ring64_wide(const fk_attn_decode_ring64_wide_args *a, fkc_perturb p);
+void fkc_attn_prefill64_wide(const fk_attn_prefill64_wide_args *a, fkc_perturb p);
+void fkc_attn_prefill_ring64_wide(const fk_attn_prefill_ring64_wide_args *a, fkc_perturb p);
 void fkc_sample_argmax(const fk_sample_argmax_args *a, fkc_perturb p);
+void fkc_sample_topk(const fk_sample_topk_args *a, fkc_perturb p);
+/* splitmix64 of (seed, counter): the u of one topk draw, in [0, 1) (exact f32). */
+float fkc_sample_u(uint64_t seed, uint64_t counter);
 
 #endif

@@ -8,11 +8,63 @@
 #include "fk_leaves.h"
 
 typedef void (*fn_t)(const fk_opcheck_ew_args *);
-#define ROW(id, variant, tier, symbol, features) { #symbol, symbol },
-static const struct { const char *name; fn_t fn; } stamps[] = { FK_STAMPS_HOST(ROW) };
+typedef void (*int_fn_t)(const fk_opcheck_int_args *);
+#define ROW(id, variant, tier, symbol, features) { #id, #symbol, (void (*)(void))symbol },
+static const struct { const char *id, *name; void (*fn)(void); } all[] = { FK_STAMPS_HOST(ROW) };
 
 static uint32_t bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float val(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static uint64_t mix(uint64_t *z) {
+  *z = *z * 6364136223846793005ull + 1442695040888963407ull;
+  return *z ^ (*z >> 29);
+}
+
+/* form int: igt_v, sfill/sadd_acc, uint64 memory, ixor, ishr, imul, iconst64 */
+static int check_int(int *runs) {
+  enum { MAXN = 37, GUARD = 8 };
+  int bad = 0;
+  for (size_t s = 0; s < sizeof all / sizeof all[0]; s++) {
+    if (strcmp(all[s].id, "opcheck_int") != 0) continue;
+    int_fn_t fn = (int_fn_t)all[s].fn;
+    for (int64_t n = 1; n <= MAXN; n++) {
+      float a[MAXN], b[MAXN], gt[MAXN + GUARD], run[MAXN + GUARD];
+      uint64_t st[8 + GUARD], z = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+      for (int i = 0; i < n; i++) {
+        a[i] = val((uint32_t)mix(&z));
+        b[i] = i % 3 == 0 ? a[i] : val((uint32_t)mix(&z));
+        if (isnan(a[i])) a[i] = 1.5f;   /* the running sum: ordinary values (NaN bits are still compared by gt) */
+      }
+      for (int i = 0; i < MAXN + GUARD; i++) gt[i] = run[i] = val(0x7fa5a5a5u);
+      st[0] = mix(&z), st[1] = n % 2 ? mix(&z) : 0xffffffffffffffffull;
+      for (int i = 2; i < 8 + GUARD; i++) st[i] = 0xa5a5a5a5a5a5a5a5ull;
+      fk_opcheck_int_args args = { a, b, gt, run, st, n };
+      fn(&args);
+      (*runs)++;
+      float acc = 1.0f;
+      for (int i = 0; i < MAXN + GUARD; i++) {
+        uint32_t want_gt = i < n ? ((int32_t)bits(a[i]) > (int32_t)bits(b[i]) ? 0xffffffffu : 0u) : 0x7fa5a5a5u;
+        if (i < n) acc += a[i];
+        uint32_t want_run = i < n ? bits(acc) : 0x7fa5a5a5u;
+        if (bits(gt[i]) != want_gt || bits(run[i]) != want_run) {
+          if (bad++ < 5)
+            printf("%s n=%lld [%d]: gt 0x%08x want 0x%08x, run 0x%08x want 0x%08x\n", all[s].name, (long long)n, i,
+                   bits(gt[i]), want_gt, bits(run[i]), want_run);
+        }
+      }
+      const uint64_t x = st[0], y = st[1];
+      const uint64_t want[6] = { x ^ y, x >> 1, y >> 63, x * 0x9e3779b97f4a7c15ull, 0xfedcba9876543210ull,
+                                 ((x * y) >> 40) + x };
+      for (int i = 0; i < 6 + GUARD; i++) {
+        uint64_t w = i < 6 ? want[i] : 0xa5a5a5a5a5a5a5a5ull;
+        if (st[2 + i] != w && bad++ < 5)
+          printf("%s n=%lld: st[%d] 0x%016llx want 0x%016llx\n", all[s].name, (long long)n, 2 + i,
+                 (unsigned long long)st[2 + i], (unsigned long long)w);
+      }
+    }
+  }
+  return bad;
+}
 
 int main(void) {
   enum { MAXN = 37, GUARD = 8 };
@@ -20,7 +72,9 @@ int main(void) {
   static const uint32_t sa[] = { 0x7fc00001, 0x3f800000, 0x00000000, 0x80000000, 0xff800000, 0x40000000, 0x3f800000, 0x80000001 };
   static const uint32_t sb[] = { 0x3f800000, 0x7fc00002, 0x80000000, 0x00000000, 0x7f800000, 0xc0000000, 0x3f800000, 0x00000001 };
   int bad = 0, runs = 0;
-  for (size_t s = 0; s < sizeof stamps / sizeof stamps[0]; s++) {
+  for (size_t s = 0; s < sizeof all / sizeof all[0]; s++) {
+    if (strcmp(all[s].id, "opcheck_ew") != 0) continue;
+    fn_t fn = (fn_t)all[s].fn;
     for (int64_t n = 1; n <= MAXN; n++) {
       float a[MAXN], b[MAXN], c[MAXN], mx[MAXN + GUARD], fm[MAXN + GUARD], sc[2 + GUARD];
       uint64_t z = 0x243f6a8885a308d3ull + (uint64_t)n;
@@ -34,24 +88,28 @@ int main(void) {
       for (int i = 0; i < MAXN + GUARD; i++) mx[i] = fm[i] = val(0x7fa5a5a5u);
       for (int i = 0; i < 2 + GUARD; i++) sc[i] = val(0x7fa5a5a5u);
       fk_opcheck_ew_args args = { a, b, c, mx, fm, sc, n, 0.75f };
-      stamps[s].fn(&args);
+      fn(&args);
       runs++;
       for (int i = 0; i < MAXN + GUARD; i++) {
         uint32_t want_mx = i < n ? bits(a[i] > b[i] ? a[i] : b[i]) : 0x7fa5a5a5u;
         uint32_t want_fm = i < n ? bits(fmaf(a[i], b[i] * 0.75f, c[i])) : 0x7fa5a5a5u;
         if (bits(mx[i]) != want_mx || bits(fm[i]) != want_fm) {
           if (bad++ < 5)
-            printf("%s n=%lld [%d]: max 0x%08x want 0x%08x, fma 0x%08x want 0x%08x\n", stamps[s].name,
+            printf("%s n=%lld [%d]: max 0x%08x want 0x%08x, fma 0x%08x want 0x%08x\n", all[s].name,
                    (long long)n, i, bits(mx[i]), want_mx, bits(fm[i]), want_fm);
         }
       }
       uint32_t want0 = bits(a[0] * b[0] + c[0]), want1 = bits((float)(n - 1));
       if (bits(sc[0]) != want0 || bits(sc[1]) != want1 || bits(sc[2]) != 0x7fa5a5a5u) {
-        if (bad++ < 5) printf("%s n=%lld: scalar 0x%08x 0x%08x, want 0x%08x 0x%08x\n", stamps[s].name,
+        if (bad++ < 5) printf("%s n=%lld: scalar 0x%08x 0x%08x, want 0x%08x 0x%08x\n", all[s].name,
                               (long long)n, bits(sc[0]), bits(sc[1]), want0, want1);
       }
     }
   }
-  printf("opcheck: %d stamp runs, %d mismatches\n", runs, bad);
+  int int_runs = 0;
+  bad += check_int(&int_runs);
+  runs += int_runs;
+  printf("opcheck: %d stamp runs (%d of form int), %d mismatches\n", runs, int_runs, bad);
+  if (int_runs == 0) return 1;
   return bad != 0 || runs == 0;
 }

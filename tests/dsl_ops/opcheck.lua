@@ -1,7 +1,10 @@
 -- tests/dsl_ops/opcheck.lua: exercises every IR op the library's leaves do not, so each
 -- backend's lowering of it is checked against C on both ISAs (tests/dsl_ops.sh):
 --   max (a > b ? a : b), fused fma, f32 vector stores with tails, scalar f32 loads/stores,
---   isub, iconst, cvt_f32, bcast, and a prefetch past the end of the buffer (a hint never faults).
+--   isub, iconst, cvt_f32, bcast, and a prefetch past the end of the buffer (a hint never faults);
+-- form int (the sampler's ops): igt_v (int32 a > b: all ones / 0), a scalar running sum
+-- (sfill, sadd_acc in a for_rows loop), uint64 loads and stores, 64-bit xor, logical shift
+-- right (0, 1, 40, 63), wrapping multiply and 64-bit constants (iconst64).
 return {
   leaf = "opcheck",
   doc = "DSL conformance: elementwise max and fma, scalar ops",
@@ -13,9 +16,34 @@ return {
         { "a", "const float *" }, { "b", "const float *" }, { "c", "const float *" },
         { "mx", "float *" }, { "fm", "float *" }, { "sc", "float *" }, { "n", "int64_t" },
         { "s", "float" } } },
+    { name = "int", args = {
+        { "a", "const float *" }, { "b", "const float *" }, { "gt", "float *" }, { "run", "float *" },
+        { "st", "uint64_t *", inout = true }, { "n", "int64_t" } } },
   },
-  body = function(t, _, _)
+  body = function(t, _, form)
     local a = t.arg
+    if form.name == "int" then
+      t:for_tiles(a.n, 16, function(i, tail)
+        local lanes = tail and tail(0)
+        t:store_f32(a.gt, i, 0, t:igt_v(t:load_f32(a.a, i, 0, lanes), t:load_f32(a.b, i, 0, lanes)), lanes)
+      end)
+      -- run[r] = 1 + a[0] + ... + a[r], one f32 addition at a time
+      local acc = t:sfill(0x3f800000)
+      t:for_rows(t:iconst(0), a.n, 1, function(r)
+        t:sadd_acc(acc, t:load1_f32(a.a, r, 0))
+        t:store1_f32(a.run, r, 0, acc)
+      end)
+      -- st[2..7] from st[0] (x) and st[1] (y)
+      local zero = t:iconst(0)
+      local x, y = t:load1_u64(a.st, zero, 0), t:load1_u64(a.st, zero, 1)
+      t:store1_u64(a.st, zero, 2, t:ixor(x, y))
+      t:store1_u64(a.st, zero, 3, t:ishr(x, 1))
+      t:store1_u64(a.st, zero, 4, t:ishr(y, 63))
+      t:store1_u64(a.st, zero, 5, t:mul(x, t:iconst64("0x9e3779b97f4a7c15")))
+      t:store1_u64(a.st, zero, 6, t:iconst64("0xfedcba9876543210"))
+      t:store1_u64(a.st, zero, 7, t:add(t:ishr(t:mul(x, y), 40), t:ishr(x, 0)))
+      return
+    end
     local sv = t:bcast(a.s)
     t:for_tiles(a.n, 16, function(i, tail)
       local lanes = tail and tail(0)

@@ -19,10 +19,11 @@
  * processes whose SIGSEGV/SIGBUS handler names the target, mode, form, case and the address
  * relative to the call's buffers; the runner reports its faults the same way and exits 4.
  *
- *   test_guard [--random K] [--no-trim] [--only SUBSTRING] [--jobs N]
+ *   test_guard [--random K] [--no-trim] [--only SUBSTRING] [--form SUBSTRING] [--jobs N]
  *     --random K: run every named case of a form plus K seeded random ones (-1, the default, or
  *                 FKG_RANDOM: all of them; all cases, every target, both modes take ~30 s on 2
- *                 cores); --only: targets whose label contains SUBSTRING; --jobs: targets at once. */
+ *                 cores); --only: targets whose label contains SUBSTRING; --form: forms whose id
+ *                 ("sample_topk") contains SUBSTRING; --jobs: targets at once. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -90,6 +91,8 @@ static fkt_builder builder_of(int form) {
   return NULL;
 }
 
+static const char *opt_form = NULL;   /* --form: forms whose id contains it (options below) */
+
 typedef struct gtarget {
   fkh_target t;
   int remote, fast;
@@ -108,7 +111,8 @@ static int add_targets(gtarget *out, int n, const stamp_ref *tab, int cnt, int r
     g->fast = !strcmp(tab[i].tier, "fast");
     for (int f = 0; f < fkh_nforms; f++)
       for (int j = 0; j < cnt; j++)
-        if (!strcmp(tab[j].id, fkh_forms[f].id) && !strcmp(tab[j].variant, tab[i].variant) && g->nforms < MAX_FORMS) {
+        if (!strcmp(tab[j].id, fkh_forms[f].id) && !strcmp(tab[j].variant, tab[i].variant) && g->nforms < MAX_FORMS &&
+            (!opt_form || strstr(fkh_forms[f].id, opt_form))) {
           g->forms[g->nforms++] = f;
           break;
         }
@@ -127,7 +131,7 @@ static int64_t I(const fkh_call *c, const char *f) { return fkh_i64_of(c, f); }
 
 static size_t elem_bytes(const fkh_call *c, int field) {
   int e = fkh_forms[c->form].fields[field].elem;
-  return e == FK_ELEM_F32 || e == FK_ELEM_I32 ? 4 : 2;
+  return e == FK_ELEM_U64 ? 8 : e == FK_ELEM_F32 || e == FK_ELEM_I32 ? 4 : 2;
 }
 
 /* Elements of field `name` the leaf may touch from its pointer on, as the argument struct's
@@ -202,17 +206,22 @@ static int64_t extent(const fkh_call *c, const char *name) {
     int64_t rows = fkh_field_index(c, "rows") >= 0 ? I(c, "rows") : -1;   /* prefill: rows P at pos.. */
     if (rows > 0) pos += rows - 1;
     int64_t last = ring && pos > I(c, "ring") - 1 ? I(c, "ring") - 1 : pos;
-    if (rows >= 0 && (!strcmp(name, "q") || !strcmp(name, "y")))
-      return rows ? (rows - 1) * I(c, name[0] == 'q' ? "q_ld" : "y_ld") + kvh * I(c, "group") * hd : 0;
-    if (!strcmp(name, "q") || !strcmp(name, "y")) return kvh * I(c, "group") * hd;
+    /* q, y and (wide forms) yw: rows q_ld, y_ld, yw_ld apart (prefill), of kv_heads*group heads */
+    const int qy = !strcmp(name, "q") || !strcmp(name, "y") || !strcmp(name, "yw");
+    if (rows >= 0 && qy)
+      return rows ? (rows - 1) * I(c, !strcmp(name, "q") ? "q_ld" : !strcmp(name, "y") ? "y_ld" : "yw_ld") +
+                        kvh * I(c, "group") * hd
+                  : 0;
+    if (qy) return kvh * I(c, "group") * hd;
     if (!strcmp(name, "k")) return kvh ? (kvh - 1) * I(c, "k_ld_head") + last * I(c, "k_ld_row") + hd : 0;
     if (!strcmp(name, "v")) return kvh ? (kvh - 1) * I(c, "v_ld_head") + last * I(c, "v_ld_row") + hd : 0;
     if (!strcmp(name, "s")) return fkt_attn_scratch_used(c);
     return -1;
   }
   if (!strcmp(leaf, "sample")) {
-    if (!strcmp(name, "x")) return I(c, "n");
+    if (!strcmp(name, "x") || !strcmp(name, "scratch")) return I(c, "n");
     if (!strcmp(name, "tok")) return 1;
+    if (!strcmp(name, "state")) return 2;
     return -1;
   }
   return -1;   /* irfft: every buffer has its exact documented size already */
@@ -885,9 +894,10 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--random") && i + 1 < argc) opt_random = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--no-trim")) opt_trim = 0;
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) opt_only = argv[++i];
+    else if (!strcmp(argv[i], "--form") && i + 1 < argc) opt_form = argv[++i];
     else if (!strcmp(argv[i], "--jobs") && i + 1 < argc) opt_jobs = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: %s [--random K] [--no-trim] [--only SUBSTRING] [--jobs N]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--random K] [--no-trim] [--only SUBSTRING] [--form SUBSTRING] [--jobs N]\n", argv[0]);
       return 2;
     }
   }
@@ -930,7 +940,7 @@ int main(int argc, char **argv) {
   for (int t = 0; t < nt; t++)
     for (int i = 0; i < tg[t].nforms; i++) covered[tg[t].forms[i]] = 1;
   for (int f = 0; f < fkh_nforms && f < MAX_FORMS; f++) {
-    if (!builder_of(f)) continue;
+    if (!builder_of(f) || (opt_form && !strstr(fkh_forms[f].id, opt_form))) continue;
     fkh_call *calls;
     selection sel;
     int n = build_cases(f, &calls, &sel);

@@ -50,6 +50,7 @@ static const struct { const char *id; contract_fn fn; } models[] = {
   { "embed_gather_bf16_wide", (contract_fn)(void (*)(void))fkc_embed_gather_bf16_wide },
   { "embed_codebook_mean", (contract_fn)(void (*)(void))fkc_embed_codebook_mean },
   { "embed_codebook_mean_x6", (contract_fn)(void (*)(void))fkc_embed_codebook_mean_x6 },
+  { "embed_codebook_mean_x6_bf16", (contract_fn)(void (*)(void))fkc_embed_codebook_mean_x6_bf16 },
   { "attn_decode64", (contract_fn)(void (*)(void))fkc_attn_decode64 },
   { "attn_decode32", (contract_fn)(void (*)(void))fkc_attn_decode32 },
   { "attn_decode_ring64", (contract_fn)(void (*)(void))fkc_attn_decode_ring64 },
@@ -58,7 +59,12 @@ static const struct { const char *id; contract_fn fn; } models[] = {
   { "attn_prefill32", (contract_fn)(void (*)(void))fkc_attn_prefill32 },
   { "attn_prefill_ring64", (contract_fn)(void (*)(void))fkc_attn_prefill_ring64 },
   { "attn_prefill_ring32", (contract_fn)(void (*)(void))fkc_attn_prefill_ring32 },
+  { "attn_decode64_wide", (contract_fn)(void (*)(void))fkc_attn_decode64_wide },
+  { "attn_decode_ring64_wide", (contract_fn)(void (*)(void))fkc_attn_decode_ring64_wide },
+  { "attn_prefill64_wide", (contract_fn)(void (*)(void))fkc_attn_prefill64_wide },
+  { "attn_prefill_ring64_wide", (contract_fn)(void (*)(void))fkc_attn_prefill_ring64_wide },
   { "sample_argmax", (contract_fn)(void (*)(void))fkc_sample_argmax },
+  { "sample_topk", (contract_fn)(void (*)(void))fkc_sample_topk },
 };
 
 void fkh_invoke_contract(fkh_call *c, int perturb) {

@@ -197,7 +197,9 @@ void fkh_set_i64(fkh_call *c, const char *field, int64_t v) { c->v[need_field(c,
 void fkh_set_f32(fkh_call *c, const char *field, float v) { c->v[need_field(c, field, FK_FIELD_F32)].f32 = v; }
 int64_t fkh_i64_of(const fkh_call *c, const char *field) { return c->v[need_field(c, field, FK_FIELD_I64)].i64; }
 
-static size_t elem_size(int elem) { return elem == FK_ELEM_F32 || elem == FK_ELEM_I32 ? 4 : 2; }
+static size_t elem_size(int elem) {
+  return elem == FK_ELEM_U64 ? 8 : elem == FK_ELEM_F32 || elem == FK_ELEM_I32 ? 4 : 2;
+}
 
 void *fkh_set_buf(fkh_call *c, const char *field, size_t n) {
   int i = need_field(c, field, FK_FIELD_PTR);
@@ -429,18 +431,21 @@ int fkh_same_outputs(const fkh_call *a, const fkh_call *b, char *msg, size_t msg
     if (fd->kind != FK_FIELD_PTR || fd->dir == FK_DIR_IN || fd->dir == FK_DIR_SCRATCH) continue;
     const fkh_buf *x = &a->v[i].buf, *y = &b->v[i].buf;
     size_t es = elem_size(fd->elem), n = x->nbytes / es, bad = 0, first = 0;
-    uint32_t ux = 0, uy = 0;
+    uint64_t ux = 0, uy = 0;
     for (size_t k = 0; k < n; k++) {
-      uint32_t p = 0, q = 0;
+      uint64_t p = 0, q = 0;
       memcpy(&p, x->data + k * es, es);
       memcpy(&q, y->data + k * es, es);
       if (p == q) continue;
-      if (a->nan_policy == FKH_NAN_DEFAULT && is_default_nan(p, fd->elem) && is_default_nan(q, fd->elem)) continue;
+      if (a->nan_policy == FKH_NAN_DEFAULT && fd->elem != FK_ELEM_U64 && is_default_nan((uint32_t)p, fd->elem) &&
+          is_default_nan((uint32_t)q, fd->elem))
+        continue;
       if (bad++ == 0) { first = k; ux = p; uy = q; }
     }
     if (bad) {
-      snprintf(msg, msglen, "%s: field %s: %zu of %zu elements differ, first at [%zu]: 0x%0*x vs 0x%0*x",
-               a->name, fd->name, bad, n, first, (int)(2 * es), ux, (int)(2 * es), uy);
+      snprintf(msg, msglen, "%s: field %s: %zu of %zu elements differ, first at [%zu]: 0x%0*llx vs 0x%0*llx",
+               a->name, fd->name, bad, n, first, (int)(2 * es), (unsigned long long)ux, (int)(2 * es),
+               (unsigned long long)uy);
       return 0;
     }
   }

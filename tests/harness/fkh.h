@@ -16,7 +16,7 @@
 
 #include "fk_leaves.h"
 
-enum { FKH_MAX_FIELDS = 20, FKH_GUARD = 64 };   /* attn_prefill_ring*: 18 fields */
+enum { FKH_MAX_FIELDS = 20, FKH_GUARD = 64 };   /* attn_prefill_ring64_wide: 20 fields */
 
 typedef struct fkh_field {
   const char *name;

@@ -5,7 +5,9 @@
  * max subtraction), equal scores, RNE ties in the output. Prefill forms: P = 1, 2, 15, 16, 17 and W
  * rows starting at positions 0, 1, W-1, W, 2W+5 and after 1000 wraps, rings of R = W + P - 1 (the
  * limit: P = R - W + 1) plus 0..3 slack slots, q/y/v row strides with gaps, GQA 1..8, zero rows, the
- * special values inside the block (a key NaN only for the later rows), the order probe in row 1. */
+ * special values inside the block (a key NaN only for the later rows), the order probe in row 1.
+ * The wide forms (d 64) take the same cases as their base forms (the same values: yw draws nothing
+ * from the generator), yw prefilled with a sentinel NaN, prefill rows yw_ld = heads*d + 4*vpad apart. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,16 @@ static int64_t window_of(const fkh_call *c, int ring) {
  * window perturbation of test_perturb may use them) and test_attn checks the leaf leaves them alone. */
 int64_t fkt_attn_scratch_used(const fkh_call *c) {
   return (window_of(c, fkh_field_index(c, "ring") >= 0) + 15) & ~(int64_t)15;
+}
+
+static const uint32_t YW_SENTINEL = 0x7fa5a5a5u;   /* what the leaf must leave between yw rows */
+
+/* yw of a wide form: n floats holding the sentinel (no random draws, so the cases' values stay
+ * those of the base form). */
+static void yw_buf(fkh_call *c, int64_t n) {
+  if (fkh_field_index(c, "yw") < 0) return;
+  uint32_t *yw = fkh_set_buf(c, "yw", (size_t)(n ? n : 1));
+  for (int64_t i = 0; i < (n ? n : 1); i++) yw[i] = YW_SENTINEL;
 }
 
 /* Every element random in [2^emin, 2^(emax+1)); slots outside the window hold values too
@@ -65,6 +77,7 @@ static fkh_call *attn_case(fkt_list *l, const char *form, const char *name, asha
   uint16_t *v = fkh_set_buf(c, "v", (size_t)(nv ? nv : 1));
   for (int64_t i = 0; i < nv; i++) v[i] = (i % v_ld_row >= s.kv_heads * hd) ? 0x7fa5 : fkh_bf16(rng, -3, 1);
   fkh_set_buf(c, "y", (size_t)(heads * hd));
+  yw_buf(c, heads * hd);
   fkh_set_buf(c, "s", (size_t)(((ring ? (s.pos + 1 < ring ? s.pos + 1 : ring) : s.pos + 1) + 15) / 16 * 16 + 16));
   return c;
 }
@@ -126,6 +139,11 @@ static fkh_call *prefill_case(fkt_list *l, const char *form, const char *name, p
   uint16_t *v = fkh_set_buf(c, "v", (size_t)(nv ? nv : 1));
   for (int64_t i = 0; i < nv; i++) v[i] = (i % v_ld_row >= s.kv_heads * hd) ? 0x7fa5 : fkh_bf16(rng, -3, 1);
   fkh_set_buf(c, "y", (size_t)(ny ? ny : 1));
+  if (fkh_field_index(c, "yw_ld") >= 0) {
+    const int64_t yw_ld = heads * hd + 4 * s.vpad;
+    fkh_set_i64(c, "yw_ld", yw_ld);
+    yw_buf(c, s.rows > 0 ? (s.rows - 1) * yw_ld + heads * hd : 0);
+  }
   fkh_set_buf(c, "s", (size_t)((window_of(c, (int)ring) + 15) / 16 * 16 + 16));
   return c;
 }
