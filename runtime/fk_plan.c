@@ -16,42 +16,30 @@
 
 #include "fk_plan_internal.h"
 
-enum { SPEC_LD = (FK_ISTFT_SPEC + 15) / 16 * 16, ALIGN = 64, LIMIT = 65536 };
+enum { SPEC_LD = FK_SPEC_LD, ALIGN = 64, LIMIT = 65536 };
 _Static_assert(FK_TAIL_SPEC == FK_ISTFT_SPEC, "flashkern.h: FK_TAIL_SPEC is the istft leaf's spectrum size");
 
 /* ORDER ROLE */
-static const char *const role_names[R_COUNT] = { "rmsnorm", "in_proj", "conv", "out_proj", "head", "frames", "flush" };
-
-/* ---- the shares ----------------------------------------------------------------------------- */
-
-/* Member `m` of `n` takes units [b, e) of `units`: contiguous, in member order, sizes within one. */
-static inline void share(int64_t units, int m, int n, int64_t *b, int64_t *e) {
-  *b = units * m / n;
-  *e = units * (m + 1) / n;
-}
-
-/* A GEMV's weight rows in whole pack groups (the packed forms start at a group). */
-static inline void share_rows(int64_t rows, int m, int n, int64_t *b, int64_t *e) {
-  int64_t g0, g1;
-  share((rows + FK_GEMV_PACK_ROWS - 1) / FK_GEMV_PACK_ROWS, m, n, &g0, &g1);
-  *b = g0 * FK_GEMV_PACK_ROWS;
-  *e = g1 * FK_GEMV_PACK_ROWS < rows ? g1 * FK_GEMV_PACK_ROWS : rows;
-}
+static const char *const role_names[R_COUNT] = { "rmsnorm", "in_proj", "conv", "out_proj", "head", "frames", "flush",
+                                                 "conv", "embed", "codebooks", "qkprep", "attention", "attention",
+                                                 "attention", "attention", "swiglu", "logits", "argmax", "sample" };
 
 /* ---- the block's phases ----------------------------------------------------------------------- */
 
-static void ph_norm(fk_plan *p, int m) {
+static void ph_norm(fk_plan *p, const fk_step *st, int m) {
+  (void)st;
   int64_t b, e;
-  share(p->job.rows, m, p->threads, &b, &e);
+  fk_share(p->job.rows, m, p->threads, &b, &e);
   if (b == e) return;
   fk_rmsnorm_bf16_wide_args a = { .x = p->job.x + b * p->job.ldx, .w = p->norm_w, .y = p->xn + b * p->h, .n = p->h,
                                   .rows = e - b, .x_stride = p->job.ldx, .y_stride = p->h, .eps = p->eps };
   p->leaf[R_NORM].fn(&a);
 }
 
-static void ph_in_proj(fk_plan *p, int m) {
+static void ph_in_proj(fk_plan *p, const fk_step *st, int m) {
+  (void)st;
   int64_t b, e, h = p->h;
-  share_rows(3 * h, m, p->threads, &b, &e);
+  fk_share_rows(3 * h, m, p->threads, &b, &e);
   if (b >= e) return;
   /* activation rows in groups of up to 4 share each pass over this member's weight rows */
   for (int64_t r = 0; r < p->job.rows; r += 4) {
@@ -62,7 +50,8 @@ static void ph_in_proj(fk_plan *p, int m) {
   }
 }
 
-static void ph_conv(fk_plan *p, int m) {
+static void ph_conv(fk_plan *p, const fk_step *st, int m) {
+  (void)st;
   if (m != 0) return; /* the carry is a recurrence over rows: one member, rows in order */
   if (p->conv_b) {
     fk_shortconv_bf16_bias_wide_args a = { .in = p->bcx, .w = p->conv_w, .bias = p->conv_b, .carry = p->carry,
@@ -75,9 +64,10 @@ static void ph_conv(fk_plan *p, int m) {
   }
 }
 
-static void ph_out_proj(fk_plan *p, int m) {
+static void ph_out_proj(fk_plan *p, const fk_step *st, int m) {
+  (void)st;
   int64_t b, e, h = p->h;
-  share_rows(h, m, p->threads, &b, &e);
+  fk_share_rows(h, m, p->threads, &b, &e);
   if (b >= e) return;
   for (int64_t r = 0; r < p->job.rows; r += 4) {
     int64_t g = p->job.rows - r < 4 ? p->job.rows - r : 4;
@@ -94,9 +84,10 @@ static void ph_out_proj(fk_plan *p, int m) {
 
 static inline int64_t frame_samples(int64_t t) { return t == 0 ? 0 : t == 1 ? FK_ISTFT_HOP / 2 : FK_ISTFT_HOP; }
 
-static void ph_head(fk_plan *p, int m) {
+static void ph_head(fk_plan *p, const fk_step *st, int m) {
+  (void)st;
   int64_t b, e;
-  share_rows(FK_ISTFT_SPEC, m, p->threads, &b, &e);
+  fk_share_rows(FK_ISTFT_SPEC, m, p->threads, &b, &e);
   if (b >= e) return;
   for (int64_t r = 0; r < p->job.rows; r += 4) {
     int64_t g = p->job.rows - r < 4 ? p->job.rows - r : 4;
@@ -107,7 +98,8 @@ static void ph_head(fk_plan *p, int m) {
   }
 }
 
-static void ph_frames(fk_plan *p, int m) {
+static void ph_frames(fk_plan *p, const fk_step *st, int m) {
+  (void)st;
   if (m != 0) return; /* the ring is a recurrence over frames */
   size_t elem = p->flags & FK_PLAN_PCM_I16 ? 2 : 4;
   char *pcm = p->job.pcm;
@@ -120,7 +112,8 @@ static void ph_frames(fk_plan *p, int m) {
   }
 }
 
-static void ph_flush(fk_plan *p, int m) {
+static void ph_flush(fk_plan *p, const fk_step *st, int m) {
+  (void)st;
   if (m != 0) return;
   fk_istft_flush_args a = { .ring = p->ring, .y = p->job.pcm, .frame = p->job.frame0 };
   p->leaf[R_FLUSH].fn(&a);
@@ -130,15 +123,16 @@ static void ph_flush(fk_plan *p, int m) {
 
 typedef struct phase {
   const char *name, *split;
-  void (*run)(fk_plan *, int);
+  void (*run)(fk_plan *, const fk_step *, int);
   fk_role role;
 } phase;
 
+/* The block and tail programs' phases; the model programs' steps come from fk_model_steps. */
 typedef struct program_table {
   const char *name;
   uint32_t family;
   int nphases;
-  phase phases[FK_MAX_PHASES];
+  phase phases[4];
 } program_table;
 
 #define BLOCK_PHASES \
@@ -151,7 +145,23 @@ static const program_table programs[FK_PROG_COUNT] = {
   [FK_PROG_TAIL] = { "tail", FK_PROGRAMS_TAIL, 2,
                      { { "head", "weight rows", ph_head, R_HEAD }, { "frames", "member 0", ph_frames, R_FRAME } } },
   [FK_PROG_TAIL_FLUSH] = { "tail_flush", FK_PROGRAMS_TAIL, 1, { { "flush", "member 0", ph_flush, R_FLUSH } } },
+  [FK_PROG_LM_PREFILL] = { "lm_prefill", FK_PROGRAMS_LM, 0, { { 0 } } },
+  [FK_PROG_LM_DECODE] = { "lm_decode", FK_PROGRAMS_LM, 0, { { 0 } } },
+  [FK_PROG_DETOK] = { "detok", FK_PROGRAMS_DETOK, 0, { { 0 } } },
+  [FK_PROG_DETOK_FLUSH] = { "detok_flush", FK_PROGRAMS_DETOK, 0, { { 0 } } },
 };
+
+static int is_model(fk_program prog) { return programs[prog].family & (FK_PROGRAMS_LM | FK_PROGRAMS_DETOK); }
+
+/* Steps of a program in this plan (count when out is NULL). */
+static int build_steps(const fk_plan *p, fk_program prog, fk_step *out) {
+  if (!(p->programs & programs[prog].family)) return 0;
+  if (is_model(prog)) return fk_model_steps(p, prog, out);
+  const program_table *t = &programs[prog];
+  for (int i = 0; out && i < t->nphases; i++)
+    out[i] = (fk_step){ t->phases[i].run, t->phases[i].name, t->phases[i].split, t->phases[i].role, -1, -1 };
+  return t->nphases;
+}
 
 static inline uint64_t now_ns(void) {
   struct timespec ts;
@@ -164,16 +174,25 @@ void fk_plan_member_run(fk_plan *p, int member) {
     for (int64_t i = 0; i < p->job.rows; i++) fk_barrier_wait(&p->team->phase);
     return;
   }
-  const program_table *t = &programs[p->job.program];
+  const fk_step *steps = p->steps[p->job.program];
+  int n = p->nsteps[p->job.program];
+  fk_phase_time *tm = p->timing[p->job.program];
   int timed = member == 0 && (p->flags & FK_PLAN_TIMING);
+  /* read before the first barrier: once the last one passes, member 0 may return and the host
+   * destroy the plan, so no member touches p after it */
+  void (*trace)(void *, const fk_plan *, const fk_step *) = p->trace;
   uint64_t t0 = timed ? now_ns() : 0;
-  for (int i = 0; i < t->nphases; i++) {
-    t->phases[i].run(p, member);
+  for (int i = 0; i < n; i++) {
+    steps[i].run(p, &steps[i], member);
     fk_barrier_wait(&p->team->phase);
+    if (trace) { /* tests only: every member waits while member 0 observes */
+      if (member == 0) trace(p->trace_ctx, p, &steps[i]);
+      fk_barrier_wait(&p->team->phase);
+    }
     if (timed) {
       uint64_t t1 = now_ns();
-      p->timing[p->job.program][i].runs++;
-      p->timing[p->job.program][i].ns += t1 - t0;
+      tm[i].runs++;
+      tm[i].ns += t1 - t0;
       t0 = t1;
     }
   }
@@ -205,6 +224,8 @@ static void *carve(carver *c, size_t bytes) {
   return c->base ? c->base + at : NULL;
 }
 
+static void *carve_cb(void *c, size_t bytes) { return carve(c, bytes); }
+
 /* Lays out the arena (sizing it when c->base is NULL). */
 static void layout(fk_plan *p, carver *c, int has_bias) {
   carve(c, sizeof *p);
@@ -221,24 +242,38 @@ static void layout(fk_plan *p, carver *c, int has_bias) {
     p->carry = carve(c, (size_t)(2 * h) * 2);
     kmax = h;
   }
-  if (p->programs & FK_PROGRAMS_TAIL) {
+  if (p->programs & (FK_PROGRAMS_TAIL | FK_PROGRAMS_DETOK)) {
+    /* the detokenizer runs the tail's head and frames on its own spectra and ring */
+    int64_t frames = p->max_frames > 6 * p->detok_max_frames ? p->max_frames : 6 * p->detok_max_frames;
     p->head_w = carve(c, fk_gemv_packed_elems(FK_ISTFT_SPEC, p->tail_in) * 2);
     p->head_b = carve(c, FK_ISTFT_SPEC * 4);
-    p->spec = carve(c, (size_t)(p->max_frames * SPEC_LD) * 4);
+    p->spec = carve(c, (size_t)(frames * SPEC_LD) * 4);
     p->work = carve(c, FK_ISTFT_WORK * 4);
-    p->ring = carve(c, FK_ISTFT_RING * 4);
+    if (p->programs & FK_PROGRAMS_TAIL) p->ring = carve(c, FK_ISTFT_RING * 4);
+    if (p->programs & FK_PROGRAMS_DETOK) p->dring = carve(c, FK_ISTFT_RING * 4);
     if (p->tail_in > kmax) kmax = p->tail_in;
   }
+  int64_t km = fk_model_layout(p, carve_cb, c);
+  if (km > kmax) kmax = km;
   size_t xs = (size_t)(4 * ((kmax + 63) / 64 * 64)) * 4;
   for (int m = 0; m < p->threads; m++) p->xs[m] = carve(c, xs);
+  for (int prog = 0; prog < FK_PROG_COUNT; prog++) {
+    int n = build_steps(p, (fk_program)prog, NULL);
+    p->nsteps[prog] = n;
+    p->steps[prog] = n ? carve(c, (size_t)n * sizeof(fk_step)) : NULL;
+    p->timing[prog] = n ? carve(c, (size_t)n * sizeof(fk_phase_time)) : NULL;
+    if (c->base && n) build_steps(p, (fk_program)prog, p->steps[prog]);
+  }
 }
 
 #define DESC_CHECK(cond, ...) FK_RETURN_ERROR_IF(cond, err, FK_EINVAL, "fk_plan_create: " __VA_ARGS__)
 
 static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
   DESC_CHECK(!d, "desc is NULL");
-  DESC_CHECK(d->programs == 0 || (d->programs & ~(FK_PROGRAMS_BLOCK | FK_PROGRAMS_TAIL)),
-             "desc.programs = 0x%x: must be a non-empty set of FK_PROGRAMS_BLOCK, FK_PROGRAMS_TAIL", d->programs);
+  const uint32_t all = FK_PROGRAMS_BLOCK | FK_PROGRAMS_TAIL | FK_PROGRAMS_LM | FK_PROGRAMS_DETOK;
+  DESC_CHECK(d->programs == 0 || (d->programs & ~all),
+             "desc.programs = 0x%x: must be a non-empty set of FK_PROGRAMS_BLOCK, FK_PROGRAMS_TAIL, FK_PROGRAMS_LM, "
+             "FK_PROGRAMS_DETOK", d->programs);
   DESC_CHECK(d->team_of && d->team_of->threads != d->threads,
              "desc.threads = %d: must equal the team's size, %d (desc.team_of)", d->threads,
              d->team_of ? d->team_of->threads : 0);
@@ -258,16 +293,17 @@ static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
     DESC_CHECK(!d->block.conv, "desc.block.conv is NULL");
     DESC_CHECK(!d->block.out_proj, "desc.block.out_proj is NULL");
   }
-  if (d->programs & FK_PROGRAMS_TAIL) {
+  if (d->programs & (FK_PROGRAMS_TAIL | FK_PROGRAMS_DETOK)) {
     DESC_CHECK(d->tail_in < 1 || d->tail_in > LIMIT, "desc.tail_in = %lld: must be in 1..%d", (long long)d->tail_in,
                LIMIT);
-    DESC_CHECK(d->max_frames < 1 || d->max_frames > LIMIT, "desc.max_frames = %lld: must be in 1..%d",
-               (long long)d->max_frames, LIMIT);
+    if (d->programs & FK_PROGRAMS_TAIL)
+      DESC_CHECK(d->max_frames < 1 || d->max_frames > LIMIT, "desc.max_frames = %lld: must be in 1..%d",
+                 (long long)d->max_frames, LIMIT);
     DESC_CHECK(!(d->clip > 0.0f), "desc.clip = %g: must be > 0 (INFINITY: no clip)", (double)d->clip);
     DESC_CHECK(!d->tail.lin, "desc.tail.lin is NULL");
     DESC_CHECK(!d->tail.bias, "desc.tail.bias is NULL");
   }
-  return FK_OK;
+  return fk_model_check_desc(d, err);
 }
 
 static fk_status resolve(fk_plan *p, const fk_plan_desc *d, uint64_t features, fk_error *err) {
@@ -286,6 +322,25 @@ static fk_status resolve(fk_plan *p, const fk_plan_desc *d, uint64_t features, f
     { R_HEAD, FK_PROGRAMS_TAIL, "gemv_f32_bias_packed", d->tier },
     { R_FRAME, FK_PROGRAMS_TAIL, i16 ? "istft_frame_i16" : "istft_frame", FK_TIER_EXACT },
     { R_FLUSH, FK_PROGRAMS_TAIL, i16 ? "istft_flush_i16" : "istft_flush", FK_TIER_EXACT },
+    /* the model programs */
+    { R_NORM, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "rmsnorm_bf16_wide", FK_TIER_EXACT },
+    { R_IN, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "gemv_bf16_rne_packed", d->tier },
+    { R_OUT, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "gemv_bf16_rne_add_packed", d->tier },
+    { R_MCONV, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "shortconv_bf16_wide", FK_TIER_EXACT },
+    { R_QKPREP, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "qkprep_neox64", FK_TIER_EXACT },
+    { R_SWIGLU, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "swiglu_bf16_wide", FK_TIER_EXACT },
+    { R_ATTN_DEC, FK_PROGRAMS_LM, "attn_decode64_wide", FK_TIER_EXACT },
+    { R_ATTN_PRE, FK_PROGRAMS_LM, "attn_prefill64_wide", FK_TIER_EXACT },
+    { R_ATTN_DEC_RING, FK_PROGRAMS_LM, "attn_decode_ring64_wide", FK_TIER_EXACT },
+    { R_ATTN_PRE_RING, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "attn_prefill_ring64_wide", FK_TIER_EXACT },
+    { R_EMBED, FK_PROGRAMS_LM, "embed_gather_bf16", FK_TIER_EXACT },
+    { R_LOGITS, FK_PROGRAMS_LM, "gemv_f32_packed", d->tier },
+    { R_ARGMAX, FK_PROGRAMS_LM, "sample_argmax", FK_TIER_EXACT },
+    { R_TOPK, FK_PROGRAMS_LM, "sample_topk", FK_TIER_EXACT },
+    { R_CODEBOOK, FK_PROGRAMS_DETOK, "embed_codebook_mean_x6_bf16", FK_TIER_EXACT },
+    { R_HEAD, FK_PROGRAMS_DETOK, "gemv_f32_bias_packed", d->tier },
+    { R_FRAME, FK_PROGRAMS_DETOK, i16 ? "istft_frame_i16" : "istft_frame", FK_TIER_EXACT },
+    { R_FLUSH, FK_PROGRAMS_DETOK, i16 ? "istft_flush_i16" : "istft_flush", FK_TIER_EXACT },
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     if (!(d->programs & want[i].family)) continue;
@@ -321,9 +376,10 @@ static fk_status prepare(const fk_plan_desc *d, fk_plan *tmp, size_t *bytes, fk_
   tmp->h = d->programs & FK_PROGRAMS_BLOCK ? d->hidden : 0;
   tmp->max_rows = d->programs & FK_PROGRAMS_BLOCK ? d->max_rows : 0;
   tmp->eps = d->norm_eps;
-  tmp->tail_in = d->programs & FK_PROGRAMS_TAIL ? d->tail_in : 0;
+  tmp->tail_in = d->programs & (FK_PROGRAMS_TAIL | FK_PROGRAMS_DETOK) ? d->tail_in : 0;
   tmp->max_frames = d->programs & FK_PROGRAMS_TAIL ? d->max_frames : 0;
   tmp->clip = d->clip;
+  fk_model_shapes(tmp, d);
   s = resolve(tmp, d, fk_cpu_features() & ~d->forbid_features, err);
   if (s != FK_OK) return s;
   carver c = { 0, NULL };
@@ -371,7 +427,8 @@ fk_status fk_plan_create(const fk_plan_desc *d, fk_plan **out, fk_error *err) {
       for (int k = 0; k < 3; k++) p->conv_w[k * h + ch] = d->block.conv[3 * ch + k];
     if (has_bias) memcpy(p->conv_b, d->block.conv_bias, (size_t)h * 2);
   }
-  if (p->programs & FK_PROGRAMS_TAIL) {
+  if (s == FK_OK) s = fk_model_pack(p, d, err);
+  if (p->programs & (FK_PROGRAMS_TAIL | FK_PROGRAMS_DETOK)) {
     if (s == FK_OK)
       s = fk_gemv_pack(d->tail.lin, p->tail_in, FK_ISTFT_SPEC, p->tail_in, p->head_w,
                        fk_gemv_packed_elems(FK_ISTFT_SPEC, p->tail_in), err);
@@ -408,6 +465,7 @@ static fk_status check_io(const fk_plan *p, fk_program prog, const fk_io *io, in
   const char *name = programs[prog].name;
   *pcm_need = 0;
   RUN_CHECK(!io, "io is NULL");
+  if (is_model(prog)) return fk_model_check_io(p, prog, io, pcm_need, err);
   if (programs[prog].family == FK_PROGRAMS_BLOCK) {
     if (prog == FK_PROG_BLOCK_DECODE)
       RUN_CHECK(io->rows != 1, "io.rows = %lld: decode runs exactly 1 row", (long long)io->rows);
@@ -470,8 +528,19 @@ fk_status fk_run(fk_plan *p, fk_program prog, fk_io *io, fk_error *err) {
                         "fk_run(%s): another plan on this plan's team (desc.team_of) is running", programs[prog].name);
   }
   p->job = (fk_job){ .program = prog, .rows = io->rows, .x = io->x, .ldx = io->ldx, .feat = io->feat,
-                     .ldfeat = io->ldfeat, .pcm = io->pcm, .frame0 = p->frames };
+                     .ldfeat = io->ldfeat, .pcm = io->pcm, .frame0 = p->frames, .tokens = io->tokens,
+                     .codes = io->codes, .logits = io->logits, .sampling = io->sampling };
+  if (is_model(prog)) {
+    p->job.pos0 = p->stack[programs[prog].family == FK_PROGRAMS_LM ? 0 : 1].pos;
+    p->job.frame0 = p->dframes;
+  }
   dispatch(p);
+  if (is_model(prog)) {
+    fk_model_commit(p, prog, io);
+    atomic_store(&p->team->busy, 0);
+    atomic_store(&p->busy, 0);
+    return FK_OK;
+  }
   /* state commits, in causal order, after the program's last barrier */
   if (programs[prog].family == FK_PROGRAMS_BLOCK) p->tokens += p->job.rows; /* p->job: io may alias x */
   else if (prog == FK_PROG_TAIL) p->frames += p->job.rows;
@@ -494,20 +563,23 @@ const char *fk_program_name(fk_program prog) {
 
 int fk_program_phases(const fk_plan *p, fk_program prog) {
   if (!p || (unsigned)prog >= FK_PROG_COUNT || !(p->programs & programs[prog].family)) return 0;
-  return programs[prog].nphases;
+  return p->nsteps[prog];
 }
 
 fk_status fk_phase_query(const fk_plan *p, fk_program prog, int i, fk_phase_info *out, fk_error *err) {
   FK_RETURN_ERROR_IF(!p || !out, err, FK_EINVAL, "fk_phase_query: %s is NULL", p ? "out" : "plan");
   FK_RETURN_ERROR_IF(i < 0 || i >= fk_program_phases(p, prog), err, FK_EINVAL,
                      "fk_phase_query: %s has no phase %d in this plan", fk_program_name(prog), i);
-  const phase *ph = &programs[prog].phases[i];
-  *out = (fk_phase_info){ ph->name, p->leaf[ph->role].symbol, ph->split, p->timing[prog][i].runs, p->timing[prog][i].ns };
+  const fk_step *st = &p->steps[prog][i];
+  *out = (fk_phase_info){ st->name, p->leaf[st->role].symbol, st->split, p->timing[prog][i].runs,
+                          p->timing[prog][i].ns, st->layer };
   return FK_OK;
 }
 
 void fk_plan_timing_reset(fk_plan *p) {
-  if (p) memset(p->timing, 0, sizeof p->timing);
+  if (!p) return;
+  for (int prog = 0; prog < FK_PROG_COUNT; prog++)
+    if (p->nsteps[prog]) memset(p->timing[prog], 0, (size_t)p->nsteps[prog] * sizeof(fk_phase_time));
 }
 
 int fk_plan_member_cpu(const fk_plan *p, int member) {

@@ -244,11 +244,11 @@ gated() {
   for d in "$src"/fixtures/*/; do
     leaf=$(basename "$d")
     [ "$leaf" = ref ] && continue
-    if grep -qE "FKT_(LEAF|FIXTURE)_SUITE\($leaf[,)]|\"%s/$leaf\"" "$src"/tests/test_*.c; then
+    if grep -qE "FKT_(LEAF|FIXTURE)_SUITE\($leaf[,)]|\"%s/$leaf\"" "$src"/tests/test_*.c "$src"/tests/model/test_*.c; then
       continue
     fi
     echo "FAIL fixtures/$leaf/ is loaded by no fixture gate (FKT_LEAF_SUITE / FKT_FIXTURE_SUITE, or an fkfix_list of"\
-      "\"%s/$leaf\" in tests/test_*.c): its digests are verified nowhere"
+      "\"%s/$leaf\" in tests/test_*.c or tests/model/test_*.c): its digests are verified nowhere"
     bad=1
   done
   return $bad

@@ -6,8 +6,11 @@
  * fopen are interposed (the executable's definitions win over libc's for every caller, the
  * library's threads included) and forward to glibc's internal entry points. With the counters
  * armed, a 2-thread plan at LFM2 width runs 1,000 block steps (decode, and prefills of 1..8
- * rows) and 1,000 tail frames with flushes, timing on; then the counts must be zero. The test
- * proves it can see: one deliberate malloc with the counters armed must count. */
+ * rows) and 1,000 tail frames with flushes, timing on; then a plan of the whole-model programs
+ * (tests/model: the traces' synthetic LM and detokenizer) runs 1,000 LM steps (prompts, greedy and
+ * top-k decode, resets) and 240 detokenizer code frames with flushes and snapshots; then the
+ * counts must be zero. The test proves it can see: one deliberate malloc with the counters armed
+ * must count. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/model_desc.h"
 #include "plan/plan_model.h"
 
 static atomic_int armed;
@@ -102,6 +106,65 @@ static void must(fk_status s, const fk_error *err, const char *what) {
   exit(1);
 }
 
+/* The whole-model programs: 1,000 LM calls and 240 detokenizer frames with the counters armed. */
+static int model_programs(void) {
+  fkt_models mm;
+  if (fkt_models_make(&mm) != 0) return 1;
+  fk_plan_desc d = fkt_models_desc(&mm, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, 2);
+  d.flags = FK_PLAN_TIMING;
+  fk_plan *p;
+  fk_error err;
+  must(fk_plan_create(&d, &p, &err), &err, "fk_plan_create (models)");
+  must(fk_sampler_seed(p, 2026), &err, "fk_sampler_seed");
+  int32_t *tok = malloc(16 * 4), *codes = malloc(4 * 8 * 4);
+  float *logits = malloc((size_t)d.lm.vocab * 4), *pcm = malloc((4 * 1920 + 480) * 4);
+  for (int i = 0; i < 16; i++) tok[i] = (int32_t)(i * 37 % d.lm.vocab);
+  for (int i = 0; i < 32; i++) codes[i] = (int32_t)(i * 613 % d.detok.codebook_vocab);
+  size_t snap_len = fk_state_bytes(p);
+  unsigned char *snap = malloc(snap_len);
+  static const fk_sampling topk = { 0.8f, 40 };
+  atomic_store(&calls, 0);
+  atomic_store(&armed, 1);
+  long lm = 0, frames = 0;
+  for (int s = 0; s < 1000; s++) {
+    fk_state_info si = fk_state_query(p);
+    if (si.lm_pos + 16 > d.lm.stack.max_pos) must(fk_state_reset(p), &err, "reset");
+    si = fk_state_query(p);
+    fk_io io = { .rows = si.lm_pos == 0 ? 1 + s % 16 : 1, .tokens = tok, .logits = s % 3 ? logits : NULL,
+                 .sampling = s % 2 ? &topk : NULL };
+    must(fk_run(p, si.lm_pos == 0 ? FK_PROG_LM_PREFILL : FK_PROG_LM_DECODE, &io, &err), &err, "lm");
+    tok[0] = io.next;
+    lm++;
+  }
+  for (int f = 0; f < 240; f += 1 + f % 3) {
+    fk_io io = { .rows = 1 + f % 3, .codes = codes, .pcm = pcm, .pcm_cap = 4 * 1920 + 480 };
+    must(fk_run(p, FK_PROG_DETOK, &io, &err), &err, "detok");
+    frames += io.rows;
+    if (f % 40 == 39 || f % 40 == 38) {
+      must(fk_state_save(p, snap, snap_len, &err), &err, "save (models)");
+      must(fk_state_load(p, snap, snap_len, &err), &err, "load (models)");
+      fk_io fl = { .pcm = pcm, .pcm_cap = 480 };
+      must(fk_run(p, FK_PROG_DETOK_FLUSH, &fl, &err), &err, "detok flush");
+    }
+  }
+  atomic_store(&armed, 0);
+  long n = atomic_load(&calls);
+  printf("test_noalloc: models: %ld LM calls (greedy and top-k, prompts after resets), %ld detokenizer code frames, "
+         "flushes + snapshots, 2 threads: %ld allocations/frees/opens after readiness\n", lm, frames, n);
+  if (n != 0) {
+    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness (models), the first: %s\n", n, first);
+    return 1;
+  }
+  fk_plan_destroy(p);
+  free(tok);
+  free(codes);
+  free(logits);
+  free(pcm);
+  free(snap);
+  fkt_models_free(&mm);
+  return 0;
+}
+
 int main(void) {
   enum { H = 2048, TAIL_IN = 512, STEPS = 1000, MAXR = 8 };
   /* resolve the dlsym'd entry points before arming (dlsym may allocate once) */
@@ -173,5 +236,5 @@ int main(void) {
   free(pcm);
   free(snap);
   fkp_model_free(&m);
-  return 0;
+  return model_programs();
 }

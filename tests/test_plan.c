@@ -29,7 +29,7 @@
 #include "plan/plan_model.h"
 
 /* the snapshot layout flashkern.h documents */
-enum { SNAP_HEADER = 48 };
+enum { SNAP_HEADER = 56 };
 
 static fk_plan *make_plan(const fk_plan_desc *d) {
   fk_plan *p = NULL;

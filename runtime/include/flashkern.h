@@ -136,17 +136,37 @@ fk_status fk_rope_inv_freq(float theta, int64_t head_dim, float *inv, fk_error *
  *   FK_PROG_TAIL_FLUSH     end of a PCM stream: the last 480 samples; the ring and the frame cursor
  *                          restart (a stream of 0 frames flushes nothing).
  * Exact-tier results are bit-identical for every team size. */
+/*   FK_PROG_LM_PREFILL     a whole LFM2 language model (desc.lm) over 1..lm.max_rows prompt tokens:
+ *                          embedding gather, every layer (conv or attention, then the SwiGLU
+ *                          feed-forward), the final norm, the last row's logits (tied or own head)
+ *                          and the next token (greedy argmax, or io.sampling's temperature/top-k
+ *                          draw); the KV caches, conv carries and position commit in causal order.
+ *   FK_PROG_LM_DECODE      the same for exactly one token.
+ *   FK_PROG_DETOK          the LFM2.5 audio detokenizer (desc.detok) over 1..detok.max_frames code
+ *                          frames (8 codes each): codebook mean, x6 repeat, the LFM2 stack with
+ *                          sliding-window attention, final norm, 512 -> 1282 head, spectral tail ->
+ *                          PCM (1920 samples per code frame once the stream runs; the first code
+ *                          frame gives 1440: the ISTFT's "same" padding).
+ *   FK_PROG_DETOK_FLUSH    end of the audio stream: the last 480 samples; the stack's state and the
+ *                          position restart with the next frame.
+ * The phases of the model programs are listed by fk_phase_query (one per layer step). */
 typedef enum fk_program {
   FK_PROG_BLOCK_PREFILL = 0,
   FK_PROG_BLOCK_DECODE,
   FK_PROG_TAIL,
   FK_PROG_TAIL_FLUSH,
+  FK_PROG_LM_PREFILL,
+  FK_PROG_LM_DECODE,
+  FK_PROG_DETOK,
+  FK_PROG_DETOK_FLUSH,
   FK_PROG_COUNT
 } fk_program;
 
 /* fk_plan_desc.programs: which families the plan is ready for. */
 #define FK_PROGRAMS_BLOCK (1u << 0) /* FK_PROG_BLOCK_PREFILL and FK_PROG_BLOCK_DECODE */
 #define FK_PROGRAMS_TAIL (1u << 1)  /* FK_PROG_TAIL and FK_PROG_TAIL_FLUSH */
+#define FK_PROGRAMS_LM (1u << 2)    /* FK_PROG_LM_PREFILL and FK_PROG_LM_DECODE */
+#define FK_PROGRAMS_DETOK (1u << 3) /* FK_PROG_DETOK and FK_PROG_DETOK_FLUSH */
 
 /* fk_plan_desc.flags */
 #define FK_PLAN_TIMING (1u << 0) /* time each phase (CLOCK_MONOTONIC, read by member 0 at each barrier) */
@@ -180,6 +200,57 @@ typedef struct fk_tail_weights {
   const float *bias;    /* 1282 f32 */
 } fk_tail_weights;
 
+/* One LFM2 layer (transformers' Lfm2DecoderLayer), weights as the checkpoint stores them (bf16
+ * bit patterns, row-major, read once at readiness). A conv layer uses in_proj, conv, out_proj
+ * (fk_block_weights' layouts, no bias); an attention layer q_proj (heads*head_dim x hidden), k_proj
+ * and v_proj (kv_heads*head_dim x hidden), q_norm and k_norm (head_dim: q_layernorm, k_layernorm),
+ * o_proj (hidden x heads*head_dim: self_attn.out_proj). Every layer: operator_norm, ffn_norm
+ * (hidden) and the feed-forward w1, w3 (ffn x hidden), w2 (hidden x ffn). */
+typedef enum fk_layer_kind { FK_LAYER_CONV = 0, FK_LAYER_ATTN = 1 } fk_layer_kind;
+
+typedef struct fk_lfm2_layer {
+  fk_layer_kind kind;
+  const uint16_t *operator_norm, *ffn_norm;
+  const uint16_t *in_proj, *conv, *out_proj;                        /* FK_LAYER_CONV */
+  const uint16_t *q_proj, *k_proj, *v_proj, *q_norm, *k_norm, *o_proj; /* FK_LAYER_ATTN */
+  const uint16_t *w1, *w3, *w2;
+} fk_lfm2_layer;
+
+/* An LFM2 stack: the shapes and the layers of Lfm2Model (embedding_norm = final_norm). */
+typedef struct fk_lfm2_stack {
+  int64_t hidden;     /* 1..65536, a multiple of 16 */
+  int64_t ffn;        /* feed-forward width (intermediate_size after any auto-adjust), 1..65536 */
+  int64_t layers;     /* 1..FK_MAX_LAYERS */
+  int64_t heads, kv_heads; /* attention heads; kv_heads divides heads (GQA) */
+  int64_t head_dim;   /* 64 */
+  int64_t window;     /* 0: full causal attention; W >= 1: sliding window of W positions */
+  int64_t max_pos;    /* positions a sequence may reach (RoPE table, linear KV cache), 1..2^20 */
+  float rope_theta;   /* RoPE base, (1, 1e30) */
+  float norm_eps;     /* RMSNorm epsilon, finite and > 0 */
+  const fk_lfm2_layer *layer; /* `layers` entries */
+  const uint16_t *final_norm; /* hidden */
+} fk_lfm2_stack;
+
+enum { FK_MAX_LAYERS = 64 };
+
+/* The language model (FK_PROGRAMS_LM). */
+typedef struct fk_lm_desc {
+  fk_lfm2_stack stack;
+  int64_t vocab;            /* 1..2^20 */
+  int64_t max_rows;         /* most prompt tokens of one prefill call, 1..65536 */
+  const uint16_t *embed;    /* vocab x hidden: embed_tokens.weight */
+  const uint16_t *lm_head;  /* vocab x hidden, or NULL: tied to embed (LFM2) */
+} fk_lm_desc;
+
+/* The LFM2.5 audio detokenizer (FK_PROGRAMS_DETOK); its head and spectral tail are desc.tail
+ * (tail_in = stack.hidden), desc.clip and FK_PLAN_PCM_I16. */
+typedef struct fk_detok_desc {
+  fk_lfm2_stack stack;      /* window: the sliding window (LFM2.5: 30) */
+  int64_t codebook_vocab;   /* codes per codebook (2048) */
+  int64_t max_frames;       /* most code frames of one call, 1..4096 */
+  const uint16_t *codebooks; /* (8 * codebook_vocab) x hidden: emb.emb.weight */
+} fk_detok_desc;
+
 /* A plan descriptor. Zero-initialise it and set what the programs need; every field is checked
  * by fk_plan_create and a refusal names the field. */
 typedef struct fk_plan_desc {
@@ -203,6 +274,9 @@ typedef struct fk_plan_desc {
   int64_t max_frames;        /* most frames of one tail call, 1..65536 */
   float clip;                /* magnitude clip, > 0; INFINITY for none (LFM2.5; Vocos: 100) */
   fk_tail_weights tail;
+  /* FK_PROGRAMS_LM, FK_PROGRAMS_DETOK */
+  fk_lm_desc lm;
+  fk_detok_desc detok;
 } fk_plan_desc;
 
 typedef struct fk_plan fk_plan;
@@ -238,7 +312,23 @@ typedef struct fk_io {
   int64_t pcm_cap;
   int64_t pcm_count;  /* out: samples written (frame 0 of a stream: 0, frame 1: 160, then 320;
                          flush: 480) */
+  /* FK_PROGRAMS_LM */
+  const int32_t *tokens;      /* rows token ids, each in [0, vocab) */
+  float *logits;              /* out, or NULL: the last row's vocab f32 logits */
+  const struct fk_sampling *sampling; /* NULL: greedy (argmax); else a temperature/top-k draw */
+  int32_t next;               /* out: the next token */
+  /* FK_PROGRAMS_DETOK (pcm, pcm_cap, pcm_count as the tail) */
+  const int32_t *codes;       /* rows code frames x 8 codes, frame-major, each in [0, codebook_vocab) */
 } fk_io;
+
+/* Sampling of FK_PROGRAMS_LM (transformers' order: temperature, top-k with the reference's tie
+ * rule, softmax, a draw; templates/sample.lua, form topk). The draw's uniform comes from a
+ * counter-based generator (splitmix64 of seed and counter) whose counter is plan state, committed
+ * per draw and carried by snapshots; fk_sampler_seed sets the seed. */
+typedef struct fk_sampling {
+  float temperature;  /* > 0, finite */
+  int64_t top_k;      /* 0: no top-k */
+} fk_sampling;
 
 /* fk_run(): runs one program on the team. Checks the program (enabled at readiness), rows,
  * strides, pointers and the PCM capacity first: a refusal writes nothing and leaves the state
@@ -252,16 +342,29 @@ fk_status fk_run(fk_plan *plan, fk_program program, fk_io *io, fk_error *err);
 /* ---- state: what carries across calls and turns --------------------------------------------
  * The ShortConv carry (the last two B*x rows, 2 x hidden bf16), the token cursor (rows the
  * block has consumed), the OLA ring (1280 f32) and the frame cursor of the current PCM stream.
+ * The model programs add, per stack, the position, each conv layer's carry and each attention
+ * layer's K and V caches (every slot), the detokenizer's frame count and OLA ring, and the
+ * sampler's seed and draw counter.
  * A snapshot is a versioned, checksummed byte image tied to the plan's shapes, in native byte
- * order: "FKSTATE\0", u32 version (1), u32 programs, i64 hidden, i64 tail_in, i64 tokens,
- * i64 frames (48 bytes), the carry (2 x hidden bf16: Bx[t-2], then Bx[t-1]; block plans), the
- * OLA ring (1280 f32; tail plans), u64 FNV-1a of everything before it. */
+ * order: "FKSTATE\0", u32 version (2), u32 programs, i64 hidden, i64 tail_in, i64 tokens,
+ * i64 frames, u64 digest of the model shapes (56 bytes), the carry (2 x hidden bf16: Bx[t-2],
+ * then Bx[t-1]; block plans), the OLA ring (1280 f32; tail plans), the model state (LM: i64
+ * position, per layer the carry or K then V (slots x kv_heads x 64 bf16); detokenizer: the same;
+ * then LM: u64 seed, u64 draws; detokenizer: i64 STFT frames, its OLA ring), u64 FNV-1a of
+ * everything before it. */
 typedef struct fk_state_info {
   int64_t tokens;  /* rows the block programs have committed since the last reset */
   int64_t frames;  /* frames of the current PCM stream (0 after a flush) */
+  int64_t lm_pos;  /* tokens the language model has consumed (its next position) */
+  int64_t detok_frames; /* code frames of the current detokenizer stream (0 after its flush) */
+  uint64_t seed, draws; /* the sampler's generator: seed, and draws made (its counter) */
 } fk_state_info;
 
-/* Zeros the state: the start of a sequence. FK_EBUSY (nothing changed) while fk_run, or a
+/* Sets the sampler's seed and restarts its counter (FK_PROGRAMS_LM). FK_EINVAL: plan NULL or not
+ * an LM plan; FK_EBUSY while a run is in flight. */
+fk_status fk_sampler_seed(fk_plan *plan, uint64_t seed);
+
+/* Zeros the state: the start of a sequence (the sampler's seed is kept, its counter restarts). FK_EBUSY (nothing changed) while fk_run, or a
  * snapshot, is in flight on the plan; FK_EINVAL for a NULL plan. */
 fk_status fk_state_reset(fk_plan *plan);
 fk_state_info fk_state_query(const fk_plan *plan);
@@ -283,6 +386,7 @@ typedef struct fk_phase_info {
   const char *split;   /* how the phase's rows are shared: "rows", "weight rows", "member 0" */
   uint64_t runs;       /* completed runs of the phase (FK_PLAN_TIMING) */
   uint64_t ns;         /* total wall time in ns, barrier included (FK_PLAN_TIMING) */
+  int layer;           /* the model layer the phase works on, -1 for none */
 } fk_phase_info;
 
 int fk_plan_threads(const fk_plan *plan);

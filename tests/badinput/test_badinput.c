@@ -34,7 +34,7 @@ enum { H = 64, LDX = 70, TIN = 16, MAXR = 4, MAXF = 3, NX = 8 * LDX, NFEAT = 4 *
 /* the FK_EBUSY rows: a background thread keeps this plan busy */
 enum { BH = 256, BROWS = 32 };
 /* the snapshot layout flashkern.h documents */
-enum { SNAP_HEADER = 48 };
+enum { SNAP_HEADER = 56 };
 
 typedef struct ctx ctx;
 
@@ -1157,6 +1157,188 @@ FIXROW(fix_load_null_path, "fkfix_load", "manifest_path NULL", -1, "manifest_pat
 
 FIXROW(fix_load_null_out, "fkfix_load", "out NULL", -1, "out is NULL",
        return fkfix_load(write_fixture(c, "f32 4 1", 16, "bf16 2,3 4,1"), NULL, msg, msglen);)
+
+/* ---- the whole-model programs ------------------------------------------------------------------- */
+
+/* A small LM (layers conv, attention) and detokenizer (the same stack, a sliding window of 4) over
+ * one pool of weights; the pool and the descriptor live for the row (one process per row). */
+enum { MH = 64, MF = 96, MV = 100, MCB = 16, MQ = 2 * 64, MK = 64 };
+static fk_lfm2_layer m_layers[2], m_layers2[2];
+
+static void setup_models(ctx *c) {
+  /* norms (all 1) first, then every layer's matrices, the embeddings, the head */
+  size_t per = 3 * MH * MH + 3 * MH + MH * MH + MQ * MH + 2 * MK * MH + MH * MQ + 3 * MF * MH;
+  size_t n = 2 * MH + 2 * per + MV * MH + 8 * MCB * MH + FK_TAIL_SPEC * MH;
+  uint16_t *pool = alloc(c, n * 2), *at = pool + 2 * MH;
+  fkp_fill_bf16(pool, n, 0.125f, 91);
+  for (size_t i = 0; i < 2 * MH; i++) pool[i] = 0x3f80; /* norms: 1 */
+#define TAKE(k) (at += (k), at - (k))
+  for (int i = 0; i < 2; i++) {
+    fk_lfm2_layer *l = &m_layers[i];
+    memset(l, 0, sizeof *l);
+    l->kind = i ? FK_LAYER_ATTN : FK_LAYER_CONV;
+    l->operator_norm = pool;
+    l->ffn_norm = pool + MH;
+    l->in_proj = TAKE(3 * MH * MH);
+    l->conv = TAKE(3 * MH);
+    l->out_proj = TAKE(MH * MH);
+    l->q_proj = TAKE(MQ * MH);
+    l->k_proj = TAKE(MK * MH);
+    l->v_proj = TAKE(MK * MH);
+    l->q_norm = pool;
+    l->k_norm = pool + 64;
+    l->o_proj = TAKE(MH * MQ);
+    l->w1 = TAKE(MF * MH);
+    l->w3 = TAKE(MF * MH);
+    l->w2 = TAKE(MH * MF);
+  }
+  memcpy(m_layers2, m_layers, sizeof m_layers);
+  fk_lfm2_stack st = { .hidden = MH, .ffn = MF, .layers = 2, .heads = 2, .kv_heads = 1, .head_dim = 64, .window = 0,
+                       .max_pos = 16, .rope_theta = 1e6f, .norm_eps = 1e-5f, .layer = m_layers, .final_norm = pool };
+  memset(&c->d, 0, sizeof c->d);
+  c->d.programs = FK_PROGRAMS_LM | FK_PROGRAMS_DETOK;
+  c->d.threads = 2;
+  c->d.lm = (fk_lm_desc){ .stack = st, .vocab = MV, .max_rows = 4, .embed = TAKE(MV * MH), .lm_head = NULL };
+  st.window = 4;
+  st.max_pos = 12;
+  c->d.detok = (fk_detok_desc){ .stack = st, .codebook_vocab = MCB, .max_frames = 2, .codebooks = TAKE(8 * MCB * MH) };
+  c->d.tail_in = MH;
+  c->d.tail.lin = TAKE(FK_TAIL_SPEC * MH);
+  float *bias = alloc(c, FK_TAIL_SPEC * 4);
+  for (int i = 0; i < FK_TAIL_SPEC; i++) bias[i] = 0.01f * (float)(i % 7);
+  c->d.tail.bias = bias;
+  c->d.clip = INFINITY;
+#undef TAKE
+  watch(c, pool, n * 2);
+  watch(c, bias, FK_TAIL_SPEC * 4);
+}
+
+#define MDESC_ROW(id, what, want, names, ...) \
+  ROW(id, "fk_plan_create/check", what, want, names, setup_models, __VA_ARGS__ return create_both(c, e);)
+
+MDESC_ROW(lm_hidden_zero, "desc.lm.stack.hidden = 0", FK_EINVAL, "desc.lm.stack.hidden", c->d.lm.stack.hidden = 0;)
+MDESC_ROW(lm_ffn_beyond, "desc.lm.stack.ffn = 65537", FK_EINVAL, "desc.lm.stack.ffn", c->d.lm.stack.ffn = 65537;)
+MDESC_ROW(lm_layers_beyond, "desc.lm.stack.layers = 65 (limit FK_MAX_LAYERS)", FK_EINVAL, "desc.lm.stack.layers",
+          c->d.lm.stack.layers = 65;)
+MDESC_ROW(lm_head_dim_32, "desc.lm.stack.head_dim = 32 (the stamps serve 64)", FK_EINVAL, "desc.lm.stack.head_dim",
+          c->d.lm.stack.head_dim = 32;)
+MDESC_ROW(lm_kv_heads_not_dividing, "desc.lm.stack.kv_heads = 3 with 2 heads", FK_EINVAL, "desc.lm.stack.kv_heads",
+          c->d.lm.stack.kv_heads = 3;)
+MDESC_ROW(lm_max_pos_zero, "desc.lm.stack.max_pos = 0", FK_EINVAL, "desc.lm.stack.max_pos", c->d.lm.stack.max_pos = 0;)
+MDESC_ROW(lm_rope_theta_one, "desc.lm.stack.rope_theta = 1", FK_EINVAL, "desc.lm.stack.rope_theta",
+          c->d.lm.stack.rope_theta = 1.0f;)
+MDESC_ROW(lm_layer_kind_unknown, "desc.lm.stack.layer[1].kind = 7", FK_EINVAL, "desc.lm.stack.layer[1].kind",
+          m_layers2[1].kind = (fk_layer_kind)7;
+          c->d.lm.stack.layer = m_layers2;)
+MDESC_ROW(lm_layer_weight_null, "desc.lm.stack.layer[1].q_proj NULL", FK_EINVAL, "desc.lm.stack.layer[1].q_proj",
+          m_layers2[1].q_proj = NULL;
+          c->d.lm.stack.layer = m_layers2;)
+MDESC_ROW(lm_final_norm_null, "desc.lm.stack.final_norm NULL", FK_EINVAL, "desc.lm.stack.final_norm",
+          c->d.lm.stack.final_norm = NULL;)
+MDESC_ROW(lm_vocab_zero, "desc.lm.vocab = 0", FK_EINVAL, "desc.lm.vocab", c->d.lm.vocab = 0;)
+MDESC_ROW(lm_embed_null, "desc.lm.embed NULL", FK_EINVAL, "desc.lm.embed", c->d.lm.embed = NULL;)
+MDESC_ROW(detok_window_negative, "desc.detok.stack.window = -1", FK_EINVAL, "desc.detok.stack.window",
+          c->d.detok.stack.window = -1;)
+MDESC_ROW(detok_max_frames_beyond, "desc.detok.max_frames = 4097", FK_EINVAL, "desc.detok.max_frames",
+          c->d.detok.max_frames = 4097;)
+MDESC_ROW(detok_codebooks_null, "desc.detok.codebooks NULL", FK_EINVAL, "desc.detok.codebooks",
+          c->d.detok.codebooks = NULL;)
+MDESC_ROW(detok_tail_in_mismatch, "desc.tail_in = 32, the detokenizer's hidden 64", FK_EINVAL, "desc.tail_in",
+          c->d.tail_in = 32;)
+
+/* A ready model plan with state (3 prompt tokens; 1 code frame); tokens, codes, logits and PCM
+ * under canaries, the state watched. */
+static int32_t m_tok[8], m_codes[3 * 8];
+static float m_logits[MV], m_pcm[2 * 1920 + 480];
+
+static void setup_models_plan(ctx *c) {
+  setup_models(c);
+  c->p = plan(c, &c->d);
+  for (int i = 0; i < 8; i++) m_tok[i] = i * 7;
+  for (int i = 0; i < 24; i++) m_codes[i] = i % MCB;
+  fk_io io = { .rows = 3, .tokens = m_tok };
+  must_run(c->p, FK_PROG_LM_PREFILL, &io);
+  fk_io dio = { .rows = 1, .codes = m_codes, .pcm = m_pcm, .pcm_cap = 2 * 1920 + 480 };
+  must_run(c->p, FK_PROG_DETOK, &dio);
+  for (int i = 0; i < MV; i++) m_logits[i] = -3.0f;
+  for (int i = 0; i < 2 * 1920 + 480; i++) m_pcm[i] = -7.0f;
+  watch(c, m_tok, sizeof m_tok);
+  watch(c, m_codes, sizeof m_codes);
+  watch(c, m_logits, sizeof m_logits);
+  watch(c, m_pcm, sizeof m_pcm);
+  watch_state(c, c->p);
+}
+
+#define LM_IO(...) ((fk_io){ .rows = 1, .tokens = m_tok, .logits = m_logits, __VA_ARGS__ })
+#define DT_IO(...) ((fk_io){ .rows = 1, .codes = m_codes, .pcm = m_pcm, .pcm_cap = 2 * 1920 + 480, __VA_ARGS__ })
+static const fk_sampling m_temp0 = { 0.0f, 4 }, m_tempnan = { NAN, 4 }, m_topkneg = { 1.0f, -1 };
+
+ROW(run_lm_tokens_null, "fk_run", "lm_decode: io.tokens NULL", FK_EINVAL, "io.tokens is NULL", setup_models_plan,
+    return run(c->p, FK_PROG_LM_DECODE, LM_IO(.tokens = NULL), e);)
+ROW(run_lm_token_out_of_range, "fk_run", "lm_prefill: io.tokens[1] = vocab", FK_EINVAL, "io.tokens[1] = 100",
+    setup_models_plan,
+    int32_t t[2] = { 3, MV };
+    return run(c->p, FK_PROG_LM_PREFILL, LM_IO(.rows = 2, .tokens = t), e);)
+ROW(run_lm_token_negative, "fk_run", "lm_decode: io.tokens[0] = -1", FK_EINVAL, "io.tokens[0] = -1", setup_models_plan,
+    int32_t t = -1;
+    return run(c->p, FK_PROG_LM_DECODE, LM_IO(.tokens = &t), e);)
+ROW(run_lm_decode_two_rows, "fk_run", "lm_decode: io.rows = 2", FK_EINVAL, "io.rows = 2", setup_models_plan,
+    return run(c->p, FK_PROG_LM_DECODE, LM_IO(.rows = 2), e);)
+ROW(run_lm_rows_beyond_max_rows, "fk_run", "lm_prefill: io.rows = lm.max_rows + 1", FK_EINVAL, "io.rows = 5",
+    setup_models_plan, return run(c->p, FK_PROG_LM_PREFILL, LM_IO(.rows = 5), e);)
+/* the model plan at position 15 of lm.stack.max_pos 16 */
+static void setup_models_full(ctx *c) {
+  setup_models_plan(c);
+  fk_io io = { .rows = 4, .tokens = m_tok };
+  for (int i = 0; i < 3; i++) must_run(c->p, FK_PROG_LM_PREFILL, &io);
+  c->nst = 0;
+  watch_state(c, c->p);
+}
+
+ROW(run_lm_beyond_max_pos, "fk_run", "lm_prefill: position 15 + 2 rows past lm.stack.max_pos 16", FK_ESTATE, "max_pos",
+    setup_models_full, return run(c->p, FK_PROG_LM_PREFILL, LM_IO(.rows = 2), e);)
+ROW(run_lm_temperature_zero, "fk_run", "lm_decode: io.sampling->temperature = 0", FK_EINVAL, "temperature",
+    setup_models_plan, return run(c->p, FK_PROG_LM_DECODE, LM_IO(.sampling = &m_temp0), e);)
+ROW(run_lm_temperature_nan, "fk_run", "lm_decode: io.sampling->temperature = NaN", FK_EINVAL, "temperature",
+    setup_models_plan, return run(c->p, FK_PROG_LM_DECODE, LM_IO(.sampling = &m_tempnan), e);)
+ROW(run_lm_top_k_negative, "fk_run", "lm_decode: io.sampling->top_k = -1", FK_EINVAL, "top_k", setup_models_plan,
+    return run(c->p, FK_PROG_LM_DECODE, LM_IO(.sampling = &m_topkneg), e);)
+ROW(run_lm_logits_overlap_io, "fk_run", "lm_decode: io.logits overlapping the fk_io", FK_EINVAL, "io.logits overlaps",
+    setup_models_plan,
+    static union { fk_io io; float f[256]; } u;
+    u.io = LM_IO();
+    u.io.logits = u.f;
+    u.io.pcm_count = -99;
+    fk_status s = fk_run(c->p, FK_PROG_LM_DECODE, &u.io, e);
+    return s;)
+ROW(run_detok_codes_null, "fk_run", "detok: io.codes NULL", FK_EINVAL, "io.codes is NULL", setup_models_plan,
+    return run(c->p, FK_PROG_DETOK, DT_IO(.codes = NULL), e);)
+ROW(run_detok_code_out_of_range, "fk_run", "detok: io.codes[9] = codebook_vocab", FK_EINVAL, "io.codes[9] = 16",
+    setup_models_plan,
+    int32_t cc[16] = { 0 };
+    cc[9] = MCB;
+    return run(c->p, FK_PROG_DETOK, DT_IO(.rows = 2, .codes = cc), e);)
+ROW(run_detok_frames_beyond, "fk_run", "detok: io.rows = detok.max_frames + 1", FK_EINVAL, "io.rows = 3",
+    setup_models_plan, return run(c->p, FK_PROG_DETOK, DT_IO(.rows = 3), e);)
+ROW(run_detok_pcm_short, "fk_run", "detok: io.pcm_cap = 1919 with 1920 due", FK_EINVAL, "io.pcm_cap = 1919",
+    setup_models_plan, return run(c->p, FK_PROG_DETOK, DT_IO(.pcm_cap = 1919), e);)
+ROW(run_detok_pcm_overlaps_codes, "fk_run", "detok: io.pcm overlapping io.codes", FK_EINVAL, "io.pcm overlaps io.codes",
+    setup_models_plan, return run(c->p, FK_PROG_DETOK, DT_IO(.pcm = (float *)(void *)m_codes), e);)
+ROW(run_detok_beyond_max_pos, "fk_run", "detok: 6 rows + 2 frames (12 rows) past detok.stack.max_pos 12", FK_ESTATE,
+    "max_pos", setup_models_plan, return run(c->p, FK_PROG_DETOK, DT_IO(.rows = 2), e);)
+ROW(sampler_seed_not_lm, "fk_sampler_seed", "a plan without FK_PROGRAMS_LM; plan NULL", FK_EINVAL, NULL, setup_plan,
+    cr_assert_eq(fk_sampler_seed(NULL, 1), FK_EINVAL);
+    return fk_sampler_seed(c->p, 1);)
+ROW(state_load_model_shapes, "fk_state_load", "a snapshot of a plan whose feed-forward width differs", FK_ESTATE,
+    "model shapes", setup_models_plan,
+    c->d.lm.stack.ffn = MF / 2;
+    c->d.detok.stack.ffn = MF / 2;
+    fk_plan *q = plan(c, &c->d);
+    watch_state(c, q);
+    size_t len;
+    unsigned char *img = snapshot(c, c->p, &len);
+    cr_assert_eq(len, fk_state_bytes(q));
+    return fk_state_load(q, img, len, e);)
 
 /* ---- the table is the document ----------------------------------------------------------------- */
 

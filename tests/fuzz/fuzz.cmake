@@ -52,7 +52,7 @@ target_include_directories(fk_fuzz_stamps PRIVATE ${CMAKE_SOURCE_DIR}/generated)
 
 # the runtime (mirroring fk_objects' list) and the fixture reader, instrumented: one object each
 set(fk_fuzz_c_sources runtime/fk_cpu.c runtime/fk_error.c runtime/fk_leaf.c runtime/fk_pack.c runtime/fk_rope.c
-  runtime/fk_plan.c runtime/fk_state.c runtime/fk_team.c tests/fixture/fkfix.c)
+  runtime/fk_plan.c runtime/fk_state.c runtime/fk_team.c runtime/fk_model.c tests/fixture/fkfix.c)
 set(fk_fuzz_runtime_objs)
 set(fk_fuzz_fkfix_obj)
 foreach(src IN LISTS fk_fuzz_c_sources)

@@ -39,8 +39,9 @@
 #include "../plan/plan_model.h"
 
 /* the snapshot layout flashkern.h documents: "FKSTATE\0", u32 version, u32 programs, i64 hidden,
- * i64 tail_in, i64 tokens, i64 frames (48 bytes), the carry (block plans), the ring (tail plans) */
-enum { SNAP_TOKENS = 32, SNAP_FRAMES = 40, SNAP_HEADER = 48 };
+ * i64 tail_in, i64 tokens, i64 frames, u64 shapes (56 bytes), the carry (block plans), the ring
+ * (tail plans) */
+enum { SNAP_TOKENS = 32, SNAP_FRAMES = 40, SNAP_HEADER = 56 };
 
 static int failures;
 

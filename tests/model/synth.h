@@ -1,0 +1,93 @@
+/* tests/model/synth.h - synthetic model weights by formula, the C twin of fixtures/ref/gen_trace.py.
+ *
+ * No weight payload is stored anywhere: the reference traces (fixtures/lfm2/, fixtures/detok/) were
+ * computed on weights that this file recomputes bit for bit, and each trace manifest records the
+ * XXH3-64 of every tensor (weight_digests) and of its name (weight_names), in sorted-name order.
+ *
+ * For model tag T ("lm" | "detok") and tensor name N (the torch state_dict key: Lfm2Model's keys for
+ * "lm", e.g. "layers.2.self_attn.q_proj.weight", "embed_tokens.weight"; LFM2AudioDetokenizer's for
+ * "detok", e.g. "emb.emb.weight", "lfm.layers.0.conv.in_proj.weight", "lin.weight", "lin.bias"):
+ *   key = FNV-1a-64 of the bytes "T:N";
+ *   for the flat row-major element index i: z = key + (i+1)*0x9E3779B97F4A7C15 (mod 2^64);
+ *   z = (z ^ (z>>30)) * 0xBF58476D1CE4E5B9; z = (z ^ (z>>27)) * 0x94D049BB133111EB; z ^= z>>31;
+ *   v = f32((z>>40) * 2^-23 - 1)                    exact, in [-1, 1)
+ *   FKM_LINEAR (out, in):  bf16_rne(v * a), a = 1.0f / sqrtf((float)in)
+ *   FKM_CONV (h, 1, 3):    bf16_rne(v * a), a = 1.0f / sqrtf(3.0f)
+ *   FKM_EMBED:             bf16_rne(v)
+ *   FKM_NORM:              bf16_rne(1.0f + v * 0.25f)
+ *   FKM_BIAS (lin.bias):   v * (1.0f / sqrtf(512.0f)), f32, not rounded
+ * (every f32 operation correctly rounded; bf16_rne = the contract's integer RNE, DESIGN.md).
+ * Not synthesised: the detokenizer's istft.window (torch's hann window buffer) and lfm.embed_tokens
+ * (unused: the detokenizer's forward passes inputs_embeds). */
+#ifndef FKM_SYNTH_H
+#define FKM_SYNTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { FKM_LINEAR, FKM_CONV, FKM_EMBED, FKM_NORM, FKM_BIAS } fkm_kind;
+
+/* One model of the traces: the configuration both the reference and the runtime use. */
+typedef struct {
+  const char *tag;           /* "lm" | "detok" */
+  const char *prefix;        /* state_dict prefix of the Lfm2Model part: "" (lm) | "lfm." (detok) */
+  int64_t vocab;             /* lm: embed_tokens rows; detok: codebook vocab (emb.emb has 8 * vocab rows) */
+  int64_t codebooks;         /* detok: 8; lm: 0 */
+  int64_t hidden, ff, heads, kv_heads, head_dim;
+  int nlayers;
+  int is_attn[16];           /* layer i is full_attention (1) or conv (0) */
+  int64_t head_out;          /* detok: lin 512 -> 1282; lm: 0 (tied lm_head: embed_tokens) */
+  float rope_theta, norm_eps;
+  int64_t sliding_window;    /* detok: 30; lm: 0 (none) */
+} fkm_config;
+
+typedef struct {
+  char name[64];             /* state_dict key */
+  fkm_kind kind;
+  int ndim;
+  int64_t shape[3];
+  int64_t count;             /* elements */
+  int64_t fan_in;            /* FKM_LINEAR: in; FKM_CONV: 3; else 0 */
+  size_t nbytes;             /* count * 2 (bf16 as uint16_t), FKM_BIAS: count * 4 (float) */
+} fkm_tensor;
+
+typedef struct {
+  const fkm_config *cfg;
+  int n;                     /* tensors, sorted by name (strcmp) */
+  fkm_tensor *t;
+  void **data;               /* data[i]: t[i].nbytes bytes (uint16_t bf16 bits, or float for FKM_BIAS) */
+} fkm_weights;
+
+/* The configuration of tag ("lm", "detok"), or NULL. */
+const fkm_config *fkm_config_get(const char *tag);
+
+uint64_t fkm_fnv1a64(const void *p, size_t n);
+/* FNV-1a-64 of "tag:name". */
+uint64_t fkm_synth_key(const char *tag, const char *name);
+/* v of element i (exact f32 in [-1, 1)). */
+float fkm_synth_v(uint64_t key, uint64_t i);
+/* The contract's integer RNE f32 -> bf16 (NaN: quiet, sign and top payload kept). */
+uint16_t fkm_bf16_rne(float x);
+/* The kind of a state_dict key (by its name, as gen_trace.py's kind_of), or -1 when no rule applies. */
+int fkm_kind_of(const char *tag, const char *name, int ndim);
+
+/* Synthesises count elements of tensor name into out (uint16_t bf16 bits, or float for FKM_BIAS).
+ * fan_in: FKM_LINEAR's `in` (ignored by the other kinds). Returns 0, or -1 for a bad argument. */
+int fkm_synth_tensor(const char *tag, const char *name, fkm_kind kind, int64_t count, int64_t fan_in, void *out);
+
+/* The tensor list of a model (sorted by name), without data: *out malloc'd (free()), *n its length.
+ * Returns 0, or -1 (unknown tag, no memory). */
+int fkm_model_tensors(const char *tag, fkm_tensor **out, int *n);
+
+/* Synthesises every tensor of a model. Returns 0, or -1 with a message in err. */
+int fkm_synth_model(const char *tag, fkm_weights *w, char *err, size_t errlen);
+/* The data of tensor name (and its description in *desc if desc), or NULL. */
+const void *fkm_weight(const fkm_weights *w, const char *name, const fkm_tensor **desc);
+void fkm_weights_free(fkm_weights *w);
+
+/* XXH3-64 of a tensor's little-endian bytes (bf16 as u16, FKM_BIAS as f32), as the manifests hold it. */
+uint64_t fkm_weight_digest(const fkm_tensor *t, const void *data);
+/* XXH3-64 of a name's bytes (weight_names). */
+uint64_t fkm_name_digest(const char *name);
+
+#endif

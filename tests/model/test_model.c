@@ -1,0 +1,605 @@
+/* tests/model/test_model.c: the whole-model programs (FK_PROGRAMS_LM, FK_PROGRAMS_DETOK) end to
+ * end, from stamps alone.
+ *   lm_faithful, detok_faithful: the programs against the reference traces (fixtures/lfm2/,
+ *     fixtures/detok/: transformers' Lfm2ForCausalLM and liquid-audio's LFM2AudioDetokenizer on the
+ *     same synthetic weights) at every boundary: the embedding, every layer's output, the final
+ *     norm, the logits (LM) or the head and the PCM (detokenizer), the KV caches and conv states
+ *     after every call, and the greedy tokens where the float64 margin requires them. Bound per
+ *     boundary: the manifest's (2 x torch-bf16's own distance to float64, its derivation there).
+ *   team_sizes: the scenario's digests (every step's residual stream, logits, tokens, PCM, state)
+ *     are the same for 1, 2, 3 and 4 members.
+ *   same_on_aarch64: ... and the same under qemu-aarch64 (-cpu max, -cpu neoverse-n1).
+ *   turns_continue_exactly: a prompt in chunks, a snapshot moved into a fresh plan, then decode ==
+ *     one plan end to end, bit for bit; detokenizer frames in chunks == frame by frame.
+ *   perturb_*: the faithfulness gate fails when a carry is not committed, a KV slot is off by
+ *     one, rows are swapped or the position skips; the digest gate sees a single flipped bit. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fk_plan_internal.h"
+#include "model_desc.h"
+#include "trace.h"
+#include "../contract/contract.h"
+
+enum { LM_CALLS = 9, LM_PROMPT = 12, DT_FRAMES = 12, DT_ROWS = 72, HMAX = 512, LMAX = 8 };
+
+static fkt_models M;
+
+static int cmp_desc(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x > y ? -1 : x < y ? 1 : 0;
+}
+
+static void setup(void) { cr_assert_eq(fkt_models_make(&M), 0); }
+static void teardown(void) { fkt_models_free(&M); }
+
+static fk_plan *make_plan(uint32_t programs, int threads) {
+  fk_plan_desc d = fkt_models_desc(&M, programs, threads);
+  fk_plan *p = NULL;
+  fk_error err;
+  fk_status s = fk_plan_create(&d, &p, &err);
+  cr_assert_eq(s, FK_OK, "fk_plan_create: %s", err.message);
+  return p;
+}
+
+static void run(fk_plan *p, fk_program prog, fk_io *io) {
+  fk_error err;
+  fk_status s = fk_run(p, prog, io, &err);
+  cr_assert_eq(s, FK_OK, "fk_run(%s): %s", fk_program_name(prog), err.message);
+}
+
+/* ---- capture: the planes after the steps that end a boundary ------------------------------ */
+
+typedef enum { PERTURB_NONE, PERTURB_CARRY, PERTURB_KV_SLOT, PERTURB_SWAP_ROWS, PERTURB_BIT } perturb;
+
+typedef struct capture {
+  int64_t row0;                 /* rows of earlier calls (detok: 6 per frame) */
+  uint16_t emb[DT_ROWS * HMAX];
+  uint16_t hid[LMAX][DT_ROWS * HMAX];
+  float norm[DT_ROWS * HMAX];
+  float lin[DT_ROWS * FK_ISTFT_SPEC];
+  perturb what;
+  int call;                     /* the call the perturbation hits */
+  int cur;                      /* the running call */
+} capture;
+
+static void observe(void *ctx, const fk_plan *p, const fk_step *st) {
+  capture *c = ctx;
+  const fk_stack_rt *t = &p->stack[st->stack];
+  int64_t rows = st->stack == 0 ? p->job.rows : 6 * p->job.rows, h = t->h;
+  size_t off = (size_t)(c->row0 * h);
+  fk_plan *w = (fk_plan *)(uintptr_t)p; /* the perturbations write the planes */
+  if (c->what != PERTURB_NONE && c->cur == c->call) {
+    fk_layer_rt *l = st->layer >= 0 ? &w->stack[st->stack].layer[st->layer] : NULL;
+    if (c->what == PERTURB_CARRY && !strcmp(st->name, "conv") && st->layer == 0)
+      memset(l->carry, 0, (size_t)(2 * h) * 2); /* the carry not committed */
+    if (c->what == PERTURB_KV_SLOT && !strcmp(st->name, "qk_norm_rope") && l) {
+      /* the new rows' K written one slot late: shift the block's rows by one slot */
+      int64_t kd = t->kv * 64, s0 = t->ring ? p->job.pos0 % t->ring : p->job.pos0;
+      for (int64_t r = rows - 1; r >= 0; r--) {
+        int64_t a = s0 + r, b = s0 + r + 1;
+        if (t->ring) a %= t->ring, b %= t->ring;
+        if (!t->ring && b >= t->slots) continue;
+        memcpy(l->kc + b * kd, l->kc + a * kd, (size_t)kd * 2);
+      }
+    }
+    if (c->what == PERTURB_SWAP_ROWS && (!strcmp(st->name, "embed") || !strcmp(st->name, "codebooks")) && rows > 1) {
+      uint16_t tmp[HMAX];
+      memcpy(tmp, t->res, (size_t)h * 2);
+      memcpy(t->res, t->res + (rows - 1) * h, (size_t)h * 2);
+      memcpy(t->res + (rows - 1) * h, tmp, (size_t)h * 2);
+    }
+    if (c->what == PERTURB_BIT && !strcmp(st->name, "w2") && st->layer == 1) t->res[3] ^= 1; /* one ulp */
+  }
+  if (!strcmp(st->name, "embed") || !strcmp(st->name, "codebooks")) memcpy(c->emb + off, t->res, (size_t)(rows * h) * 2);
+  if (!strcmp(st->name, "w2")) memcpy(c->hid[st->layer] + off, t->res, (size_t)(rows * h) * 2);
+  if (!strcmp(st->name, "final_norm")) {
+    if (st->stack == 0) memcpy(c->norm, t->xn, (size_t)h * 4); /* the LM norms its last row */
+    else memcpy(c->norm + off, p->feat, (size_t)(rows * h) * 4);
+  }
+  if (!strcmp(st->name, "head"))
+    for (int64_t r = 0; r < rows; r++)
+      memcpy(c->lin + (c->row0 + r) * FK_ISTFT_SPEC, p->spec + r * FK_SPEC_LD, FK_ISTFT_SPEC * 4);
+}
+
+/* ---- comparisons --------------------------------------------------------------------------- */
+
+typedef struct tally {
+  int checked, failed;
+  char first[256];
+} tally;
+
+static void judge(tally *t, const char *what, int ok, double e, double bound) {
+  t->checked++;
+  if (!ok) {
+    if (!t->failed) snprintf(t->first, sizeof t->first, "%s: %.3g > bound %.3g", what, e, bound);
+    t->failed++;
+  }
+}
+
+static void cmp_full(tally *t, const fkm_trace *tr, const char *b, fkfix_dtype dt, const void *x, FILE *rep) {
+  fkm_cmp c;
+  int r = fkm_trace_compare(tr, b, dt, x, &c, rep);
+  cr_assert_geq(r, 0, "%s: boundary %s not comparable", tr->fx.casename, b);
+  char what[192];
+  snprintf(what, sizeof what, "%s %s", tr->fx.casename, b);
+  judge(t, what, r == 1, c.max_rel, c.bound);
+}
+
+/* rows [r0, r0 + n) of boundary b (rows of `cols` elements) against x's n rows */
+static void cmp_rows(tally *t, const fkm_trace *tr, const char *b, fkfix_dtype dt, const void *x, int64_t r0, int64_t n,
+                     int64_t cols) {
+  const fkfix_tensor *ref = fkm_trace_ref(tr, b, 1);
+  cr_assert(ref, "%s: no %s_f64", tr->fx.casename, b);
+  float eref, bound;
+  cr_assert_eq(fkm_trace_bound(tr, b, &eref, &bound), 0);
+  size_t el = ref->dtype == FKFIX_F64 ? 8 : 4;
+  int64_t worst;
+  double e = fkm_row_rel_l2(dt, x, ref->dtype, (const char *)ref->data + (size_t)(r0 * cols) * el, n, cols, &worst);
+  char what[192];
+  snprintf(what, sizeof what, "%s %s rows %lld..%lld", tr->fx.casename, b, (long long)r0, (long long)(r0 + n - 1));
+  judge(t, what, e <= bound, e, bound);
+}
+
+static void load_trace(fkm_trace *tr, const char *rel) {
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/%s", FKT_FIXTURE_DIR, rel);
+  cr_assert_eq(fkm_trace_load(path, tr, err, sizeof err), 0, "%s", err);
+}
+
+/* ---- the LM against its trace ---------------------------------------------------------------- */
+
+/* Runs the 9 calls of the LM trace (teacher forced with the trace's tokens) and judges every
+ * boundary; returns the tally. */
+static tally lm_against_trace(int threads, perturb what, int call, FILE *rep) {
+  fk_plan *p = make_plan(FK_PROGRAMS_LM, threads);
+  capture *c = calloc(1, sizeof *c);
+  c->what = what;
+  c->call = call;
+  fk_plan_set_trace(p, observe, c);
+  tally t = { 0 };
+  const fk_stack_rt *st = &p->stack[0];
+  int64_t h = st->h;
+  for (int k = 0; k < LM_CALLS; k++) {
+    char rel[64];
+    snprintf(rel, sizeof rel, "lfm2/lm_c%d.manifest", k);
+    fkm_trace tr;
+    load_trace(&tr, rel);
+    if (k == 0) {
+      char err[256];
+      cr_assert_eq(fkm_trace_check_weights(&tr, &M.lm, err, sizeof err), 0, "%s", err);
+    }
+    const fkfix_tensor *ids = fkfix_tensor_get(&tr.fx, "ids");
+    int64_t rows = ids->shape[0];
+    int32_t tok[LM_PROMPT];
+    for (int64_t r = 0; r < rows; r++) tok[r] = (int32_t)((const int64_t *)ids->data)[r];
+    float logits[1024];
+    c->row0 = 0;
+    c->cur = k;
+    fk_io io = { .rows = rows, .tokens = tok, .logits = logits };
+    run(p, k == 0 ? FK_PROG_LM_PREFILL : FK_PROG_LM_DECODE, &io);
+    cmp_full(&t, &tr, "emb", FKFIX_BF16, c->emb, rep);
+    for (int i = 0; i < st->layers; i++) {
+      char b[16];
+      snprintf(b, sizeof b, "h%d", i);
+      cmp_full(&t, &tr, b, FKFIX_BF16, c->hid[i], rep);
+    }
+    cmp_rows(&t, &tr, "norm", FKFIX_F32, c->norm, rows - 1, 1, h);
+    cmp_full(&t, &tr, "logits", FKFIX_F32, logits, rep);
+    /* state after the call */
+    int64_t pos = st->pos;
+    for (int i = 0; i < st->layers; i++) {
+      const fk_layer_rt *l = &st->layer[i];
+      char b[16];
+      if (l->kind == FK_LAYER_CONV) {
+        snprintf(b, sizeof b, "bx%d", i);
+        cmp_full(&t, &tr, b, FKFIX_BF16, l->carry, rep);
+      } else {
+        snprintf(b, sizeof b, "k%d", i);
+        cmp_rows(&t, &tr, b, FKFIX_BF16, l->kc, 0, pos * st->kv, 64);
+        snprintf(b, sizeof b, "v%d", i);
+        cmp_rows(&t, &tr, b, FKFIX_BF16, l->vc, 0, pos * st->kv, 64);
+      }
+    }
+    int64_t need = 0, want = -1;
+    fkfix_scalar_i64(&tr.fx, "tok_required", &need);
+    want = ((const int64_t *)fkfix_tensor_get(&tr.fx, "tok")->data)[0];
+    t.checked++;
+    if (!need && io.next != want) { /* not required: our token's float64 logit must be within the bound of the max */
+      const fkfix_tensor *lf = fkm_trace_ref(&tr, "logits", 1);
+      const double *l64 = lf->data;
+      float labs = 0;
+      fkfix_scalar_f32(&tr.fx, "logits_abs", &labs);
+      if (l64[io.next] < l64[want] - 2.0 * labs) need = 1;
+    }
+    if (need && io.next != want) {
+      if (!t.failed) snprintf(t.first, sizeof t.first, "%s: token %d, the reference's %lld (margin requires it)",
+                              tr.fx.casename, (int)io.next, (long long)want);
+      t.failed++;
+    }
+    fkm_trace_free(&tr);
+  }
+  fk_plan_destroy(p);
+  free(c);
+  return t;
+}
+
+Test(model, lm_faithful, .init = setup, .fini = teardown, .timeout = 300) {
+  tally t = lm_against_trace(2, PERTURB_NONE, 0, stdout);
+  cr_assert_eq(t.failed, 0, "%d of %d boundaries outside their bound; first: %s", t.failed, t.checked, t.first);
+  cr_log_info("lm: %d boundaries within their bounds over 9 calls", t.checked);
+}
+
+/* ---- sampled tokens against the reference's distribution -------------------------------------- */
+
+/* The 9 LM calls again, each drawing its token (temperature 1, top-k 50) with the plan's
+ * generator. The reference of a draw is the inverse CDF, in double, of transformers' warpers
+ * (s = l / T, s < kth removed, softmax) over the float64 run's logits at the draw's u (the
+ * contract's splitmix64 of seed and counter: the u stream the sample fixtures check against
+ * Python). Our logits differ from float64's by at most d per logit (measured; the faithful test
+ * bounds them): every s moves by at most dd = d / T, every cumulative probability by at most
+ * e^(2 dd) - 1; a token kept by one side only (our k-th value, from our logits, against the
+ * reference's) moves it by at most its mass, U in all. The drawn token must be one whose interval,
+ * widened by W = e^(2 dd) - 1 + U, holds u (a window of a few of the 50 kept tokens). The same
+ * window at the u of a counter one ahead misses most draws: the gate sees an uncommitted or
+ * skipped counter. */
+Test(model, lm_sampled_tokens_follow_the_reference, .init = setup, .fini = teardown, .timeout = 300) {
+  enum { SEED = 0x5eed, K = 50 };
+  static const fk_sampling smp = { 1.0f, K };
+  const double T = 1.0;
+  fk_plan *p = make_plan(FK_PROGRAMS_LM, 2);
+  cr_assert_eq(fk_sampler_seed(p, SEED), FK_OK);
+  int equal = 0, late_caught = 0, distinct = 0, last = -1;
+  for (int k = 0; k < LM_CALLS; k++) {
+    char rel[64];
+    snprintf(rel, sizeof rel, "lfm2/lm_c%d.manifest", k);
+    fkm_trace tr;
+    load_trace(&tr, rel);
+    const fkfix_tensor *ids = fkfix_tensor_get(&tr.fx, "ids"), *ref = fkm_trace_ref(&tr, "logits", 1);
+    int64_t rows = ids->shape[0], n = ref->shape[1];
+    int32_t tok[LM_PROMPT];
+    for (int64_t r = 0; r < rows; r++) tok[r] = (int32_t)((const int64_t *)ids->data)[r];
+    float logits[1024];
+    fk_io io = { .rows = rows, .tokens = tok, .logits = logits, .sampling = &smp };
+    run(p, k == 0 ? FK_PROG_LM_PREFILL : FK_PROG_LM_DECODE, &io);
+    cr_assert_eq(fk_state_query(p).draws, (uint64_t)k + 1, "the counter commits once per draw");
+    const double *l = ref->data;
+    double s[1024] = { 0 }, sorted[1024] = { 0 }, ours[1024] = { 0 }, d = 0, m = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+      s[i] = l[i] / T;
+      sorted[i] = s[i];
+      ours[i] = (double)(logits[i] / (float)T); /* the leaf's s, from our logits */
+      d = fmax(d, fabs((double)logits[i] - l[i]));
+      m = fmax(m, s[i]);
+    }
+    qsort(sorted, (size_t)n, sizeof sorted[0], cmp_desc);
+    double kth = sorted[K - 1];
+    memcpy(sorted, ours, sizeof ours);
+    qsort(sorted, (size_t)n, sizeof sorted[0], cmp_desc);
+    double kth_ours = sorted[K - 1], dd = d / T, S = 0, U = 0, C[1025];
+    C[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double w = s[i] >= kth ? exp(s[i] - m) : 0.0;
+      S += w;
+      C[i + 1] = S;
+      if ((s[i] >= kth) != (ours[i] >= kth_ours)) U += exp(s[i] - m); /* kept by one side only */
+    }
+    double W = expm1(2 * dd) + U / S, u = (double)fkc_sample_u(SEED, (uint64_t)k),
+           u_late = (double)fkc_sample_u(SEED, (uint64_t)k + 1); /* a counter one ahead: the perturbation */
+    int want = -1, nset = 0, member = 0, member_late = 0;
+    for (int64_t i = 0; i < n; i++) {
+      if (s[i] < kth && ours[i] < kth_ours) continue;
+      if (want < 0 && s[i] >= kth && u * S < C[i + 1]) want = (int)i;
+      if (C[i] / S - W <= u && u <= C[i + 1] / S + W) {
+        nset++;
+        member |= io.next == i;
+      }
+      if (C[i] / S - W <= u_late && u_late <= C[i + 1] / S + W) member_late |= io.next == i;
+    }
+    cr_log_info("call %d: d %.4g W %.4g (U/S %.4g) u %.4f: %d tokens in the window, drew %d, the reference %d", k, d,
+                W, U / S, u, nset, (int)io.next, want);
+    cr_assert(member, "call %d: drew %d, outside the tokens whose CDF interval (widened by %.3g) holds u = %.9f "
+              "(the reference's inverse CDF: %d)", k, (int)io.next, W, u, want);
+    cr_assert_leq(nset, 12, "call %d: a window of %d of the %d kept tokens would not see a wrong draw", k, nset, K);
+    equal += io.next == want;
+    late_caught += !member_late;
+    distinct += io.next != last;
+    last = io.next;
+    fkm_trace_free(&tr);
+  }
+  fk_plan_destroy(p);
+  cr_assert_geq(late_caught, 5, "the window gate saw a counter one ahead in only %d of 9 draws", late_caught);
+  cr_assert_geq(distinct, 3, "the draws did not spread (%d distinct runs)", distinct);
+  cr_log_info("9 sampled draws inside the reference's CDF window, %d equal to its inverse CDF token; a counter one "
+              "ahead leaves the window in %d of 9", equal, late_caught);
+}
+
+/* ---- the detokenizer against its trace ---------------------------------------------------------- */
+
+static tally detok_against_trace(int threads, const int *chunks, perturb what, int call, FILE *rep) {
+  fk_plan *p = make_plan(FK_PROGRAMS_DETOK, threads);
+  capture *c = calloc(1, sizeof *c);
+  c->what = what;
+  c->call = call;
+  fk_plan_set_trace(p, observe, c);
+  fkm_trace tr;
+  load_trace(&tr, "detok/detok_t12.manifest");
+  char err[256];
+  cr_assert_eq(fkm_trace_check_weights(&tr, &M.detok, err, sizeof err), 0, "%s", err);
+  const fkfix_tensor *codes = fkfix_tensor_get(&tr.fx, "codes"); /* (8, 12) */
+  const fk_stack_rt *st = &p->stack[1];
+  int64_t kd = st->kv * 64, h = st->h;
+  static uint16_t kk[LMAX][DT_ROWS * 8 * 64], vv[LMAX][DT_ROWS * 8 * 64], bx[LMAX][4 * DT_FRAMES * HMAX];
+  static float pcm[DT_FRAMES * 1920 + 480];
+  int64_t n = 0, nbx = 0;
+  tally t = { 0 };
+  int f = 0;
+  for (int k = 0; f < DT_FRAMES; k++) {
+    int fr = chunks[k];
+    int32_t cc[4 * 8];
+    for (int j = 0; j < fr; j++)
+      for (int cb = 0; cb < 8; cb++) cc[j * 8 + cb] = (int32_t)((const int64_t *)codes->data)[cb * DT_FRAMES + f + j];
+    c->row0 = 6 * f;
+    c->cur = k;
+    int64_t pos0 = st->pos;
+    fk_io io = { .rows = fr, .codes = cc, .pcm = pcm + n, .pcm_cap = (int64_t)(sizeof pcm / 4) - n };
+    run(p, FK_PROG_DETOK, &io);
+    n += io.pcm_count;
+    /* the call's new K and V rows, from their ring slots; the conv states */
+    for (int i = 0; i < st->layers; i++) {
+      const fk_layer_rt *l = &st->layer[i];
+      if (l->kind == FK_LAYER_ATTN) {
+        for (int64_t r = 0; r < 6 * fr; r++) {
+          int64_t slot = (pos0 + r) % st->ring;
+          memcpy(kk[i] + (pos0 + r) * kd, l->kc + slot * kd, (size_t)kd * 2);
+          memcpy(vv[i] + (pos0 + r) * kd, l->vc + slot * kd, (size_t)kd * 2);
+        }
+      } else {
+        memcpy(bx[i] + nbx * h, l->carry, (size_t)(2 * h) * 2);
+      }
+    }
+    /* the carry after the call holds Bx of rows pos - 2, pos - 1 */
+    for (int i = 0; i < st->layers; i++)
+      if (st->layer[i].kind == FK_LAYER_CONV) {
+        char b[16];
+        snprintf(b, sizeof b, "bx%d", i);
+        cmp_rows(&t, &tr, b, FKFIX_BF16, bx[i] + nbx * h, st->pos - 2, 2, h);
+      }
+    nbx += 2;
+    f += fr;
+  }
+  fk_io io = { .pcm = pcm + n, .pcm_cap = 480 };
+  run(p, FK_PROG_DETOK_FLUSH, &io);
+  n += io.pcm_count;
+  cr_assert_eq(n, DT_FRAMES * 1920, "PCM samples %lld", (long long)n);
+  cmp_full(&t, &tr, "emb", FKFIX_BF16, c->emb, rep);
+  for (int i = 0; i < st->layers; i++) {
+    char b[16];
+    snprintf(b, sizeof b, "h%d", i);
+    cmp_full(&t, &tr, b, FKFIX_BF16, c->hid[i], rep);
+    if (st->layer[i].kind == FK_LAYER_ATTN) {
+      snprintf(b, sizeof b, "k%d", i);
+      cmp_full(&t, &tr, b, FKFIX_BF16, kk[i], rep);
+      snprintf(b, sizeof b, "v%d", i);
+      cmp_full(&t, &tr, b, FKFIX_BF16, vv[i], rep);
+    }
+  }
+  cmp_full(&t, &tr, "norm", FKFIX_F32, c->norm, rep);
+  cmp_full(&t, &tr, "lin", FKFIX_F32, c->lin, rep);
+  cmp_full(&t, &tr, "pcm", FKFIX_F32, pcm, rep);
+  fkm_trace_free(&tr);
+  fk_plan_destroy(p);
+  free(c);
+  return t;
+}
+
+static const int ONE_BY_ONE[DT_FRAMES] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+static const int CHUNKS[] = { 1, 3, 2, 4, 2 };
+
+Test(model, detok_faithful, .init = setup, .fini = teardown, .timeout = 300) {
+  tally t = detok_against_trace(2, ONE_BY_ONE, PERTURB_NONE, 0, stdout);
+  cr_assert_eq(t.failed, 0, "%d of %d boundaries outside their bound; first: %s", t.failed, t.checked, t.first);
+  cr_log_info("detok: %d boundaries within their bounds over 12 frames", t.checked);
+}
+
+/* ---- perturbations: the gates see errors ------------------------------------------------------ */
+
+Test(model, perturb_carry_not_committed, .init = setup, .fini = teardown, .timeout = 300) {
+  tally t = lm_against_trace(2, PERTURB_CARRY, 0, NULL);
+  cr_assert_gt(t.failed, 0, "a lost conv carry passed the LM trace");
+  cr_log_info("lm, carry of layer 0 lost at the prefill: %d of %d boundaries fail (%s)", t.failed, t.checked, t.first);
+}
+
+Test(model, perturb_kv_slot_off_by_one, .init = setup, .fini = teardown, .timeout = 300) {
+  tally t = detok_against_trace(2, ONE_BY_ONE, PERTURB_KV_SLOT, 3, NULL);
+  cr_assert_gt(t.failed, 0, "K one slot late passed the detokenizer trace");
+  cr_log_info("detok, K one slot late at frame 3: %d of %d fail (%s)", t.failed, t.checked, t.first);
+  t = lm_against_trace(2, PERTURB_KV_SLOT, 0, NULL);
+  cr_assert_gt(t.failed, 0, "K one slot late passed the LM trace");
+}
+
+Test(model, perturb_rows_swapped, .init = setup, .fini = teardown, .timeout = 300) {
+  tally t = lm_against_trace(2, PERTURB_SWAP_ROWS, 0, NULL);
+  cr_assert_gt(t.failed, 0, "swapped prompt rows passed the LM trace");
+  t = detok_against_trace(2, CHUNKS, PERTURB_SWAP_ROWS, 1, NULL); /* a call of 3 frames: rows of two frames swap */
+  cr_assert_gt(t.failed, 0, "swapped rows passed the detokenizer trace");
+}
+
+Test(model, perturb_position_skipped, .init = setup, .fini = teardown, .timeout = 300) {
+  /* the position cursor one ahead after the prefill: RoPE and the causal window of every decode
+   * step are off by one */
+  fk_plan *p = make_plan(FK_PROGRAMS_LM, 2);
+  int32_t tok[LM_PROMPT];
+  fkm_trace tr;
+  load_trace(&tr, "lfm2/lm_c0.manifest");
+  const fkfix_tensor *ids = fkfix_tensor_get(&tr.fx, "ids");
+  for (int r = 0; r < LM_PROMPT; r++) tok[r] = (int32_t)((const int64_t *)ids->data)[r];
+  fkm_trace_free(&tr);
+  fk_io io = { .rows = LM_PROMPT, .tokens = tok };
+  run(p, FK_PROG_LM_PREFILL, &io);
+  p->stack[0].pos++;
+  load_trace(&tr, "lfm2/lm_c1.manifest");
+  ids = fkfix_tensor_get(&tr.fx, "ids");
+  tok[0] = (int32_t)((const int64_t *)ids->data)[0];
+  float logits[1024];
+  io = (fk_io){ .rows = 1, .tokens = tok, .logits = logits };
+  run(p, FK_PROG_LM_DECODE, &io);
+  tally t = { 0 };
+  cmp_full(&t, &tr, "logits", FKFIX_F32, logits, NULL);
+  fkm_trace_free(&tr);
+  fk_plan_destroy(p);
+  cr_assert_gt(t.failed, 0, "a skipped position passed the LM trace's logits");
+}
+
+/* ---- bit identity: team sizes, ISAs --------------------------------------------------------- */
+
+static char *run_cmd(const char *cmd) {
+  FILE *f = popen(cmd, "r");
+  cr_assert(f, "popen %s", cmd);
+  size_t cap = 1 << 16, n = 0;
+  char *out = malloc(cap);
+  size_t r;
+  while ((r = fread(out + n, 1, cap - 1 - n, f)) > 0) n += r;
+  out[n] = 0;
+  int st = pclose(f);
+  cr_assert_eq(st, 0, "%s exited with %d:\n%s", cmd, st, out);
+  return out;
+}
+
+Test(model, team_sizes, .timeout = 600) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s 1", FKT_MODEL_SCENARIO_HOST);
+  char *one = run_cmd(cmd);
+  for (int t = 2; t <= 4; t++) {
+    snprintf(cmd, sizeof cmd, "%s %d", FKT_MODEL_SCENARIO_HOST, t);
+    char *other = run_cmd(cmd);
+    cr_assert_str_eq(other, one, "%d members:\n%s\n1 member:\n%s", t, other, one);
+    free(other);
+  }
+  cr_log_info("1..4 members, the same bits:\n%s", one);
+  free(one);
+}
+
+Test(model, same_on_aarch64, .timeout = 1200) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s 2", FKT_MODEL_SCENARIO_HOST);
+  char *host = run_cmd(cmd);
+  static const char *cpus[] = { "max", "neoverse-n1" };
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd, "%s -cpu %s %s 2", FKH_QEMU, cpus[i], FKT_MODEL_SCENARIO_AARCH64);
+    char *arm = run_cmd(cmd);
+    cr_assert_str_eq(arm, host, "aarch64 (-cpu %s):\n%s\nhost:\n%s", cpus[i], arm, host);
+    free(arm);
+  }
+  cr_log_info("aarch64 (qemu -cpu max, neoverse-n1) == x86_64:\n%s", host);
+  free(host);
+}
+
+Test(model, perturb_bit_seen_by_digests, .init = setup, .fini = teardown, .timeout = 300) {
+  /* a one-ulp change of one residual element: within every faithfulness bound, but not the same
+   * bits, which the cross-ISA and team-size gates compare */
+  fk_plan *p = make_plan(FK_PROGRAMS_LM, 2), *q = make_plan(FK_PROGRAMS_LM, 2);
+  capture *c = calloc(1, sizeof *c);
+  c->what = PERTURB_BIT;
+  fk_plan_set_trace(q, observe, c);
+  int32_t tok[LM_PROMPT];
+  for (int r = 0; r < LM_PROMPT; r++) tok[r] = (int32_t)((r * 389 + 17) % 1024);
+  float l1[1024], l2[1024];
+  fk_io io = { .rows = LM_PROMPT, .tokens = tok, .logits = l1 };
+  run(p, FK_PROG_LM_PREFILL, &io);
+  io.logits = l2;
+  run(q, FK_PROG_LM_PREFILL, &io);
+  cr_assert_neq(fkt_fnv(l1, sizeof l1, 0), fkt_fnv(l2, sizeof l2, 0), "a flipped bit left the logits' digest");
+  free(c);
+  fk_plan_destroy(p);
+  fk_plan_destroy(q);
+}
+
+/* ---- turns ------------------------------------------------------------------------------------ */
+
+Test(model, turns_continue_exactly, .init = setup, .fini = teardown, .timeout = 300) {
+  int32_t prompt[LM_PROMPT];
+  for (int r = 0; r < LM_PROMPT; r++) prompt[r] = (int32_t)((r * 389 + 17) % 1024);
+  /* A: one plan, the prompt at once, 8 decodes */
+  fk_plan *a = make_plan(FK_PROGRAMS_LM, 2);
+  float la[9][1024], lb[9][1024];
+  int32_t ta[9], tb[9];
+  fk_io io = { .rows = LM_PROMPT, .tokens = prompt, .logits = la[0] };
+  run(a, FK_PROG_LM_PREFILL, &io);
+  ta[0] = io.next;
+  for (int k = 1; k < 9; k++) {
+    int32_t t = ta[k - 1];
+    io = (fk_io){ .rows = 1, .tokens = &t, .logits = la[k] };
+    run(a, FK_PROG_LM_DECODE, &io);
+    ta[k] = io.next;
+  }
+  /* B: the prompt in chunks of 5 and 7 on 3 members, a snapshot into a fresh 1-member plan after
+   * the second decode, the rest there */
+  fk_plan *b = make_plan(FK_PROGRAMS_LM, 3);
+  io = (fk_io){ .rows = 5, .tokens = prompt, .logits = lb[0] };
+  run(b, FK_PROG_LM_PREFILL, &io);
+  io = (fk_io){ .rows = 7, .tokens = prompt + 5, .logits = lb[0] };
+  run(b, FK_PROG_LM_PREFILL, &io);
+  tb[0] = io.next;
+  fk_error err;
+  for (int k = 1; k < 9; k++) {
+    if (k == 3) {
+      size_t len = fk_state_bytes(b);
+      void *snap = malloc(len);
+      cr_assert_eq(fk_state_save(b, snap, len, &err), FK_OK, "%s", err.message);
+      fk_plan_destroy(b);
+      b = make_plan(FK_PROGRAMS_LM, 1);
+      cr_assert_eq(fk_state_load(b, snap, len, &err), FK_OK, "%s", err.message);
+      free(snap);
+    }
+    int32_t t = tb[k - 1];
+    io = (fk_io){ .rows = 1, .tokens = &t, .logits = lb[k] };
+    run(b, FK_PROG_LM_DECODE, &io);
+    tb[k] = io.next;
+  }
+  for (int k = 0; k < 9; k++) {
+    cr_assert_eq(ta[k], tb[k], "token %d: %d vs %d", k, ta[k], tb[k]);
+    cr_assert_eq(memcmp(la[k], lb[k], sizeof la[k]), 0, "logits of call %d differ", k);
+  }
+  fk_state_info ia = fk_state_query(a), ib = fk_state_query(b);
+  cr_assert_eq(ia.lm_pos, 20);
+  cr_assert_eq(ib.lm_pos, 20);
+  fk_plan_destroy(a);
+  fk_plan_destroy(b);
+}
+
+Test(model, detok_chunks_equal_frames, .init = setup, .fini = teardown, .timeout = 300) {
+  tally t = detok_against_trace(1, CHUNKS, PERTURB_NONE, 0, NULL);
+  cr_assert_eq(t.failed, 0, "%s", t.first);
+  /* bit identity of the two schedules: every boundary plane and the PCM */
+  fk_plan *a = make_plan(FK_PROGRAMS_DETOK, 2), *b = make_plan(FK_PROGRAMS_DETOK, 1);
+  static float pa[DT_FRAMES * 1920], pb[DT_FRAMES * 1920];
+  int32_t codes[DT_FRAMES * 8];
+  for (int i = 0; i < DT_FRAMES * 8; i++) codes[i] = (int32_t)(i * 613 % 2048);
+  int64_t na = 0, nb = 0;
+  for (int f = 0; f < DT_FRAMES; f++) {
+    fk_io io = { .rows = 1, .codes = codes + 8 * f, .pcm = pa + na, .pcm_cap = DT_FRAMES * 1920 - na };
+    run(a, FK_PROG_DETOK, &io);
+    na += io.pcm_count;
+  }
+  for (int k = 0, f = 0; f < DT_FRAMES; f += CHUNKS[k], k++) {
+    fk_io io = { .rows = CHUNKS[k], .codes = codes + 8 * f, .pcm = pb + nb, .pcm_cap = DT_FRAMES * 1920 - nb };
+    run(b, FK_PROG_DETOK, &io);
+    nb += io.pcm_count;
+  }
+  cr_assert_eq(na, nb);
+  cr_assert_eq(memcmp(pa, pb, (size_t)na * 4), 0, "chunked PCM differs from frame by frame");
+  size_t len = fk_state_bytes(a);
+  unsigned char *sa = malloc(len), *sb = malloc(len);
+  fk_error err;
+  cr_assert_eq(fk_state_save(a, sa, len, &err), FK_OK);
+  cr_assert_eq(fk_state_save(b, sb, len, &err), FK_OK);
+  cr_assert_eq(memcmp(sa, sb, len), 0, "states differ");
+  free(sa);
+  free(sb);
+  fk_plan_destroy(a);
+  fk_plan_destroy(b);
+}

@@ -1,0 +1,179 @@
+/* tests/model/test_synth.c: the synthetic weights of the whole-model traces (tests/model/synth.h).
+ *   digests:   every weight tensor of both models ("lm", "detok"), synthesised here, has the XXH3-64
+ *              (and name) that every trace manifest recorded (fixtures/lfm2/, fixtures/detok/, each
+ *              manifest loaded and digest-checked by the fixture reader);
+ *   perturbed: one ulp more in one weight (a bf16 element of a linear, of a norm, the f32 lin.bias)
+ *              is caught, naming the tensor;
+ *   formula:   fixed values of the hash, v's range and exactness, the integer RNE;
+ *   trace:     the compare helper on the traces' own references: the float64 run against itself is
+ *              0, torch's bf16 run is its stored e_ref (within its bound), a row scaled past the
+ *              bound fails. */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth.h"
+#include "trace.h"
+
+#ifndef FKT_FIXTURE_DIR
+#define FKT_FIXTURE_DIR "fixtures"
+#endif
+
+/* the manifests of a trace directory ("%s/lfm2", "%s/detok": the fixture gate's pattern) */
+static int list_dir(const char *fmt, char ***paths) {
+  char dir[1024], err[512];
+  snprintf(dir, sizeof dir, fmt, FKT_FIXTURE_DIR);
+  int n = fkfix_list(dir, paths, err, sizeof err);
+  cr_assert(n > 0, "no trace manifests in %s: %s", dir, n < 0 ? err : "empty");
+  return n;
+}
+
+static int check_dir(const char *fmt, const char *tag, int *checked) {
+  char **paths;
+  int n = list_dir(fmt, &paths);
+  fkm_weights w;
+  char err[1024];
+  cr_assert(fkm_synth_model(tag, &w, err, sizeof err) == 0, "%s", err);
+  for (int i = 0; i < n; i++) {
+    fkm_trace t;
+    cr_assert(fkm_trace_load(paths[i], &t, err, sizeof err) == 0, "%s", err);
+    cr_assert_str_eq(t.tag, tag);
+    int bad = fkm_trace_check_weights(&t, &w, err, sizeof err);
+    cr_assert(bad == 0, "%s (%d tensors differ)", err, bad);
+    *checked += w.n;
+    fkm_trace_free(&t);
+  }
+  fkm_weights_free(&w);
+  fkfix_list_free(paths, n);
+  return n;
+}
+
+Test(model_synth, digests_lm) {
+  int checked = 0;
+  int n = check_dir("%s/lfm2", "lm", &checked);
+  cr_assert_eq(n, 9, "lm trace: %d calls, expected prefill + 8 decodes", n);
+  cr_log_info("lm: %d manifests, %d tensor digests equal\n", n, checked);
+}
+
+Test(model_synth, digests_detok, .timeout = 120) {
+  int checked = 0;
+  int n = check_dir("%s/detok", "detok", &checked);
+  cr_assert_eq(n, 1);
+}
+
+/* one ulp more in element k of tensor name (bf16 bits + 1, or the f32 bits + 1) must be caught */
+static void perturb_one(const char *fmt, const char *tag, const char *name, int64_t k) {
+  char **paths;
+  int n = list_dir(fmt, &paths);
+  fkm_weights w;
+  char err[1024];
+  cr_assert(fkm_synth_model(tag, &w, err, sizeof err) == 0, "%s", err);
+  fkm_trace t;
+  cr_assert(fkm_trace_load(paths[0], &t, err, sizeof err) == 0, "%s", err);
+  cr_assert(fkm_trace_check_weights(&t, &w, err, sizeof err) == 0, "%s", err);
+  const fkm_tensor *d;
+  void *p = (void *)fkm_weight(&w, name, &d);
+  cr_assert(p, "no tensor %s in %s", name, tag);
+  cr_assert(k < d->count);
+  if (d->kind == FKM_BIAS)
+    ((uint32_t *)p)[k] += 1;
+  else
+    ((uint16_t *)p)[k] = (uint16_t)(((uint16_t *)p)[k] + 1);
+  int bad = fkm_trace_check_weights(&t, &w, err, sizeof err);
+  cr_assert_eq(bad, 1, "a one-ulp change of %s[%lld] gave %d mismatches", name, (long long)k, bad);
+  cr_assert(strstr(err, name), "the message does not name %s: %s", name, err);
+  cr_log_info("caught: %s\n", err);
+  fkm_trace_free(&t);
+  fkm_weights_free(&w);
+  fkfix_list_free(paths, n);
+}
+
+Test(model_synth, perturbed_lm_linear) { perturb_one("%s/lfm2", "lm", "layers.2.self_attn.q_proj.weight", 12345); }
+Test(model_synth, perturbed_lm_norm) { perturb_one("%s/lfm2", "lm", "layers.5.ffn_norm.weight", 255); }
+Test(model_synth, perturbed_detok_bias) { perturb_one("%s/detok", "detok", "lin.bias", 1281); }
+Test(model_synth, perturbed_detok_conv) { perturb_one("%s/detok", "detok", "lfm.layers.7.conv.conv.weight", 0); }
+
+Test(model_synth, formula) {
+  cr_assert_eq(fkm_fnv1a64("", 0), 0xCBF29CE484222325ull);
+  cr_assert_eq(fkm_fnv1a64("a", 1), 0xAF63DC4C8601EC8Cull);
+  cr_assert_eq(fkm_synth_key("lm", "embed_tokens.weight"), fkm_fnv1a64("lm:embed_tokens.weight", 22));
+  uint64_t key = fkm_synth_key("detok", "lin.weight");
+  for (uint64_t i = 0; i < 100000; i++) {
+    float v = fkm_synth_v(key, i);
+    cr_assert(v >= -1.0f && v < 1.0f);
+    float s = v * 0x1p23f;                                 /* a multiple of 2^-23 */
+    cr_assert(s == truncf(s));
+  }
+  /* integer RNE: ties to even, NaN quiet with payload, denormals kept */
+  float f;
+  uint32_t u = 0x3F808000u;   /* 1 + 2^-8: tie, to even (down) */
+  memcpy(&f, &u, 4);
+  cr_assert_eq(fkm_bf16_rne(f), 0x3F80);
+  u = 0x3F818000u;            /* tie, to even (up) */
+  memcpy(&f, &u, 4);
+  cr_assert_eq(fkm_bf16_rne(f), 0x3F82);
+  u = 0x7F800001u;
+  memcpy(&f, &u, 4);
+  cr_assert_eq(fkm_bf16_rne(f), 0x7FC0);
+  u = 0x00008000u;            /* subnormal tie to even: 0 */
+  memcpy(&f, &u, 4);
+  cr_assert_eq(fkm_bf16_rne(f), 0x0000);
+  u = 0x00018000u;
+  memcpy(&f, &u, 4);
+  cr_assert_eq(fkm_bf16_rne(f), 0x0002);
+  /* kinds and counts */
+  fkm_tensor *t;
+  int n;
+  cr_assert(fkm_model_tensors("lm", &t, &n) == 0);
+  cr_assert_eq(n, 57);
+  for (int i = 1; i < n; i++) cr_assert(strcmp(t[i - 1].name, t[i].name) < 0);
+  free(t);
+  cr_assert(fkm_model_tensors("detok", &t, &n) == 0);
+  cr_assert_eq(n, 77);
+  free(t);
+  cr_assert(fkm_model_tensors("nope", &t, &n) == -1);
+}
+
+/* the compare helper on the references themselves */
+Test(model_synth, trace_compare) {
+  char **paths;
+  int n = list_dir("%s/detok", &paths);
+  fkm_trace t;
+  char err[1024];
+  cr_assert(fkm_trace_load(paths[0], &t, err, sizeof err) == 0, "%s", err);
+  int nb = 0;
+  for (int i = 0; i < t.fx.nboundaries; i++) {
+    const char *b = t.fx.boundaries[i].field;
+    const fkfix_tensor *r64 = fkm_trace_ref(&t, b, 1), *r16 = fkm_trace_ref(&t, b, 0);
+    cr_assert(r64 && r16);
+    fkm_cmp c;
+    cr_assert_eq(fkm_trace_compare(&t, b, r64->dtype, r64->data, &c, NULL), 1);
+    cr_assert_eq(c.max_rel, 0.0);
+    cr_assert_eq(fkm_trace_compare(&t, b, r16->dtype, r16->data, &c, stdout), 1, "%s: torch's own run fails", b);
+    cr_assert(c.max_rel <= c.eref && c.max_rel >= c.eref * (1 - 1e-3), "%s: %g vs stored e_ref %g", b, c.max_rel,
+              c.eref);
+    /* the reference with one row scaled by 1 + 1.5 bound: outside */
+    int64_t cnt = c.rows * c.cols;
+    double *x = malloc((size_t)cnt * sizeof *x);
+    cr_assert(x);
+    for (int64_t k = 0; k < cnt; k++)
+      x[k] = r64->dtype == FKFIX_F64 ? ((const double *)r64->data)[k] : ((const float *)r64->data)[k];
+    int64_t row = c.rows / 2;
+    for (int64_t k = 0; k < c.cols; k++) x[row * c.cols + k] *= 1 + 1.5 * c.bound;
+    cr_assert_eq(fkm_trace_compare(&t, b, FKFIX_F64, x, &c, NULL), 0, "%s: a row off by 1.5 bound passes", b);
+    cr_assert_eq(c.worst_row, row);
+    x[0] = NAN;
+    cr_assert_eq(fkm_trace_compare(&t, b, FKFIX_F64, x, &c, NULL), 0);
+    free(x);
+    nb++;
+  }
+  cr_assert_eq(nb, 23);
+  fkm_cmp c;
+  cr_assert_eq(fkm_trace_compare(&t, "nope", FKFIX_F64, t.fx.tensors[0].data, &c, NULL), -1);
+  fkm_trace_free(&t);
+  fkfix_list_free(paths, n);
+}

@@ -1,0 +1,201 @@
+/* tests/model/trace.c - whole-model reference traces: load, fetch, compare (trace.h). */
+#include "trace.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+static int tfail(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+static const fkfix_tensor *named(const fkfix *f, const char *b, const char *suffix) {
+  char nm[64];
+  int w = snprintf(nm, sizeof nm, "%s%s", b, suffix);
+  if (w < 0 || (size_t)w >= sizeof nm) return NULL;
+  return fkfix_tensor_get(f, nm);
+}
+
+static int scalar_named(const fkfix *f, const char *b, const char *suffix, float *v) {
+  char nm[64];
+  int w = snprintf(nm, sizeof nm, "%s%s", b, suffix);
+  if (w < 0 || (size_t)w >= sizeof nm) return -1;
+  return fkfix_scalar_f32(f, nm, v);
+}
+
+static int64_t count_of(const fkfix_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+
+static int dense(const fkfix_tensor *t) {
+  int64_t st = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->shape[i] > 1 && t->strides[i] != st) return 0;
+    st *= t->shape[i];
+  }
+  return 1;
+}
+
+int fkm_trace_load(const char *manifest_path, fkm_trace *t, char *err, size_t errlen) {
+  memset(t, 0, sizeof *t);
+  if (fkfix_load(manifest_path, &t->fx, err, errlen)) return -1;
+  const fkfix *f = &t->fx;
+  if (!strcmp(f->leaf, "lfm2"))
+    t->tag = "lm";
+  else if (!strcmp(f->leaf, "detok"))
+    t->tag = "detok";
+  else {
+    tfail(err, errlen, "%s: leaf %s is not a model trace (lfm2, detok)", manifest_path, f->leaf);
+    goto bad;
+  }
+  if (strcmp(f->form, "trace")) {
+    tfail(err, errlen, "%s: form %s is not trace", manifest_path, f->form);
+    goto bad;
+  }
+  for (int i = 0; i < f->nboundaries; i++) {
+    const fkfix_boundary *b = &f->boundaries[i];
+    const fkfix_tensor *r64 = named(f, b->field, "_f64"), *r16 = named(f, b->field, "_bf16");
+    float e, bd;
+    if (!r64 || !r16 || strcmp(b->tensor, r64->name)) {
+      tfail(err, errlen, "%s:%d: boundary %s: needs tensors %s_f64 (its reference) and %s_bf16", manifest_path, b->line,
+            b->field, b->field, b->field);
+      goto bad;
+    }
+    if (scalar_named(f, b->field, "_eref", &e) || scalar_named(f, b->field, "_bound", &bd) || !(bd >= e) ||
+        !(bd > 0)) {
+      tfail(err, errlen, "%s:%d: boundary %s: scalars %s_eref and %s_bound missing or bound < eref", manifest_path,
+            b->line, b->field, b->field, b->field);
+      goto bad;
+    }
+    if (r64->ndim != r16->ndim || count_of(r64) != count_of(r16) || !dense(r64) || !dense(r16) ||
+        (r64->dtype != FKFIX_F64 && r64->dtype != FKFIX_F32)) {
+      tfail(err, errlen, "%s:%d: boundary %s: %s and %s differ in shape, are not dense, or the reference is not f64/f32",
+            manifest_path, b->line, b->field, r64->name, r16->name);
+      goto bad;
+    }
+  }
+  return 0;
+bad:
+  fkfix_free(&t->fx);
+  memset(t, 0, sizeof *t);
+  return -1;
+}
+
+void fkm_trace_free(fkm_trace *t) {
+  if (!t) return;
+  fkfix_free(&t->fx);
+  memset(t, 0, sizeof *t);
+}
+
+const fkfix_tensor *fkm_trace_ref(const fkm_trace *t, const char *b, int f64) {
+  return named(&t->fx, b, f64 ? "_f64" : "_bf16");
+}
+
+int fkm_trace_bound(const fkm_trace *t, const char *b, float *eref, float *bound) {
+  float e, bd;
+  if (scalar_named(&t->fx, b, "_eref", &e) || scalar_named(&t->fx, b, "_bound", &bd)) return -1;
+  if (eref) *eref = e;
+  if (bound) *bound = bd;
+  return 0;
+}
+
+static double value_at(fkfix_dtype d, const void *p, int64_t i) {
+  switch (d) {
+    case FKFIX_BF16: {
+      uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+      float f;
+      memcpy(&f, &u, 4);
+      return f;
+    }
+    case FKFIX_F32: return ((const float *)p)[i];
+    case FKFIX_F64: return ((const double *)p)[i];
+    default: return NAN;
+  }
+}
+
+double fkm_row_rel_l2(fkfix_dtype xd, const void *x, fkfix_dtype rd, const void *ref, int64_t rows, int64_t cols,
+                      int64_t *worst_row) {
+  double worst = 0;
+  int64_t wr = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    double num = 0, den = 0;
+    for (int64_t c = 0; c < cols; c++) {
+      double a = value_at(xd, x, r * cols + c), b = value_at(rd, ref, r * cols + c);
+      num += (a - b) * (a - b);
+      den += b * b;
+    }
+    double rel = den > 0 ? sqrt(num) / sqrt(den) : (num == 0 ? 0.0 : INFINITY);
+    if (isnan(rel)) rel = INFINITY;   /* a NaN anywhere in the row fails it */
+    if (rel > worst) {
+      worst = rel;
+      wr = r;
+    }
+  }
+  if (worst_row) *worst_row = wr;
+  return worst;
+}
+
+int fkm_trace_compare(const fkm_trace *t, const char *b, fkfix_dtype dtype, const void *x, fkm_cmp *out,
+                      FILE *report) {
+  fkm_cmp c;
+  memset(&c, 0, sizeof c);
+  if (out) *out = c;
+  const fkfix_tensor *r = fkm_trace_ref(t, b, 1);
+  float e, bd;
+  if (!r || !x || fkm_trace_bound(t, b, &e, &bd)) {
+    if (report) fprintf(report, "%s %s: no such boundary in the trace\n", t->fx.casename, b);
+    return -1;
+  }
+  if (dtype != FKFIX_BF16 && dtype != FKFIX_F32 && dtype != FKFIX_F64) {
+    if (report) fprintf(report, "%s %s: compare takes bf16, f32 or f64 data\n", t->fx.casename, b);
+    return -1;
+  }
+  c.cols = r->shape[r->ndim - 1];
+  c.rows = c.cols ? count_of(r) / c.cols : 0;
+  c.eref = e;
+  c.bound = bd;
+  c.max_rel = fkm_row_rel_l2(dtype, x, r->dtype, r->data, c.rows, c.cols, &c.worst_row);
+  c.pass = c.max_rel <= c.bound;
+  if (report)
+    fprintf(report, "%s %s: max row rel L2 %.4g (row %lld of %lld) bound %.4g (torch bf16 %.4g) %s\n",
+            t->fx.casename, b, c.max_rel, (long long)c.worst_row, (long long)c.rows, c.bound, c.eref,
+            c.pass ? "ok" : "FAIL");
+  if (out) *out = c;
+  return c.pass;
+}
+
+int fkm_trace_check_weights(const fkm_trace *t, const fkm_weights *w, char *err, size_t errlen) {
+  const fkfix_tensor *nt = fkfix_tensor_get(&t->fx, "weight_names"), *dt = fkfix_tensor_get(&t->fx, "weight_digests");
+  if (!nt || !dt || nt->dtype != FKFIX_I64 || dt->dtype != FKFIX_I64 || nt->ndim != 1 || dt->ndim != 1 ||
+      nt->shape[0] != dt->shape[0])
+    return tfail(err, errlen, "%s: weight_names / weight_digests missing or malformed", t->fx.path);
+  if (strcmp(w->cfg->tag, t->tag))
+    return tfail(err, errlen, "%s: trace of model %s, weights of %s", t->fx.path, t->tag, w->cfg->tag);
+  if (nt->shape[0] != w->n)
+    return tfail(err, errlen, "%s: %lld weight tensors recorded, %d synthesised", t->fx.path, (long long)nt->shape[0],
+                 w->n);
+  const int64_t *names = nt->data, *digs = dt->data;
+  int bad = 0;
+  for (int i = 0; i < w->n; i++) {
+    uint64_t nd = fkm_name_digest(w->t[i].name), wd = fkm_weight_digest(&w->t[i], w->data[i]);
+    if (nd != (uint64_t)names[i]) {
+      if (!bad) tfail(err, errlen, "%s: weight %d: synthesised name %s is not the recorded one", t->fx.path, i, w->t[i].name);
+      bad++;
+    } else if (wd != (uint64_t)digs[i]) {
+      if (!bad)
+        tfail(err, errlen, "%s: weight %s: XXH3-64 %016llx, recorded %016llx", t->fx.path, w->t[i].name,
+              (unsigned long long)wd, (unsigned long long)(uint64_t)digs[i]);
+      bad++;
+    }
+  }
+  if (!bad && err && errlen) err[0] = 0;
+  return bad;
+}
