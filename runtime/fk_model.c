@@ -281,10 +281,27 @@ typedef struct gemv_job {
   int64_t slot0, ring; /* destination row of activation row i: (slot0 + i) mod ring (ring 0: slot0 + i) */
 } gemv_job;
 
+static void gemv_call(fk_plan *p, int m, const gemv_job *g, int64_t rows, int64_t b, int64_t e);
+
+/* With more than one row group, the groups take the member's weight rows block by block, each
+ * block small enough to stay in L2 while every group passes over it: the weights come from DRAM
+ * once per call, not once per group (a detokenizer frame is 6 rows, a prompt more). Every output
+ * element is still computed by one call of the same arithmetic: the same bits. */
+enum { L2_BLOCK = 256 << 10 };
+
 static void gemv_run(fk_plan *p, int m, const gemv_job *g, int64_t rows, int64_t n) {
   int64_t b, e;
   fk_share_rows(n, m, p->threads, &b, &e);
   if (b >= e) return;
+  int64_t blk = e - b;
+  if (rows > 4) {
+    blk = L2_BLOCK / (2 * g->k) / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS;
+    if (blk < FK_GEMV_PACK_ROWS) blk = FK_GEMV_PACK_ROWS;
+  }
+  for (int64_t b0 = b; b0 < e; b0 += blk) gemv_call(p, m, g, rows, b0, b0 + blk < e ? b0 + blk : e);
+}
+
+static void gemv_call(fk_plan *p, int m, const gemv_job *g, int64_t rows, int64_t b, int64_t e) {
   for (int64_t r = 0; r < rows;) {
     int64_t cnt = rows - r < 4 ? rows - r : 4;
     int64_t dst = g->slot0 + r;

@@ -235,6 +235,12 @@ Test(model, lm_faithful, .init = setup, .fini = teardown, .timeout = 300) {
 
 /* ---- sampled tokens against the reference's distribution -------------------------------------- */
 
+static const void *tensor_of(const fkm_trace *t, const char *name) {
+  const fkfix_tensor *x = fkfix_tensor_get(&t->fx, name);
+  cr_assert(x, "%s: no tensor %s", t->fx.casename, name);
+  return x->data;
+}
+
 /* The 9 LM calls again, each drawing its token (temperature 1, top-k 50) with the plan's
  * generator. The reference of a draw is the inverse CDF, in double, of transformers' warpers
  * (s = l / T, s < kth removed, softmax) over the float64 run's logits at the draw's u (the
@@ -287,7 +293,11 @@ Test(model, lm_sampled_tokens_follow_the_reference, .init = setup, .fini = teard
       C[i + 1] = S;
       if ((s[i] >= kth) != (ours[i] >= kth_ours)) U += exp(s[i] - m); /* kept by one side only */
     }
-    double W = expm1(2 * dd) + U / S, u = (double)fkc_sample_u(SEED, (uint64_t)k),
+    /* the trace records the draw: its u (Python's splitmix64) and the reference's token */
+    const double u_rec = ((const double *)tensor_of(&tr, "sample_u"))[0];
+    const int64_t tok_rec = ((const int64_t *)tensor_of(&tr, "sample_tok"))[0];
+    cr_assert_eq((double)fkc_sample_u(SEED, (uint64_t)k), u_rec, "call %d: the contract's u differs from the trace's", k);
+    double W = expm1(2 * dd) + U / S, u = u_rec,
            u_late = (double)fkc_sample_u(SEED, (uint64_t)k + 1); /* a counter one ahead: the perturbation */
     int want = -1, nset = 0, member = 0, member_late = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -301,6 +311,8 @@ Test(model, lm_sampled_tokens_follow_the_reference, .init = setup, .fini = teard
     }
     cr_log_info("call %d: d %.4g W %.4g (U/S %.4g) u %.4f: %d tokens in the window, drew %d, the reference %d", k, d,
                 W, U / S, u, nset, (int)io.next, want);
+    cr_assert_eq(want, tok_rec, "call %d: the inverse CDF here (%d) is not the trace's sampled token (%lld)", k, want,
+                 (long long)tok_rec);
     cr_assert(member, "call %d: drew %d, outside the tokens whose CDF interval (widened by %.3g) holds u = %.9f "
               "(the reference's inverse CDF: %d)", k, (int)io.next, W, u, want);
     cr_assert_leq(nset, 12, "call %d: a window of %d of the %d kept tokens would not see a wrong draw", k, nset, K);
