@@ -330,7 +330,7 @@ static fk_status resolve(fk_plan *p, const fk_plan_desc *d, uint64_t features, f
     { R_QKPREP, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "qkprep_neox64", FK_TIER_EXACT },
     { R_SWIGLU, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "swiglu_bf16_wide", FK_TIER_EXACT },
     { R_ATTN_DEC, FK_PROGRAMS_LM, "attn_decode64_wide", FK_TIER_EXACT },
-    { R_ATTN_PRE, FK_PROGRAMS_LM, "attn_prefill64_wide", FK_TIER_EXACT },
+    { R_ATTN_PRE, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "attn_prefill64_wide", FK_TIER_EXACT },
     { R_ATTN_DEC_RING, FK_PROGRAMS_LM, "attn_decode_ring64_wide", FK_TIER_EXACT },
     { R_ATTN_PRE_RING, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "attn_prefill_ring64_wide", FK_TIER_EXACT },
     { R_EMBED, FK_PROGRAMS_LM, "embed_gather_bf16", FK_TIER_EXACT },

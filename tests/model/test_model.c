@@ -615,3 +615,47 @@ Test(model, detok_chunks_equal_frames, .init = setup, .fini = teardown, .timeout
   fk_plan_destroy(a);
   fk_plan_destroy(b);
 }
+
+/* ---- the other cache forms ------------------------------------------------------------------- */
+
+/* The LM with a sliding window no shorter than the sequence (ring cache: W + max_rows - 1 slots,
+ * decode through the prefill ring form) equals the full-causal LM bit for bit; the detokenizer
+ * without a window (linear cache of max_pos slots) equals its ring of 128 >= 72 positions. */
+Test(model, windows_wider_than_the_sequence_equal_full_causal, .init = setup, .fini = teardown, .timeout = 300) {
+  fk_plan_desc full = fkt_models_desc(&M, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, 2), ring = full;
+  full.detok.stack.window = 0;
+  ring.lm.stack.window = 64;
+  ring.detok.stack.window = 128;
+  fk_plan *a, *b;
+  fk_error err;
+  cr_assert_eq(fk_plan_create(&full, &a, &err), FK_OK, "%s", err.message);
+  cr_assert_eq(fk_plan_create(&ring, &b, &err), FK_OK, "%s", err.message);
+  int32_t prompt[LM_PROMPT];
+  for (int r = 0; r < LM_PROMPT; r++) prompt[r] = (int32_t)((r * 389 + 17) % 1024);
+  for (int k = 0; k < 9; k++) {
+    float la[1024], lb[1024];
+    fk_io ia = { .rows = k ? 1 : LM_PROMPT, .tokens = prompt, .logits = la }, ib = ia;
+    ib.logits = lb;
+    run(a, k ? FK_PROG_LM_DECODE : FK_PROG_LM_PREFILL, &ia);
+    run(b, k ? FK_PROG_LM_DECODE : FK_PROG_LM_PREFILL, &ib);
+    cr_assert_eq(memcmp(la, lb, sizeof la), 0, "call %d: window 64 differs from full causal", k);
+    cr_assert_eq(ia.next, ib.next);
+    prompt[0] = ia.next;
+  }
+  static float pa[DT_FRAMES * 1920], pb[DT_FRAMES * 1920];
+  int32_t codes[DT_FRAMES * 8];
+  for (int i = 0; i < DT_FRAMES * 8; i++) codes[i] = (int32_t)(i * 613 % 2048);
+  int64_t na = 0, nb = 0;
+  for (int f = 0; f < DT_FRAMES; f += 2) {
+    fk_io ia = { .rows = 2, .codes = codes + 8 * f, .pcm = pa + na, .pcm_cap = DT_FRAMES * 1920 - na };
+    fk_io ib = { .rows = 2, .codes = codes + 8 * f, .pcm = pb + nb, .pcm_cap = DT_FRAMES * 1920 - nb };
+    run(a, FK_PROG_DETOK, &ia);
+    run(b, FK_PROG_DETOK, &ib);
+    na += ia.pcm_count;
+    nb += ib.pcm_count;
+  }
+  cr_assert_eq(na, nb);
+  cr_assert_eq(memcmp(pa, pb, (size_t)na * 4), 0, "the detokenizer's linear cache differs from its ring of 128");
+  fk_plan_destroy(a);
+  fk_plan_destroy(b);
+}
