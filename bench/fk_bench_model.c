@@ -1,0 +1,514 @@
+/* bench/fk_bench_model.c: whole LFM2 model steps through the runtime (FK_PROGRAMS_LM and
+ * FK_PROGRAMS_DETOK), the flashkern side of bench/run_model.sh; the PyTorch side is
+ * bench/torch_peer.py, on the same shapes (bench/README.md, "Whole models").
+ *
+ *   lm       LFM2 language model: vocab 1024, hidden 256, ffn 768, 6 layers (conv conv attn conv
+ *            attn conv), 4 heads / 2 kv heads of 64, rope theta 1e6, tied embeddings. A 12-token
+ *            prompt through FK_PROG_LM_PREFILL (untimed), then --steps FK_PROG_LM_DECODE calls,
+ *            io.next fed back (greedy): only the decode calls are timed. tokens/s = steps / time.
+ *   lm_350m  (--lm-350m) the same at LFM2-350M's shapes: vocab 65536, hidden 1024, ffn 4608,
+ *            16 layers (6 attention), 16 / 8 heads.
+ *   detok    the LFM2.5 audio detokenizer: codebooks 8 x 2048 x 512, the LFM2 stack (hidden 512,
+ *            ffn 1536, 8 layers conv conv attn conv attn conv attn conv, 8 / 8 heads of 64, sliding
+ *            window 30), final norm, 512 -> 1282 head, spectral tail -> f32 PCM.
+ *            full:   50 code frames in one FK_PROG_DETOK call from a fresh stream: 50 / time.
+ *            stream: one code frame per FK_PROG_DETOK call; the stream is first run 17 frames
+ *                    untimed (the left context the PyTorch peer recomputes per frame), then
+ *                    --stream-frames calls are timed: frames / time.
+ *            RTF = wall time / audio time (a code frame is 1920 samples at 24 kHz: 80 ms).
+ *
+ * Plans: threads 1 and 2 (desc.threads), tier exact and fast (the fast tier only where its stamps
+ * resolve on this CPU; otherwise one "skipped" line says why). Weights: seeded uniform
+ * (-1/sqrt(fan_in), +1/sqrt(fan_in)) rounded to bf16, norms 1 + U(-0.1, 0.1): speed does not depend
+ * on the values. Each repetition runs every configuration once, in an order that rotates by one
+ * each repetition; a 20 ms idle gap precedes each timed sample (as fk_bench_runtime). Medians
+ * with min and max over the repetitions.
+ *
+ * Output: CSV lines on stdout (peer,model,dtype,threads,metric,value,reps; dtype is the tier,
+ * "exact" or "fast": weights are bf16 in both), the same metrics as torch_peer.py: decode_tok_s,
+ * full_frames_s, full_rtf, stream_frames_s, stream_rtf and their _min / _max; progress on stderr. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flashkern.h"
+#include "fkb.h"
+
+#ifndef FKB_FLASHKERN_VERSION
+#define FKB_FLASHKERN_VERSION "this tree"
+#endif
+
+enum {
+  PROMPT = 12,
+  CODEBOOKS = 8,
+  CODEBOOK_VOCAB = 2048,
+  DETOK_FULL = 50,       /* code frames of the one-call measure (the PyTorch peer's full forward) */
+  DETOK_CONTEXT = 17,    /* untimed frames before the streamed ones (the peer's left context) */
+  SAMPLES_PER_CODE = 1920,
+  MAX_REPS = 201,
+  MAX_STEPS = 4000
+};
+#define AUDIO_S_PER_CODE (1920.0 / 24000.0)
+
+static struct {
+  int reps, steps, stream_frames;
+  int threads[2], nthreads;
+  int tiers[2], ntiers;
+  int do_lm, do_lm350, do_detok;
+} opt = { 7, 64, 32, { 1, 2 }, 2, { FK_TIER_EXACT, FK_TIER_FAST }, 2, 1, 0, 1 };
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("fk_bench_model: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void settle(void) {
+  struct timespec ts = { 0, 20 * 1000 * 1000 };
+  nanosleep(&ts, NULL);
+}
+
+/* Other processes' share of the CPUs over a measure: (machine busy - this process) / (wall x CPUs). */
+static double busy_s(void) {
+  unsigned long long v[10] = { 0 };
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f) return 0;
+  int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                 &v[7]);
+  fclose(f);
+  if (n != 8) return 0;
+  unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+  return (double)busy / (double)sysconf(_SC_CLK_TCK);
+}
+static double self_s(void) {
+  struct rusage r;
+  getrusage(RUSAGE_SELF, &r);
+  return (double)r.ru_utime.tv_sec + 1e-6 * (double)r.ru_utime.tv_usec + (double)r.ru_stime.tv_sec +
+         1e-6 * (double)r.ru_stime.tv_usec;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static float uniform(void) { /* [-1, 1) */
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (float)((double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+
+static uint16_t *weights(size_t n, float scale) {
+  uint16_t *w = malloc(n * 2);
+  if (!w) die("out of memory (%zu weights)", n);
+  for (size_t i = 0; i < n; i++) w[i] = fkb_f32_to_bf16(scale * uniform());
+  return w;
+}
+static uint16_t *norm_weights(size_t n) {
+  uint16_t *w = malloc(n * 2);
+  if (!w) die("out of memory");
+  for (size_t i = 0; i < n; i++) w[i] = fkb_f32_to_bf16(1.0f + 0.1f * uniform());
+  return w;
+}
+
+/* ---- the models ------------------------------------------------------------------------------ */
+
+typedef struct shape {
+  const char *name;
+  int64_t hidden, ffn, heads, kv_heads, window;
+  int nlayers;
+  const char *kinds; /* 'c' conv, 'a' attention, one per layer */
+} shape;
+
+static const shape SHAPE_LM = { "lm", 256, 768, 4, 2, 0, 6, "ccacac" };
+static const shape SHAPE_LM350 = { "lm_350m", 1024, 4608, 16, 8, 0, 16, "ccaccaccacacacac" };
+static const shape SHAPE_DETOK = { "detok", 512, 1536, 8, 8, 30, 8, "ccacacac" };
+
+static void stack_make(const shape *s, fk_lfm2_stack *st, fk_lfm2_layer *layer) {
+  int64_t h = s->hidden, hd = 64, f = s->ffn;
+  float sh = 1.0f / sqrtf((float)h), sf = 1.0f / sqrtf((float)f), sq = 1.0f / sqrtf((float)(s->heads * hd));
+  for (int l = 0; l < s->nlayers; l++) {
+    fk_lfm2_layer *L = &layer[l];
+    memset(L, 0, sizeof *L);
+    L->operator_norm = norm_weights((size_t)h);
+    L->ffn_norm = norm_weights((size_t)h);
+    if (s->kinds[l] == 'c') {
+      L->kind = FK_LAYER_CONV;
+      L->in_proj = weights((size_t)(3 * h * h), sh);
+      L->conv = weights((size_t)(3 * h), 1.0f / sqrtf(3.0f));
+      L->out_proj = weights((size_t)(h * h), sh);
+    } else {
+      L->kind = FK_LAYER_ATTN;
+      L->q_proj = weights((size_t)(s->heads * hd * h), sh);
+      L->k_proj = weights((size_t)(s->kv_heads * hd * h), sh);
+      L->v_proj = weights((size_t)(s->kv_heads * hd * h), sh);
+      L->q_norm = norm_weights((size_t)hd);
+      L->k_norm = norm_weights((size_t)hd);
+      L->o_proj = weights((size_t)(h * s->heads * hd), sq);
+    }
+    L->w1 = weights((size_t)(f * h), sh);
+    L->w3 = weights((size_t)(f * h), sh);
+    L->w2 = weights((size_t)(h * f), sf);
+  }
+  memset(st, 0, sizeof *st);
+  st->hidden = h;
+  st->ffn = f;
+  st->layers = s->nlayers;
+  st->heads = s->heads;
+  st->kv_heads = s->kv_heads;
+  st->head_dim = hd;
+  st->window = s->window;
+  st->max_pos = 4096;
+  st->rope_theta = 1e6f;
+  st->norm_eps = 1e-5f;
+  st->layer = layer;
+  st->final_norm = norm_weights((size_t)h);
+}
+
+typedef struct model {
+  const shape *s;
+  int detok;
+  fk_plan_desc desc; /* threads and tier set per plan */
+  fk_lfm2_layer layer[FK_MAX_LAYERS];
+  float *tail_bias;
+} model;
+
+static void lm_make(model *m, const shape *s, int64_t vocab) {
+  memset(m, 0, sizeof *m);
+  m->s = s;
+  stack_make(s, &m->desc.lm.stack, m->layer);
+  m->desc.programs = FK_PROGRAMS_LM;
+  m->desc.lm.vocab = vocab;
+  m->desc.lm.max_rows = PROMPT;
+  m->desc.lm.embed = weights((size_t)(vocab * s->hidden), 1.0f); /* embedding rows: U(-1, 1) */
+  m->desc.lm.lm_head = NULL;                                       /* tied */
+}
+
+static void detok_make(model *m) {
+  memset(m, 0, sizeof *m);
+  m->s = &SHAPE_DETOK;
+  m->detok = 1;
+  stack_make(m->s, &m->desc.detok.stack, m->layer);
+  m->desc.programs = FK_PROGRAMS_DETOK;
+  m->desc.detok.codebook_vocab = CODEBOOK_VOCAB;
+  m->desc.detok.max_frames = DETOK_FULL;
+  m->desc.detok.codebooks = weights((size_t)CODEBOOKS * CODEBOOK_VOCAB * 512, 1.0f);
+  /* the head and spectral tail (desc.tail, tail_in = stack.hidden): 6 spectral frames per code frame */
+  m->desc.tail_in = 512;
+  m->desc.max_frames = 6 * DETOK_FULL;
+  m->desc.clip = INFINITY; /* LFM2.5: no magnitude clip */
+  m->desc.tail.lin = weights((size_t)FK_TAIL_SPEC * 512, 1.0f / sqrtf(512.0f));
+  m->tail_bias = malloc(FK_TAIL_SPEC * sizeof(float));
+  if (!m->tail_bias) die("out of memory");
+  for (int i = 0; i < FK_TAIL_SPEC; i++) m->tail_bias[i] = 0.02f * uniform();
+  m->desc.tail.bias = m->tail_bias;
+}
+
+/* ---- configurations: one plan per (model, threads, tier) ------------------------------------- */
+
+static const char *tier_name(int t) { return t == FK_TIER_FAST ? "fast" : "exact"; }
+
+typedef struct config {
+  model *m;
+  int threads, tier;
+  fk_plan *plan;
+} config;
+
+typedef struct series {
+  double v[MAX_REPS];
+  int n;
+} series;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double med(const series *s) {
+  double t[MAX_REPS];
+  memcpy(t, s->v, sizeof(double) * (size_t)s->n);
+  qsort(t, (size_t)s->n, sizeof t[0], cmp_double);
+  return s->n % 2 ? t[s->n / 2] : 0.5 * (t[s->n / 2 - 1] + t[s->n / 2]);
+}
+static double mn(const series *s) {
+  double m = s->v[0];
+  for (int i = 1; i < s->n; i++) m = s->v[i] < m ? s->v[i] : m;
+  return m;
+}
+static double mx(const series *s) {
+  double m = s->v[0];
+  for (int i = 1; i < s->n; i++) m = s->v[i] > m ? s->v[i] : m;
+  return m;
+}
+
+static void emit(const char *name, const char *dtype, int threads, const char *metric, const series *s) {
+  printf("flashkern,%s,%s,%d,%s,%.6g,%d\n", name, dtype, threads, metric, med(s), s->n);
+  printf("flashkern,%s,%s,%d,%s_min,%.6g,%d\n", name, dtype, threads, metric, mn(s), s->n);
+  printf("flashkern,%s,%s,%d,%s_max,%.6g,%d\n", name, dtype, threads, metric, mx(s), s->n);
+  fflush(stdout);
+}
+
+static void run_or_die(fk_plan *p, fk_program prog, fk_io *io) {
+  fk_error err;
+  if (fk_run(p, prog, io, &err) != FK_OK) die("fk_run(%s): %s", fk_program_name(prog), err.message);
+}
+
+static config cfg[12];
+static int ncfg;
+static config *cfg_of(int i) { return &cfg[i]; }
+
+/* LM: reset, prefill the prompt (untimed), `steps` decode calls timed; returns tokens/s. */
+static int32_t prompt[PROMPT];
+static double lm_sample(config *c) {
+  fk_io io = { .rows = PROMPT, .tokens = prompt };
+  if (fk_state_reset(c->plan) != FK_OK) die("fk_state_reset");
+  settle();
+  run_or_die(c->plan, FK_PROG_LM_PREFILL, &io);
+  int32_t tok = io.next;
+  int64_t vocab = c->m->desc.lm.vocab;
+  double t0 = now();
+  for (int i = 0; i < opt.steps; i++) {
+    fk_io d = { .rows = 1, .tokens = &tok };
+    if (fk_run(c->plan, FK_PROG_LM_DECODE, &d, NULL) != FK_OK) run_or_die(c->plan, FK_PROG_LM_DECODE, &d);
+    tok = d.next;
+  }
+  double t = now() - t0;
+  if (tok < 0 || tok >= vocab) die("%s: decode returned token %d outside [0, %lld)", c->m->s->name, (int)tok,
+                                   (long long)vocab);
+  return opt.steps / t;
+}
+
+/* detok: codes of the whole run; PCM scratch */
+static int32_t *codes;
+static float *pcm;
+static int64_t pcm_cap;
+
+static int pcm_finite(int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (!isfinite(pcm[i])) return 0;
+  return 1;
+}
+
+/* One call over DETOK_FULL code frames from a fresh stream; returns seconds. */
+static double detok_full_sample(config *c) {
+  if (fk_state_reset(c->plan) != FK_OK) die("fk_state_reset");
+  fk_io io = { .rows = DETOK_FULL, .codes = codes, .pcm = pcm, .pcm_cap = pcm_cap };
+  settle();
+  double t0 = now();
+  run_or_die(c->plan, FK_PROG_DETOK, &io);
+  double t = now() - t0;
+  if (io.pcm_count < (DETOK_FULL - 1) * SAMPLES_PER_CODE) die("detok full: %lld samples", (long long)io.pcm_count);
+  return t;
+}
+
+/* DETOK_CONTEXT frames untimed, then stream_frames calls of one code frame timed; s per frame. */
+static double detok_stream_sample(config *c) {
+  if (fk_state_reset(c->plan) != FK_OK) die("fk_state_reset");
+  fk_io io = { .rows = DETOK_CONTEXT, .codes = codes, .pcm = pcm, .pcm_cap = pcm_cap };
+  run_or_die(c->plan, FK_PROG_DETOK, &io);
+  settle();
+  double t0 = now();
+  for (int f = 0; f < opt.stream_frames; f++) {
+    fk_io s = { .rows = 1, .codes = codes + (size_t)(DETOK_CONTEXT + f) * CODEBOOKS, .pcm = pcm, .pcm_cap = pcm_cap };
+    if (fk_run(c->plan, FK_PROG_DETOK, &s, NULL) != FK_OK) run_or_die(c->plan, FK_PROG_DETOK, &s);
+  }
+  double t = now() - t0;
+  return t / opt.stream_frames;
+}
+
+/* The configurations' checks before timing: a decode step returns a token in range, a stream gives
+ * the promised sample counts and finite PCM. */
+enum { GATE_STEPS = 16 };
+static int32_t gate_tokens[12][GATE_STEPS];
+static uint64_t gate_pcm[12];
+
+static void gate(config *c, int ci) {
+  if (!c->m->detok) {
+    fk_io io = { .rows = PROMPT, .tokens = prompt };
+    if (fk_state_reset(c->plan) != FK_OK) die("fk_state_reset");
+    run_or_die(c->plan, FK_PROG_LM_PREFILL, &io);
+    int32_t tok = io.next;
+    for (int i = 0; i < GATE_STEPS; i++) {
+      if (tok < 0 || tok >= c->m->desc.lm.vocab) die("%s: token %d out of range", c->m->s->name, (int)tok);
+      gate_tokens[ci][i] = tok;
+      fk_io d = { .rows = 1, .tokens = &tok };
+      run_or_die(c->plan, FK_PROG_LM_DECODE, &d);
+      tok = d.next;
+    }
+    /* the exact tier is bit-identical for every team size: the same greedy sequence */
+    for (int o = 0; o < ci; o++)
+      if (cfg_of(o)->m == c->m && cfg_of(o)->tier == FK_TIER_EXACT && c->tier == FK_TIER_EXACT &&
+          memcmp(gate_tokens[o], gate_tokens[ci], sizeof gate_tokens[ci]) != 0)
+        die("%s exact: %dT and %dT decode different tokens", c->m->s->name, cfg_of(o)->threads, c->threads);
+    return;
+  }
+  if (fk_state_reset(c->plan) != FK_OK) die("fk_state_reset");
+  int64_t expect[3] = { 1440, 1920, 1920 };
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the three frames' PCM */
+  for (int f = 0; f < 3; f++) {
+    fk_io io = { .rows = 1, .codes = codes + (size_t)f * CODEBOOKS, .pcm = pcm, .pcm_cap = pcm_cap };
+    run_or_die(c->plan, FK_PROG_DETOK, &io);
+    if (io.pcm_count != expect[f])
+      fprintf(stderr, "fk_bench_model: detok %s %dT: frame %d gave %lld samples (expected %lld)\n",
+              tier_name(c->tier), c->threads, f, (long long)io.pcm_count, (long long)expect[f]);
+    if (!pcm_finite(io.pcm_count)) die("detok %s %dT: frame %d: PCM not finite", tier_name(c->tier), c->threads, f);
+    const unsigned char *b = (const unsigned char *)pcm;
+    for (size_t i = 0; i < (size_t)io.pcm_count * sizeof *pcm; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  }
+  gate_pcm[ci] = h;
+  for (int o = 0; o < ci; o++)
+    if (cfg_of(o)->m == c->m && cfg_of(o)->tier == FK_TIER_EXACT && c->tier == FK_TIER_EXACT && gate_pcm[o] != h)
+      die("detok exact: %dT and %dT write different PCM", cfg_of(o)->threads, c->threads);
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick")) opt.reps = 3, opt.steps = 16, opt.stream_frames = 8;
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) opt.reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--steps") && i + 1 < argc) opt.steps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--stream-frames") && i + 1 < argc) opt.stream_frames = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      const char *v = argv[++i];
+      opt.nthreads = 0;
+      if (strchr(v, '1')) opt.threads[opt.nthreads++] = 1;
+      if (strchr(v, '2')) opt.threads[opt.nthreads++] = 2;
+    } else if (!strcmp(argv[i], "--tiers") && i + 1 < argc) {
+      const char *v = argv[++i];
+      opt.ntiers = 0;
+      if (strstr(v, "exact")) opt.tiers[opt.ntiers++] = FK_TIER_EXACT;
+      if (strstr(v, "fast")) opt.tiers[opt.ntiers++] = FK_TIER_FAST;
+    } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+      char list[256];
+      snprintf(list, sizeof list, "%s", argv[++i]);
+      opt.do_lm = opt.do_lm350 = opt.do_detok = 0;
+      for (char *save, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "lm")) opt.do_lm = 1;
+        else if (!strcmp(t, "lm_350m")) opt.do_lm350 = 1;
+        else if (!strcmp(t, "detok")) opt.do_detok = 1;
+        else die("--only: unknown model %s (lm, lm_350m, detok)", t);
+      }
+    } else if (!strcmp(argv[i], "--lm-350m")) opt.do_lm350 = 1;
+    else {
+      const char *usage = "usage: fk_bench_model [--quick] [--reps N] [--steps N] [--stream-frames N] "
+                          "[--threads 1,2] [--tiers exact,fast] [--only lm,lm_350m,detok] [--lm-350m]";
+      if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        puts(usage);
+        return 0;
+      }
+      die("%s", usage);
+    }
+  }
+  if (opt.reps < 1 || opt.reps > MAX_REPS) die("--reps must be in 1..%d", MAX_REPS);
+  if (opt.steps < 1 || opt.steps > MAX_STEPS) die("--steps must be in 1..%d", MAX_STEPS);
+  if (opt.stream_frames < 1 || DETOK_CONTEXT + opt.stream_frames > 600) die("--stream-frames must be in 1..583");
+  if (!opt.nthreads || !opt.ntiers) die("--threads and --tiers need at least one value");
+
+  char machine[2048];
+  fkb_machine_line(machine, sizeof machine);
+  fprintf(stderr, "fk_bench_model: %s\n", machine);
+  printf("flashkern,info,-,0,version,flashkern %s,0\n", FKB_FLASHKERN_VERSION);
+
+  for (int i = 0; i < PROMPT; i++) prompt[i] = (int32_t)(fabsf(uniform()) * 1023.0f);
+  size_t ncodes = (size_t)(DETOK_CONTEXT + opt.stream_frames + DETOK_FULL) * CODEBOOKS;
+  codes = malloc(ncodes * sizeof *codes);
+  pcm_cap = (int64_t)(DETOK_FULL + 1) * SAMPLES_PER_CODE;
+  pcm = malloc((size_t)pcm_cap * sizeof *pcm);
+  if (!codes || !pcm) die("out of memory");
+  for (size_t i = 0; i < ncodes; i++) codes[i] = (int32_t)(fabsf(uniform()) * (CODEBOOK_VOCAB - 1));
+
+  static model models[3];
+  int nmodels = 0;
+  if (opt.do_lm) lm_make(&models[nmodels++], &SHAPE_LM, 1024);
+  if (opt.do_lm350) lm_make(&models[nmodels++], &SHAPE_LM350, 65536);
+  if (opt.do_detok) detok_make(&models[nmodels++]);
+
+  /* plans: every (model, threads, tier) that readiness accepts */
+  for (int mi = 0; mi < nmodels; mi++)
+    for (int ti = 0; ti < opt.ntiers; ti++)
+      for (int hi = 0; hi < opt.nthreads; hi++) {
+        model *m = &models[mi];
+        fk_plan_desc d = m->desc;
+        d.threads = opt.threads[hi];
+        d.tier = (fk_tier)opt.tiers[ti];
+        fk_plan *p;
+        fk_error err;
+        fk_status st = fk_plan_create(&d, &p, &err);
+        if (st == FK_EUNSUPPORTED && d.tier == FK_TIER_FAST) {
+          fprintf(stderr, "fk_bench_model: %s fast %dT skipped: %s\n", m->s->name, d.threads, err.message);
+          printf("flashkern,%s,fast,%d,skipped,0,0\n", m->s->name, d.threads);
+          continue;
+        }
+        if (st != FK_OK) die("fk_plan_create(%s, %s, %dT): %s", m->s->name, tier_name(d.tier), d.threads, err.message);
+        cfg[ncfg++] = (config){ m, d.threads, d.tier, p };
+        fprintf(stderr, "fk_bench_model: %s %s %dT ready: arena %.1f MB, %d decode phases\n", m->s->name,
+                tier_name(d.tier), d.threads, (double)fk_plan_arena_bytes(p) / 1e6,
+                fk_program_phases(p, m->detok ? FK_PROG_DETOK : FK_PROG_LM_DECODE));
+      }
+  for (int c = 0; c < ncfg; c++) gate(&cfg[c], c);
+  fprintf(stderr, "fk_bench_model: gate: %d plans; tokens in range, the exact tier's greedy sequences equal "
+          "across team sizes, detok sample counts and finite PCM\n", ncfg);
+
+  static series tok_s[12], full_s[12], stream_s[12];
+  double b0 = busy_s(), s0 = self_s(), w0 = now();
+  for (int r = 0; r < opt.reps; r++) {
+    for (int k = 0; k < ncfg; k++) {
+      config *c = &cfg[(k + r) % ncfg];
+      int ci = (int)(c - cfg);
+      if (!c->m->detok) {
+        tok_s[ci].v[tok_s[ci].n++] = lm_sample(c);
+      } else {
+        full_s[ci].v[full_s[ci].n++] = detok_full_sample(c);
+        stream_s[ci].v[stream_s[ci].n++] = detok_stream_sample(c);
+      }
+    }
+    fprintf(stderr, "fk_bench_model: repetition %d of %d\n", r + 1, opt.reps);
+  }
+  double others = ((busy_s() - b0) - (self_s() - s0)) / ((now() - w0) * (double)sysconf(_SC_NPROCESSORS_ONLN));
+  others = others < 0 ? 0 : others;
+  fprintf(stderr, "fk_bench_model: other processes used %.0f%% of the CPUs during the repetitions\n", 100 * others);
+
+  for (int ci = 0; ci < ncfg; ci++) {
+    config *c = &cfg[ci];
+    const char *tn = tier_name(c->tier);
+    if (!c->m->detok) {
+      emit(c->m->s->name, tn, c->threads, "decode_tok_s", &tok_s[ci]);
+      printf("flashkern,%s,%s,%d,others_cpu,%.4f,%d\n", c->m->s->name, tn, c->threads, others, tok_s[ci].n);
+      fprintf(stderr, "fk_bench_model: %s %s %dT: decode %.1f tokens/s\n", c->m->s->name, tn, c->threads,
+              med(&tok_s[ci]));
+    } else {
+      series fps = { .n = full_s[ci].n }, rtf = { .n = full_s[ci].n };
+      for (int i = 0; i < fps.n; i++) {
+        fps.v[i] = DETOK_FULL / full_s[ci].v[i];
+        rtf.v[i] = full_s[ci].v[i] / (DETOK_FULL * AUDIO_S_PER_CODE);
+      }
+      emit("detok", tn, c->threads, "full_frames_s", &fps);
+      emit("detok", tn, c->threads, "full_rtf", &rtf);
+      series sfps = { .n = stream_s[ci].n }, srtf = { .n = stream_s[ci].n };
+      for (int i = 0; i < sfps.n; i++) {
+        sfps.v[i] = 1.0 / stream_s[ci].v[i];
+        srtf.v[i] = stream_s[ci].v[i] / AUDIO_S_PER_CODE;
+      }
+      emit("detok", tn, c->threads, "stream_frames_s", &sfps);
+      emit("detok", tn, c->threads, "stream_rtf", &srtf);
+      printf("flashkern,detok,%s,%d,others_cpu,%.4f,%d\n", tn, c->threads, others, sfps.n);
+      fprintf(stderr, "fk_bench_model: detok %s %dT: full %.1f frames/s, stream %.1f frames/s (RTF %.4f)\n", tn,
+              c->threads, med(&fps), med(&sfps), med(&srtf));
+    }
+  }
+  for (int ci = 0; ci < ncfg; ci++) fk_plan_destroy(cfg[ci].plan);
+  return 0;
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# bench/run_model.sh: whole LFM2 model steps, flashkern's runtime (fk_bench_model) against the same
+# models in transformers / liquid-audio on PyTorch CPU (bench/torch_peer.py), same machine, same run:
+# the two peers take turns, round by round (flashkern, then PyTorch, then flashkern, ...).
+#
+#   bench/run_model.sh [--fk PATH] [--python PATH] [--rounds R] [--reps N] [--threads 1,2]
+#                      [--lm-350m] [--quick] [--torch-only] [--out DIR]
+#
+# Writes DIR/model.csv (merged: the median over rounds of each round's median, the min of the
+# mins, the max of the maxes, reps summed), DIR/model-rounds.csv (every round's lines), DIR/model.md
+# (the tables, RTF, machine) and DIR/model.png (bench/plot_model.gp). Builds nothing: --fk names
+# the fk_bench_model binary (default: build/fk_bench_model; `make -C build bench-model` passes it).
+# Without a runnable fk_bench_model (or with --torch-only) only the PyTorch side runs and model.md
+# says so.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+fk="$root/build/fk_bench_model"
+py=/opt/fkref/bin/python
+rounds=3
+reps=5
+threads=1,2
+out="$root/bench/results"
+extra_models=""
+quick=0
+torch_only=0
+argv_line="bench/run_model.sh $*"
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --fk) fk=$2; shift 2 ;;
+    --python) py=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --lm-350m) extra_models=",lm_350m"; shift ;;
+    --quick) quick=1; shift ;;
+    --torch-only) torch_only=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "run_model.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+
+mkdir -p "$out"
+[ -w "$out" ] || { echo "run_model.sh: $out is not writable" >&2; exit 1; }
+tmp=$(mktemp -d /tmp/fk_run_model.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+fk_args=(--reps "$reps" --threads "$threads" --only "lm${extra_models},detok")
+py_args=(--reps "$reps" --threads "$threads" --only "lm${extra_models},detok")
+if [ "$quick" = 1 ]; then
+  fk_args=(--quick --threads "$threads" --only "lm${extra_models},detok")
+  py_args=(--quick --threads "$threads" --only "lm${extra_models},detok")
+fi
+
+have_fk=0
+fk_why=""
+if [ "$torch_only" = 1 ]; then
+  fk_why="--torch-only"
+elif [ ! -x "$fk" ]; then
+  fk_why="no fk_bench_model at $fk"
+else
+  have_fk=1
+fi
+
+{
+  echo "started $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "loadavg_start $(cut -d' ' -f1-3 /proc/loadavg)"
+} > "$tmp/facts"
+
+echo "round,peer,model,dtype,threads,metric,value,reps" > "$tmp/rounds.csv"
+for r in $(seq 1 "$rounds"); do
+  if [ "$have_fk" = 1 ]; then
+    echo "run_model.sh: round $r of $rounds: flashkern" >&2
+    if "$fk" "${fk_args[@]}" > "$tmp/fk.$r" 2> "$tmp/fk.$r.err"; then
+      sed "s/^/$r,/" "$tmp/fk.$r" >> "$tmp/rounds.csv"
+    else
+      have_fk=0
+      fk_why="fk_bench_model failed: $(tail -n 1 "$tmp/fk.$r.err")"
+      echo "run_model.sh: $fk_why; PyTorch only from here" >&2
+    fi
+    tail -n 4 "$tmp/fk.$r.err" >&2 || true
+  fi
+  echo "run_model.sh: round $r of $rounds: PyTorch" >&2
+  "$py" "$here/torch_peer.py" "${py_args[@]}" > "$tmp/py.$r" 2> "$tmp/py.$r.err" || {
+    cat "$tmp/py.$r.err" >&2; echo "run_model.sh: torch_peer.py failed" >&2; exit 1; }
+  sed "s/^/$r,/" "$tmp/py.$r" >> "$tmp/rounds.csv"
+  grep '^torch_peer: \(lm\|detok\)' "$tmp/py.$r.err" >&2 || true
+done
+# a flashkern run that failed in a later round: keep none of its rounds (the tables would mix)
+if [ "$have_fk" = 0 ] && [ -n "$fk_why" ]; then
+  grep -v '^[0-9]*,flashkern,' "$tmp/rounds.csv" > "$tmp/rounds2.csv" || true
+  mv "$tmp/rounds2.csv" "$tmp/rounds.csv"
+fi
+
+{
+  echo "finished $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "loadavg_end $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  echo "flags_hint $(grep -m1 '^flags' /proc/cpuinfo | grep -ow "avx512_bf16\|avx512f\|amx_bf16\|hypervisor" | sort -u | tr '\n' ' ')"
+  echo "cpus $(nproc)"
+  echo "kernel $(uname -sr)"
+  echo "fk_status ${fk_why:-ran}"
+  echo "command $argv_line"
+  echo "rounds $rounds"
+} >> "$tmp/facts"
+
+cp "$tmp/rounds.csv" "$out/model-rounds.csv"
+python3 "$here/model_report.py" "$tmp/rounds.csv" "$tmp/facts" "$out"
+if command -v gnuplot > /dev/null; then
+  gnuplot -e "dat='$out/model.dat'; out='$out/model.png'" "$here/plot_model.gp"
+else
+  echo "run_model.sh: no gnuplot: model.png not written" >&2
+fi
+echo "run_model.sh: wrote $out/model.md, model.csv, model-rounds.csv, model.png" >&2
