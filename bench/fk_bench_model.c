@@ -52,7 +52,7 @@ enum {
   DETOK_FULL = 50,       /* code frames of the one-call measure (the PyTorch peer's full forward) */
   DETOK_CONTEXT = 17,    /* untimed frames before the streamed ones (the peer's left context) */
   SAMPLES_PER_CODE = 1920,
-  MAX_REPS = 201,
+  MAX_REPS = FKB_MAX_REPS,
   MAX_STEPS = 4000
 };
 #define AUDIO_S_PER_CODE (1920.0 / 24000.0)
@@ -229,31 +229,12 @@ typedef struct config {
   fk_plan *plan;
 } config;
 
-typedef struct series {
-  double v[MAX_REPS];
-  int n;
-} series;
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double med(const series *s) {
-  double t[MAX_REPS];
-  memcpy(t, s->v, sizeof(double) * (size_t)s->n);
-  qsort(t, (size_t)s->n, sizeof t[0], cmp_double);
-  return s->n % 2 ? t[s->n / 2] : 0.5 * (t[s->n / 2 - 1] + t[s->n / 2]);
-}
-static double mn(const series *s) {
-  double m = s->v[0];
-  for (int i = 1; i < s->n; i++) m = s->v[i] < m ? s->v[i] : m;
-  return m;
-}
-static double mx(const series *s) {
-  double m = s->v[0];
-  for (int i = 1; i < s->n; i++) m = s->v[i] > m ? s->v[i] : m;
-  return m;
-}
+/* the series statistics are fkb_common.c's */
+typedef fkb_series series;
+#define cmp_double fkb_cmp_double
+#define med fkb_series_median
+#define mn fkb_series_min
+#define mx fkb_series_max
 
 static void emit(const char *name, const char *dtype, int threads, const char *metric, const series *s) {
   printf("flashkern,%s,%s,%d,%s,%.6g,%d\n", name, dtype, threads, metric, med(s), s->n);

@@ -33,7 +33,7 @@
 #define FKB_FLASHKERN_VERSION "this tree"
 #endif
 
-enum { H = 2048, HOT_BATCH = 16, EMPTY_BATCH = 2000, MAX_REPS = 101 };
+enum { H = 2048, HOT_BATCH = 16, EMPTY_BATCH = 2000, MAX_REPS = 101 }; /* <= FKB_MAX_REPS */
 
 static struct {
   int reps;
@@ -203,31 +203,12 @@ static void gate(world *w) {
 
 /* ---- statistics ---------------------------------------------------------------------------- */
 
-typedef struct series {
-  double v[MAX_REPS];
-  int n;
-} series;
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double med(const series *s) {
-  double t[MAX_REPS];
-  memcpy(t, s->v, sizeof(double) * (size_t)s->n);
-  qsort(t, (size_t)s->n, sizeof t[0], cmp_double);
-  return s->n % 2 ? t[s->n / 2] : 0.5 * (t[s->n / 2 - 1] + t[s->n / 2]);
-}
-static double mn(const series *s) {
-  double m = s->v[0];
-  for (int i = 1; i < s->n; i++) m = s->v[i] < m ? s->v[i] : m;
-  return m;
-}
-static double mx(const series *s) {
-  double m = s->v[0];
-  for (int i = 1; i < s->n; i++) m = s->v[i] > m ? s->v[i] : m;
-  return m;
-}
+/* the series statistics are fkb_common.c's */
+typedef fkb_series series;
+#define cmp_double fkb_cmp_double
+#define med fkb_series_median
+#define mn fkb_series_min
+#define mx fkb_series_max
 
 /* ---- the runs -------------------------------------------------------------------------------- */
 

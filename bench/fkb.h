@@ -68,6 +68,18 @@ typedef struct fkb_contender {
 
 /* ---- helpers (fkb_common.c) ------------------------------------------------------------ */
 
+/* Repeated measurements of one quantity, and their median, minimum, maximum (n >= 1). */
+enum { FKB_MAX_REPS = 201 };
+typedef struct fkb_series {
+  double v[FKB_MAX_REPS];
+  int n;
+} fkb_series;
+int fkb_cmp_double(const void *a, const void *b); /* qsort, ascending */
+double fkb_series_median(const fkb_series *s);
+double fkb_series_min(const fkb_series *s);
+double fkb_series_max(const fkb_series *s);
+
+
 /* Every cold rotation covers more than this many bytes: far beyond any L3 (32 MiB here, 260
  * MiB on the issue's machine), so a copy is always evicted before it is read again. */
 #define FKB_ROTATE_BYTES ((size_t)1152 << 20) /* 1.125 GiB */

@@ -118,3 +118,27 @@ void fkb_machine_line(char *buf, size_t len) {
            model, family, mdl, vm ? ", virtual machine" : "", sysconf(_SC_NPROCESSORS_ONLN), caches, mem, thp,
            u.sysname, u.release, u.machine, __VERSION__, date);
 }
+
+int fkb_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double fkb_series_median(const fkb_series *s) {
+  double t[FKB_MAX_REPS];
+  memcpy(t, s->v, sizeof(double) * (size_t)s->n);
+  qsort(t, (size_t)s->n, sizeof t[0], fkb_cmp_double);
+  return s->n % 2 ? t[s->n / 2] : 0.5 * (t[s->n / 2 - 1] + t[s->n / 2]);
+}
+
+double fkb_series_min(const fkb_series *s) {
+  double m = s->v[0];
+  for (int i = 1; i < s->n; i++) m = s->v[i] < m ? s->v[i] : m;
+  return m;
+}
+
+double fkb_series_max(const fkb_series *s) {
+  double m = s->v[0];
+  for (int i = 1; i < s->n; i++) m = s->v[i] > m ? s->v[i] : m;
+  return m;
+}

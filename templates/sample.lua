@@ -219,17 +219,7 @@ return {
     if form.name == "topk" then return topk_body(t, p) end
     local a = t.arg
     local function c(bits) return t:vconst(bits) end
-    -- lane l: the f32 l (0, 1, ..., 15)
-    local words = {}
-    for l = 0, 15 do
-      local bits = 0
-      if l > 0 then
-        local e = math.floor(math.log(l, 2) + 1e-9)
-        bits = (127 + e) * 0x800000 + math.floor((l / 2 ^ e - 1) * 0x800000 + 0.5)
-      end
-      words[#words + 1] = bits
-    end
-    local iota_at = t:table("iota", words)
+    local iota_at = t:table("iota", iota_words())
     local function isnan(x)
       return t:imin_v(t:imax_v(t:isub_v(t:band(x, c(ABS)), c(INF)), c(0)), c(1))
     end

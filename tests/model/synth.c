@@ -192,7 +192,7 @@ int fkm_model_tensors(const char *tag, fkm_tensor **out, int *n) {
   return 0;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
+int fkm_fail(char *err, size_t errlen, const char *fmt, ...) {
   if (err && errlen) {
     va_list ap;
     va_start(ap, fmt);
@@ -205,23 +205,23 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
 int fkm_synth_model(const char *tag, fkm_weights *w, char *err, size_t errlen) {
   memset(w, 0, sizeof *w);
   w->cfg = fkm_config_get(tag);
-  if (!w->cfg) return fail(err, errlen, "synth: unknown model tag '%s'", tag ? tag : "(null)");
-  if (fkm_model_tensors(tag, &w->t, &w->n)) return fail(err, errlen, "synth %s: tensor list failed", tag);
+  if (!w->cfg) return fkm_fail(err, errlen, "synth: unknown model tag '%s'", tag ? tag : "(null)");
+  if (fkm_model_tensors(tag, &w->t, &w->n)) return fkm_fail(err, errlen, "synth %s: tensor list failed", tag);
   w->data = calloc((size_t)w->n, sizeof *w->data);
   if (!w->data) {
     fkm_weights_free(w);
-    return fail(err, errlen, "synth %s: out of memory", tag);
+    return fkm_fail(err, errlen, "synth %s: out of memory", tag);
   }
   for (int i = 0; i < w->n; i++) {
     const fkm_tensor *t = &w->t[i];
     w->data[i] = malloc(t->nbytes ? t->nbytes : 1);
     if (!w->data[i]) {
       fkm_weights_free(w);
-      return fail(err, errlen, "synth %s: out of memory", tag);
+      return fkm_fail(err, errlen, "synth %s: out of memory", tag);
     }
     if (fkm_synth_tensor(tag, t->name, t->kind, t->count, t->fan_in, w->data[i])) {
       fkm_weights_free(w);
-      return fail(err, errlen, "synth %s: tensor %s failed", tag, t->name);
+      return fkm_fail(err, errlen, "synth %s: tensor %s failed", tag, t->name);
     }
   }
   return 0;

@@ -85,6 +85,9 @@ int fkm_synth_model(const char *tag, fkm_weights *w, char *err, size_t errlen);
 const void *fkm_weight(const fkm_weights *w, const char *name, const fkm_tensor **desc);
 void fkm_weights_free(fkm_weights *w);
 
+/* Formats a message into err (if err && errlen) and returns -1: the library's one error path. */
+int fkm_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* XXH3-64 of a tensor's little-endian bytes (bf16 as u16, FKM_BIAS as f32), as the manifests hold it. */
 uint64_t fkm_weight_digest(const fkm_tensor *t, const void *data);
 /* XXH3-64 of a name's bytes (weight_names). */

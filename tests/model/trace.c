@@ -5,16 +5,6 @@
 #include <stdarg.h>
 #include <string.h>
 
-static int tfail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
 static const fkfix_tensor *named(const fkfix *f, const char *b, const char *suffix) {
   char nm[64];
   int w = snprintf(nm, sizeof nm, "%s%s", b, suffix);
@@ -53,11 +43,11 @@ int fkm_trace_load(const char *manifest_path, fkm_trace *t, char *err, size_t er
   else if (!strcmp(f->leaf, "detok"))
     t->tag = "detok";
   else {
-    tfail(err, errlen, "%s: leaf %s is not a model trace (lfm2, detok)", manifest_path, f->leaf);
+    fkm_fail(err, errlen, "%s: leaf %s is not a model trace (lfm2, detok)", manifest_path, f->leaf);
     goto bad;
   }
   if (strcmp(f->form, "trace")) {
-    tfail(err, errlen, "%s: form %s is not trace", manifest_path, f->form);
+    fkm_fail(err, errlen, "%s: form %s is not trace", manifest_path, f->form);
     goto bad;
   }
   for (int i = 0; i < f->nboundaries; i++) {
@@ -65,19 +55,19 @@ int fkm_trace_load(const char *manifest_path, fkm_trace *t, char *err, size_t er
     const fkfix_tensor *r64 = named(f, b->field, "_f64"), *r16 = named(f, b->field, "_bf16");
     float e, bd;
     if (!r64 || !r16 || strcmp(b->tensor, r64->name)) {
-      tfail(err, errlen, "%s:%d: boundary %s: needs tensors %s_f64 (its reference) and %s_bf16", manifest_path, b->line,
+      fkm_fail(err, errlen, "%s:%d: boundary %s: needs tensors %s_f64 (its reference) and %s_bf16", manifest_path, b->line,
             b->field, b->field, b->field);
       goto bad;
     }
     if (scalar_named(f, b->field, "_eref", &e) || scalar_named(f, b->field, "_bound", &bd) || !(bd >= e) ||
         !(bd > 0)) {
-      tfail(err, errlen, "%s:%d: boundary %s: scalars %s_eref and %s_bound missing or bound < eref", manifest_path,
+      fkm_fail(err, errlen, "%s:%d: boundary %s: scalars %s_eref and %s_bound missing or bound < eref", manifest_path,
             b->line, b->field, b->field, b->field);
       goto bad;
     }
     if (r64->ndim != r16->ndim || count_of(r64) != count_of(r16) || !dense(r64) || !dense(r16) ||
         (r64->dtype != FKFIX_F64 && r64->dtype != FKFIX_F32)) {
-      tfail(err, errlen, "%s:%d: boundary %s: %s and %s differ in shape, are not dense, or the reference is not f64/f32",
+      fkm_fail(err, errlen, "%s:%d: boundary %s: %s and %s differ in shape, are not dense, or the reference is not f64/f32",
             manifest_path, b->line, b->field, r64->name, r16->name);
       goto bad;
     }
@@ -176,22 +166,22 @@ int fkm_trace_check_weights(const fkm_trace *t, const fkm_weights *w, char *err,
   const fkfix_tensor *nt = fkfix_tensor_get(&t->fx, "weight_names"), *dt = fkfix_tensor_get(&t->fx, "weight_digests");
   if (!nt || !dt || nt->dtype != FKFIX_I64 || dt->dtype != FKFIX_I64 || nt->ndim != 1 || dt->ndim != 1 ||
       nt->shape[0] != dt->shape[0])
-    return tfail(err, errlen, "%s: weight_names / weight_digests missing or malformed", t->fx.path);
+    return fkm_fail(err, errlen, "%s: weight_names / weight_digests missing or malformed", t->fx.path);
   if (strcmp(w->cfg->tag, t->tag))
-    return tfail(err, errlen, "%s: trace of model %s, weights of %s", t->fx.path, t->tag, w->cfg->tag);
+    return fkm_fail(err, errlen, "%s: trace of model %s, weights of %s", t->fx.path, t->tag, w->cfg->tag);
   if (nt->shape[0] != w->n)
-    return tfail(err, errlen, "%s: %lld weight tensors recorded, %d synthesised", t->fx.path, (long long)nt->shape[0],
+    return fkm_fail(err, errlen, "%s: %lld weight tensors recorded, %d synthesised", t->fx.path, (long long)nt->shape[0],
                  w->n);
   const int64_t *names = nt->data, *digs = dt->data;
   int bad = 0;
   for (int i = 0; i < w->n; i++) {
     uint64_t nd = fkm_name_digest(w->t[i].name), wd = fkm_weight_digest(&w->t[i], w->data[i]);
     if (nd != (uint64_t)names[i]) {
-      if (!bad) tfail(err, errlen, "%s: weight %d: synthesised name %s is not the recorded one", t->fx.path, i, w->t[i].name);
+      if (!bad) fkm_fail(err, errlen, "%s: weight %d: synthesised name %s is not the recorded one", t->fx.path, i, w->t[i].name);
       bad++;
     } else if (wd != (uint64_t)digs[i]) {
       if (!bad)
-        tfail(err, errlen, "%s: weight %s: XXH3-64 %016llx, recorded %016llx", t->fx.path, w->t[i].name,
+        fkm_fail(err, errlen, "%s: weight %s: XXH3-64 %016llx, recorded %016llx", t->fx.path, w->t[i].name,
               (unsigned long long)wd, (unsigned long long)(uint64_t)digs[i]);
       bad++;
     }
