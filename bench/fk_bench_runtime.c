@@ -40,22 +40,8 @@ static struct {
   const char *out;
 } opt = { 31, "bench/results" };
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("fk_bench_runtime: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  exit(1);
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#define die(...) fkb_die("fk_bench_runtime", __VA_ARGS__)
+#define now fkb_now
 
 static uint64_t rng = 88172645463325252ull;
 static float uniform(void) {

@@ -68,6 +68,11 @@ typedef struct fkb_contender {
 
 /* ---- helpers (fkb_common.c) ------------------------------------------------------------ */
 
+/* "<who>: <message>" on stderr, then exit(1). */
+void fkb_die(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+/* CLOCK_MONOTONIC in seconds. */
+double fkb_now(void);
+
 /* Repeated measurements of one quantity, and their median, minimum, maximum (n >= 1). */
 enum { FKB_MAX_REPS = 201 };
 typedef struct fkb_series {

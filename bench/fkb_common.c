@@ -1,5 +1,6 @@
 /* bench/fkb_common.c: memory, row split and bf16 helpers shared by the driver and contenders. */
 #define _DEFAULT_SOURCE /* madvise, MAP_ANONYMOUS */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,4 +142,20 @@ double fkb_series_max(const fkb_series *s) {
   double m = s->v[0];
   for (int i = 1; i < s->n; i++) m = s->v[i] > m ? s->v[i] : m;
   return m;
+}
+
+void fkb_die(const char *who, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", who);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+double fkb_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
