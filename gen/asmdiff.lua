@@ -99,14 +99,7 @@ local function int(n) return C.int(n) end
 
 local function basename(p) return (p:match("([^/]+)$")) or p end
 
-local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
--- os.execute's status under both interpreters (LuaJIT returns the raw status, Lua 5.4 a boolean).
-local function execute_ok(cmd)
-  local r = os.execute(cmd)
-  if type(r) == "number" then return r == 0 end
-  return r == true
-end
+local shell_quote, execute_ok = C.sh_quote, C.execute_ok -- compat.lua: both interpreters
 
 local function html_escape(s)
   return (s:gsub("[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" }))
@@ -1083,11 +1076,7 @@ local function worktree_source(root, gendir, label)
 end
 
 local function make_tmpdir()
-  local p = io.popen("mktemp -d 2>/dev/null")
-  local dir = p and p:read("*l")
-  if p then p:close() end
-  if not dir or dir == "" then fail("cannot create a temporary directory (mktemp -d)") end
-  return dir
+  return C.make_tmpdir() or fail("cannot create a temporary directory (mktemp -d)")
 end
 
 local function git_source(root, rev, tmpdir)

@@ -47,18 +47,7 @@ local A64_EXT = { "simd", "bf16" }
 ---------------------------------------------------------------------------------------------
 -- Shell helpers
 
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
--- Runs a shell command; returns success and its output (stdout and stderr). The exit status
--- travels in the output: LuaJIT's popen close() does not report it.
-local function run(cmd)
-  local p = assert(io.popen("{ " .. cmd .. "; } 2>&1; echo \"__rc=$?\""))
-  local out = p:read("*a")
-  p:close()
-  local rc = out:match("__rc=(%d+)%s*$")
-  out = out:gsub("__rc=%d+%s*$", "")
-  return rc == "0", out
-end
+local sh_quote, run = C.sh_quote, C.run -- compat.lua: both interpreters
 
 local function die(msg)
   io.stderr:write("census: " .. msg .. "\n")

@@ -114,4 +114,36 @@ function M.f32value(w)
   return sign * (1 + m / 2 ^ 23) * 2 ^ (e - 127)
 end
 
+-- ---- the shell (gen/census.lua, gen/asmdiff.lua) ---------------------------------------------
+
+-- A POSIX shell word: s in single quotes.
+function M.sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+-- Runs a shell command; returns success and its output (stdout and stderr). The exit status
+-- travels in the output: LuaJIT's popen close() does not report it.
+function M.run(cmd)
+  local p = assert(io.popen("{ " .. cmd .. "; } 2>&1; echo \"__rc=$?\""))
+  local out = p:read("*a")
+  p:close()
+  local rc = out:match("__rc=(%d+)%s*$")
+  out = out:gsub("__rc=%d+%s*$", "")
+  return rc == "0", out
+end
+
+-- os.execute's status under both interpreters (LuaJIT returns the raw status, Lua 5.4 a boolean).
+function M.execute_ok(cmd)
+  local r = os.execute(cmd)
+  if type(r) == "number" then return r == 0 end
+  return r == true
+end
+
+-- A fresh temporary directory (mktemp -d), or nil.
+function M.make_tmpdir()
+  local p = io.popen("mktemp -d 2>/dev/null")
+  local dir = p and p:read("*l")
+  if p then p:close() end
+  if not dir or dir == "" then return nil end
+  return dir
+end
+
 return M
