@@ -6,6 +6,7 @@
  *       logits and a digest of every step's residual stream (each layer boundary); then 8 sampled
  *       steps (temperature 40, top-k 50, seed 0x5eed); at the end the state snapshot's digest (KV
  *       caches, carries, position, the sampler's counter).
+ *   the same LM with a sliding window of 8 (a ring cache; the window truncates from position 8);
  *   detok: 12 code frames, one per call, then the flush: the PCM's digest and the state's.
  * Usage: fk_model_scenario THREADS [lm|detok|both] */
 #include <stdio.h>
@@ -45,8 +46,11 @@ int main(int argc, char **argv) {
   fkt_models m;
   if (fkt_models_make(&m) != 0) return 1;
   fk_error err;
-  if (strcmp(which, "detok") != 0) {
+  for (int win = 0; win <= 8 && strcmp(which, "detok") != 0; win += 8) {
+    /* window 8: the ring cache of W + max_rows - 1 slots, decode through the prefill ring form */
     fk_plan_desc d = fkt_models_desc(&m, FK_PROGRAMS_LM, threads);
+    d.lm.stack.window = win;
+    if (win) printf("lm window %d\n", win);
     fk_plan *p;
     check(fk_plan_create(&d, &p, &err), &err);
     uint64_t steps = 0;
