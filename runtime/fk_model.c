@@ -604,7 +604,7 @@ int fk_model_steps(const fk_plan *p, fk_program prog, fk_step *out) {
   case FK_PROG_LM_DECODE:
     add(&l, st_embed, "embed", "rows", R_EMBED, 0, -1);
     add_stack(&l, p, 0, prog == FK_PROG_LM_DECODE);
-    add(&l, st_lm_final, "final_norm", "member 0", R_NORM, 0, -1);
+    add(&l, st_lm_final, "final_norm", "rows", R_NORM, 0, -1); /* the last row */
     add(&l, st_logits, "logits", "weight rows", R_LOGITS, 0, -1);
     add(&l, st_sample, "sample", "member 0", R_ARGMAX, 0, -1); /* R_TOPK with io.sampling */
     break;

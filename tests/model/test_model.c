@@ -659,3 +659,78 @@ Test(model, windows_wider_than_the_sequence_equal_full_causal, .init = setup, .f
   fk_plan_destroy(a);
   fk_plan_destroy(b);
 }
+
+/* ---- long runs: the ring's size does not matter ----------------------------------------------- */
+
+/* A sliding window of 30 over a ring of R = 30 + max_rows - 1 slots: the same window over rings of
+ * other sizes must give the same bits, at every step of a long run in which the rings wrap many
+ * times at different periods. LM: 1,000 positions (a prompt, then decode), rings of 30 (max_rows
+ * 1: the decode ring form) and 45 (max_rows 16: the prefill ring form, rows = 1), 2 and 1 members.
+ * Detokenizer: 200 code frames (1,200 positions), rings of 35 (max_frames 1) and 53 (max_frames 4),
+ * frames one per call against chunks of 1..4. */
+Test(model, ring_sizes_do_not_matter_over_long_runs, .init = setup, .fini = teardown, .timeout = 600) {
+  fk_plan_desc da = fkt_models_desc(&M, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, 2), db;
+  da.lm.stack.window = 30;
+  da.lm.stack.max_pos = 1024;
+  da.detok.stack.max_pos = 1200;
+  db = da;
+  da.lm.max_rows = 1;
+  da.detok.max_frames = 1;
+  db.threads = 1;
+  fk_plan *a, *b;
+  fk_error err;
+  cr_assert_eq(fk_plan_create(&da, &a, &err), FK_OK, "%s", err.message);
+  cr_assert_eq(fk_plan_create(&db, &b, &err), FK_OK, "%s", err.message);
+  cr_assert_eq(a->stack[0].ring, 30);
+  cr_assert_eq(b->stack[0].ring, 45);
+  cr_assert_eq(a->stack[1].ring, 35);
+  cr_assert_eq(b->stack[1].ring, 53);
+  int32_t ta = 7, tb[16];
+  for (int i = 0; i < 16; i++) tb[i] = (int32_t)(i * 389 % 1024);
+  ta = tb[0];
+  float la[1024], lb[1024];
+  fk_io ib = { .rows = 16, .tokens = tb, .logits = lb };
+  run(b, FK_PROG_LM_PREFILL, &ib); /* the prompt at once on b, token by token on a */
+  for (int i = 0; i < 16; i++) {
+    fk_io ia = { .rows = 1, .tokens = &tb[i], .logits = la };
+    run(a, i ? FK_PROG_LM_DECODE : FK_PROG_LM_PREFILL, &ia);
+    ta = ia.next;
+  }
+  cr_assert_eq(memcmp(la, lb, sizeof la), 0, "the prompt's last logits differ between rings of 30 and 45");
+  cr_assert_eq(ta, ib.next);
+  for (int s = 16; s < 1000; s++) {
+    int32_t t = ta;
+    fk_io ia = { .rows = 1, .tokens = &t, .logits = la };
+    fk_io ib2 = { .rows = 1, .tokens = &t, .logits = lb };
+    run(a, FK_PROG_LM_DECODE, &ia);
+    run(b, FK_PROG_LM_DECODE, &ib2);
+    cr_assert_eq(memcmp(la, lb, sizeof la), 0, "position %d: logits differ between rings of 30 and 45", s);
+    cr_assert_eq(ia.next, ib2.next);
+    ta = ia.next;
+  }
+  enum { FR = 200 };
+  static float pa[FR * 1920], pb[FR * 1920];
+  static int32_t codes[FR * 8];
+  for (int i = 0; i < FR * 8; i++) codes[i] = (int32_t)((i * 613 + i / 8 * 7) % 2048);
+  int64_t na = 0, nb = 0;
+  for (int f = 0; f < FR; f++) {
+    fk_io io = { .rows = 1, .codes = codes + 8 * f, .pcm = pa + na, .pcm_cap = FR * 1920 - na };
+    run(a, FK_PROG_DETOK, &io);
+    na += io.pcm_count;
+  }
+  for (int f = 0, k = 0; f < FR; k++) {
+    int r = 1 + k % 4 < FR - f ? 1 + k % 4 : FR - f;
+    fk_io io = { .rows = r, .codes = codes + 8 * f, .pcm = pb + nb, .pcm_cap = FR * 1920 - nb };
+    run(b, FK_PROG_DETOK, &io);
+    nb += io.pcm_count;
+    f += r;
+  }
+  cr_assert_eq(na, nb);
+  for (int64_t i = 0; i < na; i++)
+    cr_assert_eq(memcmp(&pa[i], &pb[i], 4), 0, "sample %lld (code frame %lld): rings of 35 and 53 differ", (long long)i,
+                 (long long)((i + 480) / 1920));
+  fk_plan_destroy(a);
+  fk_plan_destroy(b);
+  cr_log_info("LM: 1,000 positions, rings of 30 and 45 slots; detokenizer: %d code frames, rings of 35 and 53: "
+              "the same bits", FR);
+}
