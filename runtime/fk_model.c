@@ -267,21 +267,7 @@ static inline int64_t stack_rows(const fk_plan *p, const fk_step *s) {
   return s->stack == 0 ? p->job.rows : REPEAT * p->job.rows;
 }
 
-/* One GEMV over the job's rows in groups of <= 4, weight rows [b, e); `y_row(r)` is the
- * destination offset of activation row r (rows of a group must be evenly spaced: a ring's wrap
- * splits the group). */
-typedef struct gemv_job {
-  fk_role role;
-  const uint16_t *w;
-  const float *x;
-  int64_t ldx, k;
-  void *y;
-  const void *r; /* the residual (add forms) */
-  int64_t ldy;
-  int64_t slot0, ring; /* destination row of activation row i: (slot0 + i) mod ring (ring 0: slot0 + i) */
-} gemv_job;
-
-static void gemv_call(fk_plan *p, int m, const gemv_job *g, int64_t rows, int64_t b, int64_t e);
+static void gemv_call(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t b, int64_t e);
 
 /* With more than one row group, the groups take the member's weight rows block by block, each
  * block small enough to stay in L2 while every group passes over it: the weights come from DRAM
@@ -289,7 +275,7 @@ static void gemv_call(fk_plan *p, int m, const gemv_job *g, int64_t rows, int64_
  * element is still computed by one call of the same arithmetic: the same bits. */
 enum { L2_BLOCK = 256 << 10 };
 
-static void gemv_run(fk_plan *p, int m, const gemv_job *g, int64_t rows, int64_t n) {
+void fk_gemv_run(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t n) {
   int64_t b, e;
   fk_share_rows(n, m, p->threads, &b, &e);
   if (b >= e) return;
@@ -301,7 +287,7 @@ static void gemv_run(fk_plan *p, int m, const gemv_job *g, int64_t rows, int64_t
   for (int64_t b0 = b; b0 < e; b0 += blk) gemv_call(p, m, g, rows, b0, b0 + blk < e ? b0 + blk : e);
 }
 
-static void gemv_call(fk_plan *p, int m, const gemv_job *g, int64_t rows, int64_t b, int64_t e) {
+static void gemv_call(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t b, int64_t e) {
   for (int64_t r = 0; r < rows;) {
     int64_t cnt = rows - r < 4 ? rows - r : 4;
     int64_t dst = g->slot0 + r;
@@ -377,8 +363,8 @@ static void st_norm2(fk_plan *p, const fk_step *s, int m) { norm_rows(p, s, m, L
 
 static void st_in_proj(fk_plan *p, const fk_step *s, int m) {
   int64_t h = ST->h;
-  gemv_job g = { R_IN, LY->in_w, ST->xn, h, h, ST->bcx, NULL, 3 * h, 0, 0 };
-  gemv_run(p, m, &g, stack_rows(p, s), 3 * h);
+  fk_gemv_job g = { R_IN, LY->in_w, ST->xn, h, h, ST->bcx, NULL, 3 * h, 0, 0 };
+  fk_gemv_run(p, m, &g, stack_rows(p, s), 3 * h);
 }
 
 static void st_conv(fk_plan *p, const fk_step *s, int m) {
@@ -391,20 +377,20 @@ static void st_conv(fk_plan *p, const fk_step *s, int m) {
 
 static void st_out_proj(fk_plan *p, const fk_step *s, int m) {
   int64_t h = ST->h;
-  gemv_job g = { R_OUT, LY->out_w, ST->cy, h, h, ST->res, ST->res, h, 0, 0 };
-  gemv_run(p, m, &g, stack_rows(p, s), h);
+  fk_gemv_job g = { R_OUT, LY->out_w, ST->cy, h, h, ST->res, ST->res, h, 0, 0 };
+  fk_gemv_run(p, m, &g, stack_rows(p, s), h);
 }
 
 static void st_qkv(fk_plan *p, const fk_step *s, int m) {
   const fk_stack_rt *t = ST;
   int64_t h = t->h, qd = t->heads * HD, kd = t->kv * HD, rows = stack_rows(p, s);
   int64_t slot0 = t->ring ? p->job.pos0 % t->ring : p->job.pos0;
-  gemv_job q = { R_IN, LY->q_w, t->xn, h, h, t->q, NULL, qd, 0, 0 };
-  gemv_job k = { R_IN, LY->k_w, t->xn, h, h, LY->kc, NULL, kd, slot0, t->ring };
-  gemv_job v = { R_IN, LY->v_w, t->xn, h, h, LY->vc, NULL, kd, slot0, t->ring };
-  gemv_run(p, m, &q, rows, qd);
-  gemv_run(p, m, &k, rows, kd);
-  gemv_run(p, m, &v, rows, kd);
+  fk_gemv_job q = { R_IN, LY->q_w, t->xn, h, h, t->q, NULL, qd, 0, 0 };
+  fk_gemv_job k = { R_IN, LY->k_w, t->xn, h, h, LY->kc, NULL, kd, slot0, t->ring };
+  fk_gemv_job v = { R_IN, LY->v_w, t->xn, h, h, LY->vc, NULL, kd, slot0, t->ring };
+  fk_gemv_run(p, m, &q, rows, qd);
+  fk_gemv_run(p, m, &k, rows, kd);
+  fk_gemv_run(p, m, &v, rows, kd);
 }
 
 static void st_qkprep(fk_plan *p, const fk_step *s, int m) {
@@ -475,16 +461,16 @@ static void st_attn(fk_plan *p, const fk_step *s, int m) {
 
 static void st_o_proj(fk_plan *p, const fk_step *s, int m) {
   int64_t h = ST->h, qd = ST->heads * HD;
-  gemv_job g = { R_OUT, LY->o_w, ST->ayw, qd, qd, ST->res, ST->res, h, 0, 0 };
-  gemv_run(p, m, &g, stack_rows(p, s), h);
+  fk_gemv_job g = { R_OUT, LY->o_w, ST->ayw, qd, qd, ST->res, ST->res, h, 0, 0 };
+  fk_gemv_run(p, m, &g, stack_rows(p, s), h);
 }
 
 static void st_w13(fk_plan *p, const fk_step *s, int m) {
   int64_t h = ST->h, f = ST->ffn, rows = stack_rows(p, s);
-  gemv_job g1 = { R_IN, LY->w1, ST->xn, h, h, ST->g, NULL, f, 0, 0 };
-  gemv_job g3 = { R_IN, LY->w3, ST->xn, h, h, ST->u, NULL, f, 0, 0 };
-  gemv_run(p, m, &g1, rows, f);
-  gemv_run(p, m, &g3, rows, f);
+  fk_gemv_job g1 = { R_IN, LY->w1, ST->xn, h, h, ST->g, NULL, f, 0, 0 };
+  fk_gemv_job g3 = { R_IN, LY->w3, ST->xn, h, h, ST->u, NULL, f, 0, 0 };
+  fk_gemv_run(p, m, &g1, rows, f);
+  fk_gemv_run(p, m, &g3, rows, f);
 }
 
 static void st_swiglu(fk_plan *p, const fk_step *s, int m) {
@@ -500,8 +486,8 @@ static void st_swiglu(fk_plan *p, const fk_step *s, int m) {
 
 static void st_w2(fk_plan *p, const fk_step *s, int m) {
   int64_t h = ST->h, f = ST->ffn;
-  gemv_job g = { R_OUT, LY->w2, ST->hf, f, f, ST->res, ST->res, h, 0, 0 };
-  gemv_run(p, m, &g, stack_rows(p, s), h);
+  fk_gemv_job g = { R_OUT, LY->w2, ST->hf, f, f, ST->res, ST->res, h, 0, 0 };
+  fk_gemv_run(p, m, &g, stack_rows(p, s), h);
 }
 
 /* LM: the last row's final norm, its logits, the next token */
@@ -511,8 +497,8 @@ static void st_lm_final(fk_plan *p, const fk_step *s, int m) {
 
 static void st_logits(fk_plan *p, const fk_step *s, int m) {
   int64_t h = ST->h;
-  gemv_job g = { R_LOGITS, p->lm_head, ST->xn, h, h, p->job.logits ? p->job.logits : p->logits, NULL, p->vocab, 0, 0 };
-  gemv_run(p, m, &g, 1, p->vocab);
+  fk_gemv_job g = { R_LOGITS, p->lm_head, ST->xn, h, h, p->job.logits ? p->job.logits : p->logits, NULL, p->vocab, 0, 0 };
+  fk_gemv_run(p, m, &g, 1, p->vocab);
 }
 
 static void st_sample(fk_plan *p, const fk_step *s, int m) {
@@ -537,21 +523,12 @@ static void st_detok_final(fk_plan *p, const fk_step *s, int m) {
 
 static void st_head(fk_plan *p, const fk_step *s, int m) {
   int64_t h = ST->h;
-  gemv_job g = { R_HEAD, p->head_w, p->feat, h, h, p->spec, NULL, FK_SPEC_LD, 0, 0 };
-  gemv_run(p, m, &g, stack_rows(p, s), FK_ISTFT_SPEC);
+  fk_gemv_job g = { R_HEAD, p->head_w, p->feat, h, h, p->spec, NULL, FK_SPEC_LD, 0, 0 };
+  fk_gemv_run(p, m, &g, stack_rows(p, s), FK_ISTFT_SPEC);
 }
 
 static void st_frames(fk_plan *p, const fk_step *s, int m) {
-  if (m != 0) return; /* the OLA ring is a recurrence over frames */
-  size_t elem = p->flags & FK_PLAN_PCM_I16 ? 2 : 4;
-  char *pcm = p->job.pcm;
-  for (int64_t f = 0; f < stack_rows(p, s); f++) {
-    int64_t t = p->job.frame0 + f;
-    fk_istft_frame_args a = { .x = p->spec + f * FK_SPEC_LD, .ring = p->dring, .y = (float *)(void *)pcm,
-                              .work = p->work, .frame = t, .clip = p->clip };
-    FN(R_FRAME)(&a); /* the _i16 form's struct has the same layout */
-    pcm += (size_t)frame_samples(t) * elem;
-  }
+  if (m == 0) fk_frames_run(p, p->dring, stack_rows(p, s)); /* the OLA ring is a recurrence over frames */
 }
 
 static void st_detok_flush(fk_plan *p, const fk_step *s, int m) {
@@ -697,23 +674,17 @@ static void stack_reset(fk_stack_rt *t) {
   t->pos = 0;
 }
 
-void fk_model_commit(fk_plan *p, fk_program prog, fk_io *io) {
+void fk_model_commit(fk_plan *p, fk_program prog) {
   switch (prog) {
   case FK_PROG_LM_PREFILL:
   case FK_PROG_LM_DECODE:
     p->stack[0].pos += p->job.rows;
-    io->next = p->job.next;
     break;
-  case FK_PROG_DETOK: {
-    int64_t n = 0;
-    for (int64_t f = 0; f < REPEAT * p->job.rows; f++) n += frame_samples(p->dframes + f);
+  case FK_PROG_DETOK:
     p->stack[1].pos += REPEAT * p->job.rows;
     p->dframes += REPEAT * p->job.rows;
-    io->pcm_count = n;
     break;
-  }
   case FK_PROG_DETOK_FLUSH:
-    io->pcm_count = p->dframes ? FK_ISTFT_FLUSH : 0;
     /* the flush leaf zeroed the ring; the stack restarts at position 0 */
     p->dframes = 0;
     stack_reset(&p->stack[1]);

@@ -38,16 +38,8 @@ static void ph_norm(fk_plan *p, const fk_step *st, int m) {
 
 static void ph_in_proj(fk_plan *p, const fk_step *st, int m) {
   (void)st;
-  int64_t b, e, h = p->h;
-  fk_share_rows(3 * h, m, p->threads, &b, &e);
-  if (b >= e) return;
-  /* activation rows in groups of up to 4 share each pass over this member's weight rows */
-  for (int64_t r = 0; r < p->job.rows; r += 4) {
-    int64_t g = p->job.rows - r < 4 ? p->job.rows - r : 4;
-    fk_gemv_bf16_rne_packed_args a = { .w = p->in_w, .x = p->xn + r * h, .ldx = h, .xs = p->xs[m], .y = p->bcx,
-                                       .y_off = r * 3 * h, .ldy = 3 * h, .m = g, .k = h, .row_begin = b, .row_end = e };
-    p->leaf[R_IN].fn(&a);
-  }
+  fk_gemv_job g = { R_IN, p->in_w, p->xn, p->h, p->h, p->bcx, NULL, 3 * p->h, 0, 0 };
+  fk_gemv_run(p, m, &g, p->job.rows, 3 * p->h);
 }
 
 static void ph_conv(fk_plan *p, const fk_step *st, int m) {
@@ -66,18 +58,9 @@ static void ph_conv(fk_plan *p, const fk_step *st, int m) {
 
 static void ph_out_proj(fk_plan *p, const fk_step *st, int m) {
   (void)st;
-  int64_t b, e, h = p->h;
-  fk_share_rows(h, m, p->threads, &b, &e);
-  if (b >= e) return;
-  for (int64_t r = 0; r < p->job.rows; r += 4) {
-    int64_t g = p->job.rows - r < 4 ? p->job.rows - r : 4;
-    /* the residual row is read and rewritten element by element (y may equal r) */
-    uint16_t *x = p->job.x;
-    fk_gemv_bf16_rne_add_packed_args a = { .w = p->out_w, .x = p->cy + r * h, .ldx = h, .xs = p->xs[m], .r = x, .y = x,
-                                           .y_off = r * p->job.ldx, .ldy = p->job.ldx, .m = g, .k = h,
-                                           .row_begin = b, .row_end = e };
-    p->leaf[R_OUT].fn(&a);
-  }
+  /* the residual row is read and rewritten element by element (y may equal r) */
+  fk_gemv_job g = { R_OUT, p->out_w, p->cy, p->h, p->h, p->job.x, p->job.x, p->job.ldx, 0, 0 };
+  fk_gemv_run(p, m, &g, p->job.rows, p->h);
 }
 
 /* ---- the tail's phases ------------------------------------------------------------------------ */
@@ -86,30 +69,25 @@ static inline int64_t frame_samples(int64_t t) { return t == 0 ? 0 : t == 1 ? FK
 
 static void ph_head(fk_plan *p, const fk_step *st, int m) {
   (void)st;
-  int64_t b, e;
-  fk_share_rows(FK_ISTFT_SPEC, m, p->threads, &b, &e);
-  if (b >= e) return;
-  for (int64_t r = 0; r < p->job.rows; r += 4) {
-    int64_t g = p->job.rows - r < 4 ? p->job.rows - r : 4;
-    fk_gemv_f32_bias_packed_args a = { .w = p->head_w, .x = p->job.feat + r * p->job.ldfeat, .ldx = p->job.ldfeat,
-                                       .xs = p->xs[m], .bias = p->head_b, .y = p->spec, .y_off = r * SPEC_LD,
-                                       .ldy = SPEC_LD, .m = g, .k = p->tail_in, .row_begin = b, .row_end = e };
-    p->leaf[R_HEAD].fn(&a);
+  fk_gemv_job g = { R_HEAD, p->head_w, p->job.feat, p->job.ldfeat, p->tail_in, p->spec, NULL, SPEC_LD, 0, 0 };
+  fk_gemv_run(p, m, &g, p->job.rows, FK_ISTFT_SPEC);
+}
+
+void fk_frames_run(fk_plan *p, float *ring, int64_t frames) {
+  size_t elem = p->flags & FK_PLAN_PCM_I16 ? 2 : 4;
+  char *pcm = p->job.pcm;
+  for (int64_t f = 0; f < frames; f++) {
+    int64_t t = p->job.frame0 + f;
+    fk_istft_frame_args a = { .x = p->spec + f * SPEC_LD, .ring = ring, .y = (float *)(void *)pcm, .work = p->work,
+                              .frame = t, .clip = p->clip };
+    p->leaf[R_FRAME].fn(&a); /* the _i16 form's struct has the same layout (uint16_t *y) */
+    pcm += (size_t)frame_samples(t) * elem;
   }
 }
 
 static void ph_frames(fk_plan *p, const fk_step *st, int m) {
   (void)st;
-  if (m != 0) return; /* the ring is a recurrence over frames */
-  size_t elem = p->flags & FK_PLAN_PCM_I16 ? 2 : 4;
-  char *pcm = p->job.pcm;
-  for (int64_t f = 0; f < p->job.rows; f++) {
-    int64_t t = p->job.frame0 + f;
-    fk_istft_frame_args a = { .x = p->spec + f * SPEC_LD, .ring = p->ring, .y = (float *)(void *)pcm, .work = p->work,
-                              .frame = t, .clip = p->clip };
-    p->leaf[R_FRAME].fn(&a); /* the _i16 form's struct has the same layout (uint16_t *y) */
-    pcm += (size_t)frame_samples(t) * elem;
-  }
+  if (m == 0) fk_frames_run(p, p->ring, p->job.rows); /* the ring is a recurrence over frames */
 }
 
 static void ph_flush(fk_plan *p, const fk_step *st, int m) {
@@ -314,18 +292,15 @@ static fk_status resolve(fk_plan *p, const fk_plan_desc *d, uint64_t features, f
     const char *form;
     fk_tier tier;
   } want[] = {
-    { R_NORM, FK_PROGRAMS_BLOCK, "rmsnorm_bf16_wide", FK_TIER_EXACT },
-    { R_IN, FK_PROGRAMS_BLOCK, "gemv_bf16_rne_packed", d->tier },
+    { R_NORM, FK_PROGRAMS_BLOCK | FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "rmsnorm_bf16_wide", FK_TIER_EXACT },
+    { R_IN, FK_PROGRAMS_BLOCK | FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "gemv_bf16_rne_packed", d->tier },
     { R_CONV, FK_PROGRAMS_BLOCK, d->block.conv_bias ? "shortconv_bf16_bias_wide" : "shortconv_bf16_wide",
       FK_TIER_EXACT },
-    { R_OUT, FK_PROGRAMS_BLOCK, "gemv_bf16_rne_add_packed", d->tier },
-    { R_HEAD, FK_PROGRAMS_TAIL, "gemv_f32_bias_packed", d->tier },
-    { R_FRAME, FK_PROGRAMS_TAIL, i16 ? "istft_frame_i16" : "istft_frame", FK_TIER_EXACT },
-    { R_FLUSH, FK_PROGRAMS_TAIL, i16 ? "istft_flush_i16" : "istft_flush", FK_TIER_EXACT },
+    { R_OUT, FK_PROGRAMS_BLOCK | FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "gemv_bf16_rne_add_packed", d->tier },
+    { R_HEAD, FK_PROGRAMS_TAIL | FK_PROGRAMS_DETOK, "gemv_f32_bias_packed", d->tier },
+    { R_FRAME, FK_PROGRAMS_TAIL | FK_PROGRAMS_DETOK, i16 ? "istft_frame_i16" : "istft_frame", FK_TIER_EXACT },
+    { R_FLUSH, FK_PROGRAMS_TAIL | FK_PROGRAMS_DETOK, i16 ? "istft_flush_i16" : "istft_flush", FK_TIER_EXACT },
     /* the model programs */
-    { R_NORM, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "rmsnorm_bf16_wide", FK_TIER_EXACT },
-    { R_IN, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "gemv_bf16_rne_packed", d->tier },
-    { R_OUT, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "gemv_bf16_rne_add_packed", d->tier },
     { R_MCONV, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "shortconv_bf16_wide", FK_TIER_EXACT },
     { R_QKPREP, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "qkprep_neox64", FK_TIER_EXACT },
     { R_SWIGLU, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "swiglu_bf16_wide", FK_TIER_EXACT },
@@ -338,9 +313,6 @@ static fk_status resolve(fk_plan *p, const fk_plan_desc *d, uint64_t features, f
     { R_ARGMAX, FK_PROGRAMS_LM, "sample_argmax", FK_TIER_EXACT },
     { R_TOPK, FK_PROGRAMS_LM, "sample_topk", FK_TIER_EXACT },
     { R_CODEBOOK, FK_PROGRAMS_DETOK, "embed_codebook_mean_x6_bf16", FK_TIER_EXACT },
-    { R_HEAD, FK_PROGRAMS_DETOK, "gemv_f32_bias_packed", d->tier },
-    { R_FRAME, FK_PROGRAMS_DETOK, i16 ? "istft_frame_i16" : "istft_frame", FK_TIER_EXACT },
-    { R_FLUSH, FK_PROGRAMS_DETOK, i16 ? "istft_flush_i16" : "istft_flush", FK_TIER_EXACT },
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     if (!(d->programs & want[i].family)) continue;
@@ -535,17 +507,13 @@ fk_status fk_run(fk_plan *p, fk_program prog, fk_io *io, fk_error *err) {
     p->job.frame0 = p->dframes;
   }
   dispatch(p);
-  if (is_model(prog)) {
-    fk_model_commit(p, prog, io);
-    atomic_store(&p->team->busy, 0);
-    atomic_store(&p->busy, 0);
-    return FK_OK;
-  }
   /* state commits, in causal order, after the program's last barrier */
-  if (programs[prog].family == FK_PROGRAMS_BLOCK) p->tokens += p->job.rows; /* p->job: io may alias x */
+  if (is_model(prog)) fk_model_commit(p, prog);
+  else if (programs[prog].family == FK_PROGRAMS_BLOCK) p->tokens += p->job.rows; /* p->job: io may alias x */
   else if (prog == FK_PROG_TAIL) p->frames += p->job.rows;
   else p->frames = 0; /* the flush leaf has zeroed the ring */
-  if (programs[prog].family == FK_PROGRAMS_TAIL) io->pcm_count = pcm_need;
+  if (programs[prog].family & (FK_PROGRAMS_TAIL | FK_PROGRAMS_DETOK)) io->pcm_count = pcm_need;
+  if (programs[prog].family == FK_PROGRAMS_LM) io->next = p->job.next;
   atomic_store(&p->team->busy, 0);
   atomic_store(&p->busy, 0);
   return FK_OK;

@@ -171,6 +171,25 @@ static inline void fk_plan_set_trace(fk_plan *p, void (*fn)(void *, const fk_pla
   p->trace_ctx = ctx;
 }
 
+/* One GEMV phase's work (fk_model.c): the job's activation rows in groups of <= 4 over the member's
+ * share of n weight rows; row i's outputs go to y + ((slot0 + i) mod ring, or slot0 + i when ring
+ * is 0) * ldy. role picks the stamp and struct: R_IN (bf16 out), R_OUT (bf16 out + the residual r),
+ * R_LOGITS (f32 out), R_HEAD (f32 out + the head's bias). */
+typedef struct fk_gemv_job {
+  fk_role role;
+  const uint16_t *w;
+  const float *x;
+  int64_t ldx, k;
+  void *y;
+  const void *r; /* the residual (R_OUT) */
+  int64_t ldy;
+  int64_t slot0, ring;
+} fk_gemv_job;
+void fk_gemv_run(fk_plan *p, int member, const fk_gemv_job *g, int64_t rows, int64_t n);
+/* The spectral tail's frames (member 0): job.frame0 + f for f < frames, spectra in p->spec, PCM
+ * from p->job.pcm, overlap-added into `ring`. */
+void fk_frames_run(fk_plan *p, float *ring, int64_t frames);
+
 /* ---- fk_model.c: the LM and detokenizer programs ---- */
 fk_status fk_model_check_desc(const fk_plan_desc *d, fk_error *err);
 /* Fills the plan's model shapes from the descriptor (before layout). */
@@ -181,7 +200,8 @@ int64_t fk_model_layout(fk_plan *p, void *(*carve)(void *c, size_t bytes), void 
 int fk_model_steps(const fk_plan *p, fk_program prog, fk_step *out);
 fk_status fk_model_pack(fk_plan *p, const fk_plan_desc *d, fk_error *err);
 fk_status fk_model_check_io(const fk_plan *p, fk_program prog, const fk_io *io, int64_t *pcm_need, fk_error *err);
-void fk_model_commit(fk_plan *p, fk_program prog, fk_io *io);
+/* The state a model program commits after its last barrier (the caller writes io's outputs). */
+void fk_model_commit(fk_plan *p, fk_program prog);
 void fk_model_reset(fk_plan *p);
 size_t fk_model_state_bytes(const fk_plan *p);
 /* Copies the model state into (save) or out of (load) a snapshot region. */
