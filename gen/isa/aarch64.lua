@@ -63,13 +63,16 @@ local function imm(x) return "#" .. C.int(x) end
 -- x16 = base + idx * size + off * size (the offset folded when it is zero).
 -- x16 = base + idx * size; returns the byte offset the access adds to x16. The offset is folded
 -- into x16 (and 0 returned) when the instruction's immediate could not reach offset + 32 (LDP/
--- STP of q registers: -1024..1008, a multiple of 16).
+-- STP of q registers: -1024..1008, a multiple of 16), or with `scalar`, the offset itself (a
+-- single LDR/LDRSW/STR of one element: unsigned, a multiple of size, up to 4095 elements).
 local add_imm
-local function elem_addr(ctx, op, size)
+local function elem_addr(ctx, op, size, scalar)
   local sh = ({ [1] = 0, [2] = 1, [4] = 2, [8] = 3 })[size]
   ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(sh))
   local o = op.attr.off * size
-  if o < -1024 or o + 32 > 1008 or o % 16 ~= 0 then
+  local far
+  if scalar then far = o < 0 or o > 4095 * size else far = o < -1024 or o + 32 > 1008 or o % 16 ~= 0 end
+  if far then
     add_imm(ctx, "x16", "x16", o)
     return 0
   end
@@ -395,35 +398,22 @@ function ops.load1_f32(ctx, op)
   ctx:wline("ldr " .. s(ctx:reg(op.dst)) .. ", [x16, " .. imm(o) .. "]")
 end
 
--- an int32 element, sign-extended to 64 bits (a gather's row index); LDRSW's immediate is
--- unsigned, a multiple of 4 up to 16380, else the offset is folded into x16
-function ops.load1_i32(ctx, op)
-  ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl #2")
-  local o = op.attr.off * 4
-  if o < 0 or o > 16380 then
-    add_imm(ctx, "x16", "x16", o)
-    o = 0
-  end
-  ctx:wline("ldrsw " .. ctx:reg(op.dst) .. ", [x16" .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
-end
-
--- a uint64 element: LDR/STR's immediate is unsigned, a multiple of 8 up to 32760
-local function u64_addr(ctx, op)
-  ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl #3")
-  local o = op.attr.off * 8
-  if o < 0 or o > 32760 then
-    add_imm(ctx, "x16", "x16", o)
-    o = 0
-  end
+-- one int32 element, sign-extended to 64 bits (a gather's row index), and one uint64 element
+local function scalar_addr(ctx, op, size)
+  local o = elem_addr(ctx, op, size, true)
   return "[x16" .. (o ~= 0 and (", " .. imm(o)) or "") .. "]"
 end
 
+function ops.load1_i32(ctx, op)
+  ctx:wline("ldrsw " .. ctx:reg(op.dst) .. ", " .. scalar_addr(ctx, op, 4))
+end
+
 function ops.load1_u64(ctx, op)
-  ctx:wline("ldr " .. ctx:reg(op.dst) .. ", " .. u64_addr(ctx, op))
+  ctx:wline("ldr " .. ctx:reg(op.dst) .. ", " .. scalar_addr(ctx, op, 8))
 end
 
 function ops.store1_u64(ctx, op)
-  ctx:wline("str " .. ctx:reg(op.src[3]) .. ", " .. u64_addr(ctx, op))
+  ctx:wline("str " .. ctx:reg(op.src[3]) .. ", " .. scalar_addr(ctx, op, 8))
 end
 
 function ops.store1_bf16(ctx, op)
