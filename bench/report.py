@@ -224,9 +224,156 @@ def render_gemv(rows, meta):
                                             "probe1": f(meta.num("probe_gbps", "1"), 1)}
 
 
+# ---- state --------------------------------------------------------------------------------------
+
+def render_state(rows, meta):
+    fk, vec, scalar, probe = "flashkern exact", "autovec (gcc -O3 -march=native)", "scalar (gcc -O2)", "L2 probe"
+    cases = OrderedDict()
+    for r in rows:
+        cases.setdefault((r["form"], r["model"], r["m"]), {})[r["contender"]] = r
+    forms = list(OrderedDict.fromkeys(r["form"] for r in rows))
+    pass_kib = int(meta.num("probe", "pass_bytes")) >> 10
+    buf_kib = int(meta.num("probe", "buffer_bytes")) >> 10
+    probe_case = [float(c[probe]["probe_gbps_case"]) for c in cases.values() if c[probe]["status"] == "ok"]
+
+    md = []
+    w = md.append
+    w("# State-committing leaves: ShortConv and qkprep, flashkern and its peers\n\n")
+    w("Written by `fk_bench_state` (bench/fk_bench_state.c) from one run: `%s`, %s s. Regenerate with "
+      "`make bench-state`; never edit by hand.\n\n" % (meta.get("command"), f(meta.num("elapsed_s"), 0)))
+    w("**Machine:** %s\n\n" % machine_line(meta))
+    w("**Contenders** (each calls the form through a function pointer with the form's argument struct from "
+      "fk_leaves.h, as a host calls a stamp):\n\n")
+    w("- **flashkern exact**: %s; stamps resolved once by `fk_leaf_resolve(form, FK_TIER_EXACT, "
+      "fk_cpu_features())`:" % meta.get("version", fk))
+    for i, (form, value) in enumerate(meta.items("stamp")):
+        sym, _, variant = value.partition(" ")
+        w("%s `%s` -> `%s` (variant %s)" % (";" if i else "", form, sym, variant))
+    for form, why in meta.items("not_resolved"):
+        w("; `%s`: NOT RESOLVED: %s" % (form, why))
+    w(".\n- **autovec (gcc -O3 -march=native)**: %s, `-O3 -march=native -ffp-contract=off` (bench/state_autovec.c): "
+      "the contract models' math and order, loops written for the vectorizer (`restrict` pointers, head size a "
+      "constant, the 2 x 16 sum-of-squares lanes as one 32-wide array); bit-identical to the model and to "
+      "flashkern's exact tier.\n" % meta.get("version", vec))
+    w("- **scalar (gcc -O2)**: %s, `-O2 -march=native -ffp-contract=off -fno-tree-vectorize` (bench/state_scalar.c): "
+      "the contract models of tests/contract/shortconv.c and qkprep.c as written, copied (not linked); scalar code, "
+      "`fmaf` one instruction: the baseline of an engine that writes the math as loops. It is also the reference "
+      "every contender is compared with.\n" % meta.get("version", scalar))
+    w("- **L2 probe**: %s; two buffers of %d KiB (together %d KiB: inside the 1 MiB L2, far beyond the 48 KiB L1d), "
+      "a pass copies A into B and moves 2 x %d KiB (read + written). Run-wide median **%s GB/s** (%s samples; the "
+      "medians of single cases range from %s to %s GB/s). Each table's *of L2 bound* divides by the probe's median "
+      "in that table's case.\n\n" % (meta.get("probe", "kind"), buf_kib, 2 * buf_kib, buf_kib,
+                                     f(meta.num("probe", "gbps"), 1), meta.get("probe", "samples"),
+                                     f(min(probe_case), 1), f(max(probe_case), 1)))
+    differs = meta.get("selfcheck", "flashkern differs", "")
+    w("**Startup self-check:** %s small cases over the four forms (1..1000 channels and 0..5 heads with tails, m = "
+      "0..5, padded rows, linear and wrapping K layouts, NaN with payloads, signaling NaN, infinities, signed zeros, "
+      "subnormals, overflow, exact rounding ties, random shapes), three consecutive calls each: the autovec peer "
+      "matched the scalar contract model bit for bit (the bench stops otherwise); flashkern %s.\n\n" % (
+          meta.get("selfcheck", "cases"), "DIFFERED (below)" if differs else "matched it too"))
+    if differs:
+        w("**flashkern differs from the contract model:** %s\n\n" % differs)
+    pinned = meta.get("pinned_cpu", "", "-1")
+    w("**Method.** One process, one thread%s. Per case, all contenders get the same inputs (random bf16 with "
+      "exponents in [-3, 3]; ShortConv taps in [-3, 0], biases in [-4, 0]; norm weights in [-2, 1]; RoPE tables from "
+      "`fk_rope_table`) and the same initial state (a random carry; random q rows and K cache), each in its own "
+      "state buffers. **Gate:** three consecutive calls (the K slots and positions advance by m each call), and "
+      "after each one every output and state buffer, whole (y and its padding, the carry, the q rows and their "
+      "padding, the entire K cache: a write outside the call's slots is caught), is compared bit for bit with the "
+      "scalar contract model's; a contender that differs is not timed. **Timing:** %s repetitions; in each, the "
+      "contenders and the probe take turns round-robin (the first turn moves one entry on each repetition). A turn "
+      "is one untimed call (it brings back this contender's lines, which the probe's and the others' turns evicted "
+      "from L1) and a timed batch of calls lasting about %s us whose mean is one sample; the batch size is "
+      "calibrated per contender and case. **Hot, L2-resident:** every call of a contender uses the same buffers "
+      "(the carry keeps evolving, q and K are transformed in place again each call, at the same slots and "
+      "positions), and the bytes the calls of all contenders touch stay under %s KiB (the footprint is under each "
+      "case's heading), so the bound of a call is the bytes it must move at the L2's read+write bandwidth. Small "
+      "cases fit the 48 KiB L1d as well and can exceed that bound.\n\n" % (
+          "" if int(pinned) >= 0 else " (not pinned)", meta.get("reps"), f(meta.num("batch_s") * 1e6, 0),
+          f(meta.num("footprint_max_bytes") / 1024, 0)))
+    if int(pinned) >= 0:
+        w("The process is pinned to CPU %s (the one it started on).\n\n" % pinned)
+    w("**Bytes moved** (per call, from each leaf's contract): ShortConv: in m x 3h bf16 read, the 3h taps (+ h "
+      "biases) read, the 2h-element carry read and written, y m x h written: 8mh + 14h bytes (+ 2h). qkprep, per "
+      "token position: the q heads and the k heads (64 or 32 bf16 each) read and written in place, the norm weights "
+      "of q and k, the row's cos and sin (f32, head_dim / 2 each), read by the q call and by the k call.\n\n")
+    w("**Columns.** *us/token*: microseconds per token (a call covers m tokens; qkprep: the q call and the k call), "
+      "median [min, max] over repetitions. *us/call*: the median per call. *GB/s*: the bytes one call must move over "
+      "its median time, 1 GB = 1e9 bytes. *of L2 bound*: that over the L2 probe's median GB/s in the same case. "
+      "*fk / this*: flashkern's median time over this row's; below 1 flashkern is faster.\n\n")
+    noisy = sum(1 for c in cases.values() if float(c[probe]["others_cpu_share"]) >= NOISY)
+    w("**Disturbance.** %d of %d cases ran while other processes used %s%% of the CPUs or more (machine busy time "
+      "from /proc/stat minus this process's) and are marked.\n\n" % (noisy, len(cases), f(100 * NOISY, 0)))
+
+    w("## Summary: hidden 2048 (LFM2-1.2B), fraction of the bytes-moved bound\n\n| leaf | m | flashkern us/token | "
+      "flashkern GB/s | flashkern of L2 bound | autovec of L2 bound | scalar of L2 bound | fk / autovec | fk / "
+      "scalar |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    frac = lambda r: "-" if r["status"] != "ok" or r["of_l2_bound"] == "" else f(float(r["of_l2_bound"]), 2)
+    ratio = lambda r: "-" if r["status"] != "ok" or r["fk_over_this"] == "" else f(float(r["fk_over_this"]), 2)
+    below = []
+    for (form, model, m), c in cases.items():
+        if model != "LFM2-1.2B" or c[fk]["hidden"] != "2048":
+            continue
+        rf = c[fk]
+        if rf["status"] == "ok":
+            w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" % (
+                form, m, f(float(rf["us_token_median"]), 3), f(float(rf["gbps"]), 1), frac(rf), frac(c[vec]),
+                frac(c[scalar]), ratio(c[vec]), ratio(c[scalar])))
+            if float(rf["of_l2_bound"]) < 0.9:
+                below.append("`%s` m = %s: %s (%s GB/s, %s us/token)" % (
+                    form, m, frac(rf), f(float(rf["gbps"]), 1), f(float(rf["us_token_median"]), 3)))
+        else:
+            w("| %s | %s | not timed | | | %s | %s | | |\n" % (form, m, frac(c[vec]), frac(c[scalar])))
+    if below:
+        w("\nBelow 0.9 of the bound at hidden 2048 (L2 probe %s GB/s run-wide): %s.\n\n" % (
+            f(meta.num("probe", "gbps"), 1), "; ".join(below)))
+    else:
+        w("\nEvery flashkern row at hidden 2048 reaches 0.9 of the bound or more.\n\n")
+
+    for form in forms:
+        w("## %s\n\n" % form)
+        for (cf, model, m), c in cases.items():
+            if cf != form:
+                continue
+            cid = "%s|%s|%s" % (form, model, m)
+            rp = c[probe]
+            if meta.has("head_dim", cid):
+                w("### %s (hidden %s): %s q heads + %s k heads, head_dim %s, m = %s (%s)\n\n" % (
+                    model, rp["hidden"], meta.get("qheads", cid), meta.get("kheads", cid), meta.get("head_dim", cid),
+                    m, meta.get("what", cid)))
+            else:
+                w("### %s: h = %s, m = %s (%s)\n\n" % (model, rp["hidden"], m, meta.get("what", cid)))
+            w("Bytes per call: %s = %s. Footprint: %s KiB shared inputs + 3 x %s KiB per contender. Batches (calls per "
+              "sample): flashkern %s, autovec %s, scalar %s; probe %s passes.\n\n" % (
+                  f(float(c[fk]["bytes_call"]), 0), meta.get("bytes_detail", cid),
+                  f(meta.num("footprint_shared", cid) / 1024, 1), f(meta.num("footprint_own", cid) / 1024, 1),
+                  c[fk]["batch"] or "0", c[vec]["batch"] or "0", c[scalar]["batch"] or "0", rp["batch"] or "0"))
+            share = float(rp["others_cpu_share"])
+            if share >= NOISY:
+                w("Other processes used %s%% of the CPUs while this case ran: its times are disturbed.\n\n"
+                  % f(100 * share, 0))
+            w("| contender | us/token median [min, max] | us/call | GB/s | of L2 bound | fk / this |\n"
+              "|---|---:|---:|---:|---:|---:|\n")
+            for name in (fk, vec, scalar, probe):
+                r = c[name]
+                if r["status"] != "ok":
+                    w("| %s | not timed: %s | | | | |\n" % (name, r["why"] or "not run"))
+                elif name == probe:
+                    w("| %s (us per pass of %d KiB) | %s [%s, %s] | | %s | 1.00 | |\n" % (
+                        name, pass_kib, f(float(r["us_call_median"]), 2), f(float(r["us_call_min"]), 2),
+                        f(float(r["us_call_max"]), 2), f(float(r["gbps"]), 1)))
+                else:
+                    w("| %s | %s [%s, %s] | %s | %s | %s | %s |\n" % (
+                        name, f(float(r["us_token_median"]), 3), f(float(r["us_token_min"]), 3),
+                        f(float(r["us_token_max"]), 3), f(float(r["us_call_median"]), 3), f(float(r["gbps"]), 1),
+                        frac(r), ratio(r)))
+            w("\n")
+    return {"state.md": "".join(md)}, None
+
+
 # ---- main ---------------------------------------------------------------------------------------
 
-RENDERERS = {"gemv": render_gemv}
+RENDERERS = {"gemv": render_gemv, "state": render_state}
 
 
 def render(bench, results):
