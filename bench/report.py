@@ -371,9 +371,226 @@ def render_state(rows, meta):
     return {"state.md": "".join(md)}, None
 
 
+# ---- fft ----------------------------------------------------------------------------------------
+
+FFT_TRANSFORMS = ["flashkern exact", "FFTW MEASURE", "FFTW MEASURE + 1/N pass", "FFTW MEASURE, input preserved",
+                  "OpenBLAS dense sgemv"]
+FFT_FRAMES = ["flashkern istft_frame", "user frame (libm + FFTW + C -O2)"]
+FRAME_N, FRAME_AUDIO_US = 1280, 1e6 * 320 / 24000.0
+
+
+def render_fft(rows, meta):
+    sizes = list(OrderedDict.fromkeys(int(r["n"]) for r in rows))
+    by = {(int(r["n"]), r["contender"]): r for r in rows}
+    ok = lambda r: r is not None and r["status"] == "ok"
+    med = lambda r: "%s [%s, %s]" % (f(float(r["median_us"]), 3), f(float(r["min_us"]), 3), f(float(r["max_us"]), 3)) \
+        if ok(r) else "not timed"
+    ratio = lambda r, col: f(float(r[col]), 2) if ok(r) and r[col] != "" else "-"
+    verdict = lambda v, target: "**met**" if v is not None and 0 < v <= target else "**missed**"
+
+    md = []
+    w = md.append
+    w("# Inverse real FFT and the detokenizer frame: flashkern and its peers\n\n")
+    w("Written by `fk_bench_fft` (bench/fk_bench_fft.c) from one run: `%s`, %s s. Regenerate with `make bench-fft`; "
+      "never edit by hand.\n\n" % (meta.get("command"), f(meta.num("elapsed_s"), 0)))
+    w("**Machine:** %s\n\n" % machine_line(meta))
+    w("## Targets\n\n")
+    frames = FRAME_N in sizes
+    if frames:
+        fk, fw, fs, fr = (by.get((FRAME_N, c)) for c in (FFT_TRANSFORMS[0], FFT_TRANSFORMS[1], FFT_TRANSFORMS[2],
+                                                          FFT_FRAMES[0]))
+        us = lambda r: "%s us" % f(float(r["median_us"]), 3) if ok(r) else "- us"
+        rv = lambda r, col: float(r[col]) if ok(r) and r[col] != "" else None
+        rx = lambda v: "%sx" % f(v, 2) if v is not None else "-1.00x"
+        targets = [("iFFT N = 1280 <= 1.0x FFTW MEASURE (same output: FFTW c2r + 1/N pass)", fk, fs,
+                    rv(fk, "over_fftw_scaled"), 1.0),
+                   ("iFFT N = 1280 <= 1.0x FFTW MEASURE (bare c2r, unnormalized: less work than flashkern's)", fk, fw,
+                    rv(fk, "over_fftw"), 1.0),
+                   ("whole frame (istft_frame) <= 2x FFTW's transform (bare c2r N = 1280)", fr, fw,
+                    rv(fr, "over_fftw"), 2.0),
+                   ("whole frame (istft_frame) <= 2x FFTW's transform (c2r + 1/N, N = 1280)", fr, fs,
+                    rv(fr, "over_fftw_scaled"), 2.0)]
+        w("| target | flashkern | FFTW MEASURE | ratio | verdict |\n|---|---:|---:|---:|---|\n")
+        for label, a, b, v, target in targets:
+            w("| %s | %s | %s | %s | %s |\n" % (label, us(a), us(b), rx(v), verdict(v, target)))
+        w("\nTimes are medians over the repetitions (min/max in the tables below). The bare c2r row is the stricter "
+          "comparison: FFTW's c2r leaves the 1/N scaling to the caller, flashkern's leaf includes it.\n\n")
+    else:
+        w("N = 1280 was not run (`--sizes`): no targets.\n\n")
+
+    w("## Summary: microseconds per transform, median [min, max]\n\n| N |")
+    w("".join(" %s |" % c for c in FFT_TRANSFORMS))
+    w(" fk / FFTW | fk / (FFTW + 1/N) | fk / OpenBLAS |\n|---:|" + "---:|" * (len(FFT_TRANSFORMS) + 3) + "\n")
+    for n in sizes:
+        fk = by.get((n, FFT_TRANSFORMS[0]))
+        w("| %d |%s %s | %s | %s |\n" % (n, "".join(" %s |" % med(by.get((n, c))) for c in FFT_TRANSFORMS),
+                                         ratio(fk, "over_fftw"), ratio(fk, "over_fftw_scaled"),
+                                         ratio(by.get((n, FFT_TRANSFORMS[4])), "fk_over_this")))
+    w("\n*fk / X*: flashkern's median over X's; below 1 flashkern is faster.\n\n")
+    if frames:
+        w("## Summary: one detokenizer frame (320 samples = %s ms of 24 kHz audio)\n\n" % f(FRAME_AUDIO_US / 1e3, 2))
+        w("| contender | us per frame median [min, max] | / FFTW c2r 1280 | / (FFTW c2r + 1/N) | real-time factor | "
+          "share of one core | fk frame / this |\n|---|---:|---:|---:|---:|---:|---:|\n")
+        for c in FFT_FRAMES:
+            r = by.get((FRAME_N, c))
+            if not ok(r):
+                w("| %s | not timed: %s | | | | | |\n" % (c, r["why"] if r else "not run"))
+                continue
+            w("| %s | %s | %s | %s | %s | %s%% | %s |\n" % (
+                c, med(r), ratio(r, "over_fftw"), ratio(r, "over_fftw_scaled"), f(float(r["rtf"]), 0),
+                f(100.0 * float(r["median_us"]) / FRAME_AUDIO_US, 4), ratio(r, "fk_over_this")))
+        w("\n*Real-time factor*: the audio one frame produces, 320 samples at 24 kHz = %s ms = %s us, over the median "
+          "frame time on one thread (above 1: faster than real time); *share of one core*: its inverse, the fraction "
+          "of a core the spectral tail of one real-time stream takes. Only the spectral tail (the 641 log-magnitudes "
+          "and phases in, PCM out), not the network that produces the frames.\n\n" % (
+              f(FRAME_AUDIO_US / 1e3, 2), f(FRAME_AUDIO_US, 0)))
+    w("![time per transform vs N](fft.png)\n\n")
+
+    w("## Contenders\n\n")
+    w("- **flashkern exact**: %s; the stamp `fk_leaf_resolve(\"irfft_nN\", FK_TIER_EXACT, fk_cpu_features())` picks "
+      "for this CPU, called as `fn(&args)` with `fk_irfft_nN_args` (re, im, y, work: 2N floats of scratch); output "
+      "scaled by 1/N (numpy's irfft):" % meta.get("version", "flashkern"))
+    for i, n in enumerate(sizes):
+        if meta.has("stamp", str(n)):
+            sym, _, variant = meta.get("stamp", str(n)).partition(" ")
+            w("%s N = %d `%s` (variant %s)" % (";" if i else "", n, sym, variant))
+        else:
+            w("%s N = %d NOT RESOLVED: %s" % (";" if i else "", n, meta.get("not_resolved", str(n))))
+    w(".\n- **FFTW MEASURE**: %s (`fftwf_version`; built by `%s`), `fftwf_plan_dft_c2r_1d(N, in, out, FFTW_MEASURE)` "
+      "planned before any input is written, one thread. FFTW's c2r is unnormalized (N times irfft) and, by default, "
+      "destroys its input: this row is the bare transform, each call on its own copy of the spectrum (a rotation of "
+      "copies, rewritten untimed before each timed batch, `fftwf_execute_dft_c2r` on the next copy), so it is timed "
+      "on valid input without paying for a copy. The plans are listed under each size. This is Debian 12's "
+      "libfftw3-single3, configured with SSE2 and AVX codelets only (the version string says so): no AVX2/FMA or "
+      "AVX-512 codelets, which upstream FFTW 3.3.10 can be built with (`--enable-avx2 --enable-avx512`); flashkern's "
+      "stamp here is its AVX-512 variant. Plans are made one after the other in this process, so later plans reuse "
+      "the wisdom of earlier ones (the user frame's 1280-point plan is made first: hence a planning time near 0 s at "
+      "N = 1280).\n" % (meta.get("version", "FFTW"), meta.get("build", "FFTW")))
+    w("- **FFTW MEASURE + 1/N pass**: the same plan and calls, each followed by `y[i] *= 1.0f / N` (bench/fft_scale.c, "
+      "%s: vectorized by the compiler): the same output as flashkern's.\n" % meta.get("build", "fft_scale.c"))
+    w("- **FFTW MEASURE, input preserved**: `FFTW_MEASURE | FFTW_PRESERVE_INPUT`, the contract flashkern's leaf has "
+      "(its input is const): FFTW then plans a buffered transform (it copies the input itself). Bare transform, "
+      "unnormalized. For reference.\n")
+    w("- **OpenBLAS dense sgemv**: %s, `OPENBLAS_CORETYPE=%s` (was %s before the bench set it), "
+      "`openblas_get_corename()` = %s, 1 thread (`openblas_set_num_threads(1)`): the inverse DFT as a precomputed N x "
+      "(N + 2) f32 matrix (the 1/N, the factor 2 of the inner bins and the signs in it, rounded once from double) "
+      "times [re; im], `cblas_sgemv` row-major. Its matrix is 4 N (N + 2) bytes: L2-resident at N = 256 only, from "
+      "the L3 above (the dense method's own cost).\n" % (
+          meta.get("version", "OpenBLAS"), meta.get("env", "OPENBLAS_CORETYPE"), meta.get("env", "OPENBLAS_CORETYPE was"),
+          meta.get("openblas_corename")))
+    if frames:
+        w("- **flashkern istft_frame**: ")
+        if meta.has("stamp", "istft_frame"):
+            sym, _, variant = meta.get("stamp", "istft_frame").partition(" ")
+            w("`%s` (variant %s)" % (sym, variant))
+        else:
+            w("NOT RESOLVED: %s" % meta.get("not_resolved", "istft_frame"))
+        w(", `fk_istft_frame_args` (x: 641 log-magnitudes + 641 phases, the caller's 1280-sample ring, y, work of 3888 "
+          "floats, frame t, clip = +inf as LFM2.5): polar (its own exp and sincos), the unscaled 1280-point iFFT, the "
+          "Hann window with 1/N folded in, overlap-add into the ring, the envelope divide of the 320 final samples "
+          "(templates/istft.lua).\n")
+        w("- **user frame (libm + FFTW + C -O2)**: bench/fft_peer_frame.c, %s: the same frame as a user writes it: "
+          "`expf`, `cosf`, `sinf` from glibc %s (gcc may fuse the cosf/sinf pair into one sincosf call), `min(mag, "
+          "clip)`, FFTW's c2r 1280 (FFTW_MEASURE, input destroyed: the polar step rewrites it each frame; plan: `%s`, "
+          "planned in %s s), then `ola[n] += frame[n] * win[n]` with the 1/N folded into the Hann table, `y[i] = "
+          "ola[i] / env[i]` (envelope tables computed once in double), a 960-sample `memmove` of the overlap-add buffer "
+          "and zeroing of its newest 320.\n" % (
+              meta.get("build", "fft_peer_frame.c"), meta.get("version", "glibc"), meta.get("plan", "user frame"),
+              f(meta.num("plan_s", "user frame"), 2)))
+    pinned = int(meta.get("pinned_cpu", "", "-1"))
+    w("\n## Method\n\n")
+    w("- **One process, one thread%s.** Per size, all transform contenders get the same spectrum (re, im uniform in "
+      "[-1, 1], the imaginary parts of X[0] and X[N/2] zero), each in its own layout (split re/im for flashkern, "
+      "interleaved complex for FFTW, [re; im] for OpenBLAS), converted untimed. At N = 1280 the two frame contenders "
+      "join the same round-robin.\n" % (", pinned" if pinned >= 0 else " (not pinned)"))
+    if pinned >= 0:
+        w("  The process is pinned to CPU %d (the one it started on).\n" % pinned)
+    w("- **Timing.** %s repetitions; in each, the contenders take turns round-robin (the first turn moves one "
+      "contender each repetition). A turn is one untimed call (it brings the contender's lines back after the "
+      "others' turns; for the input-destroying FFTW rows followed by the untimed rewrite of the copies) and a timed "
+      "batch whose mean is one sample. A transform batch is the same number of calls for every transform contender "
+      "of a size: the number of FFTW input copies that fit %d KiB (under each size's heading; 4 to 4.5 us of FFTW's "
+      "time), so the timer's cost (about 25 ns per batch, `clock_gettime`) is the same per call for all of them. A "
+      "frame batch lasts about %s us.\n" % (meta.get("reps"), int(meta.num("copy_bytes")) >> 10,
+                                            f(meta.num("frame_batch_s") * 1e6, 0)))
+    w("- **Hot.** Every call of a contender uses the same buffers (FFTW's destroying rows: the same rotation of "
+      "copies); flashkern's and FFTW's buffers, twiddles and scratch stay in the L1/L2 (footprints under each "
+      "heading). The frames keep streaming: the frame index advances every call, the overlap-add state evolves, the "
+      "input frame is the same (after four untimed frames, steady state: every call writes 320 samples).\n")
+    bound = meta.num("bound_factor", str(FRAME_N))
+    w("- **Correctness gate (transforms).** Before timing, each transform runs on four spectra (the timed one; "
+      "magnitudes 2^[-3, 3] and 2^[-43, -37] with random signs; a sparse one) and is compared with a float64 inverse "
+      "DFT (direct sum, exact phase reduction): the FFT contenders by tests/test_irfft.c's normwise bound, max_n "
+      "|y[n] - x[n]| <= bound_factor(N) ||x||_2 (Higham's stage-by-stage bound of flashkern's radix-2/5 algorithm: "
+      "%.2e ||x||_2 at N = 1280; FFTW's outputs divided by N in double first); the dense DFT by the componentwise "
+      "dot-product bound |y[t] - x[t]| <= gamma(N + 3) sum_k |A[t][k] v[k]|. The *gate* column is the worst error "
+      "over its bound (at most 1 to be timed).\n" % bound)
+    w("- **Correctness gate (frames).** Both frame contenders run a stream of %s frames of random input "
+      "(log-magnitudes uniform in [-6, 2], phases in [-pi, pi]); every output frame (none at t = 0, 160 samples at "
+      "t = 1, then 320) is compared with a float64 ISTFT of the same stream (exp, cos, sin, the inverse DFT, the Hann "
+      "window, overlap-add and the envelope all in double): each within ||y - ref||_2 <= %.0e ||ref||_2, and the two "
+      "against each other within ||fk - user||_2 <= %.0e ||ref||_2 (they differ only by rounding: libm's and "
+      "flashkern's exp and sincos, FFTW's and flashkern's FFT orders; the iFFT bound alone is %.1e). The timed frames "
+      "then restart from an empty stream on the first frame's input.\n" % (
+          meta.get("gate_frames"), meta.num("frame_tol"), meta.num("frame_tol_pair"), bound))
+    w("- **Other processes.** The machine's busy time (/proc/stat) minus this process's (getrusage) is recorded per "
+      "size; a size during which other processes used %s%% of the CPUs or more is marked.\n\n" % f(100 * NOISY, 0))
+    w("**Columns.** *us*: microseconds per call, median [min, max] over the repetitions. *MFLOPS*: benchFFT's "
+      "convention for a real transform, 2.5 N log2 N / time (the same count for every contender, whatever it "
+      "computes). */ FFTW*: this row's median over FFTW MEASURE's (bare c2r). *fk / this*: flashkern's median over "
+      "this row's; below 1 flashkern is faster. *gate*: the worst error over its bound in the correctness gate "
+      "(frames: ||y - ref||_2 / ||ref||_2). *footprint*: the bytes of the buffers the bench gives the contender "
+      "(inputs, copies, outputs, scratch, the dense matrix), not the libraries' own tables (FFTW's and flashkern's "
+      "twiddles, FFTW's internal buffer when it preserves the input).\n\n")
+
+    dat = ["# written by fk_bench_fft: microseconds per call, median min max per contender; '-': not run\n\"N\""
+           + "".join(' "%s" "min" "max"' % c for c in FFT_TRANSFORMS + FFT_FRAMES) + "\n"]
+    for n in sizes:
+        sz = str(n)
+        w("## N = %d\n\n" % n)
+        w("Batch: %s calls per sample (FFTW input copies: %s x %s bytes). FFTW MEASURE plan (planned in %s s): `%s`. "
+          "Input preserved (%s s): `%s`.\n\n" % (
+              meta.get("copies", sz), meta.get("copies", sz), meta.get("copy_bytes", sz), f(meta.num("plan_s", sz), 2),
+              meta.get("plan", sz), f(meta.num("plan_s", sz + " preserve"), 2), meta.get("plan", sz + " preserve")))
+        share = float(by[(n, FFT_TRANSFORMS[0])]["others_cpu_share"])
+        if share >= NOISY:
+            w("Other processes used %s%% of the CPUs while this size ran: its times are disturbed.\n\n"
+              % f(100 * share, 0))
+        w("| contender | us median [min, max] | MFLOPS | / FFTW | fk / this | gate | footprint KiB |\n"
+          "|---|---:|---:|---:|---:|---:|---:|\n")
+        line = "%d" % n
+        for c in FFT_TRANSFORMS + FFT_FRAMES:
+            r = by.get((n, c))
+            if r is None:
+                line += " - - -"
+                continue
+            gate = ("%.3f" if c in FFT_TRANSFORMS else "%.2e") % float(r["gate"])
+            kib = f(float(r["footprint_bytes"]) / 1024, 1)
+            if not ok(r):
+                w("| %s | not timed: %s | | | | %s | %s |\n" % (c, r["why"] or "not run", gate, kib))
+                line += " - - -"
+                continue
+            w("| %s | %s | %s | %s | %s | %s | %s |\n" % (
+                c, med(r), f(float(r["mflops"]), 0) if c in FFT_TRANSFORMS else "-", ratio(r, "over_fftw"),
+                ratio(r, "fk_over_this"), gate, kib))
+            line += " %s %s %s" % (f(float(r["median_us"]), 4), f(float(r["min_us"]), 4), f(float(r["max_us"]), 4))
+        dat.append(line + "\n")
+        if (n, FFT_FRAMES[0]) in by:
+            w("\nFrames: *fk / this* is flashkern's frame over this row's; *gate* is the worst ||y - ref||_2 / "
+              "||ref||_2 over the gate's frames; the two frames differ from each other by at most %.2e ||ref||_2. "
+              "Batches: flashkern frame %s, user frame %s calls.\n" % (
+                  meta.num("frames_differ"), by[(n, FFT_FRAMES[0])]["batch"] or "0",
+                  by[(n, FFT_FRAMES[1])]["batch"] or "0"))
+        w("\n")
+    w("Versions: %s; FFTW %s; %s; glibc %s; the driver and the user frame built by %s.\n" % (
+        meta.get("version", "flashkern"), meta.get("version", "FFTW"), meta.get("version", "OpenBLAS"),
+        meta.get("version", "glibc"), meta.get("machine", "compiler")))
+    return {"fft.md": "".join(md), "fft.dat": "".join(dat)}, {"dat": "fft.dat", "out": "fft.png"}
+
+
 # ---- main ---------------------------------------------------------------------------------------
 
-RENDERERS = {"gemv": render_gemv, "state": render_state}
+RENDERERS = {"gemv": render_gemv, "state": render_state, "fft": render_fft}
 
 
 def render(bench, results):
