@@ -588,9 +588,87 @@ def render_fft(rows, meta):
     return {"fft.md": "".join(md), "fft.dat": "".join(dat)}, {"dat": "fft.dat", "out": "fft.png"}
 
 
+# ---- runtime ------------------------------------------------------------------------------------
+
+RUNTIME_STEP = ["plan 1T", "direct 1T", "plan 2T", "OpenMP 2T"]
+RUNTIME_EMPTY = ["plan (fk_plan_run_empty)", "OpenMP region + barriers"]
+
+
+def render_runtime(rows, meta):
+    val = {(r["table"], r["contender"], r["threads"], r["case"]): r for r in rows}
+    get = lambda table, who, t, case, col="median": float(val[(table, who, str(t), case)][col])
+    step = lambda who, case, col="median": get("step", who, 2 if "2T" in who else 1, case, col)
+    wbytes = meta.num("weight_bytes")
+    layers = int(meta.get("layers"))
+    md = []
+    w = md.append
+    w("# Runtime: the 2048-wide ShortConv block decode step\n\n")
+    w("Written by `fk_bench_runtime` (bench/README.md) from a real run: `%s`, %s repetitions, %s s.\n\n" % (
+        meta.get("command"), meta.get("reps"), f(meta.num("elapsed_s"), 0)))
+    w("**Machine:** %s\n\n" % machine_line(meta))
+    w("**Versions:** %s; peer %s. Stamps: %s.\n\n" % (
+        meta.get("version", "flashkern"), meta.get("version", "OpenMP"),
+        ", ".join("`%s`" % sym for _, sym in meta.items("stamp"))))
+    w("**Step:** RMSNorm -> in_proj (6144 x 2048) -> conv -> out_proj (2048 x 2048) + residual, one token; %s MB of "
+      "packed bf16 weights. Hot: one copy, %s steps per sample. Cold: %d copies (%s GiB, like a model's layers: one "
+      "plan per layer, all on one team through `desc.team_of`), one step on each per sample. Every contender runs "
+      "the same stamps on the same layouts; before timing, their outputs and carries are compared bit for bit "
+      "(equal).\n\n" % (f(wbytes / 1e6, 1), meta.get("hot_batch"), layers, f(wbytes * layers / 2 ** 30, 2)))
+    w("## Decode step, us (median [min, max])\n\n| contender | hot | cold |\n|---|---|---|\n")
+    rng = lambda v, lo, hi, d: "%s [%s, %s]" % (f(v, d), f(lo, d), f(hi, d))
+    for c in RUNTIME_STEP:
+        w("| %s | %s | %s |\n" % (c, *(rng(step(c, k), step(c, k, "min"), step(c, k, "max"), 1) for k in ("hot", "cold"))))
+    w("\n## What the runtime costs, what the team buys\n\n| measure | hot | cold |\n|---|---|---|\n")
+    K = ("hot", "cold")
+    ov = [get("derived", "plan", 1, "overhead_" + k) for k in K]
+    w("| plan 1T - direct 1T (the runtime's cost on one thread), ns | %s | %s |\n" % tuple(f(v, 0) for v in ov))
+    w("| the same, share of the plan 1T step | %s%% | %s%% |\n" % tuple(
+        f(100 * ov[i] / (1e3 * step("plan 1T", k)), 2) for i, k in enumerate(K)))
+    w("| 2-thread scaling: plan 1T / plan 2T | %sx | %sx |\n" % tuple(
+        f(get("derived", "plan", 2, "scaling_" + k), 2) for k in K))
+    w("| OpenMP 2T / plan 2T (> 1: the plan is faster) | %s | %s |\n" % tuple(
+        f(step("OpenMP 2T", k) / step("plan 2T", k), 3) for k in K))
+    w("| weight stream, plan 1T / 2T, GB/s | %s / %s | %s / %s |\n" % tuple(
+        f(wbytes / step(c, k) / 1e3, 1) for k in K for c in ("plan 1T", "plan 2T")))
+    p1, p2 = get("probe", "read", 1, "cold"), get("probe", "read", 2, "cold")
+    w("| read probe (%s, %s GiB, OpenMP), 1T / 2T, GB/s | | %s / %s |\n" % (
+        meta.get("probe", "kind"), f(meta.num("probe", "bytes") / 2 ** 30, 2), f(p1, 1), f(p2, 1)))
+    w("| the probe's 2-thread scaling: the ceiling for a step that streams its weights from DRAM | | %sx |\n"
+      % f(p2 / p1, 2))
+    w("\n## Empty programs: dispatch + barriers, no leaf, ns per run\n\nEach sample is the median of %s runs timed one "
+      "by one (the clock's own %s ns subtracted) after a 20 ms idle gap; the table gives the median [min, max] of "
+      "those samples over the repetitions, and the first run after the gap, which wakes members that went to sleep, "
+      "separately.\n\n" % (meta.get("empty_batch"), f(meta.num("clock_ns"), 0)))
+    w("| contender | threads | 1 phase | 4 phases | per phase (4 - 1) / 3 | first run of 4 after the gap |\n"
+      "|---|---|---|---|---|---|\n")
+    e = lambda who, t, case, col="median": get("empty", who, t, case, col)
+    for who in RUNTIME_EMPTY:
+        for t in (1, 2):
+            a, b = e(who, t, "1phase"), e(who, t, "4phases")
+            w("| %s | %d | %s | %s | %s | %s |\n" % (
+                who, t, rng(a, e(who, t, "1phase", "min"), e(who, t, "1phase", "max"), 0),
+                rng(b, e(who, t, "4phases", "min"), e(who, t, "4phases", "max"), 0), f((b - a) / 3, 0),
+                rng(e(who, t, "first4_after_gap"), e(who, t, "first4_after_gap", "min"),
+                    e(who, t, "first4_after_gap", "max"), 0)))
+    a2, b2 = e(RUNTIME_EMPTY[0], 2, "1phase"), e(RUNTIME_EMPTY[0], 2, "4phases")
+    hot2, cold2 = step("plan 2T", "hot"), step("plan 2T", "cold")
+    w("\nThe decode program has 4 phases: on 2 threads its dispatch + barriers cost %s ns, %s%% of the hot step (%s "
+      "us) and %s%% of the cold step (%s us); per phase %s ns.\n" % (
+          f(b2, 0), f(100 * get("derived", "plan", 2, "empty4_share_hot"), 2), f(hot2, 1),
+          f(100 * b2 / (1e3 * cold2), 2), f(cold2, 1), f((b2 - a2) / 3, 0)))
+    wake = e(RUNTIME_EMPTY[0], 2, "first4_after_gap")
+    w("After an idle gap the first run also wakes the sleeping members: %s us on 2 threads (%s%% of the hot step).\n"
+      % (f(wake / 1e3, 1), f(100 * wake / (1e3 * hot2), 2)))
+    w("\n## Per phase, hot, `FK_PLAN_TIMING` (member 0's clock at each barrier), us\n\n")
+    w("| phase | 1 thread | 2 threads |\n|---|---|---|\n")
+    for ph in OrderedDict.fromkeys(r["contender"] for r in rows if r["table"] == "phase"):
+        w("| %s | %s | %s |\n" % (ph, f(get("phase", ph, 1, "hot") / 1e3, 2), f(get("phase", ph, 2, "hot") / 1e3, 2)))
+    return {"runtime.md": "".join(md)}, None
+
+
 # ---- main ---------------------------------------------------------------------------------------
 
-RENDERERS = {"gemv": render_gemv, "state": render_state, "fft": render_fft}
+RENDERERS = {"gemv": render_gemv, "state": render_state, "fft": render_fft, "runtime": render_runtime}
 
 
 def render(bench, results):
