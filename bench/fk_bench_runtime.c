@@ -175,7 +175,7 @@ static void gate(world *w) {
       unsigned char *snap = malloc(len);
       fk_error err;
       if (!snap || fk_state_save(p, snap, len, &err) != FK_OK) die("fk_state_save");
-      memcpy(carry[c], snap + 48, sizeof carry[c]); /* the documented snapshot layout */
+      memcpy(carry[c], snap + 56, sizeof carry[c]); /* the documented snapshot layout (version 2: 56-byte header) */
       free(snap);
     } else {
       memcpy(carry[c], w->blk[0].carry, sizeof carry[c]);
