@@ -14,7 +14,7 @@
  *
  * Output: DIR/fft.csv (every row) and DIR/fft-meta.csv (machine, versions, builds, stamps, plans),
  * which bench/report.py renders into DIR/fft.md, fft.dat and fft.png. Progress goes to stderr. */
-#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu, getrusage, strncasecmp */
+#define _GNU_SOURCE /* strncasecmp */
 /* fftw3.h before cblas.h: OpenBLAS's header includes <complex.h>, after which fftwf_complex would
  * be float _Complex instead of float[2] (the same bytes; this file indexes [0] and [1]) */
 #include <fftw3.h>
@@ -22,16 +22,11 @@
 #include <errno.h>
 #include <gnu/libc-version.h>
 #include <math.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 

@@ -16,18 +16,14 @@
  *
  * Output: DIR/state.csv (every row) and DIR/state-meta.csv (the machine, stamps, probe, per-case
  * facts), which bench/report.py renders into DIR/state.md. Progress goes to stderr. */
-#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu, getrusage */
+#define _GNU_SOURCE /* strncasecmp */
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
