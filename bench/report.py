@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/report.py: renders every bench's results from its CSV (bench/README.md, "Results").
 
-  report.py [--results DIR] [--out DIR] [--plot | --no-plot] (--all | BENCH ...)
+  report.py [--results DIR] [--out DIR] [--plot | --no-plot] [--check] (--all | BENCH ...)
 
 BENCH is gemv, state, fft, runtime or model. For each, reads DIR/<bench>.csv (the rows),
 DIR/<bench>-meta.csv (key,item,value: the machine, versions, noise, probe and the run's facts; the
@@ -9,12 +9,12 @@ bench's C harness writes both) and writes OUT/<bench>.md and the gnuplot data (O
 then, with --plot, runs gnuplot on bench/plot_<bench>.gp for OUT/<bench>.png. model reads
 DIR/model-rounds.csv instead (every round's lines, run_model.sh) and also writes OUT/model.csv (the
 rounds merged). DIR and OUT default to bench/results; --plot is the default when gnuplot is on the
-PATH. Standard library only (runs with the system python3)."""
+PATH. --check writes nothing and exits 1 when a file in DIR is not what its CSV renders (the
+bench_report test). Standard library only (runs with the system python3)."""
 import argparse
 import csv
 import difflib
 import io
-import math
 import os
 import shutil
 import statistics
