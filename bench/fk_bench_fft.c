@@ -12,9 +12,9 @@
  * bound; a componentwise dot-product bound for the dense DFT), and the two frames are compared
  * with a float64 ISTFT and with each other over a stream of frames; one that fails is not timed.
  *
- * Output: DIR/fft.md (tables), DIR/fft.csv (every row), DIR/fft.dat and DIR/fft.png (gnuplot,
- * bench/plot_fft.gp). Progress goes to stderr. */
-#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu, getrusage, strncasecmp */
+ * Output: DIR/fft.csv (every row) and DIR/fft-meta.csv (machine, versions, builds, stamps, plans),
+ * which bench/report.py renders into DIR/fft.md, fft.dat and fft.png. Progress goes to stderr. */
+#define _GNU_SOURCE /* strncasecmp */
 /* fftw3.h before cblas.h: OpenBLAS's header includes <complex.h>, after which fftwf_complex would
  * be float _Complex instead of float[2] (the same bytes; this file indexes [0] and [1]) */
 #include <fftw3.h>
@@ -22,16 +22,11 @@
 #include <errno.h>
 #include <gnu/libc-version.h>
 #include <math.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,9 +36,6 @@
 
 #ifndef FKB_FLASHKERN_VERSION
 #define FKB_FLASHKERN_VERSION "this tree"
-#endif
-#ifndef FKB_PLOT_SCRIPT
-#define FKB_PLOT_SCRIPT "bench/plot_fft.gp"
 #endif
 
 /* The OpenBLAS kernel set, forced through OPENBLAS_CORETYPE as fk_bench_gemv does (this machine's
@@ -76,7 +68,6 @@ enum { FRAME_N = 1280, HOP = 320, BINS = FRAME_N / 2 + 1, FRAME_X = 2 * BINS, FR
 #define GATE_FRAMES 12
 #define FRAME_TOL 1e-5      /* each frame vs the float64 ISTFT: ||y - ref||_2 <= FRAME_TOL ||ref||_2 */
 #define FRAME_TOL_PAIR 2e-5 /* the two frames against each other, same norm */
-#define NOISY 0.05
 
 static const double PI = 3.14159265358979323846;
 
@@ -118,11 +109,6 @@ static float rand_exp(int emin, int emax) {
 /* the larger of a worst-so-far and a new error; NaN (a failure) sticks as +inf */
 static double worse(double w, double r) { return isnan(r) || isinf(w) ? INFINITY : (r > w ? r : w); }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void *xalloc(size_t bytes) {
   void *p = fkb_alloc(bytes);
   if (!p) die("out of memory (%zu bytes)", bytes);
@@ -141,59 +127,26 @@ static void squeeze(const char *s, char *out, size_t len) {
   out[at] = 0;
 }
 
-/* ---- other processes (as fk_bench_gemv measures them) -------------------------------------- */
-
-typedef struct cpu_mark {
-  double busy, self, wall;
-} cpu_mark;
-
-static cpu_mark cpu_mark_now(void) {
-  cpu_mark c = { 0, 0, now() };
-  unsigned long long v[8] = { 0 };
-  FILE *f = fopen("/proc/stat", "r");
-  if (f) {
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-               &v[7]) == 8)
-      c.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-    fclose(f);
-  }
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  c.self = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-           1e-6 * (double)ru.ru_stime.tv_usec;
-  return c;
-}
-
-/* The share of all CPUs other processes used between a and b, 0..1 (under 5 clock ticks: 0). */
-static double others_share(cpu_mark a, cpu_mark b) {
-  double wall = b.wall - a.wall, cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
-  double other = (b.busy - a.busy) - (b.self - a.self);
-  if (wall <= 0 || cpus <= 0 || other < 5.0 / (double)sysconf(_SC_CLK_TCK)) return 0.0;
-  return other / (wall * cpus) > 1.0 ? 1.0 : other / (wall * cpus);
-}
-
 /* ---- options ---------------------------------------------------------------------------------- */
 
 static struct options {
-  int reps, quick, pin, plot, openblas_core_set, nsizes;
+  int reps, quick, pin, openblas_core_set, nsizes;
   int sizes[NSIZES];
-  const char *out, *plot_script, *openblas_core;
-} opt = { .reps = 201, .pin = 1, .plot = 1, .out = "bench/results", .plot_script = FKB_PLOT_SCRIPT,
-          .openblas_core = FKB_OPENBLAS_CORE };
+  const char *out, *openblas_core;
+} opt = { .reps = 201, .pin = 1, .out = "bench/results", .openblas_core = FKB_OPENBLAS_CORE };
 
 static void usage(FILE *f) {
   fprintf(f, "usage: fk_bench_fft [--quick] [--reps N] [--sizes 256,1280] [--no-pin] [--out DIR]\n"
-             "                    [--openblas-core NAME] [--plot-script FILE] [--no-plot]\n"
+             "                    [--openblas-core NAME]\n"
              "  --quick          %d repetitions instead of %d: a smoke run\n"
              "  --reps N         repetitions (each gives one sample per contender per size)\n"
              "  --sizes LIST     transform sizes among 256,512,1024,1280,2048 (the frames run with 1280)\n"
              "  --no-pin         do not pin the process to the CPU it starts on\n"
-             "  --out DIR        where fft.md, fft.csv, fft.dat and fft.png go (default %s)\n"
+             "  --out DIR        where fft.csv and fft-meta.csv go (default %s); bench/report.py fft\n"
+             "                   renders them into fft.md, fft.dat and fft.png\n"
              "  --openblas-core NAME  OPENBLAS_CORETYPE for the run (default %s; the bench re-executes\n"
-             "                   itself with it set, as fk_bench_gemv does)\n"
-             "  --plot-script F  the gnuplot script (default %s)\n"
-             "  --no-plot        no gnuplot run\n",
-          11, 201, "bench/results", FKB_OPENBLAS_CORE, FKB_PLOT_SCRIPT);
+             "                   itself with it set, as fk_bench_gemv does)\n",
+          11, 201, "bench/results", FKB_OPENBLAS_CORE);
 }
 
 static void parse_options(int argc, char **argv) {
@@ -204,12 +157,10 @@ static void parse_options(int argc, char **argv) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--quick")) opt.quick = 1;
     else if (!strcmp(a, "--no-pin")) opt.pin = 0;
-    else if (!strcmp(a, "--no-plot")) opt.plot = 0;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage(stdout), exit(0);
     else if (!v) usage(stderr), die("%s: missing value or unknown option", a);
     else if (!strcmp(a, "--reps")) opt.reps = atoi(v), reps_set = 1, i++;
     else if (!strcmp(a, "--out")) opt.out = v, i++;
-    else if (!strcmp(a, "--plot-script")) opt.plot_script = v, i++;
     else if (!strcmp(a, "--openblas-core")) opt.openblas_core = v, opt.openblas_core_set = 1, i++;
     else if (!strcmp(a, "--sizes")) {
       int want[NSIZES] = { 0 };
@@ -233,34 +184,8 @@ static void parse_options(int argc, char **argv) {
   if (opt.reps < 1) die("--reps must be at least 1");
 }
 
-/* ---- the environment OpenBLAS reads at load time (as fk_bench_gemv) ------------------------- */
-
+/* What OPENBLAS_CORETYPE was before the bench set it (fkb_openblas_coretype). */
 static char coretype_was[128] = "";
-
-static void ensure_environment(char **argv) {
-  const char *was = getenv("FKB_OPENBLAS_CORETYPE_WAS");
-  if (was) { /* the re-executed image */
-    snprintf(coretype_was, sizeof coretype_was, "%s", was);
-    unsetenv("FKB_OPENBLAS_CORETYPE_WAS");
-    return;
-  }
-  const char *ct = getenv("OPENBLAS_CORETYPE");
-  snprintf(coretype_was, sizeof coretype_was, "%s", ct ? ct : "(unset)");
-  if (ct && !strcasecmp(ct, opt.openblas_core)) return;
-  __builtin_cpu_init();
-  if (!opt.openblas_core_set && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))) {
-    fprintf(stderr, "fk_bench_fft: no AVX-512 here: OpenBLAS keeps OPENBLAS_CORETYPE=%s\n", coretype_was);
-    return;
-  }
-  setenv("FKB_OPENBLAS_CORETYPE_WAS", coretype_was, 1);
-  setenv("OPENBLAS_CORETYPE", opt.openblas_core, 1);
-  fflush(NULL);
-  execv("/proc/self/exe", argv);
-  fprintf(stderr, "fk_bench_fft: re-exec with OPENBLAS_CORETYPE=%s failed (%s); OpenBLAS keeps its own pick\n",
-          opt.openblas_core, strerror(errno));
-  unsetenv("FKB_OPENBLAS_CORETYPE_WAS");
-}
 
 /* ---- results ---------------------------------------------------------------------------------- */
 
@@ -272,24 +197,11 @@ typedef struct cell {
   char why[400];
 } cell;
 
-typedef struct stats {
-  double med, min, max;
-  int ok;
-} stats;
+typedef fkb_stats stats;
 
 static stats stats_of(const cell *c) {
   stats st = { 0, 0, 0, 0 };
-  if (!c->live || c->n == 0) return st;
-  double *v = malloc((size_t)c->n * sizeof *v);
-  if (!v) die("out of memory");
-  memcpy(v, c->s, (size_t)c->n * sizeof *v);
-  qsort(v, (size_t)c->n, sizeof *v, cmp_double);
-  st.med = c->n % 2 ? v[c->n / 2] : 0.5 * (v[c->n / 2 - 1] + v[c->n / 2]);
-  st.min = v[0];
-  st.max = v[c->n - 1];
-  st.ok = 1;
-  free(v);
-  return st;
+  return c->live ? fkb_stats_of(c->s, c->n) : st;
 }
 
 /* ---- one size: inputs, each contender's buffers and plans ------------------------------------- */
@@ -665,6 +577,21 @@ static int calibrate_frames(fcase *C, int e) {
   }
 }
 
+/* One entry's turn: an untimed call (it brings this contender's lines back after the others'
+ * turns), the untimed rewrite of the copies an input-destroying row consumed, then a timed
+ * batch: one sample. */
+static void timed_turn(void *ctx, int rep, int e) {
+  fcase *C = ctx;
+  cell *c = &C->cells[e];
+  (void)rep;
+  if (!c->live) return;
+  turn(C, e, 1);
+  if (destroys_input(e)) restore_copies(C, c->batch);
+  double a = now();
+  turn(C, e, c->batch);
+  c->s[c->n++] = (now() - a) / c->batch;
+}
+
 static void run_case(fcase *C, int done, int total) {
   rng_state = 0xf0f7u + (uint64_t)C->n;
   gate_transforms(C);
@@ -684,19 +611,9 @@ static void run_case(fcase *C, int done, int total) {
     c->batch = e < NT ? C->ncopies : calibrate_frames(C, e);
   }
 
-  cpu_mark mark = cpu_mark_now();
-  for (int rep = 0; rep < opt.reps; rep++)
-    for (int r = 0; r < last; r++) {
-      int e = (r + rep) % last; /* the round-robin starts one entry later each repetition */
-      cell *c = &C->cells[e];
-      if (!c->live) continue;
-      turn(C, e, 1); /* untimed: brings this contender's lines back after the others' turns */
-      if (destroys_input(e)) restore_copies(C, c->batch);
-      double a = now();
-      turn(C, e, c->batch);
-      c->s[c->n++] = (now() - a) / c->batch;
-    }
-  C->noise = others_share(mark, cpu_mark_now());
+  fkb_cpu_mark mark = fkb_cpu_mark_now();
+  fkb_interleave(opt.reps, last, timed_turn, C);
+  C->noise = fkb_others_share(mark, fkb_cpu_mark_now());
 
   double el = now() - t_start;
   fprintf(stderr, "[%5.1fs, size %d/%d] N = %4d:", el, done, total, C->n);
@@ -705,19 +622,11 @@ static void run_case(fcase *C, int done, int total) {
     if (st.ok) fprintf(stderr, " | %s %.3f us", eshort[e], st.med * 1e6);
     else fprintf(stderr, " | %s NOT TIMED", eshort[e]);
   }
-  if (C->noise >= NOISY) fprintf(stderr, " | OTHER PROCESSES %.0f%% of the CPUs", 100.0 * C->noise);
+  if (C->noise >= FKB_NOISY) fprintf(stderr, " | OTHER PROCESSES %.0f%% of the CPUs", 100.0 * C->noise);
   fputc('\n', stderr);
 }
 
-/* ---- the report -------------------------------------------------------------------------------- */
-
-static FILE *open_out(const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", opt.out, name);
-  FILE *f = fopen(path, "w");
-  if (!f) die("cannot write %s: %s", path, strerror(errno));
-  return f;
-}
+/* ---- the results: fft.csv, fft-meta.csv (bench/report.py writes fft.md, fft.dat, fft.png) --------- */
 
 static fcase *case_of(int n) {
   for (int s = 0; s < opt.nsizes; s++)
@@ -728,330 +637,107 @@ static fcase *case_of(int n) {
 /* benchFFT's convention for a real transform of size N: 2.5 N log2 N "flops" over the time */
 static double mflops(int n, double sec) { return 2.5 * n * log2((double)n) / sec / 1e6; }
 
-static void fmt_ratio(char *buf, size_t len, double num, double den) {
-  if (num > 0 && den > 0) snprintf(buf, len, "%.2f", num / den);
-  else snprintf(buf, len, "-");
+static void col_ratio(fkb_out *o, const stats *num, const stats *den) {
+  if (num->ok && den->ok) fkb_col_num(o, num->med / den->med);
+  else fkb_col_empty(o);
 }
 
-static void fmt_med(char *buf, size_t len, const stats *st) {
-  if (st->ok) snprintf(buf, len, "%.3f [%.3f, %.3f]", st->med * 1e6, st->min * 1e6, st->max * 1e6);
-  else snprintf(buf, len, "not timed");
-}
+static void results(fkb_out *o, int pinned_cpu) {
+  fkb_meta(o, "version", "flashkern", "flashkern %s", FKB_FLASHKERN_VERSION);
+  fkb_meta(o, "version", "FFTW", "%s", fftwf_version);
+  fkb_meta(o, "version", "OpenBLAS", "%s", openblas_get_config());
+  fkb_meta(o, "version", "glibc", "%s", gnu_get_libc_version());
+  fkb_meta(o, "build", "FFTW", "%s", fftwf_cc);
+  fkb_meta(o, "build", "fft_scale.c", "%s", fkb_fft_scale_flags());
+  fkb_meta(o, "build", "fft_peer_frame.c", "%s", fkb_peer_frame_flags());
+  fkb_meta(o, "env", "OPENBLAS_CORETYPE", "%s", getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
+  fkb_meta(o, "env", "OPENBLAS_CORETYPE was", "%s", coretype_was);
+  fkb_meta(o, "openblas_corename", "", "%s", openblas_get_corename());
+  for (int s = 0; s < opt.nsizes; s++) {
+    char n[16];
+    snprintf(n, sizeof n, "%d", cases[s].n);
+    if (cases[s].leaf_ok) fkb_meta(o, "stamp", n, "%s %s", cases[s].leaf.symbol, cases[s].leaf.variant);
+    else fkb_meta(o, "not_resolved", n, "%s", cases[s].leaf_why);
+  }
+  if (case_of(FRAME_N)) {
+    if (fr.leaf_ok) fkb_meta(o, "stamp", "istft_frame", "%s %s", fr.leaf.symbol, fr.leaf.variant);
+    else fkb_meta(o, "not_resolved", "istft_frame", "%s", fr.leaf_why);
+    fkb_meta(o, "plan", "user frame", "%s", fr.peer_plan);
+    fkb_meta_num(o, "plan_s", "user frame", fr.peer_plan_s);
+    fkb_meta_num(o, "frames_differ", "", case_of(FRAME_N)->cells[R_FK].gate2);
+  }
+  fkb_meta(o, "pinned_cpu", "", "%d", pinned_cpu);
+  fkb_meta(o, "reps", "", "%d", opt.reps);
+  fkb_meta(o, "copy_bytes", "", "%zu", COPY_BYTES);
+  fkb_meta_num(o, "frame_batch_s", "", FRAME_BATCH_S);
+  fkb_meta_num(o, "bound_factor", "1280", bound_factor(FRAME_N));
+  fkb_meta(o, "gate_frames", "", "%d", GATE_FRAMES);
+  fkb_meta_num(o, "frame_tol", "", FRAME_TOL);
+  fkb_meta_num(o, "frame_tol_pair", "", FRAME_TOL_PAIR);
 
-static const char *verdict(double ratio, double target) { return ratio > 0 && ratio <= target ? "**met**" : "**missed**"; }
-
-static void write_plot_data(void) {
-  FILE *f = open_out("fft.dat");
-  fprintf(f, "# written by fk_bench_fft: microseconds per call, median min max per contender; '-': not run\n\"N\"");
-  for (int e = 0; e < NE; e++) fprintf(f, " \"%s\" \"min\" \"max\"", ename[e]);
-  fputc('\n', f);
   for (int s = 0; s < opt.nsizes; s++) {
     const fcase *C = &cases[s];
-    fprintf(f, "%d", C->n);
-    for (int e = 0; e < NE; e++) {
-      stats st = (e < NT || C->frames) ? stats_of(&C->cells[e]) : (stats){ 0, 0, 0, 0 };
-      if (st.ok) fprintf(f, " %.4f %.4f %.4f", st.med * 1e6, st.min * 1e6, st.max * 1e6);
-      else fprintf(f, " - - -");
-    }
-    fputc('\n', f);
-  }
-  fclose(f);
-}
+    char n[16], np[32];
+    snprintf(n, sizeof n, "%d", C->n);
+    snprintf(np, sizeof np, "%d preserve", C->n);
+    fkb_meta(o, "copies", n, "%d", C->ncopies);
+    fkb_meta(o, "copy_bytes", n, "%zu", (size_t)C->h * sizeof(fftwf_complex));
+    fkb_meta_num(o, "plan_s", n, C->plan_s);
+    fkb_meta(o, "plan", n, "%s", C->plan_desc);
+    fkb_meta_num(o, "plan_s", np, C->keep_s);
+    fkb_meta(o, "plan", np, "%s", C->keep_desc);
 
-static void run_gnuplot(void) {
-  char dat[4096], png[4096], assign[9000];
-  snprintf(dat, sizeof dat, "%s/fft.dat", opt.out);
-  snprintf(png, sizeof png, "%s/fft.png", opt.out);
-  snprintf(assign, sizeof assign, "dat='%s'; out='%s'", dat, png);
-  pid_t pid = fork();
-  if (pid == 0) {
-    execlp("gnuplot", "gnuplot", "-e", assign, opt.plot_script, (char *)NULL);
-    fprintf(stderr, "fk_bench_fft: cannot run gnuplot: %s\n", strerror(errno));
-    _exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    fprintf(stderr, "fk_bench_fft: the plot was not made (gnuplot %s failed); the tables are complete\n",
-            opt.plot_script);
-  else fprintf(stderr, "fk_bench_fft: wrote %s\n", png);
-}
-
-static void write_report(double elapsed, const char *machine, const char *argv_line, int pinned_cpu) {
-  FILE *md = open_out("fft.md"), *csv = open_out("fft.csv");
-  char blas[512];
-  snprintf(blas, sizeof blas, "%s", openblas_get_config());
-
-  fprintf(md, "# Inverse real FFT and the detokenizer frame: flashkern and its peers\n\n");
-  fprintf(md, "Written by `fk_bench_fft` (bench/fk_bench_fft.c) from one run: `%s`, %.0f s. Regenerate with "
-              "`make bench-fft`; never edit by hand.\n\n", argv_line, elapsed);
-  fprintf(md, "**Machine:** %s\n\n", machine);
-
-  /* ---- targets and summary ---- */
-  const fcase *c1280 = case_of(FRAME_N);
-  fprintf(md, "## Targets\n\n");
-  if (c1280) {
-    stats sk = stats_of(&c1280->cells[T_FK]), sw = stats_of(&c1280->cells[T_FFTW]),
-          ss = stats_of(&c1280->cells[T_FFTW_SCALED]), sfr = stats_of(&c1280->cells[R_FK]);
-    double r1 = sk.ok && ss.ok ? sk.med / ss.med : -1, r1b = sk.ok && sw.ok ? sk.med / sw.med : -1;
-    double r2 = sfr.ok && sw.ok ? sfr.med / sw.med : -1, r2b = sfr.ok && ss.ok ? sfr.med / ss.med : -1;
-    fprintf(md, "| target | flashkern | FFTW MEASURE | ratio | verdict |\n|---|---:|---:|---:|---|\n");
-    fprintf(md, "| iFFT N = 1280 <= 1.0x FFTW MEASURE (same output: FFTW c2r + 1/N pass) | %.3f us | %.3f us | "
-                "%.2fx | %s |\n", sk.med * 1e6, ss.med * 1e6, r1, verdict(r1, 1.0));
-    fprintf(md, "| iFFT N = 1280 <= 1.0x FFTW MEASURE (bare c2r, unnormalized: less work than flashkern's) | %.3f us "
-                "| %.3f us | %.2fx | %s |\n", sk.med * 1e6, sw.med * 1e6, r1b, verdict(r1b, 1.0));
-    fprintf(md, "| whole frame (istft_frame) <= 2x FFTW's transform (bare c2r N = 1280) | %.3f us | %.3f us | %.2fx | "
-                "%s |\n", sfr.med * 1e6, sw.med * 1e6, r2, verdict(r2, 2.0));
-    fprintf(md, "| whole frame (istft_frame) <= 2x FFTW's transform (c2r + 1/N, N = 1280) | %.3f us | %.3f us | "
-                "%.2fx | %s |\n\n", sfr.med * 1e6, ss.med * 1e6, r2b, verdict(r2b, 2.0));
-    fprintf(md, "Times are medians over the repetitions (min/max in the tables below). The bare c2r row is the "
-                "stricter comparison: FFTW's c2r leaves the 1/N scaling to the caller, flashkern's leaf includes "
-                "it.\n\n");
-  } else {
-    fprintf(md, "N = 1280 was not run (`--sizes`): no targets.\n\n");
-  }
-
-  fprintf(md, "## Summary: microseconds per transform, median [min, max]\n\n| N |");
-  for (int e = 0; e < NT; e++) fprintf(md, " %s |", ename[e]);
-  fprintf(md, " fk / FFTW | fk / (FFTW + 1/N) | fk / OpenBLAS |\n|---:|");
-  for (int e = 0; e < NT + 3; e++) fprintf(md, "---:|");
-  fputc('\n', md);
-  for (int s = 0; s < opt.nsizes; s++) {
-    const fcase *C = &cases[s];
-    fprintf(md, "| %d |", C->n);
-    stats st[NT];
-    for (int e = 0; e < NT; e++) {
-      char b[96];
-      st[e] = stats_of(&C->cells[e]);
-      fmt_med(b, sizeof b, &st[e]);
-      fprintf(md, " %s |", b);
-    }
-    char r1[32], r2[32], r3[32];
-    fmt_ratio(r1, sizeof r1, st[T_FK].ok ? st[T_FK].med : -1, st[T_FFTW].ok ? st[T_FFTW].med : -1);
-    fmt_ratio(r2, sizeof r2, st[T_FK].ok ? st[T_FK].med : -1, st[T_FFTW_SCALED].ok ? st[T_FFTW_SCALED].med : -1);
-    fmt_ratio(r3, sizeof r3, st[T_FK].ok ? st[T_FK].med : -1, st[T_BLAS].ok ? st[T_BLAS].med : -1);
-    fprintf(md, " %s | %s | %s |\n", r1, r2, r3);
-  }
-  fprintf(md, "\n*fk / X*: flashkern's median over X's; below 1 flashkern is faster.\n\n");
-
-  if (c1280) {
-    stats sw = stats_of(&c1280->cells[T_FFTW]), ss = stats_of(&c1280->cells[T_FFTW_SCALED]),
-          sfk = stats_of(&c1280->cells[R_FK]);
-    fprintf(md, "## Summary: one detokenizer frame (320 samples = %.2f ms of 24 kHz audio)\n\n", FRAME_AUDIO_US / 1e3);
-    fprintf(md, "| contender | us per frame median [min, max] | / FFTW c2r 1280 | / (FFTW c2r + 1/N) | real-time factor "
-                "| share of one core | fk frame / this |\n|---|---:|---:|---:|---:|---:|---:|\n");
-    for (int e = R_FK; e < NE; e++) {
-      stats st = stats_of(&c1280->cells[e]);
-      char b[96], a[32], bb[32], fk[32];
-      fmt_med(b, sizeof b, &st);
-      if (!st.ok) {
-        fprintf(md, "| %s | not timed: %s | | | | | |\n", ename[e], c1280->cells[e].why);
-        continue;
-      }
-      fmt_ratio(a, sizeof a, st.med, sw.ok ? sw.med : -1);
-      fmt_ratio(bb, sizeof bb, st.med, ss.ok ? ss.med : -1);
-      fmt_ratio(fk, sizeof fk, sfk.ok ? sfk.med : -1, st.med);
-      fprintf(md, "| %s | %s | %s | %s | %.0f | %.4f%% | %s |\n", ename[e], b, a, bb, FRAME_AUDIO_US / (st.med * 1e6),
-              100.0 * st.med * 1e6 / FRAME_AUDIO_US, fk);
-    }
-    fprintf(md, "\n*Real-time factor*: the audio one frame produces, 320 samples at 24 kHz = %.2f ms = %.0f us, over "
-                "the median frame time on one thread (above 1: faster than real time); *share of one core*: its "
-                "inverse, the fraction of a core the spectral tail of one real-time stream takes. Only the spectral "
-                "tail (the 641 log-magnitudes and phases in, PCM out), not the network that produces the "
-                "frames.\n\n", FRAME_AUDIO_US / 1e3, FRAME_AUDIO_US);
-  }
-  fprintf(md, "![time per transform vs N](fft.png)\n\n");
-
-  /* ---- contenders, method ---- */
-  fprintf(md, "## Contenders\n\n");
-  fprintf(md, "- **flashkern exact**: flashkern %s; the stamp `fk_leaf_resolve(\"irfft_nN\", FK_TIER_EXACT, "
-              "fk_cpu_features())` picks for this CPU, called as `fn(&args)` with `fk_irfft_nN_args` (re, im, y, "
-              "work: 2N floats of scratch); output scaled by 1/N (numpy's irfft):", FKB_FLASHKERN_VERSION);
-  for (int s = 0; s < opt.nsizes; s++) {
-    const fcase *C = &cases[s];
-    if (C->leaf_ok) fprintf(md, "%s N = %d `%s` (variant %s)", s ? ";" : "", C->n, C->leaf.symbol, C->leaf.variant);
-    else fprintf(md, "%s N = %d NOT RESOLVED: %s", s ? ";" : "", C->n, C->leaf_why);
-  }
-  fprintf(md, ".\n- **FFTW MEASURE**: %s (`fftwf_version`; built by `%s`), `fftwf_plan_dft_c2r_1d(N, in, out, "
-              "FFTW_MEASURE)` planned before any input is written, one thread. FFTW's c2r is unnormalized "
-              "(N times irfft) and, by default, destroys its input: this row is the bare transform, each call on "
-              "its own copy of the spectrum (a rotation of copies, rewritten untimed before each timed batch, "
-              "`fftwf_execute_dft_c2r` on the next copy), so it is timed on valid input without paying for a copy. "
-              "The plans are listed under each size. This is Debian 12's libfftw3-single3, configured with SSE2 and "
-              "AVX codelets only (the version string says so): no AVX2/FMA or AVX-512 codelets, which upstream FFTW "
-              "3.3.10 can be built with (`--enable-avx2 --enable-avx512`); flashkern's stamp here is its AVX-512 "
-              "variant. Plans are made one after the other in this process, so later plans reuse the wisdom of "
-              "earlier ones (the user frame's 1280-point plan is made first: hence a planning time near 0 s at "
-              "N = 1280).\n", fftwf_version, fftwf_cc);
-  fprintf(md, "- **FFTW MEASURE + 1/N pass**: the same plan and calls, each followed by `y[i] *= 1.0f / N` "
-              "(bench/fft_scale.c, %s: vectorized by the compiler): the same output as flashkern's.\n",
-          fkb_fft_scale_flags());
-  fprintf(md, "- **FFTW MEASURE, input preserved**: `FFTW_MEASURE | FFTW_PRESERVE_INPUT`, the contract flashkern's "
-              "leaf has (its input is const): FFTW then plans a buffered transform (it copies the input itself). "
-              "Bare transform, unnormalized. For reference.\n");
-  fprintf(md, "- **OpenBLAS dense sgemv**: %s, `OPENBLAS_CORETYPE=%s` (was %s before the bench set it), "
-              "`openblas_get_corename()` = %s, 1 thread (`openblas_set_num_threads(1)`): the inverse DFT as a "
-              "precomputed N x (N + 2) f32 matrix (the 1/N, the factor 2 of the inner bins and the signs in it, "
-              "rounded once from double) times [re; im], `cblas_sgemv` row-major. Its matrix is 4 N (N + 2) bytes: "
-              "L2-resident at N = 256 only, from the L3 above (the dense method's own cost).\n",
-          blas, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)", coretype_was,
-          openblas_get_corename());
-  if (c1280) {
-    fprintf(md, "- **flashkern istft_frame**: ");
-    if (fr.leaf_ok) fprintf(md, "`%s` (variant %s)", fr.leaf.symbol, fr.leaf.variant);
-    else fprintf(md, "NOT RESOLVED: %s", fr.leaf_why);
-    fprintf(md, ", `fk_istft_frame_args` (x: 641 log-magnitudes + 641 phases, the caller's 1280-sample ring, y, "
-                "work of 3888 floats, frame t, clip = +inf as LFM2.5): polar (its own exp and sincos), the unscaled "
-                "1280-point iFFT, the Hann window with 1/N folded in, overlap-add into the ring, the envelope "
-                "divide of the 320 final samples (templates/istft.lua).\n");
-    fprintf(md, "- **user frame (libm + FFTW + C -O2)**: bench/fft_peer_frame.c, %s: the same frame as a user writes "
-                "it: `expf`, `cosf`, `sinf` from glibc %s (gcc may fuse the cosf/sinf pair into one sincosf call), "
-                "`min(mag, clip)`, FFTW's c2r 1280 (FFTW_MEASURE, input destroyed: the polar step rewrites it each "
-                "frame; plan: `%s`, planned in %.2f s), then `ola[n] += frame[n] * win[n]` with the 1/N folded into "
-                "the Hann table, `y[i] = ola[i] / env[i]` (envelope tables computed once in double), a 960-sample "
-                "`memmove` of the overlap-add buffer and zeroing of its newest 320.\n",
-            fkb_peer_frame_flags(), gnu_get_libc_version(), fr.peer_plan, fr.peer_plan_s);
-  }
-  fprintf(md, "\n## Method\n\n");
-  fprintf(md, "- **One process, one thread%s.** Per size, all transform contenders get the same spectrum "
-              "(re, im uniform in [-1, 1], the imaginary parts of X[0] and X[N/2] zero), each in its own layout "
-              "(split re/im for flashkern, interleaved complex for FFTW, [re; im] for OpenBLAS), converted "
-              "untimed. At N = 1280 the two frame contenders join the same round-robin.\n",
-          pinned_cpu >= 0 ? ", pinned" : " (not pinned)");
-  if (pinned_cpu >= 0) fprintf(md, "  The process is pinned to CPU %d (the one it started on).\n", pinned_cpu);
-  fprintf(md, "- **Timing.** %d repetitions; in each, the contenders take turns round-robin (the first turn moves "
-              "one contender each repetition). A turn is one untimed call (it brings the contender's lines back "
-              "after the others' turns; for the input-destroying FFTW rows followed by the untimed rewrite of the "
-              "copies) and a timed batch whose mean is one sample. A transform batch is the same number of calls "
-              "for every transform contender of a size: the number of FFTW input copies that fit %zu KiB (under "
-              "each size's heading; 4 to 4.5 us of FFTW's time), so the timer's cost (about 25 ns per batch, "
-              "`clock_gettime`) is the same per call for all of them. A frame batch lasts about %.0f us.\n",
-          opt.reps, COPY_BYTES >> 10, FRAME_BATCH_S * 1e6);
-  fprintf(md, "- **Hot.** Every call of a contender uses the same buffers (FFTW's destroying rows: the same rotation "
-              "of copies); flashkern's and FFTW's buffers, twiddles and scratch stay in the L1/L2 (footprints "
-              "under each heading). The frames keep streaming: the frame index advances every call, the "
-              "overlap-add state evolves, the input frame is the same (after four untimed frames, steady state: "
-              "every call writes 320 samples).\n");
-  fprintf(md, "- **Correctness gate (transforms).** Before timing, each transform runs on four spectra (the timed "
-              "one; magnitudes 2^[-3, 3] and 2^[-43, -37] with random signs; a sparse one) and is compared with "
-              "a float64 inverse DFT (direct sum, exact phase reduction): the FFT contenders by tests/test_irfft.c's "
-              "normwise bound, max_n |y[n] - x[n]| <= bound_factor(N) ||x||_2 (Higham's stage-by-stage bound of "
-              "flashkern's radix-2/5 algorithm: %.2e ||x||_2 at N = 1280; FFTW's outputs divided by N in double "
-              "first); the dense DFT by the componentwise dot-product bound |y[t] - x[t]| <= gamma(N + 3) "
-              "sum_k |A[t][k] v[k]|. The *gate* column is the worst error over its bound (at most 1 to be "
-              "timed).\n", bound_factor(FRAME_N));
-  fprintf(md, "- **Correctness gate (frames).** Both frame contenders run a stream of %d frames of random input "
-              "(log-magnitudes uniform in [-6, 2], phases in [-pi, pi]); every output frame (none at t = 0, 160 "
-              "samples at t = 1, then 320) is compared with a float64 ISTFT of the same stream (exp, cos, sin, "
-              "the inverse DFT, the Hann window, overlap-add and the envelope all in double): each within "
-              "||y - ref||_2 <= %.0e ||ref||_2, and the two against each other within ||fk - user||_2 <= %.0e "
-              "||ref||_2 (they differ only by rounding: libm's and flashkern's exp and sincos, FFTW's and "
-              "flashkern's FFT orders; the iFFT bound alone is %.1e). The timed frames then restart from an "
-              "empty stream on the first frame's input.\n",
-          GATE_FRAMES, FRAME_TOL, FRAME_TOL_PAIR, bound_factor(FRAME_N));
-  fprintf(md, "- **Other processes.** The machine's busy time (/proc/stat) minus this process's (getrusage) is "
-              "recorded per size; a size during which other processes used %.0f%% of the CPUs or more is marked.\n\n",
-          100.0 * NOISY);
-  fprintf(md, "**Columns.** *us*: microseconds per call, median [min, max] over the repetitions. *MFLOPS*: "
-              "benchFFT's convention for a real transform, 2.5 N log2 N / time (the same count for every "
-              "contender, whatever it computes). */ FFTW*: this row's median over FFTW MEASURE's (bare c2r). "
-              "*fk / this*: flashkern's median over this row's; below 1 flashkern is faster. *gate*: the worst "
-              "error over its bound in the correctness gate (frames: ||y - ref||_2 / ||ref||_2). *footprint*: the "
-              "bytes of the buffers the bench gives the contender (inputs, copies, outputs, scratch, the dense "
-              "matrix), not the libraries' own tables (FFTW's and flashkern's twiddles, FFTW's internal buffer "
-              "when it preserves the input).\n\n");
-
-  /* ---- per-size tables ---- */
-  fprintf(csv, "n,contender,status,median_us,min_us,max_us,samples,batch,mflops,over_fftw,over_fftw_scaled,"
-               "fk_over_this,gate,footprint_bytes,rtf,others_cpu_share\n");
-  for (int s = 0; s < opt.nsizes; s++) {
-    const fcase *C = &cases[s];
-    fprintf(md, "## N = %d\n\n", C->n);
-    fprintf(md, "Batch: %d calls per sample (FFTW input copies: %d x %zu bytes). FFTW MEASURE plan (planned in "
-                "%.2f s): `%s`. Input preserved (%.2f s): `%s`.\n\n",
-            C->ncopies, C->ncopies, (size_t)C->h * sizeof(fftwf_complex), C->plan_s, C->plan_desc, C->keep_s,
-            C->keep_desc);
-    if (C->noise >= NOISY)
-      fprintf(md, "Other processes used %.0f%% of the CPUs while this size ran: its times are disturbed.\n\n",
-              100.0 * C->noise);
-    fprintf(md, "| contender | us median [min, max] | MFLOPS | / FFTW | fk / this | gate | footprint KiB |\n"
-                "|---|---:|---:|---:|---:|---:|---:|\n");
-    stats sf = stats_of(&C->cells[T_FK]), sw = stats_of(&C->cells[T_FFTW]),
-          ss = stats_of(&C->cells[T_FFTW_SCALED]);
-    int last = C->frames ? NE : NT;
-    for (int e = 0; e < last; e++) {
+    stats sf = stats_of(&C->cells[T_FK]), sw = stats_of(&C->cells[T_FFTW]), ss = stats_of(&C->cells[T_FFTW_SCALED]),
+          sfr = stats_of(&C->cells[R_FK]);
+    for (int e = 0; e < (C->frames ? NE : NT); e++) {
       const cell *c = &C->cells[e];
       stats st = stats_of(c);
-      char gate[64];
-      if (e < NT) snprintf(gate, sizeof gate, "%.3f", c->gate);
-      else snprintf(gate, sizeof gate, "%.2e", c->gate);
-      if (!st.ok) {
-        fprintf(md, "| %s | not timed: %s | | | | %s | %.1f |\n", ename[e], c->why[0] ? c->why : "not run", gate,
-                C->footprint[e] / 1024);
-        fprintf(csv, "%d,\"%s\",not timed,,,,0,,,,,,%.4g,%.0f,,%.3f\n", C->n, ename[e], c->gate, C->footprint[e],
-                C->noise);
-        continue;
+      fkb_col_int(o, C->n);
+      fkb_col_str(o, ename[e]);
+      fkb_col_word(o, st.ok ? "ok" : "not timed");
+      if (st.ok) {
+        fkb_col_num(o, st.med * 1e6), fkb_col_num(o, st.min * 1e6), fkb_col_num(o, st.max * 1e6);
+        fkb_col_int(o, c->n);
+        fkb_col_int(o, c->batch);
+        if (e < NT) fkb_col_num(o, mflops(C->n, st.med));
+        else fkb_col_empty(o);
+        col_ratio(o, &st, &sw);                      /* over_fftw */
+        col_ratio(o, &st, &ss);                      /* over_fftw_scaled */
+        col_ratio(o, e < NT ? &sf : &sfr, &st);      /* fk_over_this */
+      } else {
+        for (int i = 0; i < 3; i++) fkb_col_empty(o);
+        fkb_col_int(o, 0);
+        for (int i = 0; i < 5; i++) fkb_col_empty(o);
       }
-      char b[96], rw[32], rfk[32], mf[32], rs[32], rtf[32] = "";
-      fmt_med(b, sizeof b, &st);
-      fmt_ratio(rw, sizeof rw, st.med, sw.ok ? sw.med : -1);
-      fmt_ratio(rs, sizeof rs, st.med, ss.ok ? ss.med : -1);
-      const stats *base = e < NT ? &sf : NULL;
-      stats sfr = stats_of(&C->cells[R_FK]);
-      if (e >= NT) base = &sfr;
-      fmt_ratio(rfk, sizeof rfk, base->ok ? base->med : -1, st.med);
-      if (e < NT) snprintf(mf, sizeof mf, "%.0f", mflops(C->n, st.med));
-      else snprintf(mf, sizeof mf, "-"), snprintf(rtf, sizeof rtf, "%.2f", FRAME_AUDIO_US / (st.med * 1e6));
-      fprintf(md, "| %s | %s | %s | %s | %s | %s | %.1f |\n", ename[e], b, mf, rw, rfk, gate, C->footprint[e] / 1024);
-      fprintf(csv, "%d,\"%s\",ok,%.4f,%.4f,%.4f,%d,%d,%s,%s,%s,%s,%.4g,%.0f,%s,%.3f\n", C->n, ename[e], st.med * 1e6,
-              st.min * 1e6, st.max * 1e6, c->n, c->batch, e < NT ? mf : "", rw, rs, rfk, c->gate, C->footprint[e], rtf,
-              C->noise);
+      fkb_col_num(o, c->gate);
+      fkb_col_num(o, C->footprint[e]);
+      if (st.ok && e >= NT) fkb_col_num(o, FRAME_AUDIO_US / (st.med * 1e6)); /* rtf */
+      else fkb_col_empty(o);
+      fkb_col_num(o, C->noise);
+      fkb_col_str(o, st.ok ? "" : c->why[0] ? c->why : "not run");
+      fkb_row_end(o);
     }
-    if (C->frames) {
-      fprintf(md, "\nFrames: *fk / this* is flashkern's frame over this row's; *gate* is the worst ||y - ref||_2 / "
-                  "||ref||_2 over the gate's frames; the two frames differ from each other by at most %.2e "
-                  "||ref||_2. Batches: flashkern frame %d, user frame %d calls.\n",
-              C->cells[R_FK].gate2, C->cells[R_FK].batch, C->cells[R_PEER].batch);
-    }
-    fputc('\n', md);
   }
-  fprintf(md, "Versions: flashkern %s; FFTW %s; %s; glibc %s; the driver and the user frame built by gcc %s.\n",
-          FKB_FLASHKERN_VERSION, fftwf_version, blas, gnu_get_libc_version(), __VERSION__);
-  fclose(md);
-  fclose(csv);
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
   parse_options(argc, argv);
-  ensure_environment(argv);
+  fkb_openblas_coretype("fk_bench_fft", argv, opt.openblas_core, opt.openblas_core_set, coretype_was,
+                        sizeof coretype_was);
   t_start = now();
-  char argv_line[1024] = "fk_bench_fft";
-  for (int i = 1; i < argc; i++) {
-    size_t at = strlen(argv_line);
-    snprintf(argv_line + at, sizeof argv_line - at, " %s", argv[i]);
-  }
   const char *core = openblas_get_corename(), *want = getenv("OPENBLAS_CORETYPE");
   if (want && strcasecmp(core, want) != 0)
     fprintf(stderr, "fk_bench_fft: warning: OPENBLAS_CORETYPE=%s but OpenBLAS runs core %s\n", want, core);
   openblas_set_num_threads(1);
 
-  int pinned_cpu = -1;
-  if (opt.pin) {
-    int cpu = sched_getcpu();
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (cpu >= 0) CPU_SET((size_t)cpu, &set);
-    if (cpu >= 0 && sched_setaffinity(0, sizeof set, &set) == 0) pinned_cpu = cpu;
-    else fprintf(stderr, "fk_bench_fft: cannot pin to a CPU (%s); running unpinned\n", strerror(errno));
-  }
-
-  char machine[2048];
-  fkb_machine_line(machine, sizeof machine);
-  fprintf(stderr, "fk_bench_fft: %s\n", machine);
+  int pinned_cpu = opt.pin ? fkb_pin_here("fk_bench_fft") : -1;
   fprintf(stderr, "fk_bench_fft: %s; %s (core %s); glibc %s\n", fftwf_version, openblas_get_config(), core,
           gnu_get_libc_version());
-  if (mkdir(opt.out, 0777) != 0 && errno != EEXIST) die("cannot create %s: %s", opt.out, strerror(errno));
+  fkb_out *out = fkb_out_open("fk_bench_fft", opt.out, "fft",
+                              "n,contender,status,median_us,min_us,max_us,samples,batch,mflops,over_fftw,"
+                              "over_fftw_scaled,fk_over_this,gate,footprint_bytes,rtf,others_cpu_share,why", argc, argv);
 
   int with_frames = 0;
   for (int s = 0; s < opt.nsizes; s++) with_frames |= opt.sizes[s] == FRAME_N;
@@ -1079,12 +765,10 @@ int main(int argc, char **argv) {
   fprintf(stderr, "fk_bench_fft: %d sizes, %d repetitions\n", opt.nsizes, opt.reps);
   for (int s = 0; s < opt.nsizes; s++) run_case(&cases[s], s + 1, opt.nsizes);
 
-  double elapsed = now() - t_start;
-  write_report(elapsed, machine, argv_line, pinned_cpu);
-  write_plot_data();
-  fprintf(stderr, "fk_bench_fft: wrote %s/fft.md, %s/fft.csv and %s/fft.dat (%.0f s)\n", opt.out, opt.out, opt.out,
-          elapsed);
-  if (opt.plot) run_gnuplot();
+  results(out, pinned_cpu);
+  fkb_out_close(out);
+  fprintf(stderr, "fk_bench_fft: wrote %s/fft.csv, fft-meta.csv (%.0f s; bench/report.py fft renders them)\n", opt.out,
+          now() - t_start);
 
   for (int s = 0; s < opt.nsizes; s++) {
     for (int e = 0; e < NE; e++) free(cases[s].cells[e].s);

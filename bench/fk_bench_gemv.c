@@ -14,9 +14,10 @@
  * Before each turn the driver waits until every other thread of the process sleeps, so a
  * library's workers still spinning after its turn do not steal a core from the next one.
  *
- * Output: DIR/gemv.md (tables), DIR/gemv.csv (every row), DIR/gemv_m1.dat, DIR/gemv_m4.dat
- * and DIR/gemv.png (gnuplot, bench/plot_gemv.gp). Progress goes to stderr. */
-#define _GNU_SOURCE /* environ, syscall(SYS_gettid), strncasecmp, getrusage */
+ * Output: DIR/gemv.csv (every row) and DIR/gemv-meta.csv (machine, versions, prepared layouts,
+ * probe, environment, quiescence), which bench/report.py renders into DIR/gemv.md, gemv_m1.dat,
+ * gemv_m4.dat and gemv.png. Progress goes to stderr. */
+#define _GNU_SOURCE /* environ, syscall(SYS_gettid), strncasecmp */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -27,11 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -77,9 +74,6 @@ enum { NC = (int)(sizeof contenders / sizeof contenders[0]), NE = NC + 1 /* the 
  * not call. It is forced only on CPUs with AVX-512 F/BW/DQ/VL. */
 #define FKB_OPENBLAS_CORE "Cooperlake"
 
-#ifndef FKB_PLOT_SCRIPT
-#define FKB_PLOT_SCRIPT "bench/plot_gemv.gp"
-#endif
 
 enum { MODE_COLD, MODE_HOT, NMODES };
 static const char *const mode_name[NMODES] = { "cold", "hot" };
@@ -120,11 +114,6 @@ static uint64_t rng(void) { /* xorshift64* */
   return rng_state * 0x2545f4914f6cdd1du;
 }
 static float uniform(void) { return (float)((double)(rng() >> 40) / (double)(1u << 24)) * 2.0f - 1.0f; }
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* ---- the team: one persistent helper per extra thread ------------------------------------- *
  * The main thread is member 0. A call stores the job, bumps the generation (the release), runs
@@ -270,43 +259,6 @@ static void quiesce(void) {
   if (t > quiesce_max) quiesce_max = t;
 }
 
-/* ---- other processes ------------------------------------------------------------------------ *
- * The bench cannot keep other processes off the machine, but it can say when they were there:
- * CPU time the whole machine spent busy (/proc/stat, steal included) minus this process's own
- * (getrusage), as a share of the CPUs over the interval. */
-
-typedef struct cpu_mark {
-  double busy, self, wall;
-} cpu_mark;
-
-static cpu_mark cpu_mark_now(void) {
-  cpu_mark c = { 0, 0, now() };
-  unsigned long long v[8] = { 0 };
-  FILE *f = fopen("/proc/stat", "r");
-  if (f) {
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-               &v[7]) == 8)
-      c.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-    fclose(f);
-  }
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  c.self = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-           1e-6 * (double)ru.ru_stime.tv_usec;
-  return c;
-}
-
-/* The share of all CPUs other processes used between a and b, 0..1. /proc/stat counts in
- * clock ticks, so less than 5 ticks of other work is reported as none. */
-static double others_share(cpu_mark a, cpu_mark b) {
-  double wall = b.wall - a.wall, cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
-  double other = (b.busy - a.busy) - (b.self - a.self);
-  if (wall <= 0 || cpus <= 0 || other < 5.0 / (double)sysconf(_SC_CLK_TCK)) return 0.0;
-  return other / (wall * cpus) > 1.0 ? 1.0 : other / (wall * cpus);
-}
-
-#define NOISY 0.05 /* a case during which other processes used this share of the CPUs is marked */
-
 /* ---- options ------------------------------------------------------------------------------- */
 
 typedef struct shape {
@@ -317,26 +269,26 @@ static const shape default_shapes[] = { { 2048, 2048 }, { 8192, 2048 }, { 2048, 
                                         { 4608, 1024 }, { 1024, 4608 }, { 1282, 512 } };
 
 static struct options {
-  int reps, threads, plot, quick, openblas_core_set;
-  const char *out, *plot_script, *openblas_core, *only;
+  int reps, threads, quick, openblas_core_set;
+  const char *out, *openblas_core, *only;
   shape shapes[32];
   int nshapes;
-} opt = { .reps = 21, .threads = FKB_THREADS_MAX, .plot = 1, .out = "bench/results", .plot_script = FKB_PLOT_SCRIPT,
+} opt = { .reps = 21, .threads = FKB_THREADS_MAX, .out = "bench/results",
         .openblas_core = FKB_OPENBLAS_CORE };
 
 static void usage(FILE *f) {
   fprintf(f, "usage: fk_bench_gemv [--quick] [--reps N] [--shapes NxK,...] [--threads 1|2] [--out DIR]\n"
-             "                     [--only NAME,...] [--openblas-core NAME] [--plot-script FILE] [--no-plot]\n"
+             "                     [--only NAME,...] [--openblas-core NAME]\n"
              "  --quick          %d repetitions instead of %d: a smoke run\n"
              "  --reps N         repetitions (each one sample per contender per case)\n"
              "  --shapes LIST    N x K weight shapes (N output rows); default: all seven\n"
              "  --threads T      1, or 1 and 2 (default: up to 2, at most the online CPUs)\n"
              "  --only LIST      run only the contenders whose names contain one of these (case-insensitive)\n"
-             "  --out DIR        where gemv.md, gemv.csv, gemv_m1.dat, gemv_m4.dat, gemv.png go (default %s)\n"
+             "  --out DIR        where gemv.csv and gemv-meta.csv go (default %s); bench/report.py gemv\n"
+             "                   renders them into gemv.md and the plot\n"
              "  --openblas-core NAME  OPENBLAS_CORETYPE for the run (default %s; the bench re-executes\n"
-             "                   itself when the environment names another)\n"
-             "  --plot-script F  the gnuplot script (default %s)\n",
-          3, 21, "bench/results", FKB_OPENBLAS_CORE, FKB_PLOT_SCRIPT);
+             "                   itself when the environment names another)\n",
+          3, 21, "bench/results", FKB_OPENBLAS_CORE);
 }
 
 static void parse_shapes(const char *s) {
@@ -364,14 +316,12 @@ static void parse_options(int argc, char **argv) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--quick")) opt.quick = 1;
-    else if (!strcmp(a, "--no-plot")) opt.plot = 0;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage(stdout), exit(0);
     else if (!v) usage(stderr), die("%s: missing value or unknown option", a);
     else if (!strcmp(a, "--reps")) opt.reps = atoi(v), reps_set = 1, i++;
     else if (!strcmp(a, "--shapes")) parse_shapes(v), i++;
     else if (!strcmp(a, "--threads")) opt.threads = atoi(v), i++;
     else if (!strcmp(a, "--out")) opt.out = v, i++;
-    else if (!strcmp(a, "--plot-script")) opt.plot_script = v, i++;
     else if (!strcmp(a, "--openblas-core")) opt.openblas_core = v, opt.openblas_core_set = 1, i++;
     else if (!strcmp(a, "--only")) opt.only = v, i++;
     else usage(stderr), die("unknown option %s", a);
@@ -397,35 +347,8 @@ static int selected(const char *name) {
 
 /* ---- the environment the libraries read at load time ---------------------------------------- */
 
-/* OpenBLAS reads OPENBLAS_CORETYPE when it is loaded, before main(): if the environment does
- * not name the wanted core, the driver sets it and executes itself again. What the environment
- * had is passed on in FKB_OPENBLAS_CORETYPE_WAS and reported. */
+/* What OPENBLAS_CORETYPE was before the bench set it (fkb_openblas_coretype). */
 static char coretype_was[128] = "";
-
-static void ensure_environment(char **argv) {
-  const char *was = getenv("FKB_OPENBLAS_CORETYPE_WAS");
-  if (was) { /* the re-executed image */
-    snprintf(coretype_was, sizeof coretype_was, "%s", was);
-    unsetenv("FKB_OPENBLAS_CORETYPE_WAS");
-    return;
-  }
-  const char *ct = getenv("OPENBLAS_CORETYPE");
-  snprintf(coretype_was, sizeof coretype_was, "%s", ct ? ct : "(unset)");
-  if (ct && !strcasecmp(ct, opt.openblas_core)) return;
-  __builtin_cpu_init();
-  if (!opt.openblas_core_set && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))) {
-    fprintf(stderr, "fk_bench_gemv: no AVX-512 here: OpenBLAS keeps OPENBLAS_CORETYPE=%s\n", coretype_was);
-    return;
-  }
-  setenv("FKB_OPENBLAS_CORETYPE_WAS", coretype_was, 1);
-  setenv("OPENBLAS_CORETYPE", opt.openblas_core, 1);
-  fflush(NULL);
-  execv("/proc/self/exe", argv);
-  fprintf(stderr, "fk_bench_gemv: re-exec with OPENBLAS_CORETYPE=%s failed (%s); OpenBLAS keeps its own pick\n",
-          opt.openblas_core, strerror(errno));
-  unsetenv("FKB_OPENBLAS_CORETYPE_WAS");
-}
 
 /* ---- startup self-check: autovec == the scalar contract model, bit for bit ------------------ */
 
@@ -488,7 +411,6 @@ typedef struct entry_info { /* per shape, per contender */
 
 static cell *cells;
 static double *noise; /* per case (shape, M, mode, threads): others_share() while it ran */
-static double noise_run;
 static entry_info *infos;
 static int nthreads_list[FKB_THREADS_MAX], nnt;
 
@@ -503,24 +425,11 @@ static double *noise_at(int s, int m, int mode, int nt) {
                 (size_t)(nt - 1)];
 }
 
-typedef struct stats {
-  double med, min, max;
-  int ok;
-} stats;
+typedef fkb_stats stats;
 
 static stats stats_of(const cell *c) {
   stats st = { 0, 0, 0, 0 };
-  if (c->state != CELL_OK || c->n == 0) return st;
-  double *v = malloc((size_t)c->n * sizeof *v);
-  if (!v) die("out of memory");
-  memcpy(v, c->s, (size_t)c->n * sizeof *v);
-  qsort(v, (size_t)c->n, sizeof *v, cmp_double);
-  st.med = c->n % 2 ? v[c->n / 2] : 0.5 * (v[c->n / 2 - 1] + v[c->n / 2]);
-  st.min = v[0];
-  st.max = v[c->n - 1];
-  st.ok = 1;
-  free(v);
-  return st;
+  return c->state == CELL_OK ? fkb_stats_of(c->s, c->n) : st;
 }
 
 static double probe_gbps[FKB_THREADS_MAX + 1]; /* run-wide median, per thread count */
@@ -644,8 +553,39 @@ static void progress_line(int s, int m, int mode, int nt) {
     else fprintf(stderr, " | %s %.1f us", contenders[e].name, st.med * 1e6);
   }
   double busy = *noise_at(s, m, mode, nt);
-  if (busy >= NOISY) fprintf(stderr, " | OTHER PROCESSES %.0f%% of the CPUs", 100.0 * busy);
+  if (busy >= FKB_NOISY) fprintf(stderr, " | OTHER PROCESSES %.0f%% of the CPUs", 100.0 * busy);
   fputc('\n', stderr);
+}
+
+typedef struct timed_ctx {
+  entry *es;
+  const int *live;
+  int s, m, mode, nt, batch;
+} timed_ctx;
+
+/* One entry's turn in a case: wait for the process's other threads to sleep, one untimed call
+ * (it wakes the library's or the team's threads), then a timed batch: one sample. */
+static void timed_turn(void *ctx, int rep, int e) {
+  const timed_ctx *t = ctx;
+  (void)rep;
+  if (!t->live[e]) return;
+  cell *c = cell_at(t->s, t->m, t->mode, t->nt, e);
+  if (e == NC) {
+    quiesce();
+    team_run(noop_job, NULL, 0, t->nt); /* wake the helper; the read itself is the sample */
+    double a = now();
+    team_run(fkb_probe_run, probe, 0, t->nt);
+    c->s[c->n++] = now() - a;
+    return;
+  }
+  entry *en = &t->es[e];
+  char why[200];
+  if (en->c->select(en->prep.state, t->m, t->nt, why, sizeof why)) die("%s: select: %s", en->c->name, why);
+  quiesce();
+  call(en, next_copy(en, t->mode), t->nt);
+  double a = now();
+  for (int b = 0; b < t->batch; b++) call(en, next_copy(en, t->mode), t->nt);
+  c->s[c->n++] = (now() - a) / t->batch;
 }
 
 static void run_shape(int s) {
@@ -734,30 +674,10 @@ static void run_shape(int s) {
     for (int mode = 0; mode < NMODES; mode++)
       for (int ti = 0; ti < nnt; ti++) {
         int nt = nthreads_list[ti];
-        cpu_mark mark = cpu_mark_now();
-        for (int rep = 0; rep < opt.reps; rep++)
-          for (int r = 0; r < NE; r++) {
-            int e = (r + rep) % NE; /* the round-robin starts one contender later each repetition */
-            if (!live[nt][e]) continue;
-            cell *c = cell_at(s, m, mode, nt, e);
-            if (e == NC) {
-              quiesce();
-              team_run(noop_job, NULL, 0, nt); /* wake the helper; the read itself is the sample */
-              double a = now();
-              team_run(fkb_probe_run, probe, 0, nt);
-              c->s[c->n++] = now() - a;
-              continue;
-            }
-            entry *en = &es[e];
-            char why[200];
-            if (en->c->select(en->prep.state, m, nt, why, sizeof why)) die("%s: select: %s", en->c->name, why);
-            quiesce();
-            call(en, next_copy(en, mode), nt); /* untimed: wakes the library's or the team's threads */
-            double a = now();
-            for (int b = 0; b < batch; b++) call(en, next_copy(en, mode), nt);
-            c->s[c->n++] = (now() - a) / batch;
-          }
-        *noise_at(s, m, mode, nt) = others_share(mark, cpu_mark_now());
+        fkb_cpu_mark mark = fkb_cpu_mark_now();
+        timed_ctx ctx = { es, live[nt], s, m, mode, nt, batch };
+        fkb_interleave(opt.reps, NE, timed_turn, &ctx);
+        *noise_at(s, m, mode, nt) = fkb_others_share(mark, fkb_cpu_mark_now());
         progress_line(s, m, mode, nt);
       }
   }
@@ -775,70 +695,7 @@ static void run_shape(int s) {
   fkb_free(y);
 }
 
-/* ---- the machine ----------------------------------------------------------------------------- */
-
-static void read_line_of(const char *path, const char *key, char *out, size_t len) {
-  out[0] = 0;
-  FILE *f = fopen(path, "r");
-  if (!f) return;
-  char line[4096];
-  while (fgets(line, sizeof line, f)) {
-    if (key && strncmp(line, key, strlen(key)) != 0) continue;
-    char *v = key ? strchr(line, ':') : line;
-    if (!v) continue;
-    v += key ? 1 : 0;
-    while (*v == ' ' || *v == '\t') v++;
-    v[strcspn(v, "\n")] = 0;
-    snprintf(out, len, "%s", v);
-    break;
-  }
-  fclose(f);
-}
-
-static void machine_line(char *buf, size_t len) {
-  char model[256], family[32], mdl[32], mem[64], thp[128], flags[4096];
-  read_line_of("/proc/cpuinfo", "model name", model, sizeof model);
-  read_line_of("/proc/cpuinfo", "cpu family", family, sizeof family);
-  read_line_of("/proc/cpuinfo", "model\t", mdl, sizeof mdl);
-  read_line_of("/proc/cpuinfo", "flags", flags, sizeof flags);
-  read_line_of("/proc/meminfo", "MemTotal", mem, sizeof mem);
-  read_line_of("/sys/kernel/mm/transparent_hugepage/enabled", NULL, thp, sizeof thp);
-  char caches[512] = "";
-  size_t at = 0;
-  for (int i = 0; i < 8 && at < sizeof caches; i++) {
-    char p[128], level[16], type[32], size[32], shared[64];
-    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-    read_line_of(p, NULL, level, sizeof level);
-    if (!level[0]) break;
-    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-    read_line_of(p, NULL, type, sizeof type);
-    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-    read_line_of(p, NULL, size, sizeof size);
-    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list", i);
-    read_line_of(p, NULL, shared, sizeof shared);
-    if (!strcmp(type, "Instruction")) continue;
-    at += (size_t)snprintf(caches + at, sizeof caches - at, "%sL%s%s %s (CPUs %s)", at ? ", " : "", level,
-                           !strcmp(type, "Data") ? "d" : "", size, shared);
-  }
-  struct utsname u;
-  uname(&u);
-  time_t t = time(NULL);
-  char date[64];
-  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
-  int vm = strstr(flags, " hypervisor") != NULL;
-  snprintf(buf, len,
-           "%s (family %s, model %s)%s, %ld CPUs online; caches %s; memory %s; THP %s; "
-           "%s %s %s; compiler gcc %s; %s",
-           model, family, mdl, vm ? ", virtual machine" : "", sysconf(_SC_NPROCESSORS_ONLN), caches, mem, thp,
-           u.sysname, u.release, u.machine, __VERSION__, date);
-}
-
-/* ---- the report ------------------------------------------------------------------------------- */
-
-static void fmt_ratio(char *buf, size_t len, const stats *base, const stats *st) {
-  if (base->ok && st->ok) snprintf(buf, len, "%.2f", base->med / st->med);
-  else snprintf(buf, len, "-");
-}
+/* ---- the results: gemv.csv, gemv-meta.csv (bench/report.py writes gemv.md and the plot) ------------ */
 
 static int fk_index(unsigned flag) {
   for (int e = 0; e < NC; e++)
@@ -846,226 +703,106 @@ static int fk_index(unsigned flag) {
   return -1;
 }
 
-static FILE *open_out(const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", opt.out, name);
-  FILE *f = fopen(path, "w");
-  if (!f) die("cannot write %s: %s", path, strerror(errno));
-  return f;
-}
-
-static void write_plot_data(const char *name, int m) {
-  FILE *f = open_out(name);
-  fprintf(f, "# GB/s over the probe's in the same case; cold weights, 1 thread, M = %d\n\"shape\"", m);
-  for (int e = 0; e < NC; e++) fprintf(f, " \"%s\"", contenders[e].name);
-  fputc('\n', f);
-  for (int s = 0; s < opt.nshapes; s++) {
-    fprintf(f, "%lldx%lld", (long long)opt.shapes[s].n, (long long)opt.shapes[s].k);
-    for (int e = 0; e < NC; e++) {
-      double fr = of_probe(cell_at(s, m, MODE_COLD, 1, e), s, m, MODE_COLD, 1);
-      if (fr >= 0) fprintf(f, " %.4f", fr);
-      else fprintf(f, " -");
-    }
-    fputc('\n', f);
-  }
-  fclose(f);
-}
-
-static void run_gnuplot(void) {
-  char m1[4096], m4[4096], png[4096], assign[16384];
-  snprintf(m1, sizeof m1, "%s/gemv_m1.dat", opt.out);
-  snprintf(m4, sizeof m4, "%s/gemv_m4.dat", opt.out);
-  snprintf(png, sizeof png, "%s/gemv.png", opt.out);
-  snprintf(assign, sizeof assign, "m1='%s'; m4='%s'; out='%s'; ncols=%d; probe1='%.1f'", m1, m4, png, NC + 1,
-           probe_gbps[1]);
-  pid_t pid = fork();
-  if (pid == 0) {
-    execlp("gnuplot", "gnuplot", "-e", assign, opt.plot_script, (char *)NULL);
-    fprintf(stderr, "fk_bench_gemv: cannot run gnuplot: %s\n", strerror(errno));
-    _exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    fprintf(stderr, "fk_bench_gemv: the plot was not made (gnuplot %s failed); the tables are complete\n",
-            opt.plot_script);
-  else fprintf(stderr, "fk_bench_gemv: wrote %s\n", png);
-}
-
-static void write_report(double elapsed, const char *machine, const char *argv_line) {
+static void results(fkb_out *o) {
   const int ifx = fk_index(FKB_F_FK_EXACT), iff = fk_index(FKB_F_FK_FAST);
-  FILE *md = open_out("gemv.md"), *csv = open_out("gemv.csv");
-
-  fprintf(md, "# GEMV: flashkern and its peers\n\n");
-  fprintf(md, "Written by `fk_bench_gemv` (bench/fk_bench_gemv.c) from one run: `%s`, %.0f s. "
-              "Regenerate with `make bench-gemv`; never edit by hand.\n\n", argv_line, elapsed);
-  fprintf(md, "**Machine:** %s\n\n", machine);
-  fprintf(md, "**Contenders** (weights N x K, y[j][n] = x[j][:] . W[n][:], j < M):\n\n");
   for (int e = 0; e < NC; e++) {
     const fkb_contender *c = &contenders[e];
-    fprintf(md, "- **%s**: %s; %d-byte weights; threads: %s.", c->name, c->version(), c->bytes_per_weight,
-            c->threading == FKB_TEAM ? "the bench's team, rows split at a multiple of 64" : "the library's own");
-    /* what prepare() reported, shapes with the same text grouped */
+    fkb_meta(o, "version", c->name, "%s", c->version());
+    fkb_meta(o, "bytes_per_weight", c->name, "%d", c->bytes_per_weight);
+    fkb_meta(o, "threading", c->name, "%s", c->threading == FKB_TEAM ? "team" : "library");
     for (int s = 0; s < opt.nshapes; s++) {
       const entry_info *in = &infos[(size_t)s * NE + (size_t)e];
-      const char *txt = in->prepared ? in->detail : in->why;
-      int seen = 0;
-      for (int p = 0; p < s; p++) {
-        const entry_info *q = &infos[(size_t)p * NE + (size_t)e];
-        seen |= q->prepared == in->prepared && !strcmp(q->prepared ? q->detail : q->why, txt);
-      }
-      if (seen) continue;
-      fprintf(md, "\n  - ");
-      for (int p = s, first = 1; p < opt.nshapes; p++) {
-        const entry_info *q = &infos[(size_t)p * NE + (size_t)e];
-        if (q->prepared != in->prepared || strcmp(q->prepared ? q->detail : q->why, txt)) continue;
-        fprintf(md, "%s%lldx%lld", first ? "" : ", ", (long long)opt.shapes[p].n, (long long)opt.shapes[p].k);
-        first = 0;
-      }
-      fprintf(md, ": %s%s", in->prepared ? "" : "NOT RUN: ", txt);
+      char item[300];
+      snprintf(item, sizeof item, "%s|%lldx%lld", c->name, (long long)opt.shapes[s].n, (long long)opt.shapes[s].k);
+      if (in->prepared) fkb_meta(o, "prepared", item, "%s", in->detail);
+      else fkb_meta(o, "not_prepared", item, "%s", in->why);
     }
-    fputc('\n', md);
   }
 #ifndef FK_BENCH_WITH_FLASHKERN
-  fprintf(md, "- **flashkern**: not in this build (bench/contender_flashkern.c is compiled with "
-              "FK_BENCH_WITH_FLASHKERN); the ratio columns are empty.\n");
+  fkb_meta(o, "no_flashkern", "", "bench/contender_flashkern.c is compiled with FK_BENCH_WITH_FLASHKERN");
 #endif
-  fprintf(md, "- **read-bandwidth probe**: %s over %.3f GiB, 1 thread or 2 (each reads its half); "
-              "run-wide median: ", fkb_probe_kind(probe), (double)PROBE_BYTES / (double)(1u << 30));
-  for (int ti = 0; ti < nnt; ti++)
-    fprintf(md, "%s%d thread%s **%.1f GB/s** (%d samples; the medians of single cases range from %.1f to %.1f)",
-            ti ? ", " : "", nthreads_list[ti], nthreads_list[ti] > 1 ? "s" : "", probe_gbps[nthreads_list[ti]],
-            probe_samples[nthreads_list[ti]], probe_case_min[nthreads_list[ti]], probe_case_max[nthreads_list[ti]]);
-  fprintf(md, ". Each table's *of probe* column divides by the probe's median in that table's case.\n\n");
-
-  fprintf(md,
-          "**Method.** One process; all contenders see the same weights and activations (uniform in [-1, 1], "
-          "weights rounded to bf16). Before timing, every contender's output is checked: bit for bit against "
-          "the scalar exact-tier contract model for the exact-tier rows, within 1e-2 of sum |w x| against a "
-          "float64 reference for the others; a contender that fails is not timed. Repetitions: %d; in each, "
-          "the contenders and the probe take turns round-robin (the first one rotates). A turn: wait until no "
-          "other thread of the process is runnable (library workers done spinning), one untimed call, then "
-          "a batch of timed calls whose mean is one sample (a batch reads at least 16 MiB of bf16 weights; "
-          "its size is under each shape's heading; a 2-thread call is timed from the release to the last "
-          "thread done). **cold**: every call reads the next of copies "
-          "that together exceed %.3f GiB (the shared bf16 copies for the row-major bf16 contenders, one "
-          "rotation between them; oneDNN's packed copies and OpenBLAS's f32 copies rotate on their own), so "
-          "weights come from DRAM. **hot**: every call reads copy 0. Memory comes from anonymous mappings "
-          "with transparent huge pages requested, for every contender alike. oneDNN: src bf16 (x rounded once, "
-          "untimed), weights bf16, dst f32; primitives created for each M and thread count before timing with "
-          "omp_set_num_threads() (OpenMP runtime), user scratchpad. OpenBLAS: OPENBLAS_CORETYPE=%s, "
-          "openblas_set_num_threads().\n\n",
-          opt.reps, (double)FKB_ROTATE_BYTES / (double)(1u << 30), getenv("OPENBLAS_CORETYPE") ?
-          getenv("OPENBLAS_CORETYPE") : "(unset)");
-  fprintf(md, "Environment: OPENBLAS_CORETYPE was %s before the bench set it", coretype_was);
+  fkb_meta(o, "probe", "kind", "%s", fkb_probe_kind(probe));
+  fkb_meta_num(o, "probe", "bytes", (double)PROBE_BYTES);
+  for (int ti = 0; ti < nnt; ti++) {
+    char t[16];
+    snprintf(t, sizeof t, "%d", nthreads_list[ti]);
+    fkb_meta_num(o, "probe_gbps", t, probe_gbps[nthreads_list[ti]]);
+    fkb_meta(o, "probe_samples", t, "%d", probe_samples[nthreads_list[ti]]);
+  }
+  fkb_meta(o, "reps", "", "%d", opt.reps);
+  fkb_meta_num(o, "rotate_bytes", "", (double)FKB_ROTATE_BYTES);
+  fkb_meta(o, "env", "OPENBLAS_CORETYPE", "%s", getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
+  fkb_meta(o, "env", "OPENBLAS_CORETYPE was", "%s", coretype_was);
   for (char **ev = environ; *ev; ev++)
     if ((!strncmp(*ev, "OPENBLAS_", 9) && strncmp(*ev, "OPENBLAS_CORETYPE=", 18)) || !strncmp(*ev, "OMP_", 4) ||
-        !strncmp(*ev, "GOMP_", 5) || !strncmp(*ev, "DNNL_", 5) || !strncmp(*ev, "ONEDNN_", 7))
-      fprintf(md, "; `%s`", *ev);
-  fprintf(md, ".\n\n");
-  fprintf(md, "**Columns.** *us*: microseconds per call, median [min, max] over repetitions. *GB/s*: weight bytes "
-              "one call reads (bf16: 2 N K; oneDNN prepacked: its padded layout; OpenBLAS: f32, 4 N K) over the "
-              "median time, 1e9 bytes. *of probe*: that over the median of the probe turns interleaved with this "
-              "case (same shape, M, cold/hot, thread count; hot rows can exceed 1: the weights come from cache). *fk exact / this*, *fk fast / this*: "
-              "flashkern's median time (gemv_bf16_rne, exact or fast tier) over this row's; below 1 flashkern is "
-              "faster.\n\n");
-  int noisy = 0, cases = 0;
-  for (int s = 0; s < opt.nshapes; s++)
-    for (int m = 1; m <= FKB_M_MAX; m++)
-      for (int mode = 0; mode < NMODES; mode++)
-        for (int ti = 0; ti < nnt; ti++) cases++, noisy += *noise_at(s, m, mode, nthreads_list[ti]) >= NOISY;
-  fprintf(md, "**Disturbance.** Waiting for the process's other threads to sleep before turns took %.1f s in "
-              "total (longest %.1f ms, %d waits cut at 0.5 s). Other processes used %.1f%% of the CPUs over the "
-              "run (machine busy time from /proc/stat minus this process's); %d of %d cases ran while they used "
-              "%.0f%% or more and are marked.\n\n",
-          quiesce_total, quiesce_max * 1e3, quiesce_timeouts, 100.0 * noise_run, noisy, cases, 100.0 * NOISY);
-
-  /* summary: what the plot shows */
-  for (int mi = 0; mi < 2; mi++) {
-    int m = mi ? FKB_M_MAX : 1;
-    fprintf(md, "## Summary: cold, 1 thread, M = %d, fraction of probe bandwidth\n\n| shape |", m);
-    for (int e = 0; e < NC; e++) fprintf(md, " %s |", contenders[e].name);
-    fprintf(md, "\n|---|");
-    for (int e = 0; e < NC; e++) fprintf(md, "---:|");
-    fputc('\n', md);
-    for (int s = 0; s < opt.nshapes; s++) {
-      fprintf(md, "| %lldx%lld |", (long long)opt.shapes[s].n, (long long)opt.shapes[s].k);
-      for (int e = 0; e < NC; e++) {
-        double fr = of_probe(cell_at(s, m, MODE_COLD, 1, e), s, m, MODE_COLD, 1);
-        if (fr >= 0) fprintf(md, " %.2f |", fr);
-        else fprintf(md, " - |");
-      }
-      fputc('\n', md);
+        !strncmp(*ev, "GOMP_", 5) || !strncmp(*ev, "DNNL_", 5) || !strncmp(*ev, "ONEDNN_", 7)) {
+      char name[256];
+      size_t len = strcspn(*ev, "=");
+      snprintf(name, sizeof name, "%.*s", (int)len, *ev);
+      fkb_meta(o, "env", name, "%s", *ev + len + ((*ev)[len] == '='));
     }
-    fputc('\n', md);
-  }
-  fprintf(md, "![fraction of read bandwidth, cold, 1 thread](gemv.png)\n\n");
-
-  fprintf(csv, "n,k,m,mode,threads,contender,status,median_us,min_us,max_us,gbps,of_probe,fk_exact_over_this,"
-               "fk_fast_over_this,samples,weight_bytes,probe_gbps_case\n");
+  fkb_meta_num(o, "quiesce", "total_s", quiesce_total);
+  fkb_meta_num(o, "quiesce", "max_s", quiesce_max);
+  fkb_meta(o, "quiesce", "timeouts", "%d", quiesce_timeouts);
   for (int s = 0; s < opt.nshapes; s++) {
-    fprintf(md, "## %lld x %lld (N x K)\n\nBatch: %d call%s per sample. Shared bf16 copies: %zu.\n\n",
-            (long long)opt.shapes[s].n, (long long)opt.shapes[s].k, batch_of[s], batch_of[s] > 1 ? "s" : "",
-            copies_of[s]);
+    char shp[64];
+    snprintf(shp, sizeof shp, "%lldx%lld", (long long)opt.shapes[s].n, (long long)opt.shapes[s].k);
+    fkb_meta(o, "batch", shp, "%d", batch_of[s]);
+    fkb_meta(o, "shared_copies", shp, "%zu", copies_of[s]);
+  }
+
+  for (int s = 0; s < opt.nshapes; s++)
     for (int m = 1; m <= FKB_M_MAX; m++)
       for (int mode = 0; mode < NMODES; mode++)
         for (int ti = 0; ti < nnt; ti++) {
           int nt = nthreads_list[ti];
-          fprintf(md, "### %lldx%lld, M = %d, %s, %d thread%s\n\n", (long long)opt.shapes[s].n,
-                  (long long)opt.shapes[s].k, m, mode_name[mode], nt, nt > 1 ? "s" : "");
-          if (*noise_at(s, m, mode, nt) >= NOISY)
-            fprintf(md, "Other processes used %.0f%% of the CPUs while this case ran: its times are disturbed.\n\n",
-                    100.0 * *noise_at(s, m, mode, nt));
-          fprintf(md, "| contender | us median [min, max] | GB/s | of probe | fk exact / this | fk fast / this |\n"
-                      "|---|---:|---:|---:|---:|---:|\n");
           stats bx = { 0, 0, 0, 0 }, bf = { 0, 0, 0, 0 };
           if (ifx >= 0) bx = stats_of(cell_at(s, m, mode, nt, ifx));
           if (iff >= 0) bf = stats_of(cell_at(s, m, mode, nt, iff));
           for (int e = 0; e < NE; e++) {
             const cell *c = cell_at(s, m, mode, nt, e);
-            const char *name = e == NC ? "read-bandwidth probe" : contenders[e].name;
             stats st = stats_of(c);
-            if (!st.ok) {
-              const char *why = c->why[0] ? c->why : "not run";
-              fprintf(md, "| %s | not timed: %s | | | | |\n", name, why);
-              fprintf(csv, "%lld,%lld,%d,%s,%d,\"%s\",not timed,,,,,,,,0,,\n", (long long)opt.shapes[s].n,
-                      (long long)opt.shapes[s].k, m, mode_name[mode], nt, name);
-              continue;
+            fkb_col_int(o, opt.shapes[s].n);
+            fkb_col_int(o, opt.shapes[s].k);
+            fkb_col_int(o, m);
+            fkb_col_word(o, mode_name[mode]);
+            fkb_col_int(o, nt);
+            fkb_col_str(o, e == NC ? "read-bandwidth probe" : contenders[e].name);
+            fkb_col_word(o, st.ok ? "ok" : "not timed");
+            if (st.ok) {
+              double fr = of_probe(c, s, m, mode, nt);
+              fkb_col_num(o, st.med * 1e6), fkb_col_num(o, st.min * 1e6), fkb_col_num(o, st.max * 1e6);
+              fkb_col_num(o, c->weight_bytes / st.med / 1e9);
+              if (fr >= 0) fkb_col_num(o, fr);
+              else fkb_col_empty(o);
+              if (e != NC && bx.ok) fkb_col_num(o, bx.med / st.med);
+              else fkb_col_empty(o);
+              if (e != NC && bf.ok) fkb_col_num(o, bf.med / st.med);
+              else fkb_col_empty(o);
+              fkb_col_int(o, c->n);
+              fkb_col_num(o, c->weight_bytes);
+              fkb_col_num(o, probe_case(s, m, mode, nt));
+            } else {
+              for (int i = 0; i < 7; i++) fkb_col_empty(o);
+              fkb_col_int(o, 0);
+              fkb_col_empty(o), fkb_col_empty(o);
             }
-            double gbps = c->weight_bytes / st.med / 1e9;
-            char frac[32], rx[32], rf[32];
-            double fr = of_probe(c, s, m, mode, nt);
-            if (fr >= 0) snprintf(frac, sizeof frac, "%.2f", fr);
-            else snprintf(frac, sizeof frac, "-");
-            if (e == NC) snprintf(rx, sizeof rx, "-"), snprintf(rf, sizeof rf, "-");
-            else fmt_ratio(rx, sizeof rx, &bx, &st), fmt_ratio(rf, sizeof rf, &bf, &st);
-            fprintf(md, "| %s | %.1f [%.1f, %.1f] | %.1f | %s | %s | %s |\n", name, st.med * 1e6, st.min * 1e6,
-                    st.max * 1e6, gbps, frac, rx, rf);
-            fprintf(csv, "%lld,%lld,%d,%s,%d,\"%s\",ok,%.3f,%.3f,%.3f,%.3f,%s,%s,%s,%d,%.0f,%.3f\n",
-                    (long long)opt.shapes[s].n, (long long)opt.shapes[s].k, m, mode_name[mode], nt, name,
-                    st.med * 1e6, st.min * 1e6, st.max * 1e6, gbps, !strcmp(frac, "-") ? "" : frac,
-                    !strcmp(rx, "-") ? "" : rx, !strcmp(rf, "-") ? "" : rf, c->n, c->weight_bytes,
-                    probe_case(s, m, mode, nt));
+            fkb_col_num(o, *noise_at(s, m, mode, nt));
+            fkb_col_str(o, st.ok ? "" : c->why[0] ? c->why : "not run");
+            fkb_row_end(o);
           }
-          fputc('\n', md);
         }
-  }
-  fclose(md);
-  fclose(csv);
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
   parse_options(argc, argv);
-  ensure_environment(argv);
+  fkb_openblas_coretype("fk_bench_gemv", argv, opt.openblas_core, opt.openblas_core_set, coretype_was,
+                        sizeof coretype_was);
   main_tid = (pid_t)syscall(SYS_gettid);
   t_start = now();
 
-  char argv_line[1024] = "fk_bench_gemv";
-  for (int i = 1; i < argc; i++) {
-    size_t at = strlen(argv_line);
-    snprintf(argv_line + at, sizeof argv_line - at, " %s", argv[i]);
-  }
   const char *core = fkb_openblas_corename();
   const char *want = getenv("OPENBLAS_CORETYPE");
   if (want && strcasecmp(core, want) != 0)
@@ -1074,14 +811,14 @@ int main(int argc, char **argv) {
   self_check();
   fprintf(stderr, "fk_bench_gemv: self-check passed: the autovec peer matches the scalar contract model bit for bit\n");
 
-  if (mkdir(opt.out, 0777) != 0 && errno != EEXIST) die("cannot create %s: %s", opt.out, strerror(errno));
+  fkb_out *out = fkb_out_open("fk_bench_gemv", opt.out, "gemv",
+                              "n,k,m,mode,threads,contender,status,median_us,min_us,max_us,gbps,of_probe,"
+                              "fk_exact_over_this,fk_fast_over_this,samples,weight_bytes,probe_gbps_case,"
+                              "others_cpu_share,why", argc, argv);
   nnt = 0;
   for (int t = 1; t <= opt.threads; t++) nthreads_list[nnt++] = t;
   team_start(opt.threads);
 
-  char machine[2048];
-  machine_line(machine, sizeof machine);
-  fprintf(stderr, "fk_bench_gemv: %s\n", machine);
   for (int e = 0; e < NC; e++) fprintf(stderr, "  %-34s %s\n", contenders[e].name, contenders[e].version());
 
   probe = fkb_probe_create(PROBE_BYTES);
@@ -1089,7 +826,6 @@ int main(int argc, char **argv) {
   cells = calloc((size_t)opt.nshapes * FKB_M_MAX * NMODES * FKB_THREADS_MAX * NE, sizeof *cells);
   noise = calloc((size_t)opt.nshapes * FKB_M_MAX * NMODES * FKB_THREADS_MAX, sizeof *noise);
   if (!noise) die("out of memory");
-  cpu_mark run_mark = cpu_mark_now();
   infos = calloc((size_t)opt.nshapes * NE, sizeof *infos);
   if (!cells || !infos) die("out of memory");
 
@@ -1098,15 +834,11 @@ int main(int argc, char **argv) {
   cases_total = opt.nshapes * FKB_M_MAX * NMODES * nnt;
   for (int s = 0; s < opt.nshapes; s++) run_shape(s);
   team_stop();
-  noise_run = others_share(run_mark, cpu_mark_now());
-
-  double elapsed = now() - t_start;
   compute_probe_medians();
-  write_report(elapsed, machine, argv_line);
-  write_plot_data("gemv_m1.dat", 1);
-  write_plot_data("gemv_m4.dat", FKB_M_MAX);
-  fprintf(stderr, "fk_bench_gemv: wrote %s/gemv.md and %s/gemv.csv (%.0f s)\n", opt.out, opt.out, elapsed);
-  if (opt.plot) run_gnuplot();
+  results(out);
+  fkb_out_close(out);
+  fprintf(stderr, "fk_bench_gemv: wrote %s/gemv.csv, gemv-meta.csv (%.0f s; bench/report.py gemv renders them)\n",
+          opt.out, now() - t_start);
 
   for (size_t i = 0; i < (size_t)opt.nshapes * FKB_M_MAX * NMODES * FKB_THREADS_MAX * NE; i++) free(cells[i].s);
   free(cells);

@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,25 +69,6 @@ static struct {
 static void settle(void) {
   struct timespec ts = { 0, 20 * 1000 * 1000 };
   nanosleep(&ts, NULL);
-}
-
-/* Other processes' share of the CPUs over a measure: (machine busy - this process) / (wall x CPUs). */
-static double busy_s(void) {
-  unsigned long long v[10] = { 0 };
-  FILE *f = fopen("/proc/stat", "r");
-  if (!f) return 0;
-  int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                 &v[7]);
-  fclose(f);
-  if (n != 8) return 0;
-  unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-  return (double)busy / (double)sysconf(_SC_CLK_TCK);
-}
-static double self_s(void) {
-  struct rusage r;
-  getrusage(RUSAGE_SELF, &r);
-  return (double)r.ru_utime.tv_sec + 1e-6 * (double)r.ru_utime.tv_usec + (double)r.ru_stime.tv_sec +
-         1e-6 * (double)r.ru_stime.tv_usec;
 }
 
 static uint64_t rng = 88172645463325252ull;
@@ -384,9 +364,6 @@ int main(int argc, char **argv) {
   if (opt.stream_frames < 1 || DETOK_CONTEXT + opt.stream_frames > 600) die("--stream-frames must be in 1..583");
   if (!opt.nthreads || !opt.ntiers) die("--threads and --tiers need at least one value");
 
-  char machine[2048];
-  fkb_machine_line(machine, sizeof machine);
-  fprintf(stderr, "fk_bench_model: %s\n", machine);
   printf("flashkern,info,-,0,version,flashkern %s,0\n", FKB_FLASHKERN_VERSION);
 
   for (int i = 0; i < PROMPT; i++) prompt[i] = (int32_t)(fabsf(uniform()) * 1023.0f);
@@ -430,7 +407,7 @@ int main(int argc, char **argv) {
           "across team sizes, detok sample counts and finite PCM\n", ncfg);
 
   static series tok_s[12], full_s[12], stream_s[12];
-  double b0 = busy_s(), s0 = self_s(), w0 = now();
+  fkb_cpu_mark mark = fkb_cpu_mark_now();
   for (int r = 0; r < opt.reps; r++) {
     for (int k = 0; k < ncfg; k++) {
       config *c = &cfg[(k + r) % ncfg];
@@ -444,8 +421,7 @@ int main(int argc, char **argv) {
     }
     fprintf(stderr, "fk_bench_model: repetition %d of %d\n", r + 1, opt.reps);
   }
-  double others = ((busy_s() - b0) - (self_s() - s0)) / ((now() - w0) * (double)sysconf(_SC_NPROCESSORS_ONLN));
-  others = others < 0 ? 0 : others;
+  double others = fkb_others_share(mark, fkb_cpu_mark_now()); /* other processes' share of the CPUs meanwhile */
   fprintf(stderr, "fk_bench_model: other processes used %.0f%% of the CPUs during the repetitions\n", 100 * others);
 
   for (int ci = 0; ci < ncfg; ci++) {

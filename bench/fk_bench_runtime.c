@@ -13,7 +13,8 @@
  * region with the same number of barriers, 1 and 2 threads.
  *
  * Samples: one batch per contender per repetition, contenders interleaved in a rotating order;
- * medians with min and max. Output: DIR/runtime.md, DIR/runtime.csv. */
+ * medians with min and max. Output: DIR/runtime.csv and DIR/runtime-meta.csv (fkb_harness.c), which
+ * bench/report.py renders into DIR/runtime.md. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -21,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -174,7 +174,7 @@ static void gate(world *w) {
       unsigned char *snap = malloc(len);
       fk_error err;
       if (!snap || fk_state_save(p, snap, len, &err) != FK_OK) die("fk_state_save");
-      memcpy(carry[c], snap + 48, sizeof carry[c]); /* the documented snapshot layout */
+      memcpy(carry[c], snap + 56, sizeof carry[c]); /* the documented snapshot layout (version 2: 56-byte header) */
       free(snap);
     } else {
       memcpy(carry[c], w->blk[0].carry, sizeof carry[c]);
@@ -306,129 +306,84 @@ static void run_phases(const model *m) {
   }
 }
 
-/* ---- the report ---------------------------------------------------------------------------- */
+/* ---- the results: runtime.csv, runtime-meta.csv (bench/report.py writes runtime.md) ------------ */
 
-static FILE *open_out(const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", opt.out, name);
-  FILE *f = fopen(path, "w");
-  if (!f) die("cannot write %s: %s", path, strerror(errno));
-  return f;
+/* One row of runtime.csv: table, contender, threads, case, median, min, max, unit. */
+static void row(fkb_out *o, const char *table, const char *who, int threads, const char *what, double scale,
+                const series *s, const char *unit) {
+  fkb_col_word(o, table);
+  fkb_col_str(o, who);
+  fkb_col_int(o, threads);
+  fkb_col_word(o, what);
+  fkb_col_num(o, scale * med(s));
+  fkb_col_num(o, scale * mn(s));
+  fkb_col_num(o, scale * mx(s));
+  fkb_col_word(o, unit);
+  fkb_row_end(o);
 }
 
-static void report(const world *w, const char *machine, const char *argv_line, double elapsed) {
-  FILE *md = open_out("runtime.md"), *csv = open_out("runtime.csv");
-  double bytes = (double)(fk_gemv_packed_elems(3 * H, H) + fk_gemv_packed_elems(H, H)) * 2;
-  fprintf(md, "# Runtime: the 2048-wide ShortConv block decode step\n\n");
-  fprintf(md, "Written by `fk_bench_runtime` (bench/README.md) from a real run: `%s`, %d repetitions, %.0f s.\n\n",
-          argv_line, opt.reps, elapsed);
-  fprintf(md, "**Machine:** %s\n\n", machine);
-  fprintf(md, "**Versions:** flashkern %s; peer %s. Stamps: `%s`, `%s`, `%s`, `%s`.\n\n", FKB_FLASHKERN_VERSION,
-          fkb_omp_version(), w->blk[0].norm.symbol, w->blk[0].in.symbol, w->blk[0].conv.symbol, w->blk[0].out.symbol);
-  fprintf(md, "**Step:** RMSNorm -> in_proj (6144 x 2048) -> conv -> out_proj (2048 x 2048) + residual, one "
-              "token; %.1f MB of packed bf16 weights. Hot: one copy, %d steps per sample. Cold: %d copies (%.2f GiB, "
-              "like a model's layers: one plan per layer, all on one team through `desc.team_of`), one step on each "
-              "per sample. Every contender runs the same stamps on the "
-              "same layouts; before timing, their outputs and carries are compared bit for bit (equal).\n\n",
-          bytes / 1e6, HOT_BATCH, w->layers, bytes * w->layers / (double)(1u << 30));
-  fprintf(md, "## Decode step, us (median [min, max])\n\n| contender | hot | cold |\n|---|---|---|\n");
-  fprintf(csv, "table,contender,threads,case,median,min,max,unit\n");
-  for (int c = 0; c < NC; c++) {
-    fprintf(md, "| %s | %.1f [%.1f, %.1f] | %.1f [%.1f, %.1f] |\n", cname[c], 1e6 * med(&step_hot[c]),
-            1e6 * mn(&step_hot[c]), 1e6 * mx(&step_hot[c]), 1e6 * med(&step_cold[c]), 1e6 * mn(&step_cold[c]),
-            1e6 * mx(&step_cold[c]));
-    for (int k = 0; k < 2; k++) {
-      const series *s = k ? &step_cold[c] : &step_hot[c];
-      fprintf(csv, "step,%s,%d,%s,%.3f,%.3f,%.3f,us\n", cname[c], c >= C_PLAN2 ? 2 : 1, k ? "cold" : "hot",
-              1e6 * med(s), 1e6 * mn(s), 1e6 * mx(s));
-    }
-  }
-  fprintf(md, "\n## What the runtime costs, what the team buys\n\n| measure | hot | cold |\n|---|---|---|\n");
-  const series *S[2] = { step_hot, step_cold };
-  double ov[2], share[2], scal[2], vs_omp[2], bw1[2], bw2[2];
-  for (int k = 0; k < 2; k++) {
-    ov[k] = med(&S[k][C_PLAN1]) - med(&S[k][C_DIRECT1]);
-    share[k] = ov[k] / med(&S[k][C_PLAN1]);
-    scal[k] = med(&S[k][C_PLAN1]) / med(&S[k][C_PLAN2]);
-    vs_omp[k] = med(&S[k][C_OMP2]) / med(&S[k][C_PLAN2]);
-    bw1[k] = bytes / med(&S[k][C_PLAN1]) / 1e9;
-    bw2[k] = bytes / med(&S[k][C_PLAN2]) / 1e9;
-  }
-  fprintf(md, "| plan 1T - direct 1T (the runtime's cost on one thread), ns | %.0f | %.0f |\n", 1e9 * ov[0], 1e9 * ov[1]);
-  fprintf(md, "| the same, share of the plan 1T step | %.2f%% | %.2f%% |\n", 100 * share[0], 100 * share[1]);
-  fprintf(md, "| 2-thread scaling: plan 1T / plan 2T | %.2fx | %.2fx |\n", scal[0], scal[1]);
-  fprintf(md, "| OpenMP 2T / plan 2T (> 1: the plan is faster) | %.3f | %.3f |\n", vs_omp[0], vs_omp[1]);
-  fprintf(md, "| weight stream, plan 1T / 2T, GB/s | %.1f / %.1f | %.1f / %.1f |\n", bw1[0], bw2[0], bw1[1], bw2[1]);
-  double p1 = med(&probe_gbs[0]), p2 = med(&probe_gbs[1]);
-  fprintf(md, "| read probe (%s, %.2f GiB, OpenMP), 1T / 2T, GB/s | | %.1f / %.1f |\n", fkb_probe_kind(w->probe),
-          (double)fkb_probe_bytes(w->probe) / (double)(1u << 30), p1, p2);
-  fprintf(md, "| the probe's 2-thread scaling: the ceiling for a step that streams its weights from DRAM | | %.2fx |\n",
-          p2 / p1);
-  fprintf(csv, "probe,read,1,cold,%.2f,%.2f,%.2f,GB/s\nprobe,read,2,cold,%.2f,%.2f,%.2f,GB/s\n", p1, mn(&probe_gbs[0]),
-          mx(&probe_gbs[0]), p2, mn(&probe_gbs[1]), mx(&probe_gbs[1]));
-  fprintf(csv, "derived,plan,1,overhead_hot,%.1f,,,ns\nderived,plan,1,overhead_cold,%.1f,,,ns\n", 1e9 * ov[0], 1e9 * ov[1]);
-  fprintf(csv, "derived,plan,2,scaling_hot,%.3f,,,x\nderived,plan,2,scaling_cold,%.3f,,,x\n", scal[0], scal[1]);
+static void derived(fkb_out *o, int threads, const char *what, double v, const char *unit) {
+  fkb_col_word(o, "derived");
+  fkb_col_str(o, "plan");
+  fkb_col_int(o, threads);
+  fkb_col_word(o, what);
+  fkb_col_num(o, v);
+  fkb_col_empty(o);
+  fkb_col_empty(o);
+  fkb_col_word(o, unit);
+  fkb_row_end(o);
+}
 
-  fprintf(md, "\n## Empty programs: dispatch + barriers, no leaf, ns per run\n\nEach sample is the median of %d runs "
-              "timed one by one (the clock's own %.0f ns subtracted) after a 20 ms idle gap; the table gives the median "
-              "[min, max] of those samples over the repetitions, and the first run after the gap, which wakes members "
-              "that went to sleep, separately.\n\n", EMPTY_BATCH, 1e9 * clock_cost);
-  fprintf(md, "| contender | threads | 1 phase | 4 phases | per phase (4 - 1) / 3 | first run of 4 after the gap |\n"
-              "|---|---|---|---|---|---|\n");
-  double per_phase2 = 0, run4_2 = 0;
+static void results(fkb_out *o, const world *w) {
+  double bytes = (double)(fk_gemv_packed_elems(3 * H, H) + fk_gemv_packed_elems(H, H)) * 2;
+  fkb_meta(o, "reps", "", "%d", opt.reps);
+  fkb_meta(o, "version", "flashkern", "flashkern %s", FKB_FLASHKERN_VERSION);
+  fkb_meta(o, "version", "OpenMP", "%s", fkb_omp_version());
+  fkb_meta(o, "stamp", "rmsnorm_bf16_wide", "%s", w->blk[0].norm.symbol);
+  fkb_meta(o, "stamp", "gemv_bf16_rne_packed", "%s", w->blk[0].in.symbol);
+  fkb_meta(o, "stamp", "shortconv_bf16_wide", "%s", w->blk[0].conv.symbol);
+  fkb_meta(o, "stamp", "gemv_bf16_rne_add_packed", "%s", w->blk[0].out.symbol);
+  fkb_meta_num(o, "weight_bytes", "", bytes);
+  fkb_meta(o, "hot_batch", "", "%d", HOT_BATCH);
+  fkb_meta(o, "layers", "", "%d", w->layers);
+  fkb_meta(o, "empty_batch", "", "%d", EMPTY_BATCH);
+  fkb_meta_num(o, "clock_ns", "", 1e9 * clock_cost);
+  fkb_meta(o, "probe", "kind", "%s", fkb_probe_kind(w->probe));
+  fkb_meta_num(o, "probe", "bytes", (double)fkb_probe_bytes(w->probe));
+
+  for (int c = 0; c < NC; c++) {
+    row(o, "step", cname[c], c >= C_PLAN2 ? 2 : 1, "hot", 1e6, &step_hot[c], "us");
+    row(o, "step", cname[c], c >= C_PLAN2 ? 2 : 1, "cold", 1e6, &step_cold[c], "us");
+  }
+  row(o, "probe", "read", 1, "cold", 1, &probe_gbs[0], "GB/s");
+  row(o, "probe", "read", 2, "cold", 1, &probe_gbs[1], "GB/s");
+  const series *S[2] = { step_hot, step_cold };
+  static const char *const ovn[2] = { "overhead_hot", "overhead_cold" }, *const scn[2] = { "scaling_hot", "scaling_cold" };
+  for (int k = 0; k < 2; k++) derived(o, 1, ovn[k], 1e9 * (med(&S[k][C_PLAN1]) - med(&S[k][C_DIRECT1])), "ns");
+  for (int k = 0; k < 2; k++) derived(o, 2, scn[k], med(&S[k][C_PLAN1]) / med(&S[k][C_PLAN2]), "x");
   for (int e = 0; e < NE; e++)
     for (int t = 0; t < 2; t++) {
-      double a = 1e9 * med(&empty1[e][t]), b = 1e9 * med(&empty4[e][t]);
-      fprintf(md, "| %s | %d | %.0f [%.0f, %.0f] | %.0f [%.0f, %.0f] | %.0f | %.0f [%.0f, %.0f] |\n", ename[e], t + 1, a,
-              1e9 * mn(&empty1[e][t]), 1e9 * mx(&empty1[e][t]), b, 1e9 * mn(&empty4[e][t]), 1e9 * mx(&empty4[e][t]),
-              (b - a) / 3, 1e9 * med(&wake4[e][t]), 1e9 * mn(&wake4[e][t]), 1e9 * mx(&wake4[e][t]));
-      fprintf(csv, "empty,%s,%d,first4_after_gap,%.1f,%.1f,%.1f,ns\n", ename[e], t + 1, 1e9 * med(&wake4[e][t]),
-              1e9 * mn(&wake4[e][t]), 1e9 * mx(&wake4[e][t]));
-      fprintf(csv, "empty,%s,%d,1phase,%.1f,%.1f,%.1f,ns\n", ename[e], t + 1, a, 1e9 * mn(&empty1[e][t]),
-              1e9 * mx(&empty1[e][t]));
-      fprintf(csv, "empty,%s,%d,4phases,%.1f,%.1f,%.1f,ns\n", ename[e], t + 1, b, 1e9 * mn(&empty4[e][t]),
-              1e9 * mx(&empty4[e][t]));
-      if (e == E_PLAN && t == 1) per_phase2 = (b - a) / 3, run4_2 = b;
+      row(o, "empty", ename[e], t + 1, "first4_after_gap", 1e9, &wake4[e][t], "ns");
+      row(o, "empty", ename[e], t + 1, "1phase", 1e9, &empty1[e][t], "ns");
+      row(o, "empty", ename[e], t + 1, "4phases", 1e9, &empty4[e][t], "ns");
     }
-  fprintf(md, "\nThe decode program has 4 phases: on 2 threads its dispatch + barriers cost %.0f ns, %.2f%% of the hot "
-              "step (%.1f us) and %.2f%% of the cold step (%.1f us); per phase %.0f ns.\n",
-          run4_2, 100 * run4_2 / (1e9 * med(&step_hot[C_PLAN2])), 1e6 * med(&step_hot[C_PLAN2]),
-          100 * run4_2 / (1e9 * med(&step_cold[C_PLAN2])), 1e6 * med(&step_cold[C_PLAN2]), per_phase2);
-  fprintf(md, "After an idle gap the first run also wakes the sleeping members: %.1f us on 2 threads (%.2f%% of "
-              "the hot step).\n", 1e6 * med(&wake4[E_PLAN][1]), 100 * med(&wake4[E_PLAN][1]) / med(&step_hot[C_PLAN2]));
-  fprintf(csv, "derived,plan,2,empty4_share_hot,%.4f,,,fraction\n", run4_2 / (1e9 * med(&step_hot[C_PLAN2])));
-
+  derived(o, 2, "empty4_share_hot", med(&empty4[E_PLAN][1]) / med(&step_hot[C_PLAN2]), "fraction");
   static const char *const phn[4] = { "rmsnorm", "in_proj", "conv", "out_proj" };
-  fprintf(md, "\n## Per phase, hot, `FK_PLAN_TIMING` (member 0's clock at each barrier), us\n\n");
-  fprintf(md, "| phase | 1 thread | 2 threads |\n|---|---|---|\n");
-  for (int i = 0; i < 4; i++) {
-    fprintf(md, "| %s | %.2f | %.2f |\n", phn[i], 1e-3 * med(&phase_ns[0][i]), 1e-3 * med(&phase_ns[1][i]));
-    for (int t = 0; t < 2; t++)
-      fprintf(csv, "phase,%s,%d,hot,%.1f,%.1f,%.1f,ns\n", phn[i], t + 1, med(&phase_ns[t][i]), mn(&phase_ns[t][i]),
-              mx(&phase_ns[t][i]));
-  }
-  fclose(md);
-  fclose(csv);
+  for (int i = 0; i < 4; i++)
+    for (int t = 0; t < 2; t++) row(o, "phase", phn[i], t + 1, "hot", 1, &phase_ns[t][i], "ns");
 }
 
 int main(int argc, char **argv) {
-  char argv_line[1024] = "fk_bench_runtime";
   for (int i = 1; i < argc; i++) {
-    size_t at = strlen(argv_line);
-    snprintf(argv_line + at, sizeof argv_line - at, " %s", argv[i]);
     if (!strcmp(argv[i], "--quick")) opt.reps = 5;
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) opt.reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--out") && i + 1 < argc) opt.out = argv[++i];
     else die("usage: fk_bench_runtime [--quick] [--reps N] [--out DIR]");
   }
   if (opt.reps < 1 || opt.reps > MAX_REPS) die("--reps must be in 1..%d", MAX_REPS);
-  /* The results directory is made and checked before the long run, not after it. */
-  if (mkdir(opt.out, 0777) != 0 && errno != EEXIST) die("--out %s: %s", opt.out, strerror(errno));
-  if (access(opt.out, W_OK) != 0) die("--out %s: not a writable directory: %s", opt.out, strerror(errno));
-  double t0 = now();
-  char machine[2048];
-  fkb_machine_line(machine, sizeof machine);
-  fprintf(stderr, "fk_bench_runtime: %s\n", machine);
+  /* The results files are opened before the long run, not after it. */
+  fkb_out *out = fkb_out_open("fk_bench_runtime", opt.out, "runtime",
+                              "table,contender,threads,case,median,min,max,unit", argc, argv);
   model m;
   model_make(&m);
   world *w = calloc(1, sizeof *w);
@@ -453,7 +408,9 @@ int main(int argc, char **argv) {
   measure_clock();
   run_all(w);
   run_phases(&m);
-  report(w, machine, argv_line, now() - t0);
-  fprintf(stderr, "fk_bench_runtime: wrote %s/runtime.md, runtime.csv\n", opt.out);
+  results(out, w);
+  fkb_out_close(out);
+  fprintf(stderr, "fk_bench_runtime: wrote %s/runtime.csv, runtime-meta.csv (bench/report.py runtime renders them)\n",
+          opt.out);
   return 0;
 }

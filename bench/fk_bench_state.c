@@ -14,19 +14,16 @@
  * the same comparison runs on small cases with tails, NaN, infinities, signed zeros, subnormals
  * and ties; the bench stops if the autovec peer differs there.
  *
- * Output: DIR/state.md (tables), DIR/state.csv (every row). Progress goes to stderr. */
-#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu, getrusage */
+ * Output: DIR/state.csv (every row) and DIR/state-meta.csv (the machine, stamps, probe, per-case
+ * facts), which bench/report.py renders into DIR/state.md. Progress goes to stderr. */
+#define _GNU_SOURCE /* strncasecmp */
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -107,49 +104,11 @@ static uint16_t rand_bf16(int emin, int emax) {
   return (uint16_t)(sign | (uint16_t)(biased << 7) | mant);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void *xalloc(size_t bytes) {
   void *p = fkb_alloc(bytes);
   if (!p) die("out of memory (%zu bytes)", bytes);
   return p;
 }
-
-/* ---- other processes (as fk_bench_gemv measures them) -------------------------------------- */
-
-typedef struct cpu_mark {
-  double busy, self, wall;
-} cpu_mark;
-
-static cpu_mark cpu_mark_now(void) {
-  cpu_mark c = { 0, 0, now() };
-  unsigned long long v[8] = { 0 };
-  FILE *f = fopen("/proc/stat", "r");
-  if (f) {
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-               &v[7]) == 8)
-      c.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-    fclose(f);
-  }
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  c.self = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-           1e-6 * (double)ru.ru_stime.tv_usec;
-  return c;
-}
-
-/* The share of all CPUs other processes used between a and b, 0..1 (under 5 clock ticks: 0). */
-static double others_share(cpu_mark a, cpu_mark b) {
-  double wall = b.wall - a.wall, cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
-  double other = (b.busy - a.busy) - (b.self - a.self);
-  if (wall <= 0 || cpus <= 0 || other < 5.0 / (double)sysconf(_SC_CLK_TCK)) return 0.0;
-  return other / (wall * cpus) > 1.0 ? 1.0 : other / (wall * cpus);
-}
-
-#define NOISY 0.05
 
 /* ---- one problem instance: shared inputs, the initial state, each contender's own state ------ */
 
@@ -545,7 +504,7 @@ static void usage(FILE *f) {
              "  --reps N       repetitions (each gives one sample per contender per case)\n"
              "  --only LIST    only the cases whose form contains one of these (e.g. shortconv,cis32)\n"
              "  --no-pin       do not pin the process to the CPU it starts on\n"
-             "  --out DIR      where state.md and state.csv go (default %s)\n",
+             "  --out DIR      where state.csv and state-meta.csv go (default %s)\n",
           11, 201, "bench/results");
 }
 
@@ -585,24 +544,11 @@ typedef struct cell {
   char why[300];
 } cell;
 
-typedef struct stats {
-  double med, min, max;
-  int ok;
-} stats;
+typedef fkb_stats stats;
 
 static stats stats_of(const cell *c) {
   stats st = { 0, 0, 0, 0 };
-  if (!c->live || c->n == 0) return st;
-  double *v = malloc((size_t)c->n * sizeof *v);
-  if (!v) die("out of memory");
-  memcpy(v, c->s, (size_t)c->n * sizeof *v);
-  qsort(v, (size_t)c->n, sizeof *v, cmp_double);
-  st.med = c->n % 2 ? v[c->n / 2] : 0.5 * (v[c->n / 2 - 1] + v[c->n / 2]);
-  st.min = v[0];
-  st.max = v[c->n - 1];
-  st.ok = 1;
-  free(v);
-  return st;
+  return c->live ? fkb_stats_of(c->s, c->n) : st;
 }
 
 typedef struct case_result {
@@ -612,7 +558,7 @@ typedef struct case_result {
   char bytes_detail[300];
 } case_result;
 
-static case_result results[NCASES];
+static case_result results_of[NCASES];
 static fkb_l2_probe *probe;
 static double t_start;
 
@@ -640,6 +586,24 @@ static int calibrate(int e, const inst *I) {
   }
 }
 
+typedef struct timed_ctx {
+  case_result *R;
+  const inst *I;
+} timed_ctx;
+
+/* One entry's turn: an untimed call, which brings its buffers back after the others' turns, then
+ * a timed batch: one sample. */
+static void timed_turn(void *ctx, int rep, int e) {
+  timed_ctx *t = ctx;
+  cell *c = &t->R->cells[e];
+  (void)rep;
+  if (!c->live) return;
+  turn(e, t->I, 1);
+  double a = now();
+  turn(e, t->I, c->batch);
+  c->s[c->n++] = (now() - a) / c->batch;
+}
+
 static const char *case_label(const bcase *bc, char *buf, size_t len) {
   const shape *s = &bc->s;
   if (form_tab[s->form].qk)
@@ -653,7 +617,7 @@ static const char *case_label(const bcase *bc, char *buf, size_t len) {
 
 static void run_case(int ci, int done, int total) {
   const bcase *bc = &case_tab[ci];
-  case_result *R = &results[ci];
+  case_result *R = &results_of[ci];
   char label[200];
   case_label(bc, label, sizeof label);
   rng_state = 0xc0ffee00u + (uint64_t)ci;
@@ -682,18 +646,10 @@ static void run_case(int ci, int done, int total) {
   for (int e = 0; e < NE; e++)
     if (R->cells[e].live) R->cells[e].batch = calibrate(e, &I);
 
-  cpu_mark mark = cpu_mark_now();
-  for (int rep = 0; rep < opt.reps; rep++)
-    for (int r = 0; r < NE; r++) {
-      int e = (r + rep) % NE; /* the round-robin starts one entry later each repetition */
-      cell *c = &R->cells[e];
-      if (!c->live) continue;
-      turn(e, &I, 1); /* untimed: brings this contender's buffers back after the others' turns */
-      double a = now();
-      turn(e, &I, c->batch);
-      c->s[c->n++] = (now() - a) / c->batch;
-    }
-  R->noise = others_share(mark, cpu_mark_now());
+  fkb_cpu_mark mark = fkb_cpu_mark_now();
+  timed_ctx ctx = { R, &I };
+  fkb_interleave(opt.reps, NE, timed_turn, &ctx);
+  R->noise = fkb_others_share(mark, fkb_cpu_mark_now());
 
   double el = now() - t_start;
   fprintf(stderr, "[%6.1fs, case %d/%d, ~%.0f s left] %s:", el, done, total, el / done * (total - done), label);
@@ -706,215 +662,104 @@ static void run_case(int ci, int done, int total) {
       fprintf(stderr, " | %s %.3f us/token (%.2f of L2)", e == C_FK ? "fk" : e == C_VEC ? "autovec" : "scalar",
               st.med * 1e6 / (double)bc->s.m, pg > 0 ? R->bytes / st.med / 1e9 / pg : 0.0);
   }
-  if (R->noise >= NOISY) fprintf(stderr, " | OTHER PROCESSES %.0f%% of the CPUs", 100.0 * R->noise);
+  if (R->noise >= FKB_NOISY) fprintf(stderr, " | OTHER PROCESSES %.0f%% of the CPUs", 100.0 * R->noise);
   fputc('\n', stderr);
   inst_free(&I);
 }
 
-/* ---- the report -------------------------------------------------------------------------------- */
-
-static FILE *open_out(const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", opt.out, name);
-  FILE *f = fopen(path, "w");
-  if (!f) die("cannot write %s: %s", path, strerror(errno));
-  return f;
-}
+/* ---- the results: state.csv, state-meta.csv (bench/report.py writes state.md) --------------------- */
 
 static double of_bound(const case_result *R, const stats *st) {
   double pg = probe_gbps_of(R);
   return st->ok && pg > 0 ? R->bytes / st->med / 1e9 / pg : -1.0;
 }
 
-static void fmt_frac(char *buf, size_t len, double v) {
-  if (v >= 0) snprintf(buf, len, "%.2f", v);
-  else snprintf(buf, len, "-");
+static void col_pos(fkb_out *o, double v) { /* a figure, or empty when there is none (negative) */
+  if (v >= 0) fkb_col_num(o, v);
+  else fkb_col_empty(o);
 }
 
-static void write_report(double elapsed, const char *machine, const char *argv_line, int pinned_cpu) {
-  FILE *md = open_out("state.md"), *csv = open_out("state.csv");
-
+static void results(fkb_out *o, int pinned_cpu) {
   /* run-wide probe median */
   double *all = malloc((size_t)(NCASES * opt.reps) * sizeof *all);
   if (!all) die("out of memory");
   int nall = 0;
-  double case_min = 1e300, case_max = 0;
   for (int ci = 0; ci < NCASES; ci++) {
-    if (!results[ci].run) continue;
-    const cell *c = &results[ci].cells[NC];
-    for (int i = 0; i < c->n; i++) all[nall++] = c->s[i];
-    double g = probe_gbps_of(&results[ci]);
-    if (g > 0 && g < case_min) case_min = g;
-    if (g > case_max) case_max = g;
+    const cell *c = &results_of[ci].cells[NC];
+    for (int i = 0; results_of[ci].run && i < c->n; i++) all[nall++] = c->s[i];
   }
-  cell allc = { .live = 1, .n = nall, .s = all };
-  stats pst = stats_of(&allc);
-  double probe_run = pst.ok ? fkb_l2_probe_pass_bytes(probe) / pst.med / 1e9 : 0.0;
+  stats pst = fkb_stats_of(all, nall);
   free(all);
 
-  fprintf(md, "# State-committing leaves: ShortConv and qkprep, flashkern and its peers\n\n");
-  fprintf(md, "Written by `fk_bench_state` (bench/fk_bench_state.c) from one run: `%s`, %.0f s. Regenerate with "
-              "`make bench-state`; never edit by hand.\n\n", argv_line, elapsed);
-  fprintf(md, "**Machine:** %s\n\n", machine);
-  fprintf(md, "**Contenders** (each calls the form through a function pointer with the form's argument struct "
-              "from fk_leaves.h, as a host calls a stamp):\n\n");
-  fprintf(md, "- **flashkern exact**: flashkern %s; stamps resolved once by `fk_leaf_resolve(form, FK_TIER_EXACT, "
-              "fk_cpu_features())`:", FKB_FLASHKERN_VERSION);
+  fkb_meta(o, "version", cname[C_FK], "flashkern %s", FKB_FLASHKERN_VERSION);
+  fkb_meta(o, "version", cname[C_VEC], "%s", fkb_vec_compiler());
+  fkb_meta(o, "version", cname[C_SCALAR], "%s", fkb_scalar_compiler());
   for (int f = 0; f < NF; f++) {
-    if (resolved_ok[f]) fprintf(md, "%s `%s` -> `%s` (variant %s)", f ? ";" : "", form_tab[f].name,
-                                resolved[f].symbol, resolved[f].variant);
-    else fprintf(md, "%s `%s`: NOT RESOLVED: %s", f ? ";" : "", form_tab[f].name, resolve_why[f]);
+    if (resolved_ok[f]) fkb_meta(o, "stamp", form_tab[f].name, "%s %s", resolved[f].symbol, resolved[f].variant);
+    else fkb_meta(o, "not_resolved", form_tab[f].name, "%s", resolve_why[f]);
   }
-  fprintf(md, ".\n- **autovec (gcc -O3 -march=native)**: %s, `-O3 -march=native -ffp-contract=off` "
-              "(bench/state_autovec.c): the contract models' math and order, loops written for the vectorizer "
-              "(`restrict` pointers, head size a constant, the 2 x 16 sum-of-squares lanes as one 32-wide array); "
-              "bit-identical to the model and to flashkern's exact tier.\n", fkb_vec_compiler());
-  fprintf(md, "- **scalar (gcc -O2)**: %s, `-O2 -march=native -ffp-contract=off -fno-tree-vectorize` "
-              "(bench/state_scalar.c): the contract models of tests/contract/shortconv.c and qkprep.c as written, "
-              "copied (not linked); scalar code, `fmaf` one instruction: the baseline of an engine that writes the "
-              "math as loops. It is also the reference every contender is compared with.\n", fkb_scalar_compiler());
-  fprintf(md, "- **L2 probe**: %s; two buffers of %zu KiB (together %zu KiB: inside the 1 MiB L2, far beyond the "
-              "48 KiB L1d), a pass copies A into B and moves 2 x %zu KiB (read + written). Run-wide median "
-              "**%.1f GB/s** (%d samples; the medians of single cases range from %.1f to %.1f GB/s). Each table's "
-              "*of L2 bound* divides by the probe's median in that table's case.\n\n",
-          fkb_l2_probe_kind(probe), fkb_l2_probe_buffer_bytes(probe) >> 10, 2 * fkb_l2_probe_buffer_bytes(probe) >> 10,
-          fkb_l2_probe_buffer_bytes(probe) >> 10, probe_run, nall, case_min, case_max);
-  fprintf(md, "**Startup self-check:** %d small cases over the four forms (1..1000 channels and 0..5 heads with "
-              "tails, m = 0..5, padded rows, linear and wrapping K layouts, NaN with payloads, signaling NaN, "
-              "infinities, signed zeros, subnormals, overflow, exact rounding ties, random shapes), three "
-              "consecutive calls each: the autovec peer matched the scalar contract model bit for bit "
-              "(the bench stops otherwise); flashkern %s.\n\n",
-          selfcheck_cases, selfcheck_fk[0] ? "DIFFERED (below)" : "matched it too");
-  if (selfcheck_fk[0]) fprintf(md, "**flashkern differs from the contract model:** %s\n\n", selfcheck_fk);
+  fkb_meta(o, "probe", "kind", "%s", fkb_l2_probe_kind(probe));
+  fkb_meta(o, "probe", "buffer_bytes", "%zu", fkb_l2_probe_buffer_bytes(probe));
+  fkb_meta_num(o, "probe", "pass_bytes", fkb_l2_probe_pass_bytes(probe));
+  fkb_meta_num(o, "probe", "gbps", pst.ok ? fkb_l2_probe_pass_bytes(probe) / pst.med / 1e9 : 0.0);
+  fkb_meta(o, "probe", "samples", "%d", nall);
+  fkb_meta(o, "selfcheck", "cases", "%d", selfcheck_cases);
+  fkb_meta(o, "selfcheck", "flashkern differs", "%s", selfcheck_fk);
+  fkb_meta(o, "reps", "", "%d", opt.reps);
+  fkb_meta_num(o, "batch_s", "", BATCH_S);
+  fkb_meta_num(o, "footprint_max_bytes", "", FOOTPRINT_MAX);
+  fkb_meta(o, "pinned_cpu", "", "%d", pinned_cpu);
 
-  fprintf(md,
-          "**Method.** One process, one thread%s. Per case, all contenders get the same inputs (random bf16 "
-          "with exponents in [-3, 3]; ShortConv taps in [-3, 0], biases in [-4, 0]; norm weights in [-2, 1]; "
-          "RoPE tables from `fk_rope_table`) and the same initial state (a random carry; random q rows and K "
-          "cache), each in its own state buffers. **Gate:** three consecutive calls (the K slots and "
-          "positions advance by m each call), and after each one every output and state buffer, whole (y and "
-          "its padding, the carry, the q rows and their padding, the entire K cache: a write outside the "
-          "call's slots is caught), is compared bit for bit with the scalar contract model's; a contender "
-          "that differs is not timed. **Timing:** %d repetitions; in each, the contenders and the probe take "
-          "turns round-robin (the first turn moves one entry on each repetition). A turn is one untimed call "
-          "(it brings back this contender's lines, which the probe's and the others' turns evicted from L1) "
-          "and a timed batch of calls lasting about %.0f us whose mean is one sample; the batch size is "
-          "calibrated per contender and case. **Hot, L2-resident:** every call of a contender uses the same "
-          "buffers (the carry keeps evolving, q and K are transformed in place again each call, at the same "
-          "slots and positions), and the bytes the calls of all contenders touch stay under %.0f KiB (the "
-          "footprint is under each case's heading), so the bound of a call is the bytes it must move at the "
-          "L2's read+write bandwidth. Small cases fit the 48 KiB L1d as well and can exceed that bound.\n\n",
-          pinned_cpu >= 0 ? "" : " (not pinned)", opt.reps, BATCH_S * 1e6, FOOTPRINT_MAX / 1024);
-  if (pinned_cpu >= 0) fprintf(md, "The process is pinned to CPU %d (the one it started on).\n\n", pinned_cpu);
-  fprintf(md, "**Bytes moved** (per call, from each leaf's contract): ShortConv: in m x 3h bf16 read, the 3h taps "
-              "(+ h biases) read, the 2h-element carry read and written, y m x h written: 8mh + 14h bytes "
-              "(+ 2h). qkprep, per token position: the q heads and the k heads (64 or 32 bf16 each) read and "
-              "written in place, the norm weights of q and k, the row's cos and sin (f32, head_dim / 2 each), "
-              "read by the q call and by the k call.\n\n");
-  fprintf(md, "**Columns.** *us/token*: microseconds per token (a call covers m tokens; qkprep: the q call and the "
-              "k call), median [min, max] over repetitions. *us/call*: the median per call. *GB/s*: the bytes "
-              "one call must move over its median time, 1 GB = 1e9 bytes. *of L2 bound*: that over the L2 "
-              "probe's median GB/s in the same case. *fk / this*: flashkern's median time over this row's; "
-              "below 1 flashkern is faster.\n\n");
-  int noisy = 0, ran = 0;
-  for (int ci = 0; ci < NCASES; ci++) ran += results[ci].run, noisy += results[ci].run && results[ci].noise >= NOISY;
-  fprintf(md, "**Disturbance.** %d of %d cases ran while other processes used %.0f%% of the CPUs or more (machine "
-              "busy time from /proc/stat minus this process's) and are marked.\n\n", noisy, ran, 100.0 * NOISY);
-
-  /* the summary: hidden 2048 */
-  fprintf(md, "## Summary: hidden 2048 (LFM2-1.2B), fraction of the bytes-moved bound\n\n"
-              "| leaf | m | flashkern us/token | flashkern GB/s | flashkern of L2 bound | autovec of L2 bound | "
-              "scalar of L2 bound | fk / autovec | fk / scalar |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  char below[2048] = "";
-  size_t at = 0;
   for (int ci = 0; ci < NCASES; ci++) {
     const bcase *bc = &case_tab[ci];
-    const case_result *R = &results[ci];
-    if (!R->run || bc->hidden != 2048 || strcmp(bc->model, "LFM2-1.2B")) continue;
-    stats sf = stats_of(&R->cells[C_FK]), sv = stats_of(&R->cells[C_VEC]), ss = stats_of(&R->cells[C_SCALAR]);
-    char a[32], b[32], c[32], rv[32], rs[32];
-    fmt_frac(a, sizeof a, of_bound(R, &sf));
-    fmt_frac(b, sizeof b, of_bound(R, &sv));
-    fmt_frac(c, sizeof c, of_bound(R, &ss));
-    fmt_frac(rv, sizeof rv, sf.ok && sv.ok ? sf.med / sv.med : -1);
-    fmt_frac(rs, sizeof rs, sf.ok && ss.ok ? sf.med / ss.med : -1);
-    if (sf.ok)
-      fprintf(md, "| %s | %lld | %.3f | %.1f | %s | %s | %s | %s | %s |\n", form_tab[bc->s.form].name,
-              (long long)bc->s.m, sf.med * 1e6 / (double)bc->s.m, R->bytes / sf.med / 1e9, a, b, c, rv, rs);
-    else
-      fprintf(md, "| %s | %lld | not timed | | | %s | %s | | |\n", form_tab[bc->s.form].name, (long long)bc->s.m, b, c);
-    double fr = of_bound(R, &sf);
-    if (sf.ok && fr < 0.9 && at < sizeof below)
-      at += (size_t)snprintf(below + at, sizeof below - at, "%s`%s` m = %lld: %.2f (%.1f GB/s, %.3f us/token)",
-                             at ? "; " : "", form_tab[bc->s.form].name, (long long)bc->s.m, fr,
-                             R->bytes / sf.med / 1e9, sf.med * 1e6 / (double)bc->s.m);
-  }
-  if (below[0])
-    fprintf(md, "\nBelow 0.9 of the bound at hidden 2048 (L2 probe %.1f GB/s run-wide): %s.\n\n", probe_run, below);
-  else fprintf(md, "\nEvery flashkern row at hidden 2048 reaches 0.9 of the bound or more.\n\n");
+    const case_result *R = &results_of[ci];
+    if (!R->run) continue;
+    const shape *s = &bc->s;
+    const form_info *fi = &form_tab[s->form];
+    char cid[200];
+    snprintf(cid, sizeof cid, "%s|%s|%lld", fi->name, bc->model, (long long)s->m);
+    fkb_meta(o, "what", cid, "%s", bc->what);
+    if (fi->qk) {
+      fkb_meta(o, "qheads", cid, "%lld", (long long)s->qheads);
+      fkb_meta(o, "kheads", cid, "%lld", (long long)s->kheads);
+      fkb_meta(o, "head_dim", cid, "%d", fi->hd);
+    }
+    fkb_meta(o, "bytes_detail", cid, "%s", R->bytes_detail);
+    fkb_meta_num(o, "footprint_shared", cid, R->footprint_shared);
+    fkb_meta_num(o, "footprint_own", cid, R->footprint_own);
 
-  fprintf(csv, "form,model,hidden,m,contender,status,us_token_median,us_token_min,us_token_max,us_call_median,"
-               "bytes_call,gbps,of_l2_bound,fk_over_this,samples,batch,probe_gbps_case,others_cpu_share\n");
-  for (int f = 0; f < NF; f++) {
-    int any = 0;
-    for (int ci = 0; ci < NCASES; ci++) any |= results[ci].run && case_tab[ci].s.form == (form_id)f;
-    if (!any) continue;
-    fprintf(md, "## %s\n\n", form_tab[f].name);
-    for (int ci = 0; ci < NCASES; ci++) {
-      const bcase *bc = &case_tab[ci];
-      const case_result *R = &results[ci];
-      if (!R->run || bc->s.form != (form_id)f) continue;
-      const shape *s = &bc->s;
-      double m = (double)s->m, pg = probe_gbps_of(R);
-      if (form_tab[f].qk)
-        fprintf(md, "### %s (hidden %lld): %lld q heads + %lld k heads, head_dim %d, m = %lld (%s)\n\n", bc->model,
-                (long long)bc->hidden, (long long)s->qheads, (long long)s->kheads, form_tab[f].hd, (long long)s->m,
-                bc->what);
-      else
-        fprintf(md, "### %s: h = %lld, m = %lld (%s)\n\n", bc->model, (long long)s->h, (long long)s->m, bc->what);
-      fprintf(md, "Bytes per call: %.0f = %s. Footprint: %.1f KiB shared inputs + %d x %.1f KiB per contender. "
-                  "Batches (calls per sample): flashkern %d, autovec %d, scalar %d; probe %d passes.\n\n",
-              R->bytes, R->bytes_detail, R->footprint_shared / 1024, NC, R->footprint_own / 1024,
-              R->cells[C_FK].batch, R->cells[C_VEC].batch, R->cells[C_SCALAR].batch, R->cells[NC].batch);
-      if (R->noise >= NOISY)
-        fprintf(md, "Other processes used %.0f%% of the CPUs while this case ran: its times are disturbed.\n\n",
-                100.0 * R->noise);
-      fprintf(md, "| contender | us/token median [min, max] | us/call | GB/s | of L2 bound | fk / this |\n"
-                  "|---|---:|---:|---:|---:|---:|\n");
-      stats sf = stats_of(&R->cells[C_FK]);
-      for (int e = 0; e < NE; e++) {
-        const cell *c = &R->cells[e];
-        stats st = stats_of(c);
-        if (!st.ok) {
-          fprintf(md, "| %s | not timed: %s | | | | |\n", cname[e], c->why[0] ? c->why : "not run");
-          fprintf(csv, "%s,\"%s\",%lld,%lld,\"%s\",not timed,,,,,%.0f,,,,0,,%.3f,%.3f\n", form_tab[f].name, bc->model,
-                  (long long)bc->hidden, (long long)s->m, cname[e], R->bytes, pg, R->noise);
-          continue;
-        }
-        if (e == NC) {
-          fprintf(md, "| %s (us per pass of %zu KiB) | %.2f [%.2f, %.2f] | | %.1f | 1.00 | |\n", cname[e],
-                  2 * fkb_l2_probe_buffer_bytes(probe) >> 10, st.med * 1e6, st.min * 1e6, st.max * 1e6, pg);
-          fprintf(csv, "%s,\"%s\",%lld,%lld,\"%s\",ok,,,,%.3f,%.0f,%.3f,1,,%d,%d,%.3f,%.3f\n", form_tab[f].name,
-                  bc->model, (long long)bc->hidden, (long long)s->m, cname[e], st.med * 1e6,
-                  fkb_l2_probe_pass_bytes(probe), pg, c->n, c->batch, pg, R->noise);
-          continue;
-        }
-        char fr[32], ratio[32];
-        fmt_frac(fr, sizeof fr, of_bound(R, &st));
-        fmt_frac(ratio, sizeof ratio, sf.ok ? sf.med / st.med : -1);
-        double gbps = R->bytes / st.med / 1e9;
-        fprintf(md, "| %s | %.3f [%.3f, %.3f] | %.3f | %.1f | %s | %s |\n", cname[e], st.med * 1e6 / m,
-                st.min * 1e6 / m, st.max * 1e6 / m, st.med * 1e6, gbps, fr, ratio);
-        fprintf(csv, "%s,\"%s\",%lld,%lld,\"%s\",ok,%.4f,%.4f,%.4f,%.4f,%.0f,%.3f,%s,%s,%d,%d,%.3f,%.3f\n",
-                form_tab[f].name, bc->model, (long long)bc->hidden, (long long)s->m, cname[e], st.med * 1e6 / m,
-                st.min * 1e6 / m, st.max * 1e6 / m, st.med * 1e6, R->bytes, gbps, fr, ratio, c->n, c->batch, pg,
-                R->noise);
+    double m = (double)s->m, pg = probe_gbps_of(R);
+    stats sf = stats_of(&R->cells[C_FK]);
+    for (int e = 0; e < NE; e++) {
+      const cell *c = &R->cells[e];
+      stats st = stats_of(c);
+      fkb_col_word(o, fi->name);
+      fkb_col_str(o, bc->model);
+      fkb_col_int(o, bc->hidden);
+      fkb_col_int(o, s->m);
+      fkb_col_str(o, cname[e]);
+      fkb_col_word(o, st.ok ? "ok" : "not timed");
+      if (st.ok && e < NC) { /* us/token median, min, max; us/call median, min, max */
+        fkb_col_num(o, st.med * 1e6 / m), fkb_col_num(o, st.min * 1e6 / m), fkb_col_num(o, st.max * 1e6 / m);
+      } else {
+        fkb_col_empty(o), fkb_col_empty(o), fkb_col_empty(o);
       }
-      fputc('\n', md);
+      if (st.ok) fkb_col_num(o, st.med * 1e6), fkb_col_num(o, st.min * 1e6), fkb_col_num(o, st.max * 1e6);
+      else fkb_col_empty(o), fkb_col_empty(o), fkb_col_empty(o);
+      double bytes = e == NC ? fkb_l2_probe_pass_bytes(probe) : R->bytes;
+      fkb_col_num(o, bytes);                                                  /* bytes_call */
+      col_pos(o, st.ok ? bytes / st.med / 1e9 : -1);                          /* gbps */
+      col_pos(o, e == NC ? (st.ok ? 1.0 : -1) : of_bound(R, &st));            /* of_l2_bound */
+      col_pos(o, e < NC && st.ok && sf.ok ? sf.med / st.med : -1);            /* fk_over_this */
+      fkb_col_int(o, c->n);                                                   /* samples */
+      if (st.ok) fkb_col_int(o, c->batch);
+      else fkb_col_empty(o);
+      fkb_col_num(o, pg);                                                     /* probe_gbps_case */
+      fkb_col_num(o, R->noise);                                               /* others_cpu_share */
+      fkb_col_str(o, st.ok ? "" : c->why[0] ? c->why : "not run");           /* why */
+      fkb_row_end(o);
     }
   }
-  fclose(md);
-  fclose(csv);
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
@@ -922,21 +767,8 @@ static void write_report(double elapsed, const char *machine, const char *argv_l
 int main(int argc, char **argv) {
   parse_options(argc, argv);
   t_start = now();
-  char argv_line[1024] = "fk_bench_state";
-  for (int i = 1; i < argc; i++) {
-    size_t at = strlen(argv_line);
-    snprintf(argv_line + at, sizeof argv_line - at, " %s", argv[i]);
-  }
 
-  int pinned_cpu = -1;
-  if (opt.pin) {
-    int cpu = sched_getcpu();
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (cpu >= 0) CPU_SET((size_t)cpu, &set);
-    if (cpu >= 0 && sched_setaffinity(0, sizeof set, &set) == 0) pinned_cpu = cpu;
-    else fprintf(stderr, "fk_bench_state: cannot pin to a CPU (%s); running unpinned\n", strerror(errno));
-  }
+  int pinned_cpu = opt.pin ? fkb_pin_here("fk_bench_state") : -1;
 
   for (int f = 0; f < NF; f++) {
     fk_error err;
@@ -948,9 +780,6 @@ int main(int argc, char **argv) {
                fk_strerror(err.status), err.message);
   }
 
-  char machine[2048];
-  fkb_machine_line(machine, sizeof machine);
-  fprintf(stderr, "fk_bench_state: %s\n", machine);
   for (int f = 0; f < NF; f++)
     fprintf(stderr, "  %-20s %s\n", form_tab[f].name, resolved_ok[f] ? resolved[f].symbol : resolve_why[f]);
 
@@ -958,7 +787,10 @@ int main(int argc, char **argv) {
   fprintf(stderr, "fk_bench_state: self-check passed (%d cases): the autovec peer matches the scalar contract model "
                   "bit for bit%s\n", selfcheck_cases, selfcheck_fk[0] ? "; flashkern DIFFERS (see above)" : ", and so does flashkern");
 
-  if (mkdir(opt.out, 0777) != 0 && errno != EEXIST) die("cannot create %s: %s", opt.out, strerror(errno));
+  fkb_out *out = fkb_out_open("fk_bench_state", opt.out, "state",
+                              "form,model,hidden,m,contender,status,us_token_median,us_token_min,us_token_max,"
+                              "us_call_median,us_call_min,us_call_max,bytes_call,gbps,of_l2_bound,fk_over_this,"
+                              "samples,batch,probe_gbps_case,others_cpu_share,why", argc, argv);
   probe = fkb_l2_probe_create(PROBE_BUFFER);
   if (!probe) die("out of memory for the L2 probe");
   for (double t0 = now(); now() - t0 < 0.3;) fkb_l2_probe_run(probe, 16); /* clocks up before the first case */
@@ -970,11 +802,12 @@ int main(int argc, char **argv) {
   for (int ci = 0; ci < NCASES; ci++)
     if (selected(form_tab[case_tab[ci].s.form].name)) run_case(ci, ++done, total);
 
-  double elapsed = now() - t_start;
-  write_report(elapsed, machine, argv_line, pinned_cpu);
-  fprintf(stderr, "fk_bench_state: wrote %s/state.md and %s/state.csv (%.0f s)\n", opt.out, opt.out, elapsed);
+  results(out, pinned_cpu);
+  fkb_out_close(out);
+  fprintf(stderr, "fk_bench_state: wrote %s/state.csv, state-meta.csv (%.0f s; bench/report.py state renders them)\n",
+          opt.out, now() - t_start);
   for (int ci = 0; ci < NCASES; ci++)
-    for (int e = 0; e < NE; e++) free(results[ci].cells[e].s);
+    for (int e = 0; e < NE; e++) free(results_of[ci].cells[e].s);
   fkb_l2_probe_destroy(probe);
   return 0;
 }

@@ -1,4 +1,6 @@
-/* bench/fkb.h: what the GEMV benchmark's driver and its contenders share.
+/* bench/fkb.h: what the benches share: the harness (every bench: results files, machine,
+ * noise meter, statistics, interleaved turns), the helpers, and the GEMV benchmark's contender
+ * interface.
  *
  * A contender is one row of the driver's table (fk_bench_gemv.c, `contenders[]`): a name, a
  * version string, the bytes one weight occupies in the layout it reads, and five functions.
@@ -107,12 +109,65 @@ void fkb_free(void *p);
 /* Rows [*begin, *end) of member tid of nthreads, split at multiples of 64 rows. */
 void fkb_rows(int64_t n, int tid, int nthreads, int64_t *begin, int64_t *end);
 
-/* The machine in one line: CPU, caches, memory, THP, kernel, compiler, date (report headers). */
-void fkb_machine_line(char *buf, size_t len);
-
 float fkb_bf16_to_f32(uint16_t h);
 /* The contract's integer RNE (NaN: quiet, sign and top payload kept). */
 uint16_t fkb_f32_to_bf16(float f);
+
+/* ---- the harness (fkb_harness.c) ------------------------------------------------------------ *
+ * A bench writes figures, never prose: DIR/<bench>.csv, one row per measured row (its own
+ * columns), and DIR/<bench>-meta.csv, key,item,value rows (the command, the machine, versions,
+ * the probe, the run's facts). bench/report.py renders both into DIR/<bench>.md and the plot. */
+
+typedef struct fkb_stats {
+  double med, min, max;
+  int ok; /* 0: no samples */
+} fkb_stats;
+/* Median, minimum and maximum of v[0..n-1]; ok = 0 when n < 1. */
+fkb_stats fkb_stats_of(const double *v, int n);
+
+/* reps repetitions of a round-robin over entries 0..entries-1, each repetition starting one entry
+ * later than the one before: turn(ctx, rep, entry) once per entry per repetition. */
+void fkb_interleave(int reps, int entries, void (*turn)(void *ctx, int rep, int entry), void *ctx);
+
+/* The CPU-noise meter: the machine's busy time (/proc/stat, steal included) minus this process's
+ * (getrusage) between two marks, as a share of all CPUs over the wall time, 0..1. Less than 5
+ * clock ticks of other work reads as 0 (/proc/stat counts in ticks). */
+typedef struct fkb_cpu_mark {
+  double busy, self, wall;
+} fkb_cpu_mark;
+fkb_cpu_mark fkb_cpu_mark_now(void);
+double fkb_others_share(fkb_cpu_mark a, fkb_cpu_mark b);
+#define FKB_NOISY 0.05 /* a case during which other processes used this share of the CPUs is marked */
+
+/* Pins the process to the CPU it runs on; returns that CPU, or -1 (said on stderr) if it cannot. */
+int fkb_pin_here(const char *who);
+
+/* OpenBLAS reads OPENBLAS_CORETYPE when it is loaded, before main(): unless the environment already
+ * names `want`, sets it and executes the program again (only on CPUs with AVX-512 F/BW/DQ/VL unless
+ * forced). `was` receives what the environment had ("(unset)" if nothing), in both images. */
+void fkb_openblas_coretype(const char *who, char **argv, const char *want, int forced, char *was, size_t len);
+
+/* The results files. fkb_out_open() creates DIR, opens DIR/<bench>.csv (writing `header`) and
+ * DIR/<bench>-meta.csv, and writes the meta rows command (who and argv[1..]) and machine (cpu, vm,
+ * cpus, caches, memory, thp, kernel, compiler, date); it starts the run's clock and noise meter.
+ * fkb_out_close() adds elapsed_s and others_cpu_share over the run and closes both. Errors exit. */
+typedef struct fkb_out fkb_out;
+void fkb_out_dir(const char *who, const char *dir); /* creates DIR and checks it is writable */
+fkb_out *fkb_out_open(const char *who, const char *dir, const char *bench, const char *header, int argc,
+                      char **argv);
+void fkb_meta(fkb_out *o, const char *key, const char *item, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void fkb_meta_num(fkb_out *o, const char *key, const char *item, double v);
+/* One CSV row, column by column: a name (quoted), a bare word, a number (the shortest decimal
+ * that reads back as the same double: the report rounds the run's own values), an integer, an
+ * empty field; fkb_row_end() ends the row. */
+void fkb_col_str(fkb_out *o, const char *s);
+void fkb_col_word(fkb_out *o, const char *s);
+void fkb_col_num(fkb_out *o, double v);
+void fkb_col_int(fkb_out *o, long long v);
+void fkb_col_empty(fkb_out *o);
+void fkb_row_end(fkb_out *o);
+void fkb_out_close(fkb_out *o);
 
 /* ---- the scalar contract model and a float64 reference (gemv_ref.c) ------------------------ */
 

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,64 +59,6 @@ uint16_t fkb_f32_to_bf16(float f) {
   memcpy(&u, &f, sizeof u);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-/* ---- the machine, one line (every bench's report header) -------------------------------------- */
-
-static void read_line_of(const char *path, const char *key, char *out, size_t len) {
-  out[0] = 0;
-  FILE *f = fopen(path, "r");
-  if (!f) return;
-  char line[4096];
-  while (fgets(line, sizeof line, f)) {
-    if (key && strncmp(line, key, strlen(key)) != 0) continue;
-    char *v = key ? strchr(line, ':') : line;
-    if (!v) continue;
-    v += key ? 1 : 0;
-    while (*v == ' ' || *v == '\t') v++;
-    v[strcspn(v, "\n")] = 0;
-    snprintf(out, len, "%s", v);
-    break;
-  }
-  fclose(f);
-}
-
-void fkb_machine_line(char *buf, size_t len) {
-  char model[256], family[32], mdl[32], mem[64], thp[128], flags[4096];
-  read_line_of("/proc/cpuinfo", "model name", model, sizeof model);
-  read_line_of("/proc/cpuinfo", "cpu family", family, sizeof family);
-  read_line_of("/proc/cpuinfo", "model\t", mdl, sizeof mdl);
-  read_line_of("/proc/cpuinfo", "flags", flags, sizeof flags);
-  read_line_of("/proc/meminfo", "MemTotal", mem, sizeof mem);
-  read_line_of("/sys/kernel/mm/transparent_hugepage/enabled", NULL, thp, sizeof thp);
-  char caches[512] = "";
-  size_t at = 0;
-  for (int i = 0; i < 8 && at < sizeof caches; i++) {
-    char p[128], level[16], type[32], size[32], shared[64];
-    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-    read_line_of(p, NULL, level, sizeof level);
-    if (!level[0]) break;
-    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-    read_line_of(p, NULL, type, sizeof type);
-    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-    read_line_of(p, NULL, size, sizeof size);
-    snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list", i);
-    read_line_of(p, NULL, shared, sizeof shared);
-    if (!strcmp(type, "Instruction")) continue;
-    at += (size_t)snprintf(caches + at, sizeof caches - at, "%sL%s%s %s (CPUs %s)", at ? ", " : "", level,
-                           !strcmp(type, "Data") ? "d" : "", size, shared);
-  }
-  struct utsname u;
-  uname(&u);
-  time_t t = time(NULL);
-  char date[64];
-  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
-  int vm = strstr(flags, " hypervisor") != NULL;
-  snprintf(buf, len,
-           "%s (family %s, model %s)%s, %ld CPUs online; caches %s; memory %s; THP %s; "
-           "%s %s %s; compiler gcc %s; %s",
-           model, family, mdl, vm ? ", virtual machine" : "", sysconf(_SC_NPROCESSORS_ONLN), caches, mem, thp,
-           u.sysname, u.release, u.machine, __VERSION__, date);
 }
 
 int fkb_cmp_double(const void *a, const void *b) {

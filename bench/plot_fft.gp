@@ -1,4 +1,4 @@
-# bench/plot_fft.gp: the inverse-FFT benchmark's plot. fk_bench_fft runs it after a run:
+# bench/plot_fft.gp: the inverse-FFT benchmark's plot. bench/report.py fft runs it:
 #   gnuplot -e "dat='DIR/fft.dat'; out='DIR/fft.png'" plot_fft.gp
 # fft.dat holds one row per N and three columns per contender (median, min, max microseconds per
 # call; "-" where it did not run), contenders in this order: flashkern exact, FFTW MEASURE,

@@ -1,4 +1,4 @@
-# bench/plot_gemv.gp: the GEMV benchmark's plot. fk_bench_gemv runs it after a run:
+# bench/plot_gemv.gp: the GEMV benchmark's plot. bench/report.py gemv runs it:
 #   gnuplot -e "m1='DIR/gemv_m1.dat'; m4='DIR/gemv_m4.dat'; out='DIR/gemv.png'; ncols=N; probe1='GB/s'" plot_gemv.gp
 # Each .dat holds one row per shape and one column per contender: its GB/s over the 1-thread
 # read-bandwidth probe's in the same case (the probe turns interleaved with it), cold weights,

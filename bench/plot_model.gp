@@ -1,6 +1,6 @@
-# bench/plot_model.gp: the whole-model benchmark's plot. bench/run_model.sh runs it after a run:
+# bench/plot_model.gp: the whole-model benchmark's plot. bench/report.py runs it:
 #   gnuplot -e "dat='DIR/model.dat'; out='DIR/model.png'" plot_model.gp
-# model.dat (bench/model_report.py) holds one row per case (metric and thread count) and one
+# model.dat (bench/report.py) holds one row per case (metric and thread count) and one
 # column per contender (median over the run; "-" where it did not run), in this order: flashkern
 # exact, flashkern fast, torch f32, torch bf16. The first row names them.
 if (!exists("dat") || !exists("out")) {

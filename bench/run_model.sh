@@ -6,9 +6,10 @@
 #   bench/run_model.sh [--fk PATH] [--python PATH] [--rounds R] [--reps N] [--threads 1,2]
 #                      [--lm-350m] [--quick] [--torch-only] [--out DIR]
 #
-# Writes DIR/model.csv (merged: the median over rounds of each round's median, the min of the
-# mins, the max of the maxes, reps summed), DIR/model-rounds.csv (every round's lines), DIR/model.md
-# (the tables, RTF, machine) and DIR/model.png (bench/plot_model.gp). Builds nothing: --fk names
+# Writes DIR/model-rounds.csv (every round's lines) and DIR/model-meta.csv (the run's facts: command,
+# rounds, start and end, load averages, machine), then bench/report.py renders them: DIR/model.csv
+# (merged: the median over rounds of each round's median, the min of the mins, the max of the maxes,
+# reps summed), DIR/model.md (the tables, RTF, machine), DIR/model.dat and DIR/model.png. Builds nothing: --fk names
 # the fk_bench_model binary (default: build/fk_bench_model; `make -C build bench-model` passes it).
 # Without a runnable fk_bench_model (or with --torch-only) only the PyTorch side runs and model.md
 # says so.
@@ -65,10 +66,13 @@ else
   have_fk=1
 fi
 
+# the run's facts, as bench/report.py reads them: key,item,value (the item is empty here)
+fact() { local v=${2//\"/\"\"}; printf '%s,,"%s"\n' "$1" "$v"; }
 {
-  echo "started $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "loadavg_start $(cut -d' ' -f1-3 /proc/loadavg)"
-} > "$tmp/facts"
+  echo "key,item,value"
+  fact started "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  fact loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+} > "$tmp/meta.csv"
 
 echo "round,peer,model,dtype,threads,metric,value,reps" > "$tmp/rounds.csv"
 for r in $(seq 1 "$rounds"); do
@@ -96,22 +100,18 @@ if [ "$have_fk" = 0 ] && [ -n "$fk_why" ]; then
 fi
 
 {
-  echo "finished $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "loadavg_end $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-  echo "flags_hint $(grep -m1 '^flags' /proc/cpuinfo | grep -ow "avx512_bf16\|avx512f\|amx_bf16\|hypervisor" | sort -u | tr '\n' ' ')"
-  echo "cpus $(nproc)"
-  echo "kernel $(uname -sr)"
-  echo "fk_status ${fk_why:-ran}"
-  echo "command $argv_line"
-  echo "rounds $rounds"
-} >> "$tmp/facts"
+  fact finished "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  fact loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+  fact cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  fact flags_hint "$(grep -m1 '^flags' /proc/cpuinfo | grep -ow "avx512_bf16\|avx512f\|amx_bf16\|hypervisor" | sort -u | tr '\n' ' ')"
+  fact cpus "$(nproc)"
+  fact kernel "$(uname -sr)"
+  fact fk_status "${fk_why:-ran}"
+  fact command "$argv_line"
+  fact rounds "$rounds"
+} >> "$tmp/meta.csv"
 
 cp "$tmp/rounds.csv" "$out/model-rounds.csv"
-python3 "$here/model_report.py" "$tmp/rounds.csv" "$tmp/facts" "$out"
-if command -v gnuplot > /dev/null; then
-  gnuplot -e "dat='$out/model.dat'; out='$out/model.png'" "$here/plot_model.gp"
-else
-  echo "run_model.sh: no gnuplot: model.png not written" >&2
-fi
-echo "run_model.sh: wrote $out/model.md, model.csv, model-rounds.csv, model.png" >&2
+cp "$tmp/meta.csv" "$out/model-meta.csv"
+python3 "$here/report.py" model --results "$out"
+echo "run_model.sh: wrote $out/model.md, model.csv, model-rounds.csv, model-meta.csv, model.dat, model.png" >&2

@@ -1,0 +1,959 @@
+#!/usr/bin/env python3
+"""bench/report.py: renders every bench's results from its CSV (bench/README.md, "Results").
+
+  report.py [--results DIR] [--out DIR] [--plot | --no-plot] [--check] (--all | BENCH ...)
+
+BENCH is gemv, state, fft, runtime or model. For each, reads DIR/<bench>.csv (the rows),
+DIR/<bench>-meta.csv (key,item,value: the machine, versions, noise, probe and the run's facts; the
+bench's C harness writes both) and writes OUT/<bench>.md and the gnuplot data (OUT/<bench>*.dat),
+then, with --plot, runs gnuplot on bench/plot_<bench>.gp for OUT/<bench>.png. model reads
+DIR/model-rounds.csv instead (every round's lines, run_model.sh) and also writes OUT/model.csv (the
+rounds merged). DIR and OUT default to bench/results; --plot is the default when gnuplot is on the
+PATH. --check writes nothing and exits 1 when a file in DIR is not what its CSV renders (the
+bench_report test). Standard library only (runs with the system python3)."""
+import argparse
+import csv
+import difflib
+import io
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from collections import OrderedDict, defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NOISY = 0.05  # a case during which other processes used this share of the CPUs is marked
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+class Meta:
+    """DIR/<bench>-meta.csv: key,item,value rows in the order the bench wrote them."""
+
+    def __init__(self, path):
+        self.rows = [(r["key"], r["item"], r["value"]) for r in read_rows(path)]
+
+    def get(self, key, item="", default=None):
+        for k, i, v in self.rows:
+            if k == key and i == item:
+                return v
+        if default is None:
+            raise KeyError("%s: no %s%s" % ("meta", key, "/" + item if item else ""))
+        return default
+
+    def num(self, key, item=""):
+        return float(self.get(key, item))
+
+    def has(self, key, item=None):
+        return any(k == key and (item is None or i == item) for k, i, _ in self.rows)
+
+    def items(self, key):
+        return [(i, v) for k, i, v in self.rows if k == key]
+
+
+def num(s):
+    return None if s is None or s == "" else float(s)
+
+
+def f(v, d):
+    """printf's %.*f: Python's float formatting rounds the same binary value the same way."""
+    return "%.*f" % (d, v)
+
+
+def machine_line(meta):
+    """The machine in one line: CPU, caches, memory, THP, kernel, compiler, date."""
+    g = lambda item: meta.get("machine", item)
+    return "%s%s, %s CPUs online; caches %s; memory %s; THP %s; %s; compiler %s; %s" % (
+        g("cpu"), ", virtual machine" if g("vm") == "1" else "", g("cpus"), g("caches"), g("memory"), g("thp"),
+        g("kernel"), g("compiler"), g("date"))
+
+
+def plural(n, word):
+    return "%d %s%s" % (n, word, "" if n == 1 else "s")
+
+
+# ---- gemv ---------------------------------------------------------------------------------------
+
+def render_gemv(rows, meta):
+    shapes = list(OrderedDict.fromkeys((r["n"], r["k"]) for r in rows))
+    contenders = [name for name, _ in meta.items("version")]
+    threads = sorted({int(r["threads"]) for r in rows})
+    ms = sorted({int(r["m"]) for r in rows})
+    mmax = max(ms)
+    cases = OrderedDict()
+    for r in rows:
+        cases.setdefault((r["n"], r["k"], int(r["m"]), r["mode"], int(r["threads"])), []).append(r)
+
+    def row_of(n, k, m, mode, t, name):
+        for r in cases.get((n, k, m, mode, t), []):
+            if r["contender"] == name:
+                return r
+        return None
+
+    def of_probe(n, k, m, mode, t, name):
+        r = row_of(n, k, m, mode, t, name)
+        return None if r is None or r["status"] != "ok" or r["of_probe"] == "" else float(r["of_probe"])
+
+    md = []
+    w = md.append
+    w("# GEMV: flashkern and its peers\n\n")
+    w("Written by `fk_bench_gemv` (bench/fk_bench_gemv.c) from one run: `%s`, %s s. "
+      "Regenerate with `make bench-gemv`; never edit by hand.\n\n" % (meta.get("command"), f(meta.num("elapsed_s"), 0)))
+    w("**Machine:** %s\n\n" % machine_line(meta))
+    w("**Contenders** (weights N x K, y[j][n] = x[j][:] . W[n][:], j < M):\n\n")
+    for name in contenders:
+        team = meta.get("threading", name) == "team"
+        w("- **%s**: %s; %s-byte weights; threads: %s." % (
+            name, meta.get("version", name), meta.get("bytes_per_weight", name),
+            "the bench's team, rows split at a multiple of 64" if team else "the library's own"))
+        # what prepare() reported, shapes with the same text grouped
+        said = OrderedDict()
+        for n, k in shapes:
+            item = "%s|%sx%s" % (name, n, k)
+            if meta.has("prepared", item):
+                txt = meta.get("prepared", item)
+            else:
+                txt = "NOT RUN: " + meta.get("not_prepared", item)
+            said.setdefault(txt, []).append("%sx%s" % (n, k))
+        for txt, where in said.items():
+            w("\n  - %s: %s" % (", ".join(where), txt))
+        w("\n")
+    if meta.has("no_flashkern"):
+        w("- **flashkern**: not in this build (bench/contender_flashkern.c is compiled with "
+          "FK_BENCH_WITH_FLASHKERN); the ratio columns are empty.\n")
+    w("- **read-bandwidth probe**: %s over %s GiB, 1 thread or 2 (each reads its half); run-wide median: " % (
+        meta.get("probe", "kind"), f(meta.num("probe", "bytes") / 2 ** 30, 3)))
+    parts = []
+    for t in threads:
+        per_case = [float(r["probe_gbps_case"]) for rs in cases.values() for r in rs
+                    if int(r["threads"]) == t and r["contender"] == "read-bandwidth probe" and r["status"] == "ok"]
+        parts.append("%s **%s GB/s** (%s samples; the medians of single cases range from %s to %s)" % (
+            plural(t, "thread"), f(meta.num("probe_gbps", str(t)), 1), meta.get("probe_samples", str(t)),
+            f(min(per_case), 1), f(max(per_case), 1)))
+    w(", ".join(parts))
+    w(". Each table's *of probe* column divides by the probe's median in that table's case.\n\n")
+    w("**Method.** One process; all contenders see the same weights and activations (uniform in [-1, 1], weights "
+      "rounded to bf16). Before timing, every contender's output is checked: bit for bit against the scalar "
+      "exact-tier contract model for the exact-tier rows, within 1e-2 of sum |w x| against a float64 reference for "
+      "the others; a contender that fails is not timed. Repetitions: %s; in each, the contenders and the probe take "
+      "turns round-robin (the first one rotates). A turn: wait until no other thread of the process is runnable "
+      "(library workers done spinning), one untimed call, then a batch of timed calls whose mean is one sample (a "
+      "batch reads at least 16 MiB of bf16 weights; its size is under each shape's heading; a 2-thread call is "
+      "timed from the release to the last thread done). **cold**: every call reads the next of copies that "
+      "together exceed %s GiB (the shared bf16 copies for the row-major bf16 contenders, one rotation between them; "
+      "oneDNN's packed copies and OpenBLAS's f32 copies rotate on their own), so weights come from DRAM. **hot**: "
+      "every call reads copy 0. Memory comes from anonymous mappings with transparent huge pages requested, for "
+      "every contender alike. oneDNN: src bf16 (x rounded once, untimed), weights bf16, dst f32; primitives created "
+      "for each M and thread count before timing with omp_set_num_threads() (OpenMP runtime), user scratchpad. "
+      "OpenBLAS: OPENBLAS_CORETYPE=%s, openblas_set_num_threads().\n\n" % (
+          meta.get("reps"), f(meta.num("rotate_bytes") / 2 ** 30, 3), meta.get("env", "OPENBLAS_CORETYPE")))
+    w("Environment: OPENBLAS_CORETYPE was %s before the bench set it" % meta.get("env", "OPENBLAS_CORETYPE was"))
+    for item, value in meta.items("env"):
+        if item not in ("OPENBLAS_CORETYPE", "OPENBLAS_CORETYPE was"):
+            w("; `%s=%s`" % (item, value))
+    w(".\n\n")
+    w("**Columns.** *us*: microseconds per call, median [min, max] over repetitions. *GB/s*: weight bytes one call "
+      "reads (bf16: 2 N K; oneDNN prepacked: its padded layout; OpenBLAS: f32, 4 N K) over the median time, 1e9 "
+      "bytes. *of probe*: that over the median of the probe turns interleaved with this case (same shape, M, "
+      "cold/hot, thread count; hot rows can exceed 1: the weights come from cache). *fk exact / this*, *fk fast / "
+      "this*: flashkern's median time (gemv_bf16_rne, exact or fast tier) over this row's; below 1 flashkern is "
+      "faster.\n\n")
+    noisy = sum(1 for rs in cases.values() if num(rs[0]["others_cpu_share"]) is not None
+                and float(rs[0]["others_cpu_share"]) >= NOISY)
+    w("**Disturbance.** Waiting for the process's other threads to sleep before turns took %s s in total (longest "
+      "%s ms, %s waits cut at 0.5 s). Other processes used %s%% of the CPUs over the run (machine busy time from "
+      "/proc/stat minus this process's); %d of %d cases ran while they used %s%% or more and are marked.\n\n" % (
+          f(meta.num("quiesce", "total_s"), 1), f(meta.num("quiesce", "max_s") * 1e3, 1), meta.get("quiesce", "timeouts"),
+          f(100 * meta.num("others_cpu_share"), 1), noisy, len(cases), f(100 * NOISY, 0)))
+
+    dat = {}
+    for m in (1, mmax):
+        w("## Summary: cold, 1 thread, M = %d, fraction of probe bandwidth\n\n| shape |" % m)
+        w("".join(" %s |" % c for c in contenders))
+        w("\n|---|" + "---:|" * len(contenders) + "\n")
+        lines = ['# GB/s over the probe\'s in the same case; cold weights, 1 thread, M = %d\n"shape"' % m
+                 + "".join(' "%s"' % c for c in contenders) + "\n"]
+        for n, k in shapes:
+            w("| %sx%s |" % (n, k))
+            cols = []
+            for c in contenders:
+                r = row_of(n, k, m, "cold", 1, c)
+                fr = of_probe(n, k, m, "cold", 1, c)
+                w(" - |" if fr is None else " %s |" % f(fr, 2))
+                cols.append("-" if fr is None else f(fr, 4))
+            w("\n")
+            lines.append("%sx%s %s\n" % (n, k, " ".join(cols)))
+        w("\n")
+        dat["gemv_m%d.dat" % m] = "".join(lines)
+    w("![fraction of read bandwidth, cold, 1 thread](gemv.png)\n\n")
+
+    for n, k in shapes:
+        batch = int(meta.get("batch", "%sx%s" % (n, k)))
+        w("## %s x %s (N x K)\n\nBatch: %d call%s per sample. Shared bf16 copies: %s.\n\n" % (
+            n, k, batch, "s" if batch > 1 else "", meta.get("shared_copies", "%sx%s" % (n, k))))
+        for m in ms:
+            for mode in ("cold", "hot"):
+                for t in threads:
+                    rs = cases.get((n, k, m, mode, t))
+                    if rs is None:
+                        continue
+                    w("### %sx%s, M = %d, %s, %s\n\n" % (n, k, m, mode, plural(t, "thread")))
+                    share = num(rs[0]["others_cpu_share"])
+                    if share is not None and share >= NOISY:
+                        w("Other processes used %s%% of the CPUs while this case ran: its times are disturbed.\n\n"
+                          % f(100 * share, 0))
+                    w("| contender | us median [min, max] | GB/s | of probe | fk exact / this | fk fast / this |\n"
+                      "|---|---:|---:|---:|---:|---:|\n")
+                    for r in rs:
+                        if r["status"] != "ok":
+                            w("| %s | not timed: %s | | | | |\n" % (r["contender"], r["why"] or "not run"))
+                            continue
+                        cells = [r[c] if r[c] != "" else None for c in
+                                 ("of_probe", "fk_exact_over_this", "fk_fast_over_this")]
+                        w("| %s | %s [%s, %s] | %s | %s |\n" % (
+                            r["contender"], f(float(r["median_us"]), 1), f(float(r["min_us"]), 1),
+                            f(float(r["max_us"]), 1), f(float(r["gbps"]), 1),
+                            " | ".join("-" if v is None else f(float(v), 2) for v in cells)))
+                    w("\n")
+    return {"gemv.md": "".join(md), **dat}, {"m1": "gemv_m1.dat", "m4": "gemv_m4.dat", "out": "gemv.png",
+                                            "ncols": len(contenders) + 1,
+                                            "probe1": f(meta.num("probe_gbps", "1"), 1)}
+
+
+# ---- state --------------------------------------------------------------------------------------
+
+def render_state(rows, meta):
+    fk, vec, scalar, probe = "flashkern exact", "autovec (gcc -O3 -march=native)", "scalar (gcc -O2)", "L2 probe"
+    cases = OrderedDict()
+    for r in rows:
+        cases.setdefault((r["form"], r["model"], r["m"]), {})[r["contender"]] = r
+    forms = list(OrderedDict.fromkeys(r["form"] for r in rows))
+    pass_kib = int(meta.num("probe", "pass_bytes")) >> 10
+    buf_kib = int(meta.num("probe", "buffer_bytes")) >> 10
+    probe_case = [float(c[probe]["probe_gbps_case"]) for c in cases.values() if c[probe]["status"] == "ok"]
+
+    md = []
+    w = md.append
+    w("# State-committing leaves: ShortConv and qkprep, flashkern and its peers\n\n")
+    w("Written by `fk_bench_state` (bench/fk_bench_state.c) from one run: `%s`, %s s. Regenerate with "
+      "`make bench-state`; never edit by hand.\n\n" % (meta.get("command"), f(meta.num("elapsed_s"), 0)))
+    w("**Machine:** %s\n\n" % machine_line(meta))
+    w("**Contenders** (each calls the form through a function pointer with the form's argument struct from "
+      "fk_leaves.h, as a host calls a stamp):\n\n")
+    w("- **flashkern exact**: %s; stamps resolved once by `fk_leaf_resolve(form, FK_TIER_EXACT, "
+      "fk_cpu_features())`:" % meta.get("version", fk))
+    for i, (form, value) in enumerate(meta.items("stamp")):
+        sym, _, variant = value.partition(" ")
+        w("%s `%s` -> `%s` (variant %s)" % (";" if i else "", form, sym, variant))
+    for form, why in meta.items("not_resolved"):
+        w("; `%s`: NOT RESOLVED: %s" % (form, why))
+    w(".\n- **autovec (gcc -O3 -march=native)**: %s, `-O3 -march=native -ffp-contract=off` (bench/state_autovec.c): "
+      "the contract models' math and order, loops written for the vectorizer (`restrict` pointers, head size a "
+      "constant, the 2 x 16 sum-of-squares lanes as one 32-wide array); bit-identical to the model and to "
+      "flashkern's exact tier.\n" % meta.get("version", vec))
+    w("- **scalar (gcc -O2)**: %s, `-O2 -march=native -ffp-contract=off -fno-tree-vectorize` (bench/state_scalar.c): "
+      "the contract models of tests/contract/shortconv.c and qkprep.c as written, copied (not linked); scalar code, "
+      "`fmaf` one instruction: the baseline of an engine that writes the math as loops. It is also the reference "
+      "every contender is compared with.\n" % meta.get("version", scalar))
+    w("- **L2 probe**: %s; two buffers of %d KiB (together %d KiB: inside the 1 MiB L2, far beyond the 48 KiB L1d), "
+      "a pass copies A into B and moves 2 x %d KiB (read + written). Run-wide median **%s GB/s** (%s samples; the "
+      "medians of single cases range from %s to %s GB/s). Each table's *of L2 bound* divides by the probe's median "
+      "in that table's case.\n\n" % (meta.get("probe", "kind"), buf_kib, 2 * buf_kib, buf_kib,
+                                     f(meta.num("probe", "gbps"), 1), meta.get("probe", "samples"),
+                                     f(min(probe_case), 1), f(max(probe_case), 1)))
+    differs = meta.get("selfcheck", "flashkern differs", "")
+    w("**Startup self-check:** %s small cases over the four forms (1..1000 channels and 0..5 heads with tails, m = "
+      "0..5, padded rows, linear and wrapping K layouts, NaN with payloads, signaling NaN, infinities, signed zeros, "
+      "subnormals, overflow, exact rounding ties, random shapes), three consecutive calls each: the autovec peer "
+      "matched the scalar contract model bit for bit (the bench stops otherwise); flashkern %s.\n\n" % (
+          meta.get("selfcheck", "cases"), "DIFFERED (below)" if differs else "matched it too"))
+    if differs:
+        w("**flashkern differs from the contract model:** %s\n\n" % differs)
+    pinned = meta.get("pinned_cpu", "", "-1")
+    w("**Method.** One process, one thread%s. Per case, all contenders get the same inputs (random bf16 with "
+      "exponents in [-3, 3]; ShortConv taps in [-3, 0], biases in [-4, 0]; norm weights in [-2, 1]; RoPE tables from "
+      "`fk_rope_table`) and the same initial state (a random carry; random q rows and K cache), each in its own "
+      "state buffers. **Gate:** three consecutive calls (the K slots and positions advance by m each call), and "
+      "after each one every output and state buffer, whole (y and its padding, the carry, the q rows and their "
+      "padding, the entire K cache: a write outside the call's slots is caught), is compared bit for bit with the "
+      "scalar contract model's; a contender that differs is not timed. **Timing:** %s repetitions; in each, the "
+      "contenders and the probe take turns round-robin (the first turn moves one entry on each repetition). A turn "
+      "is one untimed call (it brings back this contender's lines, which the probe's and the others' turns evicted "
+      "from L1) and a timed batch of calls lasting about %s us whose mean is one sample; the batch size is "
+      "calibrated per contender and case. **Hot, L2-resident:** every call of a contender uses the same buffers "
+      "(the carry keeps evolving, q and K are transformed in place again each call, at the same slots and "
+      "positions), and the bytes the calls of all contenders touch stay under %s KiB (the footprint is under each "
+      "case's heading), so the bound of a call is the bytes it must move at the L2's read+write bandwidth. Small "
+      "cases fit the 48 KiB L1d as well and can exceed that bound.\n\n" % (
+          "" if int(pinned) >= 0 else " (not pinned)", meta.get("reps"), f(meta.num("batch_s") * 1e6, 0),
+          f(meta.num("footprint_max_bytes") / 1024, 0)))
+    if int(pinned) >= 0:
+        w("The process is pinned to CPU %s (the one it started on).\n\n" % pinned)
+    w("**Bytes moved** (per call, from each leaf's contract): ShortConv: in m x 3h bf16 read, the 3h taps (+ h "
+      "biases) read, the 2h-element carry read and written, y m x h written: 8mh + 14h bytes (+ 2h). qkprep, per "
+      "token position: the q heads and the k heads (64 or 32 bf16 each) read and written in place, the norm weights "
+      "of q and k, the row's cos and sin (f32, head_dim / 2 each), read by the q call and by the k call.\n\n")
+    w("**Columns.** *us/token*: microseconds per token (a call covers m tokens; qkprep: the q call and the k call), "
+      "median [min, max] over repetitions. *us/call*: the median per call. *GB/s*: the bytes one call must move over "
+      "its median time, 1 GB = 1e9 bytes. *of L2 bound*: that over the L2 probe's median GB/s in the same case. "
+      "*fk / this*: flashkern's median time over this row's; below 1 flashkern is faster.\n\n")
+    noisy = sum(1 for c in cases.values() if float(c[probe]["others_cpu_share"]) >= NOISY)
+    w("**Disturbance.** %d of %d cases ran while other processes used %s%% of the CPUs or more (machine busy time "
+      "from /proc/stat minus this process's) and are marked.\n\n" % (noisy, len(cases), f(100 * NOISY, 0)))
+
+    w("## Summary: hidden 2048 (LFM2-1.2B), fraction of the bytes-moved bound\n\n| leaf | m | flashkern us/token | "
+      "flashkern GB/s | flashkern of L2 bound | autovec of L2 bound | scalar of L2 bound | fk / autovec | fk / "
+      "scalar |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    frac = lambda r: "-" if r["status"] != "ok" or r["of_l2_bound"] == "" else f(float(r["of_l2_bound"]), 2)
+    ratio = lambda r: "-" if r["status"] != "ok" or r["fk_over_this"] == "" else f(float(r["fk_over_this"]), 2)
+    below = []
+    for (form, model, m), c in cases.items():
+        if model != "LFM2-1.2B" or c[fk]["hidden"] != "2048":
+            continue
+        rf = c[fk]
+        if rf["status"] == "ok":
+            w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" % (
+                form, m, f(float(rf["us_token_median"]), 3), f(float(rf["gbps"]), 1), frac(rf), frac(c[vec]),
+                frac(c[scalar]), ratio(c[vec]), ratio(c[scalar])))
+            if float(rf["of_l2_bound"]) < 0.9:
+                below.append("`%s` m = %s: %s (%s GB/s, %s us/token)" % (
+                    form, m, frac(rf), f(float(rf["gbps"]), 1), f(float(rf["us_token_median"]), 3)))
+        else:
+            w("| %s | %s | not timed | | | %s | %s | | |\n" % (form, m, frac(c[vec]), frac(c[scalar])))
+    if below:
+        w("\nBelow 0.9 of the bound at hidden 2048 (L2 probe %s GB/s run-wide): %s.\n\n" % (
+            f(meta.num("probe", "gbps"), 1), "; ".join(below)))
+    else:
+        w("\nEvery flashkern row at hidden 2048 reaches 0.9 of the bound or more.\n\n")
+
+    for form in forms:
+        w("## %s\n\n" % form)
+        for (cf, model, m), c in cases.items():
+            if cf != form:
+                continue
+            cid = "%s|%s|%s" % (form, model, m)
+            rp = c[probe]
+            if meta.has("head_dim", cid):
+                w("### %s (hidden %s): %s q heads + %s k heads, head_dim %s, m = %s (%s)\n\n" % (
+                    model, rp["hidden"], meta.get("qheads", cid), meta.get("kheads", cid), meta.get("head_dim", cid),
+                    m, meta.get("what", cid)))
+            else:
+                w("### %s: h = %s, m = %s (%s)\n\n" % (model, rp["hidden"], m, meta.get("what", cid)))
+            w("Bytes per call: %s = %s. Footprint: %s KiB shared inputs + 3 x %s KiB per contender. Batches (calls per "
+              "sample): flashkern %s, autovec %s, scalar %s; probe %s passes.\n\n" % (
+                  f(float(c[fk]["bytes_call"]), 0), meta.get("bytes_detail", cid),
+                  f(meta.num("footprint_shared", cid) / 1024, 1), f(meta.num("footprint_own", cid) / 1024, 1),
+                  c[fk]["batch"] or "0", c[vec]["batch"] or "0", c[scalar]["batch"] or "0", rp["batch"] or "0"))
+            share = float(rp["others_cpu_share"])
+            if share >= NOISY:
+                w("Other processes used %s%% of the CPUs while this case ran: its times are disturbed.\n\n"
+                  % f(100 * share, 0))
+            w("| contender | us/token median [min, max] | us/call | GB/s | of L2 bound | fk / this |\n"
+              "|---|---:|---:|---:|---:|---:|\n")
+            for name in (fk, vec, scalar, probe):
+                r = c[name]
+                if r["status"] != "ok":
+                    w("| %s | not timed: %s | | | | |\n" % (name, r["why"] or "not run"))
+                elif name == probe:
+                    w("| %s (us per pass of %d KiB) | %s [%s, %s] | | %s | 1.00 | |\n" % (
+                        name, pass_kib, f(float(r["us_call_median"]), 2), f(float(r["us_call_min"]), 2),
+                        f(float(r["us_call_max"]), 2), f(float(r["gbps"]), 1)))
+                else:
+                    w("| %s | %s [%s, %s] | %s | %s | %s | %s |\n" % (
+                        name, f(float(r["us_token_median"]), 3), f(float(r["us_token_min"]), 3),
+                        f(float(r["us_token_max"]), 3), f(float(r["us_call_median"]), 3), f(float(r["gbps"]), 1),
+                        frac(r), ratio(r)))
+            w("\n")
+    return {"state.md": "".join(md)}, None
+
+
+# ---- fft ----------------------------------------------------------------------------------------
+
+FFT_TRANSFORMS = ["flashkern exact", "FFTW MEASURE", "FFTW MEASURE + 1/N pass", "FFTW MEASURE, input preserved",
+                  "OpenBLAS dense sgemv"]
+FFT_FRAMES = ["flashkern istft_frame", "user frame (libm + FFTW + C -O2)"]
+FRAME_N, FRAME_AUDIO_US = 1280, 1e6 * 320 / 24000.0
+
+
+def render_fft(rows, meta):
+    sizes = list(OrderedDict.fromkeys(int(r["n"]) for r in rows))
+    by = {(int(r["n"]), r["contender"]): r for r in rows}
+    ok = lambda r: r is not None and r["status"] == "ok"
+    med = lambda r: "%s [%s, %s]" % (f(float(r["median_us"]), 3), f(float(r["min_us"]), 3), f(float(r["max_us"]), 3)) \
+        if ok(r) else "not timed"
+    ratio = lambda r, col: f(float(r[col]), 2) if ok(r) and r[col] != "" else "-"
+    verdict = lambda v, target: "**met**" if v is not None and 0 < v <= target else "**missed**"
+
+    md = []
+    w = md.append
+    w("# Inverse real FFT and the detokenizer frame: flashkern and its peers\n\n")
+    w("Written by `fk_bench_fft` (bench/fk_bench_fft.c) from one run: `%s`, %s s. Regenerate with `make bench-fft`; "
+      "never edit by hand.\n\n" % (meta.get("command"), f(meta.num("elapsed_s"), 0)))
+    w("**Machine:** %s\n\n" % machine_line(meta))
+    w("## Targets\n\n")
+    frames = FRAME_N in sizes
+    if frames:
+        fk, fw, fs, fr = (by.get((FRAME_N, c)) for c in (FFT_TRANSFORMS[0], FFT_TRANSFORMS[1], FFT_TRANSFORMS[2],
+                                                          FFT_FRAMES[0]))
+        us = lambda r: "%s us" % f(float(r["median_us"]), 3) if ok(r) else "- us"
+        rv = lambda r, col: float(r[col]) if ok(r) and r[col] != "" else None
+        rx = lambda v: "%sx" % f(v, 2) if v is not None else "-1.00x"
+        targets = [("iFFT N = 1280 <= 1.0x FFTW MEASURE (same output: FFTW c2r + 1/N pass)", fk, fs,
+                    rv(fk, "over_fftw_scaled"), 1.0),
+                   ("iFFT N = 1280 <= 1.0x FFTW MEASURE (bare c2r, unnormalized: less work than flashkern's)", fk, fw,
+                    rv(fk, "over_fftw"), 1.0),
+                   ("whole frame (istft_frame) <= 2x FFTW's transform (bare c2r N = 1280)", fr, fw,
+                    rv(fr, "over_fftw"), 2.0),
+                   ("whole frame (istft_frame) <= 2x FFTW's transform (c2r + 1/N, N = 1280)", fr, fs,
+                    rv(fr, "over_fftw_scaled"), 2.0)]
+        w("| target | flashkern | FFTW MEASURE | ratio | verdict |\n|---|---:|---:|---:|---|\n")
+        for label, a, b, v, target in targets:
+            w("| %s | %s | %s | %s | %s |\n" % (label, us(a), us(b), rx(v), verdict(v, target)))
+        w("\nTimes are medians over the repetitions (min/max in the tables below). The bare c2r row is the stricter "
+          "comparison: FFTW's c2r leaves the 1/N scaling to the caller, flashkern's leaf includes it.\n\n")
+    else:
+        w("N = 1280 was not run (`--sizes`): no targets.\n\n")
+
+    w("## Summary: microseconds per transform, median [min, max]\n\n| N |")
+    w("".join(" %s |" % c for c in FFT_TRANSFORMS))
+    w(" fk / FFTW | fk / (FFTW + 1/N) | fk / OpenBLAS |\n|---:|" + "---:|" * (len(FFT_TRANSFORMS) + 3) + "\n")
+    for n in sizes:
+        fk = by.get((n, FFT_TRANSFORMS[0]))
+        w("| %d |%s %s | %s | %s |\n" % (n, "".join(" %s |" % med(by.get((n, c))) for c in FFT_TRANSFORMS),
+                                         ratio(fk, "over_fftw"), ratio(fk, "over_fftw_scaled"),
+                                         ratio(by.get((n, FFT_TRANSFORMS[4])), "fk_over_this")))
+    w("\n*fk / X*: flashkern's median over X's; below 1 flashkern is faster.\n\n")
+    if frames:
+        w("## Summary: one detokenizer frame (320 samples = %s ms of 24 kHz audio)\n\n" % f(FRAME_AUDIO_US / 1e3, 2))
+        w("| contender | us per frame median [min, max] | / FFTW c2r 1280 | / (FFTW c2r + 1/N) | real-time factor | "
+          "share of one core | fk frame / this |\n|---|---:|---:|---:|---:|---:|---:|\n")
+        for c in FFT_FRAMES:
+            r = by.get((FRAME_N, c))
+            if not ok(r):
+                w("| %s | not timed: %s | | | | | |\n" % (c, r["why"] if r else "not run"))
+                continue
+            w("| %s | %s | %s | %s | %s | %s%% | %s |\n" % (
+                c, med(r), ratio(r, "over_fftw"), ratio(r, "over_fftw_scaled"), f(float(r["rtf"]), 0),
+                f(100.0 * float(r["median_us"]) / FRAME_AUDIO_US, 4), ratio(r, "fk_over_this")))
+        w("\n*Real-time factor*: the audio one frame produces, 320 samples at 24 kHz = %s ms = %s us, over the median "
+          "frame time on one thread (above 1: faster than real time); *share of one core*: its inverse, the fraction "
+          "of a core the spectral tail of one real-time stream takes. Only the spectral tail (the 641 log-magnitudes "
+          "and phases in, PCM out), not the network that produces the frames.\n\n" % (
+              f(FRAME_AUDIO_US / 1e3, 2), f(FRAME_AUDIO_US, 0)))
+    w("![time per transform vs N](fft.png)\n\n")
+
+    w("## Contenders\n\n")
+    w("- **flashkern exact**: %s; the stamp `fk_leaf_resolve(\"irfft_nN\", FK_TIER_EXACT, fk_cpu_features())` picks "
+      "for this CPU, called as `fn(&args)` with `fk_irfft_nN_args` (re, im, y, work: 2N floats of scratch); output "
+      "scaled by 1/N (numpy's irfft):" % meta.get("version", "flashkern"))
+    for i, n in enumerate(sizes):
+        if meta.has("stamp", str(n)):
+            sym, _, variant = meta.get("stamp", str(n)).partition(" ")
+            w("%s N = %d `%s` (variant %s)" % (";" if i else "", n, sym, variant))
+        else:
+            w("%s N = %d NOT RESOLVED: %s" % (";" if i else "", n, meta.get("not_resolved", str(n))))
+    w(".\n- **FFTW MEASURE**: %s (`fftwf_version`; built by `%s`), `fftwf_plan_dft_c2r_1d(N, in, out, FFTW_MEASURE)` "
+      "planned before any input is written, one thread. FFTW's c2r is unnormalized (N times irfft) and, by default, "
+      "destroys its input: this row is the bare transform, each call on its own copy of the spectrum (a rotation of "
+      "copies, rewritten untimed before each timed batch, `fftwf_execute_dft_c2r` on the next copy), so it is timed "
+      "on valid input without paying for a copy. The plans are listed under each size. This is Debian 12's "
+      "libfftw3-single3, configured with SSE2 and AVX codelets only (the version string says so): no AVX2/FMA or "
+      "AVX-512 codelets, which upstream FFTW 3.3.10 can be built with (`--enable-avx2 --enable-avx512`); flashkern's "
+      "stamp here is its AVX-512 variant. Plans are made one after the other in this process, so later plans reuse "
+      "the wisdom of earlier ones (the user frame's 1280-point plan is made first: hence a planning time near 0 s at "
+      "N = 1280).\n" % (meta.get("version", "FFTW"), meta.get("build", "FFTW")))
+    w("- **FFTW MEASURE + 1/N pass**: the same plan and calls, each followed by `y[i] *= 1.0f / N` (bench/fft_scale.c, "
+      "%s: vectorized by the compiler): the same output as flashkern's.\n" % meta.get("build", "fft_scale.c"))
+    w("- **FFTW MEASURE, input preserved**: `FFTW_MEASURE | FFTW_PRESERVE_INPUT`, the contract flashkern's leaf has "
+      "(its input is const): FFTW then plans a buffered transform (it copies the input itself). Bare transform, "
+      "unnormalized. For reference.\n")
+    w("- **OpenBLAS dense sgemv**: %s, `OPENBLAS_CORETYPE=%s` (was %s before the bench set it), "
+      "`openblas_get_corename()` = %s, 1 thread (`openblas_set_num_threads(1)`): the inverse DFT as a precomputed N x "
+      "(N + 2) f32 matrix (the 1/N, the factor 2 of the inner bins and the signs in it, rounded once from double) "
+      "times [re; im], `cblas_sgemv` row-major. Its matrix is 4 N (N + 2) bytes: L2-resident at N = 256 only, from "
+      "the L3 above (the dense method's own cost).\n" % (
+          meta.get("version", "OpenBLAS"), meta.get("env", "OPENBLAS_CORETYPE"), meta.get("env", "OPENBLAS_CORETYPE was"),
+          meta.get("openblas_corename")))
+    if frames:
+        w("- **flashkern istft_frame**: ")
+        if meta.has("stamp", "istft_frame"):
+            sym, _, variant = meta.get("stamp", "istft_frame").partition(" ")
+            w("`%s` (variant %s)" % (sym, variant))
+        else:
+            w("NOT RESOLVED: %s" % meta.get("not_resolved", "istft_frame"))
+        w(", `fk_istft_frame_args` (x: 641 log-magnitudes + 641 phases, the caller's 1280-sample ring, y, work of 3888 "
+          "floats, frame t, clip = +inf as LFM2.5): polar (its own exp and sincos), the unscaled 1280-point iFFT, the "
+          "Hann window with 1/N folded in, overlap-add into the ring, the envelope divide of the 320 final samples "
+          "(templates/istft.lua).\n")
+        w("- **user frame (libm + FFTW + C -O2)**: bench/fft_peer_frame.c, %s: the same frame as a user writes it: "
+          "`expf`, `cosf`, `sinf` from glibc %s (gcc may fuse the cosf/sinf pair into one sincosf call), `min(mag, "
+          "clip)`, FFTW's c2r 1280 (FFTW_MEASURE, input destroyed: the polar step rewrites it each frame; plan: `%s`, "
+          "planned in %s s), then `ola[n] += frame[n] * win[n]` with the 1/N folded into the Hann table, `y[i] = "
+          "ola[i] / env[i]` (envelope tables computed once in double), a 960-sample `memmove` of the overlap-add buffer "
+          "and zeroing of its newest 320.\n" % (
+              meta.get("build", "fft_peer_frame.c"), meta.get("version", "glibc"), meta.get("plan", "user frame"),
+              f(meta.num("plan_s", "user frame"), 2)))
+    pinned = int(meta.get("pinned_cpu", "", "-1"))
+    w("\n## Method\n\n")
+    w("- **One process, one thread%s.** Per size, all transform contenders get the same spectrum (re, im uniform in "
+      "[-1, 1], the imaginary parts of X[0] and X[N/2] zero), each in its own layout (split re/im for flashkern, "
+      "interleaved complex for FFTW, [re; im] for OpenBLAS), converted untimed. At N = 1280 the two frame contenders "
+      "join the same round-robin.\n" % (", pinned" if pinned >= 0 else " (not pinned)"))
+    if pinned >= 0:
+        w("  The process is pinned to CPU %d (the one it started on).\n" % pinned)
+    w("- **Timing.** %s repetitions; in each, the contenders take turns round-robin (the first turn moves one "
+      "contender each repetition). A turn is one untimed call (it brings the contender's lines back after the "
+      "others' turns; for the input-destroying FFTW rows followed by the untimed rewrite of the copies) and a timed "
+      "batch whose mean is one sample. A transform batch is the same number of calls for every transform contender "
+      "of a size: the number of FFTW input copies that fit %d KiB (under each size's heading; 4 to 4.5 us of FFTW's "
+      "time), so the timer's cost (about 25 ns per batch, `clock_gettime`) is the same per call for all of them. A "
+      "frame batch lasts about %s us.\n" % (meta.get("reps"), int(meta.num("copy_bytes")) >> 10,
+                                            f(meta.num("frame_batch_s") * 1e6, 0)))
+    w("- **Hot.** Every call of a contender uses the same buffers (FFTW's destroying rows: the same rotation of "
+      "copies); flashkern's and FFTW's buffers, twiddles and scratch stay in the L1/L2 (footprints under each "
+      "heading). The frames keep streaming: the frame index advances every call, the overlap-add state evolves, the "
+      "input frame is the same (after four untimed frames, steady state: every call writes 320 samples).\n")
+    bound = meta.num("bound_factor", str(FRAME_N))
+    w("- **Correctness gate (transforms).** Before timing, each transform runs on four spectra (the timed one; "
+      "magnitudes 2^[-3, 3] and 2^[-43, -37] with random signs; a sparse one) and is compared with a float64 inverse "
+      "DFT (direct sum, exact phase reduction): the FFT contenders by tests/test_irfft.c's normwise bound, max_n "
+      "|y[n] - x[n]| <= bound_factor(N) ||x||_2 (Higham's stage-by-stage bound of flashkern's radix-2/5 algorithm: "
+      "%.2e ||x||_2 at N = 1280; FFTW's outputs divided by N in double first); the dense DFT by the componentwise "
+      "dot-product bound |y[t] - x[t]| <= gamma(N + 3) sum_k |A[t][k] v[k]|. The *gate* column is the worst error "
+      "over its bound (at most 1 to be timed).\n" % bound)
+    w("- **Correctness gate (frames).** Both frame contenders run a stream of %s frames of random input "
+      "(log-magnitudes uniform in [-6, 2], phases in [-pi, pi]); every output frame (none at t = 0, 160 samples at "
+      "t = 1, then 320) is compared with a float64 ISTFT of the same stream (exp, cos, sin, the inverse DFT, the Hann "
+      "window, overlap-add and the envelope all in double): each within ||y - ref||_2 <= %.0e ||ref||_2, and the two "
+      "against each other within ||fk - user||_2 <= %.0e ||ref||_2 (they differ only by rounding: libm's and "
+      "flashkern's exp and sincos, FFTW's and flashkern's FFT orders; the iFFT bound alone is %.1e). The timed frames "
+      "then restart from an empty stream on the first frame's input.\n" % (
+          meta.get("gate_frames"), meta.num("frame_tol"), meta.num("frame_tol_pair"), bound))
+    w("- **Other processes.** The machine's busy time (/proc/stat) minus this process's (getrusage) is recorded per "
+      "size; a size during which other processes used %s%% of the CPUs or more is marked.\n\n" % f(100 * NOISY, 0))
+    w("**Columns.** *us*: microseconds per call, median [min, max] over the repetitions. *MFLOPS*: benchFFT's "
+      "convention for a real transform, 2.5 N log2 N / time (the same count for every contender, whatever it "
+      "computes). */ FFTW*: this row's median over FFTW MEASURE's (bare c2r). *fk / this*: flashkern's median over "
+      "this row's; below 1 flashkern is faster. *gate*: the worst error over its bound in the correctness gate "
+      "(frames: ||y - ref||_2 / ||ref||_2). *footprint*: the bytes of the buffers the bench gives the contender "
+      "(inputs, copies, outputs, scratch, the dense matrix), not the libraries' own tables (FFTW's and flashkern's "
+      "twiddles, FFTW's internal buffer when it preserves the input).\n\n")
+
+    dat = ["# written by fk_bench_fft: microseconds per call, median min max per contender; '-': not run\n\"N\""
+           + "".join(' "%s" "min" "max"' % c for c in FFT_TRANSFORMS + FFT_FRAMES) + "\n"]
+    for n in sizes:
+        sz = str(n)
+        w("## N = %d\n\n" % n)
+        w("Batch: %s calls per sample (FFTW input copies: %s x %s bytes). FFTW MEASURE plan (planned in %s s): `%s`. "
+          "Input preserved (%s s): `%s`.\n\n" % (
+              meta.get("copies", sz), meta.get("copies", sz), meta.get("copy_bytes", sz), f(meta.num("plan_s", sz), 2),
+              meta.get("plan", sz), f(meta.num("plan_s", sz + " preserve"), 2), meta.get("plan", sz + " preserve")))
+        share = float(by[(n, FFT_TRANSFORMS[0])]["others_cpu_share"])
+        if share >= NOISY:
+            w("Other processes used %s%% of the CPUs while this size ran: its times are disturbed.\n\n"
+              % f(100 * share, 0))
+        w("| contender | us median [min, max] | MFLOPS | / FFTW | fk / this | gate | footprint KiB |\n"
+          "|---|---:|---:|---:|---:|---:|---:|\n")
+        line = "%d" % n
+        for c in FFT_TRANSFORMS + FFT_FRAMES:
+            r = by.get((n, c))
+            if r is None:
+                line += " - - -"
+                continue
+            gate = ("%.3f" if c in FFT_TRANSFORMS else "%.2e") % float(r["gate"])
+            kib = f(float(r["footprint_bytes"]) / 1024, 1)
+            if not ok(r):
+                w("| %s | not timed: %s | | | | %s | %s |\n" % (c, r["why"] or "not run", gate, kib))
+                line += " - - -"
+                continue
+            w("| %s | %s | %s | %s | %s | %s | %s |\n" % (
+                c, med(r), f(float(r["mflops"]), 0) if c in FFT_TRANSFORMS else "-", ratio(r, "over_fftw"),
+                ratio(r, "fk_over_this"), gate, kib))
+            line += " %s %s %s" % (f(float(r["median_us"]), 4), f(float(r["min_us"]), 4), f(float(r["max_us"]), 4))
+        dat.append(line + "\n")
+        if (n, FFT_FRAMES[0]) in by:
+            w("\nFrames: *fk / this* is flashkern's frame over this row's; *gate* is the worst ||y - ref||_2 / "
+              "||ref||_2 over the gate's frames; the two frames differ from each other by at most %.2e ||ref||_2. "
+              "Batches: flashkern frame %s, user frame %s calls.\n" % (
+                  meta.num("frames_differ"), by[(n, FFT_FRAMES[0])]["batch"] or "0",
+                  by[(n, FFT_FRAMES[1])]["batch"] or "0"))
+        w("\n")
+    w("Versions: %s; FFTW %s; %s; glibc %s; the driver and the user frame built by %s.\n" % (
+        meta.get("version", "flashkern"), meta.get("version", "FFTW"), meta.get("version", "OpenBLAS"),
+        meta.get("version", "glibc"), meta.get("machine", "compiler")))
+    return {"fft.md": "".join(md), "fft.dat": "".join(dat)}, {"dat": "fft.dat", "out": "fft.png"}
+
+
+# ---- runtime ------------------------------------------------------------------------------------
+
+RUNTIME_STEP = ["plan 1T", "direct 1T", "plan 2T", "OpenMP 2T"]
+RUNTIME_EMPTY = ["plan (fk_plan_run_empty)", "OpenMP region + barriers"]
+
+
+def render_runtime(rows, meta):
+    val = {(r["table"], r["contender"], r["threads"], r["case"]): r for r in rows}
+    get = lambda table, who, t, case, col="median": float(val[(table, who, str(t), case)][col])
+    step = lambda who, case, col="median": get("step", who, 2 if "2T" in who else 1, case, col)
+    wbytes = meta.num("weight_bytes")
+    layers = int(meta.get("layers"))
+    md = []
+    w = md.append
+    w("# Runtime: the 2048-wide ShortConv block decode step\n\n")
+    w("Written by `fk_bench_runtime` (bench/README.md) from a real run: `%s`, %s repetitions, %s s.\n\n" % (
+        meta.get("command"), meta.get("reps"), f(meta.num("elapsed_s"), 0)))
+    w("**Machine:** %s\n\n" % machine_line(meta))
+    w("**Versions:** %s; peer %s. Stamps: %s.\n\n" % (
+        meta.get("version", "flashkern"), meta.get("version", "OpenMP"),
+        ", ".join("`%s`" % sym for _, sym in meta.items("stamp"))))
+    w("**Step:** RMSNorm -> in_proj (6144 x 2048) -> conv -> out_proj (2048 x 2048) + residual, one token; %s MB of "
+      "packed bf16 weights. Hot: one copy, %s steps per sample. Cold: %d copies (%s GiB, like a model's layers: one "
+      "plan per layer, all on one team through `desc.team_of`), one step on each per sample. Every contender runs "
+      "the same stamps on the same layouts; before timing, their outputs and carries are compared bit for bit "
+      "(equal).\n\n" % (f(wbytes / 1e6, 1), meta.get("hot_batch"), layers, f(wbytes * layers / 2 ** 30, 2)))
+    w("## Decode step, us (median [min, max])\n\n| contender | hot | cold |\n|---|---|---|\n")
+    rng = lambda v, lo, hi, d: "%s [%s, %s]" % (f(v, d), f(lo, d), f(hi, d))
+    for c in RUNTIME_STEP:
+        w("| %s | %s | %s |\n" % (c, *(rng(step(c, k), step(c, k, "min"), step(c, k, "max"), 1) for k in ("hot", "cold"))))
+    w("\n## What the runtime costs, what the team buys\n\n| measure | hot | cold |\n|---|---|---|\n")
+    K = ("hot", "cold")
+    ov = [get("derived", "plan", 1, "overhead_" + k) for k in K]
+    w("| plan 1T - direct 1T (the runtime's cost on one thread), ns | %s | %s |\n" % tuple(f(v, 0) for v in ov))
+    w("| the same, share of the plan 1T step | %s%% | %s%% |\n" % tuple(
+        f(100 * ov[i] / (1e3 * step("plan 1T", k)), 2) for i, k in enumerate(K)))
+    w("| 2-thread scaling: plan 1T / plan 2T | %sx | %sx |\n" % tuple(
+        f(get("derived", "plan", 2, "scaling_" + k), 2) for k in K))
+    w("| OpenMP 2T / plan 2T (> 1: the plan is faster) | %s | %s |\n" % tuple(
+        f(step("OpenMP 2T", k) / step("plan 2T", k), 3) for k in K))
+    w("| weight stream, plan 1T / 2T, GB/s | %s / %s | %s / %s |\n" % tuple(
+        f(wbytes / step(c, k) / 1e3, 1) for k in K for c in ("plan 1T", "plan 2T")))
+    p1, p2 = get("probe", "read", 1, "cold"), get("probe", "read", 2, "cold")
+    w("| read probe (%s, %s GiB, OpenMP), 1T / 2T, GB/s | | %s / %s |\n" % (
+        meta.get("probe", "kind"), f(meta.num("probe", "bytes") / 2 ** 30, 2), f(p1, 1), f(p2, 1)))
+    w("| the probe's 2-thread scaling: the ceiling for a step that streams its weights from DRAM | | %sx |\n"
+      % f(p2 / p1, 2))
+    w("\n## Empty programs: dispatch + barriers, no leaf, ns per run\n\nEach sample is the median of %s runs timed one "
+      "by one (the clock's own %s ns subtracted) after a 20 ms idle gap; the table gives the median [min, max] of "
+      "those samples over the repetitions, and the first run after the gap, which wakes members that went to sleep, "
+      "separately.\n\n" % (meta.get("empty_batch"), f(meta.num("clock_ns"), 0)))
+    w("| contender | threads | 1 phase | 4 phases | per phase (4 - 1) / 3 | first run of 4 after the gap |\n"
+      "|---|---|---|---|---|---|\n")
+    e = lambda who, t, case, col="median": get("empty", who, t, case, col)
+    for who in RUNTIME_EMPTY:
+        for t in (1, 2):
+            a, b = e(who, t, "1phase"), e(who, t, "4phases")
+            w("| %s | %d | %s | %s | %s | %s |\n" % (
+                who, t, rng(a, e(who, t, "1phase", "min"), e(who, t, "1phase", "max"), 0),
+                rng(b, e(who, t, "4phases", "min"), e(who, t, "4phases", "max"), 0), f((b - a) / 3, 0),
+                rng(e(who, t, "first4_after_gap"), e(who, t, "first4_after_gap", "min"),
+                    e(who, t, "first4_after_gap", "max"), 0)))
+    a2, b2 = e(RUNTIME_EMPTY[0], 2, "1phase"), e(RUNTIME_EMPTY[0], 2, "4phases")
+    hot2, cold2 = step("plan 2T", "hot"), step("plan 2T", "cold")
+    w("\nThe decode program has 4 phases: on 2 threads its dispatch + barriers cost %s ns, %s%% of the hot step (%s "
+      "us) and %s%% of the cold step (%s us); per phase %s ns.\n" % (
+          f(b2, 0), f(100 * get("derived", "plan", 2, "empty4_share_hot"), 2), f(hot2, 1),
+          f(100 * b2 / (1e3 * cold2), 2), f(cold2, 1), f((b2 - a2) / 3, 0)))
+    wake = e(RUNTIME_EMPTY[0], 2, "first4_after_gap")
+    w("After an idle gap the first run also wakes the sleeping members: %s us on 2 threads (%s%% of the hot step).\n"
+      % (f(wake / 1e3, 1), f(100 * wake / (1e3 * hot2), 2)))
+    w("\n## Per phase, hot, `FK_PLAN_TIMING` (member 0's clock at each barrier), us\n\n")
+    w("| phase | 1 thread | 2 threads |\n|---|---|---|\n")
+    for ph in OrderedDict.fromkeys(r["contender"] for r in rows if r["table"] == "phase"):
+        w("| %s | %s | %s |\n" % (ph, f(get("phase", ph, 1, "hot") / 1e3, 2), f(get("phase", ph, 2, "hot") / 1e3, 2)))
+    return {"runtime.md": "".join(md)}, None
+
+
+# ---- model: bench/run_model.sh's rounds of fk_bench_model and torch_peer.py --------------------------
+
+MODEL_TARGET = 3.0
+
+
+def model_load(lines):
+    rows = defaultdict(list)     # key -> [(value, reps)]
+    text = {}
+    for r in lines:
+        key = (r["peer"], r["model"], r["dtype"], int(r["threads"]), r["metric"])
+        try:
+            v = float(r["value"])
+        except ValueError:
+            text[key] = r["value"]
+            continue
+        rows[key].append((v, int(r["reps"])))
+    return rows, text
+
+
+def model_merge(rows):
+    out = OrderedDict()
+    for key in sorted(rows):
+        vals = [v for v, _ in rows[key]]
+        reps = sum(n for _, n in rows[key])
+        m = key[4]
+        if m.endswith("_min"):
+            out[key] = (min(vals), reps)
+        elif m.endswith("_max"):
+            out[key] = (max(vals), reps)
+        else:
+            out[key] = (statistics.median(vals), reps)
+    return out
+
+
+def render_model(lines, meta):
+    """The rounds (model-rounds.csv) merged per (peer, model, dtype, threads, metric): the value is the median
+    over rounds of the round's median, <metric>_min the least of the rounds' minima, <metric>_max the greatest
+    of their maxima, reps the sum; meta holds run_model.sh's facts (command, rounds, start and end, machine)."""
+    rows, text = model_load(lines)
+    facts = {k: v for k, _, v in meta.rows}
+    m = model_merge(rows)
+
+    merged = io.StringIO()
+    w = csv.writer(merged, lineterminator="\n")
+    w.writerow(["peer", "model", "dtype", "threads", "metric", "value", "reps"])
+    for (peer, model, dtype, t, metric), (v, n) in m.items():
+        w.writerow([peer, model, dtype, t, metric, "%.6g" % v, n])
+    for (peer, model, dtype, t, metric), v in sorted(text.items()):
+        w.writerow([peer, model, dtype, t, metric, v, 0])
+
+    def get(peer, model, dtype, t, metric):
+        v = m.get((peer, model, dtype, t, metric))
+        return None if v is None else v[0]
+
+    def fmt(v, d=1):
+        return "-" if v is None else ("%.*f" % (d, v))
+
+    def rng(peer, model, dtype, t, metric, d=1):
+        v = get(peer, model, dtype, t, metric)
+        if v is None:
+            return "-"
+        lo, hi = get(peer, model, dtype, t, metric + "_min"), get(peer, model, dtype, t, metric + "_max")
+        return "%s [%s, %s]" % (fmt(v, d), fmt(lo, d), fmt(hi, d))
+
+    threads = sorted({k[3] for k in m if k[3] > 0})
+    models = [x for x in ("lm", "lm_350m") if any(k[1] == x for k in m)]
+    fk_ran = any(k[0] == "flashkern" for k in m)
+    fast_ran = any(k[0] == "flashkern" and k[2] == "fast" for k in m)
+    skipped = sorted({(k[1], k[3]) for k in m if k[0] == "flashkern" and k[4] == "skipped"})
+
+    # (model, flashkern's metric, torch's metric, label, plot label)
+    metrics = [(mo, "decode_tok_s", "decode_tok_s", "%s decode, tokens/s" % mo, "%s decode tok/s" % mo)
+               for mo in models]
+    metrics += [("detok", "full_frames_s", "full_frames_s", "detok, 50 code frames in one call, frames/s",
+                 "detok 50-frame call frames/s"),
+                ("detok", "stream_frames_s", "stream_cached_frames_s",
+                 "detok streaming, frames/s (torch: cached streamer)", "detok stream frames/s (torch cached)"),
+                ("detok", "stream_frames_s", "stream_frames_s",
+                 "detok streaming, frames/s (torch: forward over 17 + 1 frames per frame)",
+                 "detok stream frames/s (torch recompute)")]
+
+    md = []
+    md.append("# Whole models: flashkern's runtime against PyTorch CPU\n")
+    md.append("Written by `bench/run_model.sh` (bench/README.md, \"Whole models\") from a real run: `%s`, "
+              "%s round(s), started %s, finished %s.\n" % (facts.get("command", "?"), facts.get("rounds", "?"),
+                                                        facts.get("started", "?"), facts.get("finished", "?")))
+    versions = "; ".join(v for (p, mo, *_), v in sorted(text.items()) if mo == "info")
+    md.append("**Machine:** %s, %s CPUs online (%s), %s; load average at start %s, at end %s (the machine "
+              "was shared with other jobs).\n" % (facts.get("cpu", "?"), facts.get("cpus", "?"),
+                                                  facts.get("flags_hint", "").strip(), facts.get("kernel", "?"),
+                                                  facts.get("loadavg_start", "?"), facts.get("loadavg_end", "?")))
+    md.append("**Versions:** %s.\n" % (versions or "?"))
+    if not fk_ran:
+        md.append("**flashkern did not run** (%s): the tables give the PyTorch side only.\n"
+                  % facts.get("fk_status", "?"))
+    if skipped:
+        md.append("flashkern's fast tier did not resolve on this CPU for: %s.\n"
+                  % ", ".join("%s %dT" % s for s in skipped))
+
+    md.append("## Against the target (>= %gx the faster PyTorch dtype)\n" % MODEL_TARGET)
+    md.append("Medians over every repetition of every round (a round's median, then the median over rounds). "
+              "flashkern: bf16 weights, exact and fast tiers; PyTorch: the same model in float32 and bfloat16.\n")
+    md.append("| metric | threads | flashkern exact | flashkern fast | torch f32 | torch bf16 | exact / faster torch "
+              "| fast / faster torch | target met? |")
+    md.append("|---|---|---|---|---|---|---|---|---|")
+    dat = []
+    for mo, metric, tmetric, label, plabel in metrics:
+        for t in threads:
+            ex, fa = get("flashkern", mo, "exact", t, metric), get("flashkern", mo, "fast", t, metric)
+            tf, tb = get("torch", mo, "f32", t, tmetric), get("torch", mo, "bf16", t, tmetric)
+            best = max([v for v in (tf, tb) if v is not None], default=None)
+            rex = ex / best if ex is not None and best else None
+            rfa = fa / best if fa is not None and best else None
+            if rex is None and rfa is None:
+                met = "not measured"
+            elif rex is not None and rex >= MODEL_TARGET:
+                met = "yes"
+            elif rfa is not None and rfa >= MODEL_TARGET:
+                met = "fast tier only"
+            else:
+                met = "**no**"
+            md.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                label, t, fmt(ex), fmt(fa), fmt(tf), fmt(tb),
+                "-" if rex is None else "%.2fx" % rex, "-" if rfa is None else "%.2fx" % rfa, met))
+            dat.append((plabel, t, ex, fa, tf, tb))
+
+    md.append("\n## Real-time factor of the detokenizer at 24 kHz\n")
+    md.append("RTF = wall time / audio time; a code frame is 1920 samples = 80 ms of audio. Below 1 is faster "
+              "than real time; 1 / RTF is how many streams one such team could keep up with.\n")
+    md.append("| peer | dtype / tier | threads | RTF, 50 frames in one call "
+              "| RTF, streaming one frame per call (torch: forward over 18 frames) "
+              "| RTF, torch's cached streamer |")
+    md.append("|---|---|---|---|---|---|")
+    for peer, dts in (("flashkern", ("exact", "fast")), ("torch", ("f32", "bf16"))):
+        for dt in dts:
+            for t in threads:
+                if get(peer, "detok", dt, t, "full_rtf") is None:
+                    continue
+                md.append("| %s | %s | %d | %s | %s | %s |" % (
+                    peer, dt, t, rng(peer, "detok", dt, t, "full_rtf", 4), rng(peer, "detok", dt, t, "stream_rtf", 4),
+                    rng(peer, "detok", dt, t, "stream_cached_rtf", 4)))
+
+    md.append("\n## Every figure, median [min, max]\n")
+    md.append("| model | metric | threads | peer | dtype / tier | value | reps |")
+    md.append("|---|---|---|---|---|---|---|")
+    for (peer, mo, dt, t, metric), (v, n) in m.items():
+        if metric.endswith("_min") or metric.endswith("_max") or metric in ("skipped", "others_cpu"):
+            continue
+        d = 4 if metric.endswith("rtf") else 1
+        md.append("| %s | %s | %d | %s | %s | %s | %d |"
+                  % (mo, metric, t, peer, dt, rng(peer, mo, dt, t, metric, d), n))
+    md.append("\n## Other processes during the measures\n")
+    md.append("The machine's busy CPU time (/proc/stat) minus the peer's own (getrusage), over wall time x CPUs, "
+              "during each peer's repetitions (PyTorch: per configuration; flashkern: over all its interleaved "
+              "configurations), the median over rounds. Figures measured while others held a large share are "
+              "slower than on an idle machine, PyTorch's 2-thread rows most (its workers wait for a CPU at "
+              "every parallel region).\n")
+    md.append("| peer | model | dtype / tier | threads | other processes' share of the CPUs |")
+    md.append("|---|---|---|---|---|")
+    for (peer, mo, dt, t, metric), (v, n) in m.items():
+        if metric == "others_cpu":
+            md.append("| %s | %s | %s | %d | %.0f%% |" % (peer, mo, dt, t, 100 * v))
+    notes = [(k, v) for k, v in text.items() if k[4] == "note"]
+    for (peer, mo, dt, t, metric), v in notes:
+        md.append("\n%s %s %s: %s." % (peer, mo, dt, v))
+
+    md.append("""
+## What is measured
+
+- **LM decode** (`lm`: vocab 1024, hidden 256, ffn 768, 6 layers conv conv attn conv attn conv, 4 / 2
+  heads of 64, tied embeddings%s): a 12-token prompt is prefilled (untimed), then N greedy decode steps
+  of one token each, the next token fed back; only the decode steps are timed, tokens/s = N / time.
+  flashkern: `fk_run(FK_PROG_LM_PREFILL)`, then `fk_run(FK_PROG_LM_DECODE)` with `io.next` fed back.
+  PyTorch: `Lfm2ForCausalLM(input_ids=[[t]], past_key_values=cache, use_cache=True)`, argmax of the
+  last logits, under `torch.inference_mode()`.
+- **Detokenizer** (LFM2.5's: codebooks 8 x 2048 x 512, LFM2 stack hidden 512, ffn 1536, 8 layers conv
+  conv attn conv attn conv attn conv, 8 / 8 heads of 64, sliding window 30, 512 -> 1282 head, ISTFT
+  n_fft 1280 hop 320). *50 frames in one call*: a fresh stream of 50 code frames in one
+  `fk_run(FK_PROG_DETOK)` / one `LFM2AudioDetokenizer.forward` on codes (1, 8, 50); frames/s = 50 / time.
+  *Streaming*: flashkern runs one code frame per `fk_run(FK_PROG_DETOK)` on its carried state (after 17
+  untimed frames). The reference has no streaming form (no state between calls), so a host streaming
+  with it pays one forward per new code frame over that frame and its 17 frames of left context
+  (codes (1, 8, 18)) and keeps the new frame's samples: 17 frames is the stack's exact receptive field
+  (5 conv layers x 2 positions + 3 sliding-window attention layers x 29 positions = 97 positions, 17
+  code frames, which also covers the 2 spectral frames of the previous code frame that overlap-add
+  into the new frame's samples). frames/s = 1 / time per call. *Torch's cached streamer*
+  (`CachedStreamer` in torch_peer.py) is what a host can write from the reference's parts instead:
+  per code frame the embedding, the x6 repeat, the LFM2 stack on the 6 new positions through
+  transformers' own cache (conv states, KV, the sliding window as a 4-D boolean mask), the head,
+  polar, irfft, window and an overlap-add carried across calls; before timing its output is checked
+  equal to the module's forward on 24 frames (within 1e-4 of the peak). After 17 untimed frames,
+  32 frames are timed. It is the fair streaming peer; the recompute row is what calling the module
+  as it is costs.
+- **dtypes.** flashkern's weights are bf16; the exact tier's results are bit-identical on every ISA,
+  the fast tier uses the CPU's bf16 dot instructions. PyTorch runs the models in float32 and in
+  bfloat16 (`model.to(dtype)`). The detokenizer's bf16 row: torch's CPU irfft has no bf16 kernel, so
+  the module's forward fails in bf16; that row runs the embedding, the stack and the head in bf16 and
+  the ISTFT in f32 (the note above says which ran).
+- **Threads.** flashkern: `desc.threads` 1 and 2 (one plan each). PyTorch: `torch.set_num_threads(T)`.
+- **Weights** are seeded uniform(-1/sqrt(fan_in), +1/sqrt(fan_in)) rounded to bf16, norms 1 + U(-0.1,
+  0.1) (different generators on the two sides: the speed does not depend on the values).
+- **Schedule.** Each round runs flashkern's bench, then PyTorch's, each with its repetitions (one
+  sample per configuration per repetition, configurations interleaved); the tables merge the rounds.
+  flashkern leaves 20 ms idle before each timed sample; PyTorch gets one untimed warm-up per
+  configuration. The machine has 2 vCPUs and was shared: see the load averages above.
+""" % (", and `lm_350m` at LFM2-350M's shapes: vocab 65536, hidden 1024, ffn 4608, 16 layers, 16 / 8 heads"
+       if "lm_350m" in models else ""))
+    dat_lines = ['"case" "flashkern exact" "flashkern fast" "torch f32" "torch bf16"\n']
+    for short, t, ex, fa, tf, tb in dat:
+        cols = ("-" if v is None else "%.6g" % v for v in (ex, fa, tf, tb))
+        dat_lines.append('"%s, %dT" %s %s %s %s\n' % (short, t, *cols))
+    return ({"model.md": "\n".join(md) + "\n", "model.csv": merged.getvalue(), "model.dat": "".join(dat_lines)},
+            {"dat": "model.dat", "out": "model.png"})
+
+
+
+# ---- main ---------------------------------------------------------------------------------------
+
+RENDERERS = {"gemv": render_gemv, "state": render_state, "fft": render_fft, "runtime": render_runtime, "model": render_model}
+
+
+def render(bench, results):
+    meta = Meta(os.path.join(results, bench + "-meta.csv"))
+    rows = read_rows(os.path.join(results, bench + ("-rounds.csv" if bench == "model" else ".csv")))
+    return RENDERERS[bench](rows, meta)
+
+
+def plot(bench, out, params):
+    script = os.path.join(HERE, "plot_%s.gp" % bench)
+    assign = "; ".join("%s=%s" % (k, v if isinstance(v, int) else "'%s'" % (
+        os.path.join(out, v) if k in ("m1", "m4", "dat", "out") else v)) for k, v in params.items())
+    r = subprocess.run(["gnuplot", "-e", assign, script])
+    if r.returncode != 0:
+        print("report.py: gnuplot %s failed: %s.png not written (the tables are complete)" % (script, bench),
+              file=sys.stderr)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("benches", nargs="*", metavar="BENCH")
+    ap.add_argument("--all", action="store_true", help="every bench whose CSV is in --results")
+    ap.add_argument("--results", default=os.path.join(HERE, "results"), help="where the CSV files are")
+    ap.add_argument("--out", help="where the reports go (default: --results)")
+    ap.add_argument("--plot", dest="plot", action="store_true", default=None, help="run gnuplot")
+    ap.add_argument("--no-plot", dest="plot", action="store_false")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing: compare what would be written with the files in --results, exit 1 if any differs")
+    a = ap.parse_args()
+    out = a.out or a.results
+    benches = list(a.benches)
+    if a.all:
+        benches += [b for b in RENDERERS if b not in benches and os.path.exists(
+            os.path.join(a.results, (b + "-rounds.csv") if b == "model" else (b + ".csv")))]
+    if not benches:
+        ap.error("name a bench (%s) or --all" % ", ".join(RENDERERS))
+    do_plot = a.plot if a.plot is not None else shutil.which("gnuplot") is not None
+    if not a.check:
+        os.makedirs(out, exist_ok=True)
+    differ = 0
+    for b in benches:
+        if b not in RENDERERS:
+            ap.error("unknown bench %s (%s)" % (b, ", ".join(RENDERERS)))
+        files, params = render(b, a.results)
+        if a.check:
+            for name, text in files.items():
+                path = os.path.join(a.results, name)
+                have = open(path).read() if os.path.exists(path) else ""
+                if have != text:
+                    differ += 1
+                    sys.stderr.writelines(list(difflib.unified_diff(
+                        have.splitlines(True), text.splitlines(True), path, "rendered from the CSV"))[:40])
+                else:
+                    print("report.py: %s is what its CSV renders" % path, file=sys.stderr)
+            continue
+        for name, text in files.items():
+            with open(os.path.join(out, name), "w") as fo:
+                fo.write(text)
+        print("report.py: wrote %s" % ", ".join(os.path.join(out, n) for n in files), file=sys.stderr)
+        if do_plot and params:
+            plot(b, out, params)
+
+
+    if differ:
+        print("report.py: %d file(s) differ from what their CSV renders" % differ, file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
