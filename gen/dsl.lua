@@ -5,6 +5,7 @@
 local IR = require("ir")
 local C = require("compat")
 local VM = require("vmath")
+local EXT = require("extent")
 
 local M = {}
 local place_args
@@ -81,7 +82,52 @@ function M.layout(form_args, path, locate)
     off = off + ct.size
   end
   local size = math.floor((off + align - 1) / align) * align
+  M.layout_extents(form_args, fields, path, where)
   return fields, size
+end
+
+-- Every pointer argument states how far the leaf may reach from it: `extent`, an expression of
+-- the form's int64_t arguments in elements (gen/extent.lua), or `data_extent`, the reason it
+-- depends on the data (a gather's table); `alias` lists the pointer arguments an output may be
+-- (swiglu's h may be g or u); nothing else may overlap an output. Scalars take none of these.
+function M.layout_extents(form_args, fields, path, where)
+  local scalars, by_name = {}, {}
+  for _, f in ipairs(fields) do
+    by_name[f.name] = f
+    if f.kind == "i64" then scalars[f.name] = true end
+  end
+  for i, a in ipairs(form_args) do
+    local f = fields[i]
+    local function bad(msg) M.raise(path, "argument '" .. f.name .. "': " .. msg, where(f.name)) end
+    if f.kind ~= "ptr" then
+      if a.extent ~= nil or a.data_extent ~= nil or a.alias ~= nil then
+        bad("extent, data_extent and alias belong to pointer arguments")
+      end
+    else
+      if (a.extent == nil) == (a.data_extent == nil) then
+        bad("a pointer argument states its extent (elements, an expression of the int64_t arguments) " ..
+            "or its data_extent (why it depends on the data), one of the two")
+      end
+      if a.extent ~= nil then
+        local tree, msg = EXT.parse(a.extent, scalars)
+        if not tree then bad("extent \"" .. tostring(a.extent) .. "\": " .. msg) end
+        f.extent, f.extent_src = tree, a.extent
+      else
+        if type(a.data_extent) ~= "string" or a.data_extent == "" then bad("data_extent must be a reason (a string)") end
+        f.data_extent = a.data_extent
+      end
+      if a.alias ~= nil then
+        if f.dir == "in" then bad("alias: an input may be read by anything; only an output declares what it may be") end
+        if type(a.alias) ~= "table" or #a.alias == 0 then bad("alias must be a list of pointer argument names") end
+        for _, other in ipairs(a.alias) do
+          local o = by_name[other]
+          if not o or o.kind ~= "ptr" or o == f then bad("alias: '" .. tostring(other) .. "' is not another pointer argument") end
+          if o.elem ~= f.elem then bad("alias: '" .. other .. "' holds " .. o.elem .. ", '" .. f.name .. "' " .. f.elem) end
+        end
+        f.alias = a.alias
+      end
+    end
+  end
 end
 
 ---------------------------------------------------------------------------------------------
@@ -111,13 +157,62 @@ end
 
 function B:_fail(msg) M.raise(self.path, msg) end
 
+-- Edit distance of two short names (for "did you mean").
+local function distance(a, b)
+  local prev = {}
+  for j = 0, #b do prev[j] = j end
+  for i = 1, #a do
+    local cur = { [0] = i }
+    for j = 1, #b do
+      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+    end
+    prev = cur
+  end
+  return prev[#b]
+end
+
+-- The nearest names of `names` to `name`: " (did you mean 'x'?)", or "".
+function M.nearest(name, names)
+  local best, bd = nil, math.huge
+  for _, n in ipairs(names) do
+    local d = distance(name, n)
+    if d < bd then best, bd = n, d end
+  end
+  if best and bd <= math.max(2, math.floor(#name / 3)) then return " (did you mean '" .. best .. "'?)" end
+  return ""
+end
+
+-- The builder whose template body is running: an unknown op is reported against its template.
+local running
+setmetatable(B, { __index = function(_, key)
+  if type(key) ~= "string" or key:match("^_") or not running then return nil end
+  local ops = {}
+  for _, k in ipairs(C.sorted_keys(B)) do
+    if type(k) == "string" and not k:match("^_") and type(rawget(B, k)) == "function" then ops[#ops + 1] = k end
+  end
+  M.raise(running.path, "no DSL op named '" .. key .. "'" .. M.nearest(key, ops) .. " (docs/dsl.md lists them)")
+end })
+
 local function is(v, vtype) return type(v) == "table" and v.type == vtype end
 function B._is(_, v, vtype) return is(v, vtype) end
 
-function B:_want(v, vtype, what)
+-- What a value is, in words: its kind, the argument it was loaded from or the line that made it.
+local KINDS = { i = "an integer (an address, index or count)", v = "a vector (16 f32 or int32 lanes)",
+                s = "a scalar f32" }
+local function describe(v)
+  if type(v) ~= "table" or not v.type then
+    return type(v) == "nil" and "nothing (nil)" or ("a Lua " .. type(v) .. " (" .. tostring(v) .. ")")
+  end
+  local from = v.name and (" (argument a." .. v.name .. ")") or (v.line and v.line > 0 and (" (from line " .. C.int(v.line) .. ")") or "")
+  return (KINDS[v.type] or v.type) .. from
+end
+M.describe = describe
+
+-- v must be a value of type vtype: operand `which` of `what`.
+function B:_want(v, vtype, what, which)
   if not self:_is(v, vtype) then
-    local got = type(v) == "table" and v.type and ("a value of type " .. v.type) or type(v)
-    self:_fail(what .. ": expected a value of type " .. vtype .. ", got " .. got)
+    self:_fail(what .. ": operand " .. (which or "?") .. " must be " .. KINDS[vtype] .. ", got " .. describe(v))
   end
   return v
 end
@@ -137,11 +232,21 @@ end
 
 -- Integer arithmetic ---------------------------------------------------------------------
 
+-- Pointers remember the argument (or constant table) they point into, through addr and add, so
+-- that every load and store is checked against its element type and constness.
+local ELEM_SIZE = { f32 = 4, i32 = 4, bf16 = 2, u64 = 8 }
+
+-- dst inherits the pointer of whichever operand is one (an integer plus a pointer is a pointer).
+function B._derived(_, dst, a, b)
+  dst.ptr = (a and a.ptr) or (b and b.ptr) or nil
+  return dst
+end
+
 function B:_ival(a, what)
   if type(a) == "number" then
     return self:_emit("iconst", "i", {}, { imm = self:_int(a, what) }).dst
   end
-  return self:_want(a, "i", what)
+  return self:_want(a, "i", what, "a")
 end
 
 function B:iconst(n)
@@ -152,13 +257,13 @@ function B:add(a, b)
   if self:_is(a, "i") then
     if b == 0 then return a end
     if type(b) == "number" then
-      return self:_emit("iaddi", "i", { a }, { imm = self:_int(b, "add") }).dst
+      return self:_derived(self:_emit("iaddi", "i", { a }, { imm = self:_int(b, "add") }).dst, a)
     end
-    return self:_emit("iadd", "i", { a, self:_want(b, "i", "add") }).dst
+    return self:_derived(self:_emit("iadd", "i", { a, self:_want(b, "i", "add", "b") }).dst, a, b)
   elseif self:_is(a, "v") then
-    return self:_emit("vadd", "v", { a, self:_want(b, "v", "add") }).dst
+    return self:_emit("vadd", "v", { a, self:_want(b, "v", "add", "b") }).dst
   elseif self:_is(a, "s") then
-    return self:_emit("sadd", "s", { a, self:_want(b, "s", "add") }).dst
+    return self:_emit("sadd", "s", { a, self:_want(b, "s", "add", "b") }).dst
   end
   self:_fail("add: operands must be integers, vectors or scalars of one type")
 end
@@ -166,18 +271,18 @@ end
 function B:sub(a, b)
   if self:_is(a, "v") then return self:vsub(a, b) end
   if type(b) == "number" then return self:add(a, -b) end
-  return self:_emit("isub", "i", { self:_want(a, "i", "sub"), self:_want(b, "i", "sub") }).dst
+  return self:_emit("isub", "i", { self:_want(a, "i", "sub", "a"), self:_want(b, "i", "sub", "b") }).dst
 end
 
 -- a >= w ? a - w : a: one step of a ring index (slot + j mod w for slot < w, j <= w; w = 0
 -- leaves a unchanged, a linear index).
 function B:wrap(a, w)
-  return self:_emit("iwrap", "i", { self:_want(a, "i", "wrap"), self:_ival(w, "wrap") }).dst
+  return self:_emit("iwrap", "i", { self:_want(a, "i", "wrap", "a"), self:_ival(w, "wrap") }).dst
 end
 
 -- min(a, b), signed.
 function B:imin(a, b)
-  return self:_emit("imin", "i", { self:_want(a, "i", "imin"), self:_ival(b, "imin") }).dst
+  return self:_emit("imin", "i", { self:_want(a, "i", "imin", "a"), self:_ival(b, "imin") }).dst
 end
 
 -- A 64-bit constant given as a hex string of up to 16 digits ("0x9e3779b97f4a7c15"): Lua 5.4
@@ -192,19 +297,19 @@ end
 
 -- a ^ b, 64 bits.
 function B:ixor(a, b)
-  return self:_emit("ixor", "i", { self:_want(a, "i", "ixor"), self:_want(b, "i", "ixor") }).dst
+  return self:_emit("ixor", "i", { self:_want(a, "i", "ixor", "a"), self:_want(b, "i", "ixor", "b") }).dst
 end
 
 -- a >> n, logical (zeros shifted in), 64 bits, n a constant 0..63.
 function B:ishr(a, n)
   n = self:_int(n, "ishr")
   if n < 0 or n > 63 then self:_fail("ishr: shift count must be 0..63") end
-  return self:_emit("ishri", "i", { self:_want(a, "i", "ishr") }, { imm = n }).dst
+  return self:_emit("ishri", "i", { self:_want(a, "i", "ishr", "a") }, { imm = n }).dst
 end
 
 -- a & imm (imm a Lua integer, e.g. -64 to round down to a multiple of 64).
 function B:iand(a, imm)
-  return self:_emit("iandi", "i", { self:_want(a, "i", "iand") }, { imm = self:_int(imm, "iand") }).dst
+  return self:_emit("iandi", "i", { self:_want(a, "i", "iand", "a") }, { imm = self:_int(imm, "iand") }).dst
 end
 
 function B:mul(a, b)
@@ -215,110 +320,140 @@ function B:mul(a, b)
       if b == 1 then return a end
       return self:_emit("imuli", "i", { a }, { imm = b }).dst
     end
-    return self:_emit("imul", "i", { a, self:_want(b, "i", "mul") }).dst
+    return self:_emit("imul", "i", { a, self:_want(b, "i", "mul", "b") }).dst
   elseif self:_is(a, "v") then
-    return self:_emit("vmul", "v", { a, self:_want(b, "v", "mul") }).dst
+    return self:_emit("vmul", "v", { a, self:_want(b, "v", "mul", "b") }).dst
   elseif self:_is(a, "s") then
-    return self:_emit("smul", "s", { a, self:_want(b, "s", "mul") }).dst
+    return self:_emit("smul", "s", { a, self:_want(b, "s", "mul", "b") }).dst
   end
   self:_fail("mul: operands must be integers, vectors or scalars of one type")
 end
 
 -- base + index * scale: the address of element `index` of an array of `scale`-byte elements.
 -- A constant index folds into an immediate add.
+-- A pointer read as another element type (the fast tier's bf16 copy of x in its f32 scratch): no
+-- instruction; the view serves as the base of addr and of loads and stores, checked as `elem`.
+function B:view(base, elem)
+  self:_want(base, "i", "view", "base")
+  if not ELEM_SIZE[elem] then self:_fail("view: elem must be f32, i32, bf16 or u64") end
+  local p = base.ptr
+  if not p then self:_fail("view: the base must point into an argument or a table") end
+  return { kind = "view", value = base,
+           ptr = { what = p.what .. " (viewed as " .. elem .. ")", ctype = p.ctype, elem = elem, dir = p.dir } }
+end
+
+-- A base operand: a pointer value, or a view of one (its value, and the provenance to check).
+local function base_of(self, base, what)
+  if type(base) == "table" and base.kind == "view" then return base.value, base.ptr end
+  self:_want(base, "i", what, "base")
+  return base, base.ptr
+end
+
 function B:addr(base, index, scale)
-  self:_want(base, "i", "addr")
+  local p, given = nil, base
+  base, p = base_of(self, base, "addr")
   scale = self:_int(scale, "addr")
-  if type(index) == "number" then return self:add(base, self:_int(index, "addr") * scale) end
-  return self:_emit("addr", "i", { base, self:_want(index, "i", "addr") }, { scale = scale }).dst
+  if p and scale ~= ELEM_SIZE[p.elem] then
+    self:_fail("addr: " .. p.what .. " holds " .. C.int(ELEM_SIZE[p.elem]) .. "-byte elements (" .. p.ctype ..
+               "), not " .. C.int(scale) .. "-byte ones")
+  end
+  local dst
+  if type(index) == "number" then
+    dst = self:add(base, self:_int(index, "addr") * scale)
+    if dst == base then return given end   -- a zero offset: the base (or the view) itself
+  else
+    dst = self:_emit("addr", "i", { base, self:_want(index, "i", "addr", "index") }, { scale = scale }).dst
+  end
+  dst.ptr = p
+  return dst
 end
 
 -- Float arithmetic ------------------------------------------------------------------------
 
 function B:max(a, b)
-  return self:_emit("vmax", "v", { self:_want(a, "v", "max"), self:_want(b, "v", "max") }).dst
+  return self:_emit("vmax", "v", { self:_want(a, "v", "max", "a"), self:_want(b, "v", "max", "b") }).dst
 end
 
 function B:div(a, b)
-  if self:_is(a, "v") then return self:_emit("vdiv", "v", { a, self:_want(b, "v", "div") }).dst end
-  return self:_emit("sdiv", "s", { self:_want(a, "s", "div"), self:_want(b, "s", "div") }).dst
+  if self:_is(a, "v") then return self:_emit("vdiv", "v", { a, self:_want(b, "v", "div", "b") }).dst end
+  return self:_emit("sdiv", "s", { self:_want(a, "s", "div", "a"), self:_want(b, "s", "div", "b") }).dst
 end
 
 function B:sqrt(a)
-  return self:_emit("ssqrt", "s", { self:_want(a, "s", "sqrt") }).dst
+  return self:_emit("ssqrt", "s", { self:_want(a, "s", "sqrt", "a") }).dst
 end
 
 -- a * b + c, fused (one rounding).
 function B:fma(a, b, c)
-  return self:_emit("vfma", "v", { self:_want(a, "v", "fma"), self:_want(b, "v", "fma"),
-                                   self:_want(c, "v", "fma") }).dst
+  return self:_emit("vfma", "v", { self:_want(a, "v", "fma", "a"), self:_want(b, "v", "fma", "b"),
+                                   self:_want(c, "v", "fma", "c") }).dst
 end
 
 -- -a: the sign bit flipped (exact; a NaN keeps its payload).
 function B:neg(a)
-  return self:_emit("vneg", "v", { self:_want(a, "v", "neg") }).dst
+  return self:_emit("vneg", "v", { self:_want(a, "v", "neg", "a") }).dst
 end
 
 -- acc += a * b, fused, in place; lanes outside `lanes` keep their value.
 function B:fma_acc(acc, a, b, lanes)
-  self:_want(acc, "v", "fma_acc")
+  self:_want(acc, "v", "fma_acc", "acc")
   if not acc.var then self:_fail("fma_acc: the accumulator must come from t:zero()") end
   lanes = self:_lanes(lanes, "fma_acc")
-  self:_emit("fma_acc", false, { acc, self:_want(a, "v", "fma_acc"), self:_want(b, "v", "fma_acc") },
+  self:_emit("fma_acc", false, { acc, self:_want(a, "v", "fma_acc", "a"), self:_want(b, "v", "fma_acc", "b") },
              {}, lanes)
 end
 
 -- acc = a > acc ? a : acc lane by lane (the vmax rule: NaN or equal keeps acc), in place.
 function B:max_acc(acc, a)
-  self:_want(acc, "v", "max_acc")
+  self:_want(acc, "v", "max_acc", "acc")
   if not acc.var then self:_fail("max_acc: the accumulator must come from t:zero() or t:fill()") end
-  self:_emit("max_acc", false, { acc, self:_want(a, "v", "max_acc") })
+  self:_emit("max_acc", false, { acc, self:_want(a, "v", "max_acc", "a") })
 end
 
 -- acc[l] += w[2l] * x[2l] + w[2l+1] * x[2l+1] on raw bf16 pairs, with the CPU's bf16 dot
 -- instruction (VDPBF16PS, BFDOT): its rounding differs between ISAs, so fast tier only.
 function B:dot_bf16_acc(acc, w, x)
-  self:_want(acc, "v", "dot_bf16_acc")
+  self:_want(acc, "v", "dot_bf16_acc", "acc")
   if not acc.var then self:_fail("dot_bf16_acc: the accumulator must come from t:zero()") end
-  self:_emit("dot_bf16_acc", false, { acc, self:_want(w, "v", "dot_bf16_acc"), self:_want(x, "v", "dot_bf16_acc") })
+  self:_emit("dot_bf16_acc", false, { acc, self:_want(w, "v", "dot_bf16_acc", "w"), self:_want(x, "v", "dot_bf16_acc", "x") })
 end
 
 -- Raw bf16 pairs -> f32: halfwords 2l (even) or 2l + 1 (odd) of the 32 loaded, exactly.
-function B:bf16_even(raw) return self:_emit("bf16_even", "v", { self:_want(raw, "v", "bf16_even") }).dst end
-function B:bf16_odd(raw) return self:_emit("bf16_odd", "v", { self:_want(raw, "v", "bf16_odd") }).dst end
+function B:bf16_even(raw) return self:_emit("bf16_even", "v", { self:_want(raw, "v", "bf16_even", "raw") }).dst end
+function B:bf16_odd(raw) return self:_emit("bf16_odd", "v", { self:_want(raw, "v", "bf16_odd", "raw") }).dst end
 
 -- The inverse of bf16_even/bf16_odd on rounded values: raw pairs whose lane l holds the bf16
 -- bits (high halves) of even[l] then odd[l], for store_raw.
 function B:bf16_pairs(even, odd)
-  return self:_emit("bf16_pairs", "v", { self:_want(even, "v", "bf16_pairs"), self:_want(odd, "v", "bf16_pairs") }).dst
+  return self:_emit("bf16_pairs", "v", { self:_want(even, "v", "bf16_pairs", "even"), self:_want(odd, "v", "bf16_pairs", "odd") }).dst
 end
 
 -- De-interleave the 32 elements of (a, b): even ones, odd ones.
 function B:uzp_even(a, b)
-  return self:_emit("uzp_even", "v", { self:_want(a, "v", "uzp_even"), self:_want(b, "v", "uzp_even") }).dst
+  return self:_emit("uzp_even", "v", { self:_want(a, "v", "uzp_even", "a"), self:_want(b, "v", "uzp_even", "b") }).dst
 end
 function B:uzp_odd(a, b)
-  return self:_emit("uzp_odd", "v", { self:_want(a, "v", "uzp_odd"), self:_want(b, "v", "uzp_odd") }).dst
+  return self:_emit("uzp_odd", "v", { self:_want(a, "v", "uzp_odd", "a"), self:_want(b, "v", "uzp_odd", "b") }).dst
 end
 
 -- Round to bf16 by the integer RNE rule; the result stays an f32 vector/scalar whose low 16
 -- bits are zero, so it feeds f32 math unchanged and store_bf16 keeps its high halves.
 function B:rne(a)
   if self:_is(a, "v") then return self:_emit("vrne", "v", { a }).dst end
-  return self:_emit("srne", "s", { self:_want(a, "s", "rne") }).dst
+  return self:_emit("srne", "s", { self:_want(a, "s", "rne", "a") }).dst
 end
 
 -- rne() for a value that is only stored (store_bf16, bf16_pairs): the low half is left as the
 -- rounding leaves it, one instruction less; anything else reading it is a generation error.
 function B:rne_store(a)
-  return self:_emit("vrne_st", "v", { self:_want(a, "v", "rne_store") }).dst
+  return self:_emit("vrne_st", "v", { self:_want(a, "v", "rne_store", "a") }).dst
 end
 
 -- Vector math building blocks (gen/vmath.lua builds exp, sin and cos from them) -------------
 
 local function vbinary(kind, what)
   return function(self, a, b)
-    return self:_emit(kind, "v", { self:_want(a, "v", what), self:_want(b, "v", what) }).dst
+    return self:_emit(kind, "v", { self:_want(a, "v", what, "a"), self:_want(b, "v", what, "b") }).dst
   end
 end
 B.vsub = vbinary("vsub", "vsub")
@@ -333,26 +468,26 @@ B.bxor = vbinary("vxor", "bxor")
 B.igt_v = vbinary("vigt", "igt_v")      -- int32 lanes: a > b (signed) ? all ones : 0
 
 local function vunary(kind, what)
-  return function(self, a) return self:_emit(kind, "v", { self:_want(a, "v", what) }).dst end
+  return function(self, a) return self:_emit(kind, "v", { self:_want(a, "v", what, "a") }).dst end
 end
 B.rint = vunary("vrint", "rint")        -- to an integral value, ties to even
 B.f2i = vunary("vcvt_f2i", "f2i")       -- integral f32 -> int32 (sanitize NaN and range first)
 B.i2f = vunary("vcvt_i2f", "i2f")
 
 function B:ishl_v(a, n)
-  return self:_emit("vishl", "v", { self:_want(a, "v", "ishl_v") }, { imm = self:_int(n, "ishl_v") }).dst
+  return self:_emit("vishl", "v", { self:_want(a, "v", "ishl_v", "a") }, { imm = self:_int(n, "ishl_v") }).dst
 end
 function B:isra_v(a, n)
-  return self:_emit("visra", "v", { self:_want(a, "v", "isra_v") }, { imm = self:_int(n, "isra_v") }).dst
+  return self:_emit("visra", "v", { self:_want(a, "v", "isra_v", "a") }, { imm = self:_int(n, "isra_v") }).dst
 end
 
 -- Interleave chunks of g lanes of a and b (lanes 0-7 of each: zip_lo; 8-15: zip_hi).
 function B:zip_lo(a, b, g)
-  return self:_emit("vzip_lo", "v", { self:_want(a, "v", "zip_lo"), self:_want(b, "v", "zip_lo") },
+  return self:_emit("vzip_lo", "v", { self:_want(a, "v", "zip_lo", "a"), self:_want(b, "v", "zip_lo", "b") },
                     { g = self:_int(g, "zip_lo") }).dst
 end
 function B:zip_hi(a, b, g)
-  return self:_emit("vzip_hi", "v", { self:_want(a, "v", "zip_hi"), self:_want(b, "v", "zip_hi") },
+  return self:_emit("vzip_hi", "v", { self:_want(a, "v", "zip_hi", "a"), self:_want(b, "v", "zip_hi", "b") },
                     { g = self:_int(g, "zip_hi") }).dst
 end
 B.rev = vunary("vrev", "rev")           -- lanes reversed
@@ -365,7 +500,9 @@ function B:table(name, words)
       self:_fail("table " .. name .. ": word " .. i .. " is not a 32-bit pattern")
     end
   end
-  return self:_emit("const_addr", "i", {}, { table = { name = name, words = words } }).dst
+  local dst = self:_emit("const_addr", "i", {}, { table = { name = name, words = words } }).dst
+  dst.ptr = { what = "table " .. name, ctype = "a read-only table of 32-bit words", elem = "f32", dir = "in" }
+  return dst
 end
 
 -- A 32-bit pattern in every lane (an f32 constant as its bits, or an int32).
@@ -379,26 +516,26 @@ function B:vconst(bits)
 end
 
 -- exp, and sin and cos of one argument, over f32 lanes (gen/vmath.lua: the algorithms).
-function B:exp(x) return VM.exp(self, self:_want(x, "v", "exp")) end
-function B:sincos(x) return VM.sincos(self, self:_want(x, "v", "sincos")) end
+function B:exp(x) return VM.exp(self, self:_want(x, "v", "exp", "x")) end
+function B:sincos(x) return VM.sincos(self, self:_want(x, "v", "sincos", "x")) end
 
 function B:bcast(s)
-  return self:_emit("bcast", "v", { self:_want(s, "s", "bcast") }).dst
+  return self:_emit("bcast", "v", { self:_want(s, "s", "bcast", "s") }).dst
 end
 
 function B:reduce_add(v, tree)
   if type(tree) ~= "string" then self:_fail("reduce_add: name the tree (e.g. \"halving\")") end
-  return self:_emit("reduce_add", "s", { self:_want(v, "v", "reduce_add") }, { tree = tree }).dst
+  return self:_emit("reduce_add", "s", { self:_want(v, "v", "reduce_add", "v") }, { tree = tree }).dst
 end
 
 -- The lanes' maximum along a named tree, each pair by the vmax rule (lower lanes first).
 function B:reduce_max(v, tree)
   if type(tree) ~= "string" then self:_fail("reduce_max: name the tree (e.g. \"halving\")") end
-  return self:_emit("reduce_max", "s", { self:_want(v, "v", "reduce_max") }, { tree = tree }).dst
+  return self:_emit("reduce_max", "s", { self:_want(v, "v", "reduce_max", "v") }, { tree = tree }).dst
 end
 
 function B:cvt_f32(i)
-  return self:_emit("cvt_i2s", "s", { self:_want(i, "i", "cvt_f32") }).dst
+  return self:_emit("cvt_i2s", "s", { self:_want(i, "i", "cvt_f32", "i") }).dst
 end
 
 -- An f32 constant, given as its bit pattern (integer or "0x..." string).
@@ -434,15 +571,39 @@ end
 
 -- acc = acc + a (one f32 addition, RNE), in place: a running sum in a scalar loop.
 function B:sadd_acc(acc, a)
-  self:_want(acc, "s", "sadd_acc")
+  self:_want(acc, "s", "sadd_acc", "acc")
   if not acc.var then self:_fail("sadd_acc: the accumulator must come from t:sfill()") end
-  self:_emit("sadd_acc", false, { acc, self:_want(a, "s", "sadd_acc") })
+  self:_emit("sadd_acc", false, { acc, self:_want(a, "s", "sadd_acc", "a") })
 end
 
 -- Memory ----------------------------------------------------------------------------------
 
+-- The element each memory op moves: its width must be the pointer's element width (32-bit lanes
+-- serve f32 and int32 arrays alike), and a store needs a pointer that is not const.
+local MEM_ELEM = {
+  load_f32 = "f32", load_bcast_f32 = "f32", load1_f32 = "f32", store_f32 = "f32", store1_f32 = "f32",
+  load_bf16 = "bf16", load_raw = "bf16", load_pair_bcast = "bf16", load1_bf16 = "bf16",
+  store_bf16 = "bf16", store_raw = "bf16", store1_bf16 = "bf16",
+  load1_i32 = "i32", load1_u64 = "u64", store1_u64 = "u64",
+}
+
+local function check_mem(self, kind, p, store)
+  if not p then return end
+  local want = MEM_ELEM[kind]
+  if ELEM_SIZE[want] ~= ELEM_SIZE[p.elem] then
+    self:_fail(kind .. (store and " into " or " from ") .. p.what .. ", which is " .. p.ctype .. " (" .. p.elem ..
+               " elements; " .. kind .. " moves " .. want .. ")")
+  end
+  if store and p.dir == "in" then
+    self:_fail(kind .. " into " .. p.what .. ", which is " .. p.ctype)
+  end
+end
+
 local function mem_op(self, kind, vtype, what, base, idx, off, lanes)
-  return self:_emit(kind, vtype, { self:_want(base, "i", what), self:_ival(idx, what) },
+  local p
+  base, p = base_of(self, base, what)
+  check_mem(self, kind, p, vtype == false)
+  return self:_emit(kind, vtype, { base, self:_ival(idx, what) },
                     { off = self:_int(off or 0, what) }, self:_lanes(lanes, what))
 end
 
@@ -465,13 +626,13 @@ B.load1_u64 = loader("load1_u64", "i")
 
 local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
   local op = mem_op(self, kind, false, what, base, idx, off, lanes)
-  op.src[3] = self:_want(val, vtype, what)
+  op.src[3] = self:_want(val, vtype, what, "value")
 end
 
 -- A read hint for the cache line holding element idx + off of an array of `size`-byte elements;
 -- never faults, so it may point past the end of a row or buffer.
 function B:prefetch(base, idx, off, size)
-  self:_emit("prefetch", false, { self:_want(base, "i", "prefetch"), self:_ival(idx, "prefetch") },
+  self:_emit("prefetch", false, { self:_want(base, "i", "prefetch", "base"), self:_ival(idx, "prefetch") },
              { off = self:_int(off, "prefetch"), size = self:_int(size, "prefetch") })
 end
 
@@ -499,7 +660,7 @@ end
 function B:for_rows(first, last, group, body)
   group = self:_int(group, "for_rows")
   if group < 1 or group > 8 then self:_fail("for_rows: group must be 1..8") end
-  local op = self:_emit("for_rows", false, { self:_want(first, "i", "for_rows"), self:_want(last, "i", "for_rows") },
+  local op = self:_emit("for_rows", false, { self:_want(first, "i", "for_rows", "first"), self:_want(last, "i", "for_rows", "last") },
                         { group = group })
   local r = new_value(self, "i")
   r.line = op.line
@@ -516,10 +677,10 @@ end
 function B:for_tiles(n, tile, body, start, opts)
   tile = self:_int(tile, "for_tiles")
   if tile < 16 or tile % 16 ~= 0 then self:_fail("for_tiles: the tile must be a multiple of 16 lanes") end
-  local op = self:_emit("for_tiles", false, { self:_want(n, "i", "for_tiles") }, { tile = tile })
+  local op = self:_emit("for_tiles", false, { self:_want(n, "i", "for_tiles", "n") }, { tile = tile })
   if start ~= nil then
     -- i runs from `start` instead of 0: a second operand, read once at the loop's entry
-    op.src[2] = self:_want(start, "i", "for_tiles")
+    op.src[2] = self:_want(start, "i", "for_tiles", "start")
     op.attr.start = true
   end
   local i, rem = new_value(self, "i"), new_value(self, "i")
@@ -543,7 +704,7 @@ end
 -- Dispatch on an integer value known to be one of `values`: body(v) is emitted once per value
 -- and runs when the value equals v; any other value runs nothing (callers validate it).
 function B:cases(value, values, body)
-  local op = self:_emit("cases", false, { self:_want(value, "i", "cases") }, { arms = {} })
+  local op = self:_emit("cases", false, { self:_want(value, "i", "cases", "value") }, { arms = {} })
   for _, v in ipairs(values) do
     op.attr.arms[#op.attr.arms + 1] = { value = self:_int(v, "cases"), body = capture(self, body, v) }
   end
@@ -734,14 +895,34 @@ local function fold_loads(self)
   pass(self.body)
 end
 
+-- The tuning parameters every backend variant supplies (gen/isa/*.lua `tuning`). A template reads
+-- them as t.tune.<name> to size its schedule (rows in flight, activation rows per pass, what stays
+-- in registers), never its arithmetic order; the stamp's banner prints those it read.
+M.TUNING = {
+  accumulators = { kind = "number", doc = "canonical 16-lane vectors one pass may keep live as accumulators " ..
+                   "and weight tiles, one more operand in flight beside them" },
+  hold_operands = { kind = "boolean", doc = "keep loop-invariant operands and loaded tiles in registers " ..
+                    "across passes (true), or reload them / pass them through memory (false)" },
+  head_group = { kind = "number", doc = "heads whose two-pass norms run interleaved (qkprep)" },
+}
+
 -- Builds the IR of one form in one tier. `template` is the loaded template table, `form` one
--- of its forms, `caps` what the target holds ({ vectors = canonical vectors allocatable }):
--- a template may size its schedule (rows in flight, activation rows per pass) from it, never
--- its arithmetic order.
-function M.build(path, template, form, params, tier, caps)
+-- of its forms, `tuning` the variant's tuning parameters (M.TUNING).
+function M.build(path, template, form, params, tier, tuning)
   local fields, size = M.layout(form.args, path)   -- fkgen has validated the layout already
   local self = setmetatable({ path = path, nops = 0, nvalues = 0, prologue = {}, body = {},
-                              pending = {}, tier = tier, caps = caps }, B)
+                              pending = {}, tier = tier }, B)
+  local used = {}
+  self.tune = setmetatable({}, {
+    __index = function(_, name)
+      if not M.TUNING[name] then
+        self:_fail("no tuning parameter '" .. tostring(name) .. "'" .. M.nearest(tostring(name), C.sorted_keys(M.TUNING)))
+      end
+      used[name] = tuning[name]
+      return tuning[name]
+    end,
+    __newindex = function() self:_fail("t.tune is read-only") end,
+  })
   self.cur = { self.prologue }
   local by_name = {}
   for _, f in ipairs(fields) do by_name[f.name] = f end
@@ -757,13 +938,19 @@ function M.build(path, template, form, params, tier, caps)
   self.arg = setmetatable({}, {
     __index = function(_, name)
       local f = by_name[name]
-      if not f then self:_fail("no argument named '" .. tostring(name) .. "' in form '" .. form.name .. "'") end
+      if not f then
+        local names = {}
+        for _, g in ipairs(fields) do names[#names + 1] = g.name end
+        self:_fail("no argument named '" .. tostring(name) .. "' in form '" .. form.name .. "'" ..
+                   M.nearest(tostring(name), names))
+      end
       if not loaded[name] then
         self.nops = self.nops + 1
         local op = { id = self.nops, op = f.class == "s" and "arg_f32" or "arg", src = { self.argp },
                      attr = { field = f }, line = template_line(self.path) }
         op.dst = new_value(self, f.class)
         op.dst.line, op.dst.name = op.line, name
+        if f.kind == "ptr" then op.dst.ptr = { what = "a." .. name, ctype = f.ctype, elem = f.elem, dir = f.dir } end
         loaded[name] = op
         self.pending[#self.pending + 1] = op
       end
@@ -771,11 +958,18 @@ function M.build(path, template, form, params, tier, caps)
     end,
     __newindex = function() self:_fail("t.arg is read-only") end,
   })
-  template.body(self, params, form)
+  running = self
+  local ok, err = xpcall(template.body, function(e)
+    if type(e) == "table" then return e end
+    return { internal = tostring(e), trace = debug.traceback() }   -- as gen/fkgen.lua reports it
+  end, self, params, form)
+  running = nil
+  if not ok then error(err, 0) end
   fold_loads(self)
   place_args(self)
   local proc = { leaf = template.leaf, form = form.name, fields = fields, struct_size = size,
-                 prologue = self.prologue, body = self.body, nops = self.nops, path = path, tier = tier }
+                 prologue = self.prologue, body = self.body, nops = self.nops, path = path, tier = tier,
+                 tuning_used = used }
   local msg, op = IR.validate(proc)
   if msg then M.raise(path, msg, op and op.line or 0) end
   return proc

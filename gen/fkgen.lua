@@ -14,7 +14,8 @@ local gen_dir = script:match("^(.*)/[^/]*$") or "."
 package.path = gen_dir .. "/?.lua;" .. package.path
 
 -- Every module the generator loads, in load order; their contents make the generator hash.
-local MODULES = { "compat", "sha1", "ir", "dsl", "regalloc", "emit", "header", "isa.aarch64", "isa.x86_64" }
+local MODULES = { "compat", "sha1", "ir", "extent", "vmath", "vfft", "dsl", "regalloc", "emit", "header", "isa.aarch64",
+                  "isa.x86_64" }
 local loaded = {}
 for _, name in ipairs(MODULES) do loaded[name] = require(name) end
 
@@ -114,6 +115,34 @@ local function check_template(path, src, t, leaf_name)
     seen[f.name] = true
     if type(f.args) ~= "table" or #f.args == 0 then fail("form '" .. f.name .. "': args required") end
   end
+  -- how the leaf's fixtures run, its fast tier's tolerance class, each form's fixture evidence
+  local gate = t.fixture_gate
+  if gate ~= nil and gate ~= "none" and gate ~= "calls" and gate ~= "sequence" and gate ~= "stream" then
+    fail("fixture_gate: 'calls' (the default), 'sequence', 'stream' or 'none'")
+  end
+  if t.tiers.fast then
+    if type(t.tolerance) ~= "table" or type(t.tolerance.fast) ~= "string" or not t.tolerance.fast:match("^[a-z0-9_]+$") then
+      fail("tolerance: a leaf with a fast tier names its tolerance class: tolerance = { fast = \"<class>\" }")
+    end
+  elseif t.tolerance ~= nil then
+    fail("tolerance: only a leaf with a fast tier has a fast-tier tolerance class")
+  end
+  for _, f in ipairs(t.forms) do
+    local fx = f.fixtures
+    if fx ~= nil then
+      if type(fx) ~= "table" or (fx.via == nil) == (fx.exempt == nil) then
+        fail("fixtures: form '" .. f.name .. "': { via = \"<base form>\" } or { exempt = \"<reason>\" }")
+      end
+      if fx.via ~= nil and (not seen[fx.via] or fx.via == f.name) then
+        fail("fixtures: form '" .. f.name .. "': via '" .. tostring(fx.via) .. "' is not another form of this leaf")
+      end
+      if fx.exempt ~= nil and (type(fx.exempt) ~= "string" or #fx.exempt < 10) then
+        fail("fixtures: form '" .. f.name .. "': exempt needs the reason, in words")
+      end
+    elseif gate == "none" then
+      fail("fixtures: form '" .. f.name .. "': the leaf has no fixture gate, so each form says why (exempt)")
+    end
+  end
   -- parameters are asserted before anything is emitted
   t.check(t.params, function(ok, msg)
     if not ok then DSL.raise(path, "params: " .. tostring(msg)) end
@@ -129,7 +158,38 @@ local function params_doc(p)
   return table.concat(parts, " ")
 end
 
+-- Each variant's tuning (gen/isa/*.lua), checked once: every parameter DSL.TUNING names, of its
+-- kind, and accumulators (plus the one operand in flight) within the canonical vectors the
+-- variant's register file holds.
+local function variant_tunings()
+  local out = {}
+  for _, be in ipairs(BACKENDS) do
+    for _, v in ipairs(be.variants) do
+      local where = "gen/isa/" .. be.isa .. ".lua: error: variant " .. v.name .. ": tuning"
+      local tune = v.tuning
+      if type(tune) ~= "table" then error({ plain = where .. " is missing" }, 0) end
+      for _, k in ipairs(C.sorted_keys(tune)) do
+        if not DSL.TUNING[k] then error({ plain = where .. ": unknown parameter '" .. tostring(k) .. "'" }, 0) end
+      end
+      for _, k in ipairs(C.sorted_keys(DSL.TUNING)) do
+        if type(tune[k]) ~= DSL.TUNING[k].kind then
+          error({ plain = where .. "." .. k .. " must be a " .. DSL.TUNING[k].kind }, 0)
+        end
+      end
+      local regs = be.registers(v)
+      local vectors = math.floor(#regs.pools[regs.classes.v.pool] / regs.classes.v.n)
+      if tune.accumulators < 1 or tune.accumulators + 1 > vectors then
+        error({ plain = where .. ".accumulators = " .. C.int(tune.accumulators) .. ": the register file holds " ..
+                C.int(vectors) .. " canonical vectors, one for the operand in flight" }, 0)
+      end
+      out[be.isa .. "/" .. v.name] = tune
+    end
+  end
+  return out
+end
+
 local function run()
+  local tunings = variant_tunings()
   local files, order = {}, {}
   local function put(rel, content)
     if files[rel] then error("internal: two outputs for " .. rel) end
@@ -153,7 +213,8 @@ local function run()
     local t = chunk()
     check_template(path, src, t, leaf_name)
     local thash = SHA1.git_blob(src)
-    local leaf = { leaf = leaf_name, path = path, doc = t.doc, forms = {}, exports = {} }
+    local leaf = { leaf = leaf_name, path = path, doc = t.doc, forms = {}, exports = {},
+                   fixture_gate = t.fixture_gate or "calls", fast_tolerance = t.tolerance and t.tolerance.fast }
     -- constants the template publishes for C (a layout the runtime must honour, ...)
     for _, key in ipairs(C.sorted_keys(t.exports or {})) do
       local v = t.exports[key]
@@ -175,7 +236,17 @@ local function run()
       local fields, size = DSL.layout(form.args, path, function(name)
         return line_matching(src, '"' .. name:gsub("%p", "%%%0") .. '"')
       end)
-      leaf.forms[#leaf.forms + 1] = { name = form.name, id = id, fields = fields, size = size }
+      local tiers = {}
+      for _, tier in ipairs(TIERS) do
+        local listed = t.tiers[tier] ~= nil
+        if listed and form.tiers then
+          listed = false
+          for _, ft in ipairs(form.tiers) do listed = listed or ft == tier end
+        end
+        tiers[tier] = listed
+      end
+      leaf.forms[#leaf.forms + 1] = { name = form.name, id = id, fields = fields, size = size, tiers = tiers,
+                                      fixtures = form.fixtures or {} }
       for _, tier in ipairs(TIERS) do
       for _, be in ipairs(BACKENDS) do
         for _, variant in ipairs(be.variants) do
@@ -190,13 +261,11 @@ local function run()
             wanted = listed
           end
           if wanted then
-            local regs = be.registers(variant)
-            local vcls = regs.classes.v
-            local caps = { vectors = math.floor(#regs.pools[vcls.pool] / vcls.n) }
-            local proc = DSL.build(path, t, form, t.params, tier, caps)
+            local proc = DSL.build(path, t, form, t.params, tier, tunings[be.isa .. "/" .. variant.name])
             local symbol = id .. "__" .. be.isa .. "_" .. variant.name .. "_" .. tier
             local meta = { symbol = symbol, template_path = path, template_hash = thash,
                            generator_hash = ghash, tier = tier, params_doc = params_doc(t.params),
+                           tuning_doc = params_doc(proc.tuning_used),
                            struct_name = id .. "_args" }
             local text = EMIT.stamp(proc, be, variant, meta, function(msg, line)
               DSL.raise(path, be.isa .. "/" .. variant.name .. ": " .. msg, line or 0)

@@ -1,6 +1,8 @@
 -- gen/header.lua: the generated C header (argument structs, prototypes, registry tables),
 -- the shared assembly macro header, and the stamp manifest.
 
+local EXT = require("extent")
+
 local M = {}
 
 -- CPU feature bits, one list for both ISAs.
@@ -20,6 +22,7 @@ end
 local KIND = { i64 = "FK_FIELD_I64", f32 = "FK_FIELD_F32", ptr = "FK_FIELD_PTR" }
 local ELEM = { f32 = "FK_ELEM_F32", bf16 = "FK_ELEM_BF16", i32 = "FK_ELEM_I32", u64 = "FK_ELEM_U64" }
 local DIR = { ["in"] = "FK_DIR_IN", out = "FK_DIR_OUT", inout = "FK_DIR_INOUT", scratch = "FK_DIR_SCRATCH" }
+local GATE = { none = "FK_GATE_NONE", calls = "FK_GATE_CALLS", sequence = "FK_GATE_SEQUENCE", stream = "FK_GATE_STREAM" }
 
 -- leaves: list of { leaf, path, doc, forms = { { name, id, fields, size, doc } } }
 -- stamps: list of { id (form id), isa, variant, tier, symbol, features }
@@ -44,6 +47,14 @@ function M.leaves_h(leaves, stamps, banner)
   w("enum fk_field_elem { FK_ELEM_NONE, FK_ELEM_F32, FK_ELEM_BF16, FK_ELEM_I32, FK_ELEM_U64 };")
   w("/* FK_DIR_SCRATCH: written and read by the leaf within one call, meaningless after it. */")
   w("enum fk_field_dir { FK_DIR_NONE, FK_DIR_IN, FK_DIR_OUT, FK_DIR_INOUT, FK_DIR_SCRATCH };")
+  w("/* How a leaf's fixtures are run (FK_LEAVES): independent calls, sequences of calls on the leaf's own")
+  w("   state, streams of frames ending in a flush; none: the leaf's accuracy is proven another way. */")
+  w("enum fk_fixture_gate { FK_GATE_NONE, FK_GATE_CALLS, FK_GATE_SEQUENCE, FK_GATE_STREAM };")
+  w("/* A form's fixture evidence (FK_FORMS): its own manifests; its base form's, run through it (arg: the")
+  w("   base form's id); exempt (arg: the reason, from the template). */")
+  w("enum fk_form_fixtures { FK_FX_OWN, FK_FX_VIA, FK_FX_EXEMPT };")
+  w("/* The tiers a form is stamped in (FK_FORMS), as bits. */")
+  w("enum { FK_TIERS_EXACT = 1, FK_TIERS_FAST = 2 };")
   for _, leaf in ipairs(leaves) do
     w("")
     w("/* ---- " .. leaf.leaf .. " (" .. leaf.path .. "): " .. leaf.doc .. " ---- */")
@@ -55,7 +66,12 @@ function M.leaves_h(leaves, stamps, banner)
       w("typedef struct " .. form.id .. "_args {")
       for _, f in ipairs(form.fields) do
         local decl = f.ctype:match("%*$") and (f.ctype .. f.name) or (f.ctype .. " " .. f.name)
-        local doc = f.doc and ("  /* " .. f.doc .. " */") or ""
+        local notes = {}
+        if f.doc then notes[#notes + 1] = f.doc end
+        if f.extent_src then notes[#notes + 1] = "extent: " .. f.extent_src end
+        if f.data_extent then notes[#notes + 1] = "extent: " .. f.data_extent end
+        if f.alias then notes[#notes + 1] = "may be " .. table.concat(f.alias, " or ") end
+        local doc = #notes > 0 and ("  /* " .. table.concat(notes, "; ") .. " */") or ""
         w("  " .. decl .. ";" .. doc)
       end
       w("} " .. form.id .. "_args;")
@@ -66,21 +82,41 @@ function M.leaves_h(leaves, stamps, banner)
       w(string.format("_Static_assert(sizeof(%s_args) == %d, \"%s: struct size\");", form.id, form.size, form.id))
       w("#define FK_FIELDS_" .. form.id:sub(4) .. "(X) \\")
       for i, f in ipairs(form.fields) do
-        w(string.format("  X(%s, %s, %d, %s, %s, %s)%s", form.id:sub(4), f.name, f.offset, KIND[f.kind],
-          f.elem and ELEM[f.elem] or "FK_ELEM_NONE", f.dir and DIR[f.dir] or "FK_DIR_NONE",
-          i < #form.fields and " \\" or ""))
+        local extent = f.extent and EXT.c(f.extent) or (f.data_extent and "-1" or "0")
+        w(string.format("  X(%s, %s, %d, %s, %s, %s, %s, \"%s\")%s", form.id:sub(4), f.name, f.offset, KIND[f.kind],
+          f.elem and ELEM[f.elem] or "FK_ELEM_NONE", f.dir and DIR[f.dir] or "FK_DIR_NONE", extent,
+          table.concat(f.alias or {}, "|"), i < #form.fields and " \\" or ""))
       end
     end
   end
   w("")
-  w("/* Every form: X(leaf, form, id). */")
+  w("/* Every leaf, in registry order: X(leaf, template, fixture gate, fast-tier tolerance class or \"\"). */")
+  w("#define FK_LEAVES(X) \\")
+  for i, leaf in ipairs(leaves) do
+    w(string.format("  X(%s, \"%s\", %s, \"%s\")%s", leaf.leaf, leaf.path, GATE[leaf.fixture_gate],
+      leaf.fast_tolerance or "", i < #leaves and " \\" or ""))
+  end
+  w("")
+  w("/* Every form: X(leaf, form, id, tiers (FK_TIERS_* bits), fixtures (FK_FX_*), its argument: the base")
+  w("   form's id (FK_FX_VIA), the reason (FK_FX_EXEMPT) or \"\"). Its argument table: FK_FIELDS_<id>(X),")
+  w("   X(id, field, offset, kind, element, direction, extent, alias): the extent in elements from the")
+  w("   pointer on, a C expression over `a` (const fk_<id>_args *), -1 where the data decides it, 0 for")
+  w("   scalars; alias, the pointer fields an output may be, '|'-separated. */")
   w("#define FK_FORMS(X) \\")
   local nforms, k = 0, 0
   for _, leaf in ipairs(leaves) do nforms = nforms + #leaf.forms end
   for _, leaf in ipairs(leaves) do
     for _, form in ipairs(leaf.forms) do
       k = k + 1
-      w(string.format("  X(%s, %s, %s)%s", leaf.leaf, form.name, form.id:sub(4), k < nforms and " \\" or ""))
+      local tiers = {}
+      if form.tiers.exact then tiers[#tiers + 1] = "FK_TIERS_EXACT" end
+      if form.tiers.fast then tiers[#tiers + 1] = "FK_TIERS_FAST" end
+      local fx = form.fixtures
+      local kind, farg = "FK_FX_OWN", ""
+      if fx.via then kind, farg = "FK_FX_VIA", leaf.leaf .. "_" .. fx.via end
+      if fx.exempt then kind, farg = "FK_FX_EXEMPT", fx.exempt:gsub("\\", "\\\\"):gsub('"', '\\"') end
+      w(string.format("  X(%s, %s, %s, %s, %s, \"%s\")%s", leaf.leaf, form.name, form.id:sub(4),
+        table.concat(tiers, " | "), kind, farg, k < nforms and " \\" or ""))
     end
   end
   for _, isa in ipairs({ "aarch64", "x86_64" }) do

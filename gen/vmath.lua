@@ -1,7 +1,7 @@
 -- gen/vmath.lua: exp, sin and cos over the canonical vector, built from DSL ops only (no libm,
 -- no ISA instruction with its own rounding): the same operations, so the same bits, on every
 -- ISA. Constants are f32 bit patterns; the polynomial coefficients are near-minimax
--- (Chebyshev) fits from gen/coeffs/vmath_coeffs.py, rounded to f32. The contract model
+-- (Chebyshev) fits from tools/coeffs/vmath_coeffs.py, rounded to f32. The contract model
 -- (tests/contract/vmath.c) repeats every step; the accuracy bounds are stated in
 -- templates/vmath.lua and checked against float64 by tests/test_vmath.c.
 --

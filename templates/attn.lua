@@ -54,13 +54,29 @@
 -- R = W + P_max - 1 slots). The leaf does not check it (a leaf returns no errors). The scratch
 -- holds round_up(n, 16) floats for the longest (last) row's window n.
 
-local function args(ring)
+-- Extents (elements from each pointer on): the heads of one row, or of `rows` rows q_ld / y_ld /
+-- yw_ld apart; the cache slots up to the last one the window can reach (the last row's position,
+-- or the ring's last slot once it wraps); the scratch's round_up(n, 16) floats for the last row.
+local function extents(ring, hd, prefill)
+  local heads = "kv_heads * group * " .. string.format("%d", hd)
+  local last = prefill and "(rows > 0 ? pos + rows - 1 : pos)" or "pos"
+  local slot = ring and ("min(" .. last .. ", ring - 1)") or last
+  local function cache(ld) return "kv_heads > 0 ? (kv_heads - 1) * " .. ld .. "_ld_head + " .. slot .. " * " .. ld ..
+                                  "_ld_row + " .. string.format("%d", hd) .. " : 0" end
+  local n = ring and ("min(" .. last .. " + 1, " .. (prefill and "window" or "ring") .. ")") or (last .. " + 1")
+  local function rows(ld) return prefill and ("span(rows, " .. ld .. ", " .. heads .. ")") or heads end
+  return { q = rows("q_ld"), y = rows("y_ld"), yw = rows("yw_ld"), k = cache("k"), v = cache("v"),
+           s = "round_up(" .. n .. ", 16)" }
+end
+
+local function args(ring, hd)
+  local e = extents(ring, hd, false)
   local a = {
-    { "q", "const uint16_t *", doc = "kv_heads*group query heads of d bf16 at q + h*d (qkprep's q row)" },
-    { "k", "const uint16_t *", doc = "K cache: kv head g of slot s at k + g*k_ld_head + s*k_ld_row" },
-    { "v", "const uint16_t *", doc = "V cache: kv head g of slot s at v + g*v_ld_head + s*v_ld_row" },
-    { "y", "uint16_t *", doc = "kv_heads*group output heads of d bf16 at y + h*d" },
-    { "s", "float *", scratch = true, doc = "scratch: round_up(n, 16) floats, n the window length" },
+    { "q", "const uint16_t *", extent = e.q, doc = "kv_heads*group query heads of d bf16 at q + h*d (qkprep's q row)" },
+    { "k", "const uint16_t *", extent = e.k, doc = "K cache: kv head g of slot s at k + g*k_ld_head + s*k_ld_row" },
+    { "v", "const uint16_t *", extent = e.v, doc = "V cache: kv head g of slot s at v + g*v_ld_head + s*v_ld_row" },
+    { "y", "uint16_t *", extent = e.y, doc = "kv_heads*group output heads of d bf16 at y + h*d" },
+    { "s", "float *", scratch = true, extent = e.s, doc = "scratch: round_up(n, 16) floats, n the window length" },
     { "kv_heads", "int64_t", doc = "kv heads, >= 0" },
     { "group", "int64_t", doc = "query heads per kv head (n_heads / n_kv_heads), >= 1" },
     { "k_ld_head", "int64_t", doc = "elements from one k head to the next" },
@@ -78,13 +94,14 @@ end
 
 -- prefill: rows query rows at positions pos .. pos + rows - 1 (q row i at q + i*q_ld, y row i at
 -- y + i*y_ld); the ring forms take the window W apart from the ring's slot count R (see the header)
-local function prefill_args(ring)
+local function prefill_args(ring, hd)
+  local e = extents(ring, hd, true)
   local a = {
-    { "q", "const uint16_t *", doc = "rows query rows: row i's kv_heads*group heads of d bf16 at q + i*q_ld + h*d" },
-    { "k", "const uint16_t *", doc = "K cache: kv head g of slot s at k + g*k_ld_head + s*k_ld_row" },
-    { "v", "const uint16_t *", doc = "V cache: kv head g of slot s at v + g*v_ld_head + s*v_ld_row" },
-    { "y", "uint16_t *", doc = "rows output rows: row i's kv_heads*group heads of d bf16 at y + i*y_ld + h*d" },
-    { "s", "float *", scratch = true, doc = "scratch: round_up(n, 16) floats, n the longest row window" },
+    { "q", "const uint16_t *", extent = e.q, doc = "rows query rows: row i's kv_heads*group heads of d bf16 at q + i*q_ld + h*d" },
+    { "k", "const uint16_t *", extent = e.k, doc = "K cache: kv head g of slot s at k + g*k_ld_head + s*k_ld_row" },
+    { "v", "const uint16_t *", extent = e.v, doc = "V cache: kv head g of slot s at v + g*v_ld_head + s*v_ld_row" },
+    { "y", "uint16_t *", extent = e.y, doc = "rows output rows: row i's kv_heads*group heads of d bf16 at y + i*y_ld + h*d" },
+    { "s", "float *", scratch = true, extent = e.s, doc = "scratch: round_up(n, 16) floats, n the longest row window" },
     { "kv_heads", "int64_t", doc = "kv heads, >= 0" },
     { "group", "int64_t", doc = "query heads per kv head (n_heads / n_kv_heads), >= 1" },
     { "k_ld_head", "int64_t", doc = "elements from one k head to the next" },
@@ -106,11 +123,11 @@ local function prefill_args(ring)
 end
 
 local function form(name, ring, hd)
-  return { name = name, args = args(ring), ring = ring, hd = hd }
+  return { name = name, args = args(ring, hd), ring = ring, hd = hd }
 end
 
 local function prefill_form(name, ring, hd)
-  return { name = name, args = prefill_args(ring), ring = ring, hd = hd, prefill = true }
+  return { name = name, args = prefill_args(ring, hd), ring = ring, hd = hd, prefill = true }
 end
 
 -- d^-0.5 rounded to f32 (torch multiplies by the Python float in f32 opmath)
@@ -163,7 +180,7 @@ local template = {
       return jj
     end
     local function n16_of(n) return t:iand(t:add(n, 15), -16) end
-    local keep_q = t.caps.vectors >= 16
+    local keep_q = t.tune.hold_operands
     t:for_rows(Z(), a.kv_heads, 1, function(g)
       local h0 = t:mul(g, a.group)
       t:for_rows(h0, t:add(h0, a.group), 1, function(h)
@@ -261,14 +278,14 @@ end
 
 local function wide_form(base)
   local f = { name = base.name .. "_wide", args = {}, ring = base.ring, hd = base.hd, prefill = base.prefill,
-              wide = true, widen = widen }
+              wide = true, widen = widen, fixtures = { via = base.name } }
   for i, arg in ipairs(base.args) do f.args[i] = arg end
   if base.prefill then
-    f.args[#f.args + 1] = { "yw", "float *", doc = "rows output rows: row i's kv_heads*group heads of d f32 at " ..
+    f.args[#f.args + 1] = { "yw", "float *", extent = extents(base.ring, base.hd, true).yw, doc = "rows output rows: row i's kv_heads*group heads of d f32 at " ..
                             "yw + i*yw_ld + h*d: y widened (<< 16)" }
     f.args[#f.args + 1] = { "yw_ld", "int64_t", doc = "elements from one yw row to the next" }
   else
-    f.args[#f.args + 1] = { "yw", "float *",
+    f.args[#f.args + 1] = { "yw", "float *", extent = extents(base.ring, base.hd, false).yw,
                             doc = "kv_heads*group output heads of d f32 at yw + h*d: y widened (<< 16)" }
   end
   return f

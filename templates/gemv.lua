@@ -33,27 +33,34 @@ local PACK_ROWS, TILE = 4, 64
 -- BLOCK_KALIGN
 local BLOCK_ROWS, BLOCK_GROUP, BLOCK_KALIGN = 16, 4, 16
 
+-- y and r: m rows of the destination from y_off on, row_end outputs each
+local DST = "row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0"
+
 local function args(form)
   local out = form.f32 and "float *" or "uint16_t *"
   local a = {}
   if form.blocked then
-    a[#a + 1] = { "w", "const uint16_t *", doc = "weights blocked by fk_gemv_pack_blocked (FK_GEMV_BLOCK_* layout)" }
+    a[#a + 1] = { "w", "const uint16_t *", doc = "weights blocked by fk_gemv_pack_blocked (FK_GEMV_BLOCK_* layout)",
+                  extent = string.format("row_end > row_begin ? round_up(row_end, %d) * round_up(k, %d) : 0",
+                                         BLOCK_ROWS * BLOCK_GROUP, BLOCK_KALIGN) }
   elseif form.packed then
-    a[#a + 1] = { "w", "const uint16_t *", doc = "weights packed by fk_gemv_pack (FK_GEMV_PACK_ROWS rows per group)" }
+    a[#a + 1] = { "w", "const uint16_t *", doc = "weights packed by fk_gemv_pack (FK_GEMV_PACK_ROWS rows per group)",
+                  extent = string.format("row_end > row_begin ? round_up(row_end, %d) * round_up(k, %d) : 0", PACK_ROWS, TILE) }
   else
-    a[#a + 1] = { "w", "const uint16_t *", doc = "weights: row n at w + n * ldw" }
+    a[#a + 1] = { "w", "const uint16_t *", extent = "row_end > row_begin ? (row_end - 1) * ldw + k : 0",
+                  doc = "weights: row n at w + n * ldw" }
     a[#a + 1] = { "ldw", "int64_t", doc = "row stride of w in elements, >= k" }
   end
   local rest = {
-    { "x", "const float *", doc = "activations: row j at x + j * ldx" },
+    { "x", "const float *", extent = "span(m, ldx, k)", doc = "activations: row j at x + j * ldx" },
     { "ldx", "int64_t", doc = "row stride of x in elements, >= k" },
     -- (the blocked forms need less scratch than this)
-    { "xs", "float *", scratch = true, doc = "scratch: m * round_up(k, 64) floats, one per thread" },
+    { "xs", "float *", scratch = true, extent = "m * round_up(k, 64)", doc = "scratch: m * round_up(k, 64) floats, one per thread" },
   }
   for _, r in ipairs(rest) do a[#a + 1] = r end
-  if form.bias then a[#a + 1] = { "bias", "const float *", doc = "f32 bias, indexed by row n" } end
-  if form.add then a[#a + 1] = { "r", "const uint16_t *", doc = "bf16 residual, indexed like y" } end
-  a[#a + 1] = { "y", out, doc = "output (j, n) at y + y_off + j * ldy + n" }
+  if form.bias then a[#a + 1] = { "bias", "const float *", extent = "row_end > row_begin ? row_end : 0", doc = "f32 bias, indexed by row n" } end
+  if form.add then a[#a + 1] = { "r", "const uint16_t *", extent = DST, doc = "bf16 residual, indexed like y" } end
+  a[#a + 1] = { "y", out, extent = DST, doc = "output (j, n) at y + y_off + j * ldy + n" }
   a[#a + 1] = { "y_off", "int64_t", doc = "base offset of the destination, in elements" }
   a[#a + 1] = { "ldy", "int64_t", doc = "stride between activation rows of the destination" }
   a[#a + 1] = { "m", "int64_t", doc = "activation rows, 1..4" }
@@ -68,6 +75,8 @@ end
 local function form(name, f)
   f.name = name
   f.args = args(f)
+  -- the packed (exact) and blocked (fast) layouts run through their row-major form's fixtures
+  if f.packed or f.blocked then f.fixtures = { via = name:gsub("_packed$", ""):gsub("_blocked$", "") } end
   return f
 end
 
@@ -101,13 +110,13 @@ blocked_body = function(t, p, form_, a, ms)
     -- xs: x rounded to bf16 once, row j at xs + j * kpad halfwords, zero-padded to kpad
     for j = 0, M - 1 do
       local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
-      local xsrow = t:addr(a.xs, t:mul(kpad, j), 2)
+      local xsrow = t:addr(t:view(a.xs, "bf16"), t:mul(kpad, j), 2)
       t:for_tiles(a.k, 16, function(i, tail)
         t:store_bf16(xsrow, i, 0, t:rne(t:load_f32(xrow, i, 0, tail and tail(0))))
       end)
     end
     -- accumulators (activation rows x blocks) + the broadcast x pairs + one w vector in flight
-    local budget = t.caps.vectors - 1
+    local budget = t.tune.accumulators
     local group = math.max(1, math.min(M, math.floor(budget / (BG + 1))))   -- activation rows per pass
     local sub = BG                                      -- blocks per pass: a divisor of the group
     while sub > 1 and (BG % sub ~= 0 or sub * group + group > budget) do sub = sub - 1 end
@@ -124,7 +133,7 @@ blocked_body = function(t, p, form_, a, ms)
           end
           local gw = t:addr(a.w, t:mul(n, kpad), 2)     -- n is a multiple of BR * BG
           local xsrow = {}
-          for _, j in ipairs(js) do xsrow[j] = t:addr(a.xs, t:mul(kpad, j), 2) end
+          for _, j in ipairs(js) do xsrow[j] = t:addr(t:view(a.xs, "bf16"), t:mul(kpad, j), 2) end
           t:for_tiles(kpad, 16, function(i)
             local wi = t:mul(i, BG * BR)
             for u = 0, 7 do                            -- the 8 pairs of this 16-element tile
@@ -167,6 +176,7 @@ return {
   leaf = "gemv",
   doc = "BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations",
   tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "bf16", "avx512bf16" } },
+  tolerance = { fast = "gemv_fast_f64" },
   -- prefetch: elements ahead in a row-major row; prefetch_stream: elements ahead in a packed or
   -- blocked stream, every line (one stream gets no overlap of compute and DRAM from the hardware
   -- prefetcher alone at M > 1: bench/results/gemv-analysis.md)
@@ -223,7 +233,7 @@ return {
           local v = {}
           for q = 0, 3 do v[q] = t:load_f32(xrow, i, 16 * q, tail and tail(16 * q)) end
           if fast then
-            for q = 0, 3 do t:store_bf16(a.xs, im, 64 * j + 16 * q, t:rne(v[q])) end
+            for q = 0, 3 do t:store_bf16(t:view(a.xs, "bf16"), im, 64 * j + 16 * q, t:rne(v[q])) end
           else
             t:store_f32(a.xs, im, 64 * j, t:uzp_even(v[0], v[1]))
             t:store_f32(a.xs, im, 64 * j + 16, t:uzp_odd(v[0], v[1]))
@@ -236,7 +246,7 @@ return {
       -- rows), and as many of the m activation rows as the accumulators fit share each pass
       -- over the weights; neither changes a sum's order
       local nchains = fast and 2 or 4
-      local budget = t.caps.vectors - 1                  -- one x vector in flight
+      local budget = t.tune.accumulators                 -- beside one x vector in flight
       local wregs = fast and 1 or 2                      -- raw w (+ widened w) per row
       local function group_for(nrows)
         return math.max(1, math.min(M, math.floor((budget - nrows * wregs) / (nrows * nchains))))
@@ -309,7 +319,7 @@ return {
                 end
                 if fast then
                   for _, j in ipairs(js) do
-                    local xr = t:load_raw(a.xs, im, 64 * j + 32 * h)
+                    local xr = t:load_raw(t:view(a.xs, "bf16"), im, 64 * j + 32 * h)
                     for _, r in ipairs(rs) do t:dot_bf16_acc(acc[r][j][h], raw[r], xr) end
                   end
                 else

@@ -13,16 +13,17 @@ local SIZES = { 256, 512, 1024, 1280, 2048 }
 
 local function args(n)
   return {
-    { "re", "const float *", doc = "N/2 + 1 real parts of X" },
-    { "im", "const float *", doc = "N/2 + 1 imaginary parts of X (those of X[0] and X[N/2] ignored)" },
-    { "y", "float *", doc = "N outputs: irfft(X) with 1/N scaling" },
-    { "work", "float *", scratch = true, doc = "2N floats of scratch (N = " .. n .. ")" },
+    { "re", "const float *", extent = string.format("%d", n / 2 + 1), doc = "N/2 + 1 real parts of X" },
+    { "im", "const float *", extent = string.format("%d", n / 2 + 1), doc = "N/2 + 1 imaginary parts of X (those of X[0] and X[N/2] ignored)" },
+    { "y", "float *", extent = string.format("%d", n), doc = "N outputs: irfft(X) with 1/N scaling" },
+    { "work", "float *", scratch = true, extent = string.format("%d", 2 * n), doc = "2N floats of scratch (N = " .. n .. ")" },
   }
 end
 
 local forms, exports = {}, {}
 for _, n in ipairs(SIZES) do
-  forms[#forms + 1] = { name = "n" .. n, args = args(n), n = n }
+  forms[#forms + 1] = { name = "n" .. n, args = args(n), n = n, fixtures = { exempt =
+    "accuracy against a float64 inverse DFT and FFTW-style linearity, impulse and shift checks (test_irfft)" } }
   local tabs = V.tables(n)
   for name, words in pairs(tabs) do exports["N" .. n .. "_" .. name:upper()] = words end
 end
@@ -31,6 +32,7 @@ return {
   leaf = "irfft",
   doc = "inverse real FFT, N = 256..2048 and 1280, 1/N scaling, generated plan and twiddles",
   tiers = { exact = { "neon", "avx2", "avx512" } },
+  fixture_gate = "none",
   params = {},
   check = function() end,
   exports = exports,

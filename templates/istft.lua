@@ -65,13 +65,14 @@ end
 local function args(form)
   local a = {}
   if form.frame then
-    a[#a + 1] = { "x", "const float *", doc = "1282 f32: 641 log-magnitudes, then 641 phases" }
+    a[#a + 1] = { "x", "const float *", extent = "1282", doc = "1282 f32: 641 log-magnitudes, then 641 phases" }
   end
-  a[#a + 1] = { "ring", "float *", inout = true, doc = "1280 f32 overlap-add sums (zeros at the stream's start)" }
+  a[#a + 1] = { "ring", "float *", inout = true, extent = "1280", doc = "1280 f32 overlap-add sums (zeros at the stream's start)" }
   a[#a + 1] = { "y", form.i16 and "uint16_t *" or "float *",
+                extent = form.frame and "frame == 0 ? 0 : frame == 1 ? 160 : 320" or "480",
                 doc = form.frame and "PCM out: 0 (frame 0), 160 (frame 1) or 320 samples" or "PCM out: 480 samples" }
   if form.frame then
-    a[#a + 1] = { "work", "float *", scratch = true, doc = WORK .. " f32 of scratch" }
+    a[#a + 1] = { "work", "float *", scratch = true, extent = string.format("%d", WORK), doc = WORK .. " f32 of scratch" }
   end
   a[#a + 1] = { "frame", "int64_t",
                 doc = form.frame and "this frame's index t in the stream" or "T, the frames so far (>= 2)" }
@@ -79,9 +80,12 @@ local function args(form)
   return a
 end
 
+local I16 = "the f32 form's samples as int16 by the template's clamp-and-round rule, bit-exact against the contract model; the streams check the f32 forms"
 local FORMS = {
-  { name = "frame", frame = true }, { name = "frame_i16", frame = true, i16 = true },
-  { name = "flush" }, { name = "flush_i16", i16 = true },
+  { name = "frame", frame = true },
+  { name = "frame_i16", frame = true, i16 = true, fixtures = { exempt = I16 } },
+  { name = "flush", fixtures = { via = "frame" } },   -- every stream ends in the flush
+  { name = "flush_i16", i16 = true, fixtures = { exempt = I16 } },
 }
 for _, f in ipairs(FORMS) do f.args = args(f) end
 
@@ -119,6 +123,7 @@ return {
   exports = { WN = WN, WIN2 = WIN2, E1 = E1, E2 = E2, E3 = E3, F0 = F0, F0T2 = F0T2, F1 = F1,
               N = N, HOP = HOP, SPEC = 2 * BINS, WORK = WORK, RING = N, FLUSH = 480 },
   forms = FORMS,
+  fixture_gate = "stream",   -- frames 0 .. T-1 on one ring, then the flush
   body = function(t, _, form)
     local a = t.arg
     if form.frame then
@@ -131,13 +136,13 @@ return {
       t:for_tiles(t:iconst(BINS), 16, function(k, tail)
         local lanes = tail and tail(0)
         local s, c = t:sincos(t:load_f32(a.x, k, BINS, lanes))
-        if t.caps.vectors < 16 then
-          -- a small register file: cos and sin wait in the spectrum buffer (the same operations)
+        if not t.tune.hold_operands then
+          -- cos and sin wait in the spectrum buffer (the same operations)
           t:store_f32(xr, k, 0, c, lanes)
           t:store_f32(xi, k, 0, s, lanes)
         end
         local mag = t:min(t:load_f32(clipv, t:iconst(0), 0), t:exp(t:load_f32(a.x, k, 0, lanes)))
-        if t.caps.vectors < 16 then c, s = t:load_f32(xr, k, 0, lanes), t:load_f32(xi, k, 0, lanes) end
+        if not t.tune.hold_operands then c, s = t:load_f32(xr, k, 0, lanes), t:load_f32(xi, k, 0, lanes) end
         t:store_f32(xr, k, 0, t:mul(mag, c), lanes)
         t:store_f32(xi, k, 0, t:mul(mag, s), lanes)
       end)

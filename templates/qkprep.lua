@@ -21,13 +21,15 @@
 -- Every element of a rotation pair is read before either is written, so the transform is in
 -- place. Only the m rows' slots are written; V needs no transform (its GEMV writes the slot).
 
-local function args()
+local function args(hd)
   return {
     { "x", "uint16_t *", inout = true,
+      extent = "heads > 0 && m > 0 ? (ring > 0 ? min(slot + m - 1, ring - 1) : slot + m - 1) * ld_row" ..
+               " + (heads - 1) * ld_head + " .. string.format("%d", hd) .. " : 0",
       doc = "bf16 heads, in place: head g of row j at x + g*ld_head + slot_j*ld_row" },
-    { "w", "const uint16_t *", doc = "head_dim bf16 norm weights" },
-    { "cos", "const float *", doc = "RoPE table (fk_rope_table): cos[p*(head_dim/2) + i]" },
-    { "sin", "const float *", doc = "RoPE table (fk_rope_table): sin[p*(head_dim/2) + i]" },
+    { "w", "const uint16_t *", extent = string.format("%d", hd), doc = "head_dim bf16 norm weights" },
+    { "cos", "const float *", extent = "m > 0 ? (pos + m) * " .. string.format("%d", hd / 2) .. " : 0", doc = "RoPE table (fk_rope_table): cos[p*(head_dim/2) + i]" },
+    { "sin", "const float *", extent = "m > 0 ? (pos + m) * " .. string.format("%d", hd / 2) .. " : 0", doc = "RoPE table (fk_rope_table): sin[p*(head_dim/2) + i]" },
     { "heads", "int64_t", doc = "heads per row, >= 0" },
     { "m", "int64_t", doc = "rows (positions), >= 0; <= ring when ring > 0" },
     { "ld_head", "int64_t", doc = "elements from one head to the next" },
@@ -40,7 +42,7 @@ local function args()
 end
 
 local function form(name, style, hd)
-  return { name = name, args = args(), style = style, hd = hd }
+  return { name = name, args = args(hd), style = style, hd = hd }
 end
 
 -- f32 bit patterns of the head sizes (ss / hd divides by the f32 value)
@@ -52,6 +54,7 @@ return {
   leaf = "qkprep",
   doc = "per-head q/k RMSNorm + RoPE (rotate-half or interleaved) + RNE, in place at linear or ring slots",
   tiers = { exact = { "neon", "avx2", "avx512" } },
+  fixture_gate = "sequence",   -- each manifest a sequence of calls on the KV slots the leaf writes
   params = { chains = 2, tree = "halving" },
   check = function(p, need)
     need(p.chains == 2, "chains: the norm follows the rmsnorm leaf's order (2 chains of 16 lanes)")
@@ -76,17 +79,17 @@ return {
         if not v then
           local c, sn = t:load_f32(ctab, z, off), t:load_f32(stab, z, off)
           v = { c, sn, t:neg(sn) }
-          if t.caps.vectors >= 16 then tabs[off] = v end
+          if t.tune.hold_operands then tabs[off] = v end
         end
         return v[1], v[2], v[3]
       end
-      if t.caps.vectors >= 16 then
+      if t.tune.hold_operands then
         for off = 0, half - 1, 16 do tab(off) end
       end
       -- heads run in groups: every head's sum of squares and 1/sqrt first, then every head's
       -- second pass, so the long dependent chain of one head (sum, tree, divide, sqrt, divide)
       -- overlaps the others' instead of stalling the pipeline head after head
-      local group = t.caps.vectors >= 28 and 8 or (t.caps.vectors >= 16 and 4 or 1)
+      local group = t.tune.head_group
       t:for_rows(z, a.heads, group, function(g0, n)
         local invs = {}
         -- head k's pointer, computed where it is used (four live pointers would take too many

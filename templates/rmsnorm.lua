@@ -12,14 +12,14 @@
 
 local function args(xtype, add, wide)
   local a = {
-    { "x", xtype, doc = "rows x n input, row stride x_stride elements" },
-    { "w", "const uint16_t *", doc = "n bf16 weights" },
-    { "y", wide and "float *" or "uint16_t *", doc = wide and
+    { "x", xtype, extent = "span(rows, x_stride, n)", doc = "rows x n input, row stride x_stride elements" },
+    { "w", "const uint16_t *", extent = "n", doc = "n bf16 weights" },
+    { "y", wide and "float *" or "uint16_t *", extent = "span(rows, y_stride, n)", doc = wide and
       "rows x n outputs: the bf16 results widened to f32 (a GEMV's x), row stride y_stride elements"
       or "rows x n bf16 output, row stride y_stride elements" },
   }
   if add then
-    a[#a + 1] = { "r", "uint16_t *", inout = true,
+    a[#a + 1] = { "r", "uint16_t *", inout = true, extent = "span(rows, r_stride, n)",
                   doc = "rows x n bf16 residual stream, row stride r_stride: read, then overwritten by RNE(x + r)" }
   end
   a[#a + 1] = { "n", "int64_t", doc = "row length, >= 1" }
@@ -46,7 +46,8 @@ return {
     { name = "add_f32",  args = args("const float *", true),     xload = "load_f32",  add = true },
     { name = "add_bf16", args = args("const uint16_t *", true),  xload = "load_bf16", add = true },
     -- the bf16 form's results stored widened (exactly), for a GEMV that reads f32 x
-    { name = "bf16_wide", args = args("const uint16_t *", false, true), xload = "load_bf16", add = false, wide = true },
+    { name = "bf16_wide", args = args("const uint16_t *", false, true), xload = "load_bf16", add = false, wide = true,
+      fixtures = { exempt = "the bf16 form's results widened: rmsnorm::wide_is_the_bf16_form_widened, every target" } },
   },
   body = function(t, p, form)
     local a = t.arg

@@ -61,8 +61,8 @@
 
 local function argmax_args()
   return {
-    { "x", "const float *", doc = "n f32 logits" },
-    { "tok", "int32_t *",
+    { "x", "const float *", extent = "n", doc = "n f32 logits" },
+    { "tok", "int32_t *", extent = "1",
       doc = "one int32: the index of the maximum (NaN counts as the maximum; ties: the lowest index)" },
     { "n", "int64_t", doc = "logits, in [1, 2^20]" },
   }
@@ -70,11 +70,11 @@ end
 
 local function topk_args()
   return {
-    { "x", "const float *", doc = "n f32 logits" },
-    { "tok", "int32_t *", doc = "one int32: the drawn token" },
-    { "state", "uint64_t *", inout = true,
+    { "x", "const float *", extent = "n", doc = "n f32 logits" },
+    { "tok", "int32_t *", extent = "1", doc = "one int32: the drawn token" },
+    { "state", "uint64_t *", inout = true, extent = "2",
       doc = "PRNG state { seed, counter }: this draw uses them and commits counter + 1" },
-    { "scratch", "float *", scratch = true, doc = "scratch: n floats (keys, weights, running sums)" },
+    { "scratch", "float *", scratch = true, extent = "n", doc = "scratch: n floats (keys, weights, running sums)" },
     { "n", "int64_t", doc = "logits, in [1, 2^20]" },
     { "top_k", "int64_t", doc = "tokens kept (every tie at the k-th value too); <= 0 or >= n: all" },
     { "temperature", "float", doc = "> 0 and finite: s = x / temperature" },

@@ -211,15 +211,24 @@ int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen) {
              fd->kind == FK_FIELD_PTR ? "input tensor" : "scalar", fd->name, id);
     return -1;
   }
-  /* outputs and scratch: sized from the leaf's own shape arguments */
+  /* outputs and scratch: sized by their extents (the template's, generated/fk_leaves.h) */
+  for (int i = 0; i < fm->nfields; i++) {
+    const fkh_field *fd = &fm->fields[i];
+    if (fd->kind != FK_FIELD_PTR || (fd->dir != FK_DIR_OUT && fd->dir != FK_DIR_SCRATCH)) continue;
+    int64_t e = fkh_extent(c, i);
+    if (e < 0 || e > ((int64_t)1 << 31)) {
+      snprintf(err, errlen, "%s: field %s: extent %lld from the manifest's scalars", fx->path, fd->name, (long long)e);
+      return -1;
+    }
+    fkh_set_buf(c, fd->name, (size_t)e);
+  }
   if (!strcmp(fx->leaf, "gemv")) {
-    int64_t m = fkh_i64_of(c, "m"), off = fkh_i64_of(c, "y_off");
-    size_t ny = (size_t)(off + (m - 1) * fkh_i64_of(c, "ldy") + fkh_i64_of(c, "row_end"));
-    fkh_set_buf(c, "y", ny);
-    fkh_set_buf(c, "xs", (size_t)fkt_gemv_xs_elems(m, fkh_i64_of(c, "k")));
+    /* gemv's payload r holds the residual from the first destination slot on: the leaf reads it
+     * at r + y_off + j * ldy + n, y's indexing */
     const fkfix_tensor *r = fkfix_tensor_get(fx, "r");
     if (r) {
-      /* the payload holds r from the first destination slot on: the leaf reads r + y_off + ... */
+      int64_t off = fkh_i64_of(c, "y_off");
+      size_t ny = (size_t)fkh_extent(c, fkh_field_index(c, "r"));
       uint16_t *rb = fkh_set_buf(c, "r", ny);
       if ((size_t)off * 2 + r->nbytes > ny * 2) {
         snprintf(err, errlen, "%s: tensor 'r' does not fit the destination shape", fx->path);
@@ -227,29 +236,6 @@ int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen) {
       }
       memcpy(rb + off, r->data, r->nbytes);
     }
-  } else if (!strcmp(fx->leaf, "shortconv")) {
-    int64_t m = fkh_i64_of(c, "m");
-    fkh_set_buf(c, "y", (size_t)(m > 0 ? (m - 1) * fkh_i64_of(c, "ldy") + fkh_i64_of(c, "h") : 1));
-  } else if (!strcmp(fx->leaf, "rmsnorm")) {
-    int64_t rows = fkh_i64_of(c, "rows"), n = fkh_i64_of(c, "n"), ys = fkh_i64_of(c, "y_stride");
-    fkh_set_buf(c, "y", (size_t)(rows > 0 ? (rows - 1) * ys + n : 0));
-  } else if (!strcmp(fx->leaf, "swiglu")) {
-    int64_t rows = fkh_i64_of(c, "rows"), n = fkh_i64_of(c, "n"), hs = fkh_i64_of(c, "h_stride");
-    fkh_set_buf(c, "h", (size_t)(rows > 0 ? (rows - 1) * hs + n : 0));
-  } else if (!strcmp(fx->leaf, "embed")) {
-    int64_t rows = fkh_i64_of(c, "m") * (strstr(fx->form, "_x6") ? 6 : 1);
-    fkh_set_buf(c, "y", (size_t)(rows > 0 ? (rows - 1) * fkh_i64_of(c, "ldy") + fkh_i64_of(c, "d") : 0));
-  } else if (!strcmp(fx->leaf, "attn")) {
-    int64_t heads = fkh_i64_of(c, "kv_heads") * fkh_i64_of(c, "group"), hd = strstr(fx->form, "64") ? 64 : 32;
-    if (fkh_field_index(c, "rows") >= 0) heads *= fkh_i64_of(c, "rows");   /* prefill: rows y_ld = heads*d apart */
-    fkh_set_buf(c, "y", (size_t)(heads * hd));
-    fkh_set_buf(c, "s", (size_t)fkt_attn_scratch_used(c) + 16);   /* as the cases: 16 spare */
-  } else if (!strcmp(fx->leaf, "sample")) {
-    fkh_set_buf(c, "tok", 1);
-    if (fkh_field_index(c, "scratch") >= 0) fkh_set_buf(c, "scratch", (size_t)fkh_i64_of(c, "n"));
-  } else {
-    snprintf(err, errlen, "%s: the fixture gate does not know leaf %s", fx->path, fx->leaf);
-    return -1;
   }
   return 0;
 }
@@ -569,8 +555,104 @@ static int check_swiglu(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, c
   return 1;
 }
 
-/* A boundary serves one tier: tolerance ids with "_fast_" the fast one (fixtures/README.md). */
-static int boundary_for(const fkfix_boundary *b, int fast) { return (strstr(b->tolerance, "_fast_") != NULL) == fast; }
+/* The generic classes, for every leaf without a checker of its own below: the reference tensor is
+ * the field's whole extent element by element (the field's element type; an i32 field against an
+ * i64 reference, a u64 field against i64 bits); "bitexact" compares bits, any other class the
+ * distance to the reference against the f64 tensor <reference>_bound, NaN and infinities by
+ * class. */
+static double elem_value(const void *p, int64_t i, int elem) {
+  switch (elem) {
+  case FK_ELEM_F32: return (double)((const float *)p)[i];
+  case FK_ELEM_BF16: return bf16_value(((const uint16_t *)p)[i]);
+  case FK_ELEM_I32: return (double)((const int32_t *)p)[i];
+  default: return (double)((const uint64_t *)p)[i];
+  }
+}
+
+static int check_generic(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, char *msg, size_t len) {
+  int fi = fkh_field_index(c, b->field);
+  const fkfix_tensor *ref = fkfix_tensor_get(fx, b->tensor);
+  if (fi < 0 || !ref) {
+    snprintf(msg, len, "%s: boundary %s/%s: no such field or tensor", fx->path, b->field, b->tensor);
+    return 0;
+  }
+  const int elem = fkh_forms[c->form].fields[fi].elem;
+  const int64_t n = fkh_extent(c, fi);
+  const size_t es = elem == FK_ELEM_U64 ? 8 : elem == FK_ELEM_BF16 ? 2 : 4;
+  const size_t rs = dtype_size(ref->dtype);
+  const int ints = elem == FK_ELEM_I32 || elem == FK_ELEM_U64;
+  if (n < 0 || ref->nbytes != (size_t)n * rs || (ints ? ref->dtype != FKFIX_I64 : rs != es && b->bitexact)) {
+    snprintf(msg, len, "%s: boundary %s/%s: the reference must hold the field's %lld elements (as %s)", fx->path,
+             b->field, b->tensor, (long long)n, ints ? "i64" : "the field's dtype");
+    return 0;
+  }
+  const void *out = fkh_buf_of(c, b->field);
+  char bname[80];
+  snprintf(bname, sizeof bname, "%s_bound", b->tensor);
+  const fkfix_tensor *bd = b->bitexact ? NULL : fkfix_tensor_get(fx, bname);
+  if (!b->bitexact && (!bd || bd->dtype != FKFIX_F64 || bd->nbytes != (size_t)n * 8)) {
+    snprintf(msg, len, "%s: boundary %s/%s (%s): needs the f64 tensor %s of %lld elements", fx->path, b->field,
+             b->tensor, b->tolerance, bname, (long long)n);
+    return 0;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int ok;
+    double y = elem_value(out, i, elem), rv;
+    if (ints) {
+      int64_t w;
+      memcpy(&w, (const uint8_t *)ref->data + 8 * i, 8);
+      rv = (double)w;
+      ok = elem == FK_ELEM_I32 ? (int64_t)((const int32_t *)out)[i] == w : ((const uint64_t *)out)[i] == (uint64_t)w;
+    } else {
+      rv = ref->dtype == FKFIX_F64 ? ((const double *)ref->data)[i] : ref->dtype == FKFIX_F32
+           ? (double)((const float *)ref->data)[i] : bf16_value(((const uint16_t *)ref->data)[i]);
+      if (b->bitexact) ok = !memcmp((const uint8_t *)out + es * (size_t)i, (const uint8_t *)ref->data + es * (size_t)i, es);
+      else if (!by_class(y, rv, &ok)) ok = fabs(y - rv) <= ((const double *)bd->data)[i];
+    }
+    if (!ok) {
+      snprintf(msg, len, "%s: boundary %s/%s (%s): [%lld]: got %.9g, reference %.9g%s", fx->path, b->field, b->tensor,
+               b->tolerance, (long long)i, y, rv, b->bitexact ? " (bits differ)" : "");
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Leaves whose fixtures lay their references out their own way, each with its checker; every
+ * other leaf's boundaries go to check_generic. */
+typedef int (*fkt_checker)(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, int fast, char *msg, size_t len);
+static int gemv_checker(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, int fast, char *msg, size_t len) {
+  return check_gemv(fx, b, c, fast, msg, len);
+}
+#define FKT_CHECKER(name) \
+  static int name##_checker(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, int fast, char *msg, size_t len) { \
+    (void)fast; \
+    return check_##name(fx, b, c, msg, len); \
+  }
+FKT_CHECKER(rmsnorm)
+FKT_CHECKER(swiglu)
+FKT_CHECKER(embed)
+FKT_CHECKER(attn)
+FKT_CHECKER(sample)
+FKT_CHECKER(generic)
+static const struct { const char *leaf; fkt_checker check; } checkers[] = {
+  { "gemv", gemv_checker }, { "rmsnorm", rmsnorm_checker }, { "swiglu", swiglu_checker },
+  { "embed", embed_checker }, { "attn", attn_checker }, { "sample", sample_checker },
+};
+
+static fkt_checker checker_of(const char *leaf) {
+  for (size_t i = 0; i < sizeof checkers / sizeof checkers[0]; i++)
+    if (!strcmp(checkers[i].leaf, leaf)) return checkers[i].check;
+  return generic_checker;
+}
+
+/* A boundary serves one tier: the leaf's fast-tier tolerance class (its template's
+ * tolerance.fast) the fast one, every other class the exact one. */
+static int boundary_for(const char *leaf, const fkfix_boundary *b, int fast) {
+  const fkh_leaf *l = fkh_leaf_of(leaf);
+  const int fast_class = l && l->fast_tolerance[0] && !strcmp(b->tolerance, l->fast_tolerance);
+  return fast_class == fast;
+}
 
 int fkt_fixture_check(const fkfix *fx, fkh_call *c, int fast, char *msg, size_t msglen) {
   int bad = 0, used = 0;
@@ -579,17 +661,12 @@ int fkt_fixture_check(const fkfix *fx, fkh_call *c, int fast, char *msg, size_t 
     snprintf(msg, msglen, "%s: %s", fx->path, c->why);
     return fx->nboundaries ? fx->nboundaries : 1;
   }
+  const fkt_checker check = checker_of(fx->leaf);
   for (int i = 0; i < fx->nboundaries; i++) {
     char one[512];
-    if (!boundary_for(&fx->boundaries[i], fast)) continue;
+    if (!boundary_for(fx->leaf, &fx->boundaries[i], fast)) continue;
     used++;
-    int ok = !strcmp(fx->leaf, "gemv")     ? check_gemv(fx, &fx->boundaries[i], c, fast, one, sizeof one)
-             : !strcmp(fx->leaf, "swiglu") ? check_swiglu(fx, &fx->boundaries[i], c, one, sizeof one)
-             : !strcmp(fx->leaf, "embed")  ? check_embed(fx, &fx->boundaries[i], c, one, sizeof one)
-             : !strcmp(fx->leaf, "attn")   ? check_attn(fx, &fx->boundaries[i], c, one, sizeof one)
-             : !strcmp(fx->leaf, "sample") ? check_sample(fx, &fx->boundaries[i], c, one, sizeof one)
-                                           : check_rmsnorm(fx, &fx->boundaries[i], c, one, sizeof one);
-    if (!ok) {
+    if (!check(fx, &fx->boundaries[i], c, fast, one, sizeof one)) {
       if (!bad) snprintf(msg, msglen, "%s", one);
       bad++;
     }
@@ -629,23 +706,24 @@ static void companion_call(const fkh_call *base, const char *id, fkh_call *out) 
   }
 }
 
-/* The fixture's companion form on target t, or NULL: gemv's packed (exact) or blocked (fast)
- * layout, attn's wide forms, embed's bf16 forms. */
-static const char *companion_of(const fkh_call *c, const fkh_target *t, char *id, size_t len) {
-  const fkh_form *fm = &fkh_forms[c->form];
-  const char *suffix = !strcmp(fm->leaf, "gemv") ? (fkt_is_fast(t) ? "blocked" : "packed")
-                       : !strcmp(fm->leaf, "attn") ? "wide" : !strcmp(fm->leaf, "embed") ? "bf16" : NULL;
-  if (!suffix) return NULL;
-  snprintf(id, len, "%s_%s", fm->id, suffix);
-  return fkh_form_index(id) >= 0 ? id : NULL;
+/* The forms whose fixture evidence is the base form's (FK_FX_VIA in the registry) and that target
+ * t's tier stamps: gemv's packed and blocked layouts, attn's wide forms, embed's bf16 form. gemv's
+ * weights are packed into the companion's layout; every other companion shares the base's fields. */
+int fkt_companion_calls(const fkh_call *base, const fkh_target *t, fkh_call *out, int cap) {
+  const int tier = fkt_is_fast(t) ? FK_TIERS_FAST : FK_TIERS_EXACT;
+  int n = 0;
+  for (int f = 0; f < fkh_nforms && n < cap; f++) {
+    const fkh_form *fm = &fkh_forms[f];
+    if (fm->fixtures != FK_FX_VIA || strcmp(fm->fixtures_arg, fkh_forms[base->form].id) || !(fm->tiers & tier)) continue;
+    if (!strcmp(fm->leaf, "gemv")) fkt_gemv_pack_call(base, fm->id, &out[n]);
+    else companion_call(base, fm->id, &out[n]);
+    n++;
+  }
+  return n;
 }
 
 int fkt_companion_call(const fkh_call *base, const fkh_target *t, fkh_call *out) {
-  char id[96];
-  if (!companion_of(base, t, id, sizeof id)) return 0;
-  if (!strcmp(fkh_forms[base->form].leaf, "gemv")) fkt_gemv_pack_call(base, id, out);
-  else companion_call(base, id, out);
-  return 1;
+  return fkt_companion_calls(base, t, out, 1);
 }
 
 int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases) {
@@ -661,40 +739,41 @@ int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases) {
     cr_assert(fkfix_load(paths[i], &fx[i], err, sizeof err) == 0, "%s", err);
     cr_assert(fkt_fixture_call(&fx[i], &calls[i], err, sizeof err) == 0, "%s", err);
   }
-  /* the companion forms answer to the same evidence: each gemv fixture also runs packed (exact
-   * targets) or blocked (fast ones), each attn fixture of d 64 through the wide form, each
-   * codebook_mean_x6 fixture through the bf16 form (checked against RNE of the f32 reference) */
-  fkh_call *packed = calloc((size_t)n, sizeof *packed);
-  int *has_packed = calloc((size_t)n, sizeof *has_packed);
-  cr_assert(packed && has_packed);
-  for (int i = 0; i < n; i++) has_packed[i] = fkt_companion_call(&calls[i], t, &packed[i]);
+  /* the companion forms answer to the same evidence (fkt_companion_calls): each gemv fixture also
+   * runs packed (exact and fast targets) and blocked (fast ones), each attn fixture of d 64
+   * through the wide form, each codebook_mean_x6 fixture through the bf16 form (checked against
+   * RNE of the f32 reference) */
+  enum { MAXC = 4 };
+  fkh_call *comp = calloc((size_t)n * MAXC, sizeof *comp);
+  int *ncomp = calloc((size_t)n, sizeof *ncomp);
+  cr_assert(comp && ncomp);
+  for (int i = 0; i < n; i++) ncomp[i] = fkt_companion_calls(&calls[i], t, &comp[i * MAXC], MAXC);
   run_or_fail(t, calls, n);
   for (int i = 0; i < n; i++)
-    if (has_packed[i]) run_or_fail(t, &packed[i], 1);
-  int bad = 0, npacked = 0;
+    if (ncomp[i]) run_or_fail(t, &comp[i * MAXC], ncomp[i]);
+  int bad = 0, ncompanion = 0;
   for (int i = 0; i < n; i++) {
     char msg[600];
     int b = fkt_fixture_check(&fx[i], &calls[i], fkt_is_fast(t), msg, sizeof msg);
-    if (has_packed[i]) {
-      int bp = fkt_fixture_check(&fx[i], &packed[i], fkt_is_fast(t), msg + (b ? 0 : 0), sizeof msg);
-      if (bp && bad + b < 8 && !t->perturb) cr_log_error("%s (%s): %s", t->label, fkh_forms[packed[i].form].form, msg);
-      if (bp && bad + b < 8 && t->perturb) cr_log_info("%s (%s): %s", t->label, fkh_forms[packed[i].form].form, msg);
-      b += bp;
-      npacked++;
-      fkh_call_free(&packed[i]);
-    }
     /* a perturbed contract is expected to fail (the caller asserts it does): info, not error */
     if (b && bad < 8 && !t->perturb) cr_log_error("%s: %s", t->label, msg);
     if (b && bad < 8 && t->perturb) cr_log_info("%s: %s", t->label, msg);
+    for (int k = 0; k < ncomp[i]; k++) {
+      fkh_call *cc = &comp[i * MAXC + k];
+      int bp = fkt_fixture_check(&fx[i], cc, fkt_is_fast(t), msg, sizeof msg);
+      if (bp && bad + b < 8 && !t->perturb) cr_log_error("%s (%s): %s", t->label, fkh_forms[cc->form].form, msg);
+      if (bp && bad + b < 8 && t->perturb) cr_log_info("%s (%s): %s", t->label, fkh_forms[cc->form].form, msg);
+      b += bp;
+      ncompanion++;
+      fkh_call_free(cc);
+    }
     bad += b;
     fkh_call_free(&calls[i]);
     fkfix_free(&fx[i]);
   }
-  if (npacked) cr_log_info("%s: %d fixtures also ran through the %s forms", t->label, npacked,
-                           !strcmp(leaf, "attn") ? "wide" : !strcmp(leaf, "embed") ? "bf16"
-                           : fkt_is_fast(t) ? "blocked" : "packed");
-  free(packed);
-  free(has_packed);
+  if (ncompanion) cr_log_info("%s: %d companion-form runs over the same fixtures", t->label, ncompanion);
+  free(comp);
+  free(ncomp);
   free(calls);
   free(fx);
   fkfix_list_free(paths, n);
@@ -703,11 +782,13 @@ int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases) {
 }
 
 void fkt_fixture_test(const char *leaf, const fkh_target *t) {
-  if (!strcmp(leaf, "shortconv") || !strcmp(leaf, "qkprep")) {
+  const fkh_leaf *l = fkh_leaf_of(leaf);
+  cr_assert(l && l->gate != FK_GATE_NONE, "%s: no fixture gate (its template's fixture_gate)", leaf);
+  if (l->gate == FK_GATE_SEQUENCE) {
     fkt_state_fixture_test(leaf, t);   /* sequences of calls on the leaf's own state: suite_state.c */
     return;
   }
-  if (!strcmp(leaf, "istft")) {
+  if (l->gate == FK_GATE_STREAM) {
     fkt_istft_fixture_test(t);         /* streams of frames: suite_state.c */
     return;
   }

@@ -50,10 +50,12 @@ int fkt_fixture_check(const fkfix *fx, fkh_call *c, int fast, char *msg, size_t 
 /* Builds the leaf call described by a fixture (inputs copied, outputs allocated). */
 int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen);
 
-/* The companion form's call over a fixture call c of its base form, for target t: gemv's packed
- * (exact) or blocked (fast) layout, attn's <form>_wide (yw laid out as y), embed's <form>_bf16.
- * Returns 1 when c's form has one (out built: inputs and scalars copied, outputs zeroed), else 0.
- * fkt_fixture_check checks the companion against the base form's boundaries. */
+/* The companion forms' calls over a fixture call of their base form, for target t: every form
+ * whose template runs it through the base form's fixtures (FK_FX_VIA) in t's tier: gemv's packed
+ * and blocked layouts, attn's <form>_wide (yw laid out as y), embed's <form>_bf16. Returns how many
+ * were built into out (at most cap: inputs and scalars copied, outputs zeroed); the first alone:
+ * fkt_companion_call. fkt_fixture_check checks a companion against the base form's boundaries. */
+int fkt_companion_calls(const fkh_call *base, const fkh_target *t, fkh_call *out, int cap);
 int fkt_companion_call(const fkh_call *base, const fkh_target *t, fkh_call *out);
 
 /* The fixture gate of one leaf on one target, as a Criterion test body. */
@@ -79,25 +81,8 @@ fkt_state_stats fkt_istft_fixture_gate(const fkh_target *t, int loud);
 void fkt_istft_fixture_test(const fkh_target *t);   /* loud: failures
                                                                                              logged as errors */
 
-/* The two parameterized tests every exact leaf has: `<leaf>::exact` over fkt_exact_pairs and
- * `<leaf>::fixtures` over fkt_fixture_targets. Use once per leaf suite, after including
- * <criterion/parameterized.h>. */
-#define FKT_EXACT_SUITE(leaf, builder) \
-  static fkt_pair leaf##_pairs[128]; \
-  ParameterizedTestParameters(leaf, exact) { \
-    return cr_make_param_array(fkt_pair, leaf##_pairs, (size_t)fkt_exact_pairs(#leaf, leaf##_pairs, 128)); \
-  } \
-  ParameterizedTest(fkt_pair *p, leaf, exact, .timeout = 600) { fkt_check_pair(p, builder); }
-
-#define FKT_FIXTURE_SUITE(leaf) \
-  static fkh_target leaf##_fixture_targets[16]; \
-  ParameterizedTestParameters(leaf, fixtures) { \
-    return cr_make_param_array(fkh_target, leaf##_fixture_targets, \
-                               (size_t)fkt_fixture_targets(#leaf, "exact", leaf##_fixture_targets, 16)); \
-  } \
-  ParameterizedTest(fkh_target *t, leaf, fixtures, .timeout = 600) { fkt_fixture_test(#leaf, t); }
-
-#define FKT_LEAF_SUITE(leaf, builder) FKT_EXACT_SUITE(leaf, builder) FKT_FIXTURE_SUITE(leaf)
+/* Every leaf's exact pairs, fixture gates and the gate's own perturbation are tests/test_leaf.c,
+ * built for each leaf of the registry; tests/test_<leaf>.c adds a leaf's further tests. */
 
 #ifndef FKT_FIXTURE_DIR
 #define FKT_FIXTURE_DIR "fixtures"

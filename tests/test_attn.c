@@ -28,7 +28,6 @@
 
 #include "suite.h"
 
-FKT_LEAF_SUITE(attn, fkt_attn_cases)
 
 static const char *const forms[] = { "attn_decode64",  "attn_decode32",  "attn_decode_ring64",  "attn_decode_ring32",
                                      "attn_prefill64", "attn_prefill32", "attn_prefill_ring64", "attn_prefill_ring32" };

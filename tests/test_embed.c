@@ -20,7 +20,6 @@
 
 #include "suite.h"
 
-FKT_LEAF_SUITE(embed, fkt_embed_cases)
 
 static fkh_target form_targets[16];
 ParameterizedTestParameters(embed, forms_agree) {

@@ -18,7 +18,6 @@
 
 #include "suite.h"
 
-FKT_LEAF_SUITE(gemv, fkt_gemv_cases)
 
 static const char *const forms[] = { "gemv_f32", "gemv_f32_bias", "gemv_bf16_rne", "gemv_bf16_rne_add",
                                      "gemv_f32_packed", "gemv_f32_bias_packed", "gemv_bf16_rne_packed",
@@ -27,12 +26,6 @@ static const char *const forms[] = { "gemv_f32", "gemv_f32_bias", "gemv_bf16_rne
 enum { NFORMS = 12, NEXACT_FORMS = 8 };   /* the blocked forms exist in the fast tier only */
 
 /* ---------------------------------------------------------------- fast tier ------------ */
-
-static fkh_target fast_targets[8];
-ParameterizedTestParameters(gemv, fast_fixtures) {
-  return cr_make_param_array(fkh_target, fast_targets, (size_t)fkt_fixture_targets("gemv", "fast", fast_targets, 8));
-}
-ParameterizedTest(fkh_target *t, gemv, fast_fixtures, .timeout = 600) { fkt_fixture_test("gemv", t); }
 
 static fkh_target fast_case_targets[8];
 ParameterizedTestParameters(gemv, fast) {

@@ -15,7 +15,6 @@
 
 static const double PI = 3.14159265358979323846;
 
-FKT_EXACT_SUITE(irfft, fkt_irfft_cases)
 
 /* ---------------------------------------------------------------- accuracy ------------- */
 

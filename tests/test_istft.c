@@ -15,4 +15,3 @@
 #include "flashkern.h"
 #include "suite.h"
 
-FKT_LEAF_SUITE(istft, fkt_istft_cases)

@@ -14,7 +14,6 @@
 #include "flashkern.h"
 #include "suite.h"
 
-FKT_LEAF_SUITE(qkprep, fkt_qkprep_cases)
 
 static const char *const forms[] = { "qkprep_neox64", "qkprep_neox32", "qkprep_cis64", "qkprep_cis32" };
 enum { NFORMS = 4 };

@@ -12,7 +12,6 @@
 
 #include "suite.h"
 
-FKT_LEAF_SUITE(rmsnorm, fkt_rmsnorm_cases)
 
 /* rmsnorm_bf16_wide stores the bf16 form's results widened to f32 (a GEMV's input): on every
  * case and stamp its outputs are exactly the bf16 form's, shifted up by 16 bits. */

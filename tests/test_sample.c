@@ -25,7 +25,6 @@
 #include "contract/contract.h"
 #include "suite.h"
 
-FKT_LEAF_SUITE(sample, fkt_sample_cases)
 
 static fkh_target rule_targets[16];
 ParameterizedTestParameters(sample, argmax_rule) {

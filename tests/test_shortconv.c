@@ -15,7 +15,6 @@
 
 #include "suite.h"
 
-FKT_LEAF_SUITE(shortconv, fkt_shortconv_cases)
 
 static const char *const forms[] = { "shortconv_bf16", "shortconv_bf16_bias" };
 enum { NFORMS = 2, CANARY = 0x7fa5 };

@@ -21,7 +21,6 @@
 #include "contract/contract.h"
 #include "suite.h"
 
-FKT_LEAF_SUITE(swiglu, fkt_swiglu_cases)
 
 static const char *const forms[] = { "swiglu_bf16", "swiglu_bf16_wide", "swiglu_f32" };
 enum { NFORMS = 3 };

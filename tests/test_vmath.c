@@ -17,7 +17,6 @@
 #include "flashkern.h"
 #include "suite.h"
 
-FKT_EXACT_SUITE(vmath, fkt_vmath_cases)
 
 /* The bounds of templates/vmath.lua. ulp(v): the f32 spacing at the exact value v (2^-149 below
  * the normal range). */

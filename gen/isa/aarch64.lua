@@ -20,12 +20,15 @@ local M = {
   comment = "//",
 }
 
+-- tuning: the schedule parameters templates read (gen/dsl.lua TUNING says what each means); a
+-- canonical 16-lane vector takes four of NEON's 128-bit registers, so little stays live.
+local TUNE = { accumulators = 6, hold_operands = false, head_group = 1 }
 M.variants = {
   -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "neon", tier = "exact", features = { "asimd" }, features_doc = "Armv8.0-A ASIMD",
-    asflags = "-march=armv8-a" },
+    asflags = "-march=armv8-a", tuning = TUNE },
   { name = "bf16", tier = "fast", features = { "asimd", "bf16" }, features_doc = "ASIMD + FEAT_BF16 (BFDOT)",
-    asflags = "-march=armv8.2-a+bf16" },
+    asflags = "-march=armv8.2-a+bf16", tuning = TUNE },
 }
 
 local T0, T1, T2, T3 = "v28", "v29", "v30", "v31"

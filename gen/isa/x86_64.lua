@@ -19,15 +19,21 @@ local M = {
   comment = "//",
 }
 
+-- tuning: the schedule parameters templates read (gen/dsl.lua TUNING says what each means); with
+-- 16 ymm registers a canonical vector takes two, so AVX2 keeps little live; AVX-512's 32 zmm hold
+-- whole row groups.
+local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1 }
+local TUNE_AVX512 = { accumulators = 28, hold_operands = true, head_group = 8 }
 M.variants = {
   -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "avx2", tier = "exact", features = { "avx2", "fma" }, features_doc = "AVX2 + FMA",
-    asflags = "-Wa,-march=generic64+avx2+fma" },
+    asflags = "-Wa,-march=generic64+avx2+fma", tuning = TUNE_AVX2 },
   { name = "avx512", tier = "exact", features = { "avx512f", "avx512bw", "avx512vl" },
-    features_doc = "AVX-512 F/BW/VL", asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl" },
+    features_doc = "AVX-512 F/BW/VL", asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl",
+    tuning = TUNE_AVX512 },
   { name = "avx512bf16", tier = "fast", features = { "avx512f", "avx512bw", "avx512vl", "avx512bf16" },
     features_doc = "AVX-512 F/BW/VL + BF16",
-    asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_bf16" },
+    asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_bf16", tuning = TUNE_AVX512 },
 }
 
 local GPR32 = { rax = "eax", rcx = "ecx", rdx = "edx", rbx = "ebx", rsi = "esi", rdi = "edi",

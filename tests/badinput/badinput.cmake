@@ -4,5 +4,5 @@ add_executable(test_badinput tests/badinput/test_badinput.c tests/plan/plan_mode
 target_include_directories(test_badinput PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 target_compile_options(test_badinput PRIVATE ${FK_WARNINGS})
 target_compile_definitions(test_badinput PRIVATE FKT_BADINPUT_DOC="${CMAKE_SOURCE_DIR}/docs/bad-input.md")
-target_link_libraries(test_badinput PRIVATE fk_suite Threads::Threads m)
+target_link_libraries(test_badinput PRIVATE ${FK_SUITE_LINK} Threads::Threads m)
 add_test(NAME badinput COMMAND test_badinput --jobs 2)

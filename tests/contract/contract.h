@@ -53,64 +53,18 @@ float fkc_bits_f32(uint32_t u);
 /* Sum of 16 canonical lanes by the halving tree (or the perturbation's tree). */
 float fkc_reduce16(const float lanes[16], fkc_perturb p);
 
-void fkc_rmsnorm_f32(const fk_rmsnorm_f32_args *a, fkc_perturb p);
-void fkc_rmsnorm_bf16(const fk_rmsnorm_bf16_args *a, fkc_perturb p);
-void fkc_rmsnorm_add_f32(const fk_rmsnorm_add_f32_args *a, fkc_perturb p);
-void fkc_rmsnorm_add_bf16(const fk_rmsnorm_add_bf16_args *a, fkc_perturb p);
-void fkc_rmsnorm_bf16_wide(const fk_rmsnorm_bf16_wide_args *a, fkc_perturb p);
-void fkc_gemv_f32(const fk_gemv_f32_args *a, fkc_perturb p);
-void fkc_gemv_f32_bias(const fk_gemv_f32_bias_args *a, fkc_perturb p);
-void fkc_gemv_bf16_rne(const fk_gemv_bf16_rne_args *a, fkc_perturb p);
-void fkc_gemv_bf16_rne_add(const fk_gemv_bf16_rne_add_args *a, fkc_perturb p);
-void fkc_gemv_f32_packed(const fk_gemv_f32_packed_args *a, fkc_perturb p);
-void fkc_gemv_f32_bias_packed(const fk_gemv_f32_bias_packed_args *a, fkc_perturb p);
-void fkc_gemv_bf16_rne_packed(const fk_gemv_bf16_rne_packed_args *a, fkc_perturb p);
-void fkc_gemv_bf16_rne_add_packed(const fk_gemv_bf16_rne_add_packed_args *a, fkc_perturb p);
-void fkc_shortconv_bf16(const fk_shortconv_bf16_args *a, fkc_perturb p);
-void fkc_shortconv_bf16_bias(const fk_shortconv_bf16_bias_args *a, fkc_perturb p);
-void fkc_shortconv_bf16_wide(const fk_shortconv_bf16_wide_args *a, fkc_perturb p);
-void fkc_shortconv_bf16_bias_wide(const fk_shortconv_bf16_bias_wide_args *a, fkc_perturb p);
-void fkc_qkprep_neox64(const fk_qkprep_neox64_args *a, fkc_perturb p);
-void fkc_qkprep_neox32(const fk_qkprep_neox32_args *a, fkc_perturb p);
-void fkc_qkprep_cis64(const fk_qkprep_cis64_args *a, fkc_perturb p);
-void fkc_qkprep_cis32(const fk_qkprep_cis32_args *a, fkc_perturb p);
+/* The contract model of every form: fkc_<id>, one per exact-tier form, in tests/contract/<leaf>.c.
+ * Declared weak from the registry (FK_FORMS): a form without a model links, and its address is
+ * NULL, which the coverage test reports by the form's name (tests/test_coverage.c). */
+#define FKC_DECLARE(leaf, form, id, tiers, fx, fxarg) \
+  void fkc_##id(const fk_##id##_args *a, fkc_perturb p) __attribute__((weak));
+FK_FORMS(FKC_DECLARE)
+#undef FKC_DECLARE
+
+/* Helpers the models share or expose to the tests. */
 float fkc_exp(float x);                                  /* gen/vmath.lua's exp */
 void fkc_sincos(float x, float *s, float *c);            /* gen/vmath.lua's sincos */
-void fkc_vmath_exp(const fk_vmath_exp_args *a, fkc_perturb p);
-void fkc_vmath_sincos(const fk_vmath_sincos_args *a, fkc_perturb p);
-void fkc_vmath_polar(const fk_vmath_polar_args *a, fkc_perturb p);
-void fkc_irfft_n256(const fk_irfft_n256_args *a, fkc_perturb p);
-void fkc_irfft_n512(const fk_irfft_n512_args *a, fkc_perturb p);
-void fkc_irfft_n1024(const fk_irfft_n1024_args *a, fkc_perturb p);
-void fkc_irfft_n1280(const fk_irfft_n1280_args *a, fkc_perturb p);
-void fkc_irfft_n2048(const fk_irfft_n2048_args *a, fkc_perturb p);
 void fkc_irfft1280_z(const float *re, const float *im, float *zr, float *zi);   /* 1280 * irfft, split */
-void fkc_istft_frame(const fk_istft_frame_args *a, fkc_perturb p);
-void fkc_istft_frame_i16(const fk_istft_frame_i16_args *a, fkc_perturb p);
-void fkc_istft_flush(const fk_istft_flush_args *a, fkc_perturb p);
-void fkc_istft_flush_i16(const fk_istft_flush_i16_args *a, fkc_perturb p);
-void fkc_swiglu_bf16(const fk_swiglu_bf16_args *a, fkc_perturb p);
-void fkc_swiglu_bf16_wide(const fk_swiglu_bf16_wide_args *a, fkc_perturb p);
-void fkc_swiglu_f32(const fk_swiglu_f32_args *a, fkc_perturb p);
-void fkc_embed_gather_bf16(const fk_embed_gather_bf16_args *a, fkc_perturb p);
-void fkc_embed_gather_bf16_wide(const fk_embed_gather_bf16_wide_args *a, fkc_perturb p);
-void fkc_embed_codebook_mean(const fk_embed_codebook_mean_args *a, fkc_perturb p);
-void fkc_embed_codebook_mean_x6(const fk_embed_codebook_mean_x6_args *a, fkc_perturb p);
-void fkc_embed_codebook_mean_x6_bf16(const fk_embed_codebook_mean_x6_bf16_args *a, fkc_perturb p);
-void fkc_attn_decode64(const fk_attn_decode64_args *a, fkc_perturb p);
-void fkc_attn_decode32(const fk_attn_decode32_args *a, fkc_perturb p);
-void fkc_attn_decode_ring64(const fk_attn_decode_ring64_args *a, fkc_perturb p);
-void fkc_attn_decode_ring32(const fk_attn_decode_ring32_args *a, fkc_perturb p);
-void fkc_attn_prefill64(const fk_attn_prefill64_args *a, fkc_perturb p);
-void fkc_attn_prefill32(const fk_attn_prefill32_args *a, fkc_perturb p);
-void fkc_attn_prefill_ring64(const fk_attn_prefill_ring64_args *a, fkc_perturb p);
-void fkc_attn_prefill_ring32(const fk_attn_prefill_ring32_args *a, fkc_perturb p);
-void fkc_attn_decode64_wide(const fk_attn_decode64_wide_args *a, fkc_perturb p);
-void fkc_attn_decode_ring64_wide(const fk_attn_decode_ring64_wide_args *a, fkc_perturb p);
-void fkc_attn_prefill64_wide(const fk_attn_prefill64_wide_args *a, fkc_perturb p);
-void fkc_attn_prefill_ring64_wide(const fk_attn_prefill_ring64_wide_args *a, fkc_perturb p);
-void fkc_sample_argmax(const fk_sample_argmax_args *a, fkc_perturb p);
-void fkc_sample_topk(const fk_sample_topk_args *a, fkc_perturb p);
 /* splitmix64 of (seed, counter): the u of one topk draw, in [0, 1) (exact f32). */
 float fkc_sample_u(uint64_t seed, uint64_t counter);
 

@@ -13,12 +13,13 @@ return {
   check = function() end,
   forms = {
     { name = "ew", args = {
-        { "a", "const float *" }, { "b", "const float *" }, { "c", "const float *" },
-        { "mx", "float *" }, { "fm", "float *" }, { "sc", "float *" }, { "n", "int64_t" },
-        { "s", "float" } } },
+        { "a", "const float *", extent = "n" }, { "b", "const float *", extent = "n" },
+        { "c", "const float *", extent = "n" }, { "mx", "float *", extent = "n" }, { "fm", "float *", extent = "n" },
+        { "sc", "float *", extent = "2" }, { "n", "int64_t" }, { "s", "float" } } },
     { name = "int", args = {
-        { "a", "const float *" }, { "b", "const float *" }, { "gt", "float *" }, { "run", "float *" },
-        { "st", "uint64_t *", inout = true }, { "n", "int64_t" } } },
+        { "a", "const float *", extent = "n" }, { "b", "const float *", extent = "n" },
+        { "gt", "float *", extent = "n" }, { "run", "float *", extent = "n" },
+        { "st", "uint64_t *", inout = true, extent = "8" }, { "n", "int64_t" } } },
   },
   body = function(t, _, form)
     local a = t.arg

@@ -1,14 +1,10 @@
 # tests/guard/guard.cmake: guard pages (included from the top-level CMakeLists.txt once the harness,
 # the AArch64 cross build and FK_RUNNER / FK_QEMU exist). test_guard is a plain C program, not a
 # Criterion suite: it links the call harness and the case builders, not fk_suite.
-add_executable(test_guard tests/guard/test_guard.c tests/harness/targets.c
-  tests/leaves/cases.c tests/leaves/cases_gemv.c tests/leaves/cases_rmsnorm.c tests/leaves/cases_shortconv.c
-  tests/leaves/cases_qkprep.c tests/leaves/cases_vmath.c tests/leaves/cases_irfft.c tests/leaves/cases_istft.c
-  tests/leaves/cases_attn.c tests/leaves/cases_embed.c tests/leaves/cases_swiglu.c
-  tests/leaves/cases_sample.c)
+add_executable(test_guard tests/guard/test_guard.c tests/harness/targets.c ${FK_CASE_SOURCES})
 target_compile_options(test_guard PRIVATE ${FK_WARNINGS} -Wno-format-truncation)
 target_compile_definitions(test_guard PRIVATE FKH_RUNNER="${FK_RUNNER}" FKH_QEMU="${FK_QEMU}")
-target_link_libraries(test_guard PRIVATE fk_harness)
+target_link_libraries(test_guard PRIVATE ${FK_HARNESS_LINK})
 add_dependencies(test_guard fk_aarch64)   # the stamp runner it drives under qemu-aarch64
 # every leaf form, both guard modes, every variant (host and AArch64 under qemu -cpu max); ~1 min
 add_test(NAME guard_pages COMMAND test_guard)

@@ -8,7 +8,7 @@
  * the same allocator (the mode reaches it through the environment). Exact-tier outputs must
  * equal the contract model's (run on the same guarded buffers) bit for bit; fast-tier calls must
  * not fault and keep their canaries. Before allocation each buffer is trimmed to the extent its
- * field's documentation (generated/fk_leaves.h) lets the leaf touch, so that "the end" is the
+ * field's template declares (FK_FIELDS_<id> in generated/fk_leaves.h), so that "the end" is the
  * leaf's end, not the end of a case's padding (--no-trim: buffers as the cases build them).
  *
  * Negative controls run first, and the test fails unless each is caught: a synthetic one-byte
@@ -78,18 +78,7 @@ static const stamp_ref x86_stamps[] = { FK_STAMPS_X86_64(GUARD_STAMP_REF) };
 static const stamp_ref a64_stamps[] = { FK_STAMPS_AARCH64(GUARD_STAMP_REF) };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static const struct { const char *leaf; fkt_builder build; } builders[] = {
-  { "gemv", fkt_gemv_cases },   { "rmsnorm", fkt_rmsnorm_cases }, { "shortconv", fkt_shortconv_cases },
-  { "qkprep", fkt_qkprep_cases }, { "vmath", fkt_vmath_cases }, { "irfft", fkt_irfft_cases },
-  { "istft", fkt_istft_cases },   { "attn", fkt_attn_cases },   { "embed", fkt_embed_cases },
-  { "swiglu", fkt_swiglu_cases }, { "sample", fkt_sample_cases },
-};
-
-static fkt_builder builder_of(int form) {
-  for (int i = 0; i < COUNT(builders); i++)
-    if (!strcmp(builders[i].leaf, fkh_forms[form].leaf)) return builders[i].build;
-  return NULL;
-}
+static fkt_builder builder_of(int form) { return fkt_builder_of(fkh_forms[form].leaf); }
 
 static const char *opt_form = NULL;   /* --form: forms whose id contains it (options below) */
 
@@ -127,113 +116,14 @@ static const char *opt_only = NULL;
 
 /* ---------------------------------------------------------------- extents --------------- */
 
-static int64_t I(const fkh_call *c, const char *f) { return fkh_i64_of(c, f); }
-
 static size_t elem_bytes(const fkh_call *c, int field) {
   int e = fkh_forms[c->form].fields[field].elem;
   return e == FK_ELEM_U64 ? 8 : e == FK_ELEM_F32 || e == FK_ELEM_I32 ? 4 : 2;
 }
 
-/* Elements of field `name` the leaf may touch from its pointer on, as the argument struct's
- * documentation states them (generated/fk_leaves.h); -1: keep the buffer as the case built it
- * (scratch of a documented size, packed weights of fk_gemv_packed_elems, exact-size fields). */
-static int64_t extent(const fkh_call *c, const char *name) {
-  const char *leaf = fkh_forms[c->form].leaf;
-  if (!strcmp(leaf, "gemv")) {
-    int64_t m = I(c, "m"), k = I(c, "k"), rb = I(c, "row_begin"), re = I(c, "row_end");
-    if (!strcmp(name, "w")) return fkh_field_index(c, "ldw") >= 0 ? (re > rb ? (re - 1) * I(c, "ldw") + k : 0) : -1;
-    if (!strcmp(name, "x")) return (m - 1) * I(c, "ldx") + k;
-    if (!strcmp(name, "y") || !strcmp(name, "r")) return re > rb ? I(c, "y_off") + (m - 1) * I(c, "ldy") + re : 0;
-    if (!strcmp(name, "bias")) return re > rb ? re : 0;
-    return -1;
-  }
-  if (!strcmp(leaf, "rmsnorm")) {
-    int64_t rows = I(c, "rows"), n = I(c, "n");
-    if (!strcmp(name, "w")) return n;
-    if (!strcmp(name, "x")) return rows ? (rows - 1) * I(c, "x_stride") + n : 0;
-    if (!strcmp(name, "y")) return rows ? (rows - 1) * I(c, "y_stride") + n : 0;
-    if (!strcmp(name, "r")) return rows ? (rows - 1) * I(c, "r_stride") + n : 0;
-    return -1;
-  }
-  if (!strcmp(leaf, "shortconv")) {
-    int64_t h = I(c, "h"), m = I(c, "m");
-    if (!strcmp(name, "in")) return m ? (m - 1) * I(c, "ld_in") + 3 * h : 0;
-    if (!strcmp(name, "y")) return m ? (m - 1) * I(c, "ldy") + h : 0;
-    if (!strcmp(name, "w")) return 3 * h;
-    if (!strcmp(name, "bias")) return h;
-    if (!strcmp(name, "carry")) return 2 * h;
-    return -1;
-  }
-  if (!strcmp(leaf, "qkprep")) {
-    int wi = fkh_field_index(c, "w");
-    int64_t hd = (int64_t)(c->v[wi].buf.nbytes / 2);   /* w: head_dim bf16 norm weights */
-    int64_t heads = I(c, "heads"), m = I(c, "m"), slot = I(c, "slot"), ring = I(c, "ring");
-    if (!strcmp(name, "x")) {
-      if (!heads || !m) return 0;
-      int64_t last = slot + m - 1;
-      if (ring > 0 && last >= ring) last = ring - 1;   /* the ring wraps: its last slot is used */
-      return last * I(c, "ld_row") + (heads - 1) * I(c, "ld_head") + hd;
-    }
-    if (!strcmp(name, "cos") || !strcmp(name, "sin")) return m ? (I(c, "pos") + m) * (hd / 2) : 0;
-    return -1;
-  }
-  if (!strcmp(leaf, "vmath")) return I(c, "n");
-  if (!strcmp(leaf, "swiglu")) {
-    int64_t rows = I(c, "rows"), n = I(c, "n");
-    const char *st = !strcmp(name, "g") ? "g_stride" : !strcmp(name, "u") ? "u_stride" : "h_stride";
-    return rows ? (rows - 1) * I(c, st) + n : 0;
-  }
-  if (!strcmp(leaf, "istft")) {
-    if (!strcmp(name, "y") && strstr(fkh_forms[c->form].form, "frame")) {
-      int64_t t = I(c, "frame");
-      return t == 0 ? 0 : t == 1 ? 160 : 320;   /* PCM out: 0 (frame 0), 160 (frame 1) or 320 samples */
-    }
-    return -1;
-  }
-  if (!strcmp(leaf, "embed")) {
-    int64_t m = I(c, "m"), d = I(c, "d"), rows = m * (strstr(fkh_forms[c->form].form, "_x6") ? 6 : 1);
-    int mean = fkh_field_index(c, "codes") >= 0;
-    if (!strcmp(name, "y")) return rows ? (rows - 1) * I(c, "ldy") + d : 0;
-    if (!strcmp(name, "ids")) return m;
-    if (!strcmp(name, "codes")) return m ? (m - 1) * I(c, "ld_codes") + 7 * I(c, "cb_stride") + 1 : 0;
-    if (!strcmp(name, "table") && mean) return (8 * I(c, "vocab") - 1) * I(c, "ld_table") + d;
-    return -1;   /* a gather's table: vocab is not an argument, the case's size stands */
-  }
-  if (!strcmp(leaf, "attn")) {
-    /* the window's slots: 0..pos (linear), or slots up to min(pos, W - 1) of the ring */
-    int64_t hd = strstr(fkh_forms[c->form].form, "64") ? 64 : 32, kvh = I(c, "kv_heads"), pos = I(c, "pos");
-    int ring = fkh_field_index(c, "ring") >= 0;
-    int64_t rows = fkh_field_index(c, "rows") >= 0 ? I(c, "rows") : -1;   /* prefill: rows P at pos.. */
-    if (rows > 0) pos += rows - 1;
-    int64_t last = ring && pos > I(c, "ring") - 1 ? I(c, "ring") - 1 : pos;
-    /* q, y and (wide forms) yw: rows q_ld, y_ld, yw_ld apart (prefill), of kv_heads*group heads */
-    const int qy = !strcmp(name, "q") || !strcmp(name, "y") || !strcmp(name, "yw");
-    if (rows >= 0 && qy)
-      return rows ? (rows - 1) * I(c, !strcmp(name, "q") ? "q_ld" : !strcmp(name, "y") ? "y_ld" : "yw_ld") +
-                        kvh * I(c, "group") * hd
-                  : 0;
-    if (qy) return kvh * I(c, "group") * hd;
-    if (!strcmp(name, "k")) return kvh ? (kvh - 1) * I(c, "k_ld_head") + last * I(c, "k_ld_row") + hd : 0;
-    if (!strcmp(name, "v")) return kvh ? (kvh - 1) * I(c, "v_ld_head") + last * I(c, "v_ld_row") + hd : 0;
-    if (!strcmp(name, "s")) return fkt_attn_scratch_used(c);
-    return -1;
-  }
-  if (!strcmp(leaf, "sample")) {
-    if (!strcmp(name, "x") || !strcmp(name, "scratch")) return I(c, "n");
-    if (!strcmp(name, "tok")) return 1;
-    if (!strcmp(name, "state")) return 2;
-    return -1;
-  }
-  return -1;   /* irfft: every buffer has its exact documented size already */
-}
-
-static int leaf_has_extents(const char *leaf) {
-  static const char *const known[] = { "gemv", "rmsnorm", "shortconv", "qkprep", "vmath", "istft", "irfft", "embed",
-                                       "swiglu", "attn", "sample" };
-  for (int i = 0; i < COUNT(known); i++)
-    if (!strcmp(known[i], leaf)) return 1;
-  return 0;
-}
+/* Case buffers shorter than their field's extent: a case the template's extent does not describe
+ * (the case or the extent is wrong); each one fails the test. */
+static int short_buffers;
 
 /* Moves every buffer of c into a fresh buffer of the current mode, shrunk to its extent when
  * trimming (the prefix copied). Returns the number of buffers shrunk. */
@@ -242,11 +132,16 @@ static int rehome(fkh_call *c) {
   int shrunk = 0;
   for (int i = 0; i < fm->nfields; i++) {
     if (fm->fields[i].kind != FK_FIELD_PTR || !c->v[i].buf.alloc) continue;
-    int64_t e = opt_trim ? extent(c, fm->fields[i].name) : -1;
+    /* the template's extent (generated/fk_leaves.h); -1: the data decides (a gather's table) */
+    int64_t e = opt_trim ? fkh_extent(c, i) : -1;
     size_t es = elem_bytes(c, i), nb = c->v[i].buf.nbytes;
     if (e >= 0 && (size_t)e * es < nb) {
       nb = (size_t)e * es;
       shrunk++;
+    } else if (e >= 0 && (size_t)e * es > nb) {
+      say("FAIL: %s case %s: field %s holds %zu elements, its extent says %lld\n", fm->id, c->name,
+          fm->fields[i].name, nb / es, (long long)e);
+      short_buffers++;
     }
     fkh_buf b;
     fkh_buf_alloc(&b, nb);
@@ -884,7 +779,7 @@ static int worker(const gtarget *g) {
         st.canary, cmp, st.errors + st.contract_bad, now() - t0, fail ? "; first: " : "", fail ? st.first : "");
     bad |= fail;
   }
-  return bad;
+  return bad || short_buffers;
 }
 
 int main(int argc, char **argv) {
@@ -912,8 +807,6 @@ int main(int argc, char **argv) {
     if (!builder_of(f)) {
       say("FAIL: form %s: no case builder for leaf %s (tests/leaves)\n", fkh_forms[f].id, fkh_forms[f].leaf);
       missing++;
-    } else if (!leaf_has_extents(fkh_forms[f].leaf)) {
-      say("note: leaf %s has no documented extents here: its buffers run as the cases build them\n", fkh_forms[f].leaf);
     }
 
   gtarget all[MAX_TARGETS], tg[MAX_TARGETS];
@@ -935,7 +828,7 @@ int main(int argc, char **argv) {
   snprintf(nrand, sizeof nrand, opt_random < 0 ? "every" : "%d seeded", opt_random);
   say("guard pages: page size %ld; buffers %s; per form every named case (edges, every tail length) + %s random "
       "case\n",
-      sysconf(_SC_PAGESIZE), opt_trim ? "trimmed to the extent each field's documentation gives" : "as built", nrand);
+      sysconf(_SC_PAGESIZE), opt_trim ? "trimmed to the extent each field's template declares" : "as built", nrand);
   int covered[MAX_FORMS] = { 0 };
   for (int t = 0; t < nt; t++)
     for (int i = 0; i < tg[t].nforms; i++) covered[tg[t].forms[i]] = 1;
@@ -981,7 +874,7 @@ int main(int argc, char **argv) {
       if (pids[k] == pid) say("FAIL %s: its worker ended with status 0x%x\n", tg[order[k]].t.label, status);
   }
 
-  int fail = bad || controls_failed || missing;
+  int fail = bad || controls_failed || missing || short_buffers;
   say("guard_pages: %d targets x 2 modes, %s (%.1f s)\n", nt, fail ? "FAIL" : "PASS", now() - t0);
   return fail ? 1 : 0;
 }

@@ -12,13 +12,34 @@
 
 /* ---------------------------------------------------------------- registry tables ------ */
 
-#define FKH_FIELD_ROW(form, name, off, kind, elem, dir) { #name, off, kind, elem, dir },
-#define FKH_DEF_FIELDS(leaf, form, id) static const fkh_field fields_##id[] = { FK_FIELDS_##id(FKH_FIELD_ROW) };
+/* one function per pointer field: its extent over the argument struct */
+#define FKH_EXTENT_FN(id, name, off, kind, elem, dir, extent, alias) \
+  static int64_t extent_##id##_##name(const void *p) { \
+    const fk_##id##_args *a = p; \
+    (void)a; \
+    return (int64_t)(extent); \
+  }
+#define FKH_DEF_EXTENTS(leaf, form, id, tiers, fx, fxarg) FK_FIELDS_##id(FKH_EXTENT_FN)
+FK_FORMS(FKH_DEF_EXTENTS)
+#define FKH_FIELD_ROW(id, name, off, kind, elem, dir, extent, alias) \
+  { #name, off, kind, elem, dir, kind == FK_FIELD_PTR ? extent_##id##_##name : NULL, alias },
+#define FKH_DEF_FIELDS(leaf, form, id, tiers, fx, fxarg) \
+  static const fkh_field fields_##id[] = { FK_FIELDS_##id(FKH_FIELD_ROW) };
 FK_FORMS(FKH_DEF_FIELDS)
-#define FKH_DEF_FORM(leaf, form, id) \
-  { #leaf, #form, #id, (int)sizeof(fk_##id##_args), (int)(sizeof fields_##id / sizeof fields_##id[0]), fields_##id },
+#define FKH_DEF_FORM(leaf, form, id, tiers, fx, fxarg) \
+  { #leaf, #form, #id, (int)sizeof(fk_##id##_args), (int)(sizeof fields_##id / sizeof fields_##id[0]), fields_##id, \
+    tiers, fx, fxarg },
 const fkh_form fkh_forms[] = { FK_FORMS(FKH_DEF_FORM) };
 const int fkh_nforms = (int)(sizeof fkh_forms / sizeof fkh_forms[0]);
+#define FKH_DEF_LEAF(leaf, path, gate, fast_tolerance) { #leaf, path, gate, fast_tolerance },
+const fkh_leaf fkh_leaves[] = { FK_LEAVES(FKH_DEF_LEAF) };
+const int fkh_nleaves = (int)(sizeof fkh_leaves / sizeof fkh_leaves[0]);
+
+const fkh_leaf *fkh_leaf_of(const char *leaf) {
+  for (int i = 0; i < fkh_nleaves; i++)
+    if (strcmp(fkh_leaves[i].leaf, leaf) == 0) return &fkh_leaves[i];
+  return NULL;
+}
 
 int fkh_form_index(const char *id) {
   for (int i = 0; i < fkh_nforms; i++)
@@ -199,6 +220,14 @@ int64_t fkh_i64_of(const fkh_call *c, const char *field) { return c->v[need_fiel
 
 static size_t elem_size(int elem) {
   return elem == FK_ELEM_U64 ? 8 : elem == FK_ELEM_F32 || elem == FK_ELEM_I32 ? 4 : 2;
+}
+
+int64_t fkh_extent(const fkh_call *c, int field) {
+  const fkh_field *fd = &fkh_forms[c->form].fields[field];
+  if (fd->kind != FK_FIELD_PTR) die("fkh_extent: not a pointer field");
+  _Alignas(16) uint8_t s[256];
+  fkh_fill_struct(c, s);
+  return fd->extent(s);
 }
 
 void *fkh_set_buf(fkh_call *c, const char *field, size_t n) {

@@ -18,20 +18,37 @@
 
 enum { FKH_MAX_FIELDS = 20, FKH_GUARD = 64 };   /* attn_prefill_ring64_wide: 20 fields */
 
+/* The registry tables of generated/fk_leaves.h (FK_LEAVES, FK_FORMS, FK_FIELDS_<id>) as data. */
 typedef struct fkh_field {
   const char *name;
   int offset, kind, elem, dir;
+  /* pointers: the elements the leaf may touch from the pointer on, computed from the argument
+   * struct's scalars (the template's extent); -1 where the data decides it. NULL for scalars. */
+  int64_t (*extent)(const void *args);
+  const char *alias;   /* the pointer fields this output may be, '|'-separated, or "" */
 } fkh_field;
 
 typedef struct fkh_form {
   const char *leaf, *form, *id;
   int size, nfields;
   const fkh_field *fields;
+  int tiers;           /* FK_TIERS_EXACT | FK_TIERS_FAST */
+  int fixtures;        /* FK_FX_OWN, FK_FX_VIA, FK_FX_EXEMPT */
+  const char *fixtures_arg;   /* FK_FX_VIA: the base form's id; FK_FX_EXEMPT: the reason */
 } fkh_form;
+
+typedef struct fkh_leaf {
+  const char *leaf, *template_path;
+  int gate;                     /* FK_GATE_* */
+  const char *fast_tolerance;   /* the fast tier's tolerance class, or "" */
+} fkh_leaf;
 
 extern const fkh_form fkh_forms[];
 extern const int fkh_nforms;
+extern const fkh_leaf fkh_leaves[];
+extern const int fkh_nleaves;
 int fkh_form_index(const char *id); /* "gemv_bf16_rne" -> index, -1 if unknown */
+const fkh_leaf *fkh_leaf_of(const char *leaf);   /* NULL if unknown */
 
 /* A buffer: nbytes of data with canaries around it. [alloc, alloc + nbytes + 2 * FKH_GUARD) is
  * the whole canaried extent in every mode, and data sits at the same offset from alloc in every
@@ -100,6 +117,8 @@ void fkh_call_init(fkh_call *c, const char *form_id, const char *name);
 int fkh_field_index(const fkh_call *c, const char *field);  /* -1 if absent */
 void fkh_set_i64(fkh_call *c, const char *field, int64_t v);
 void fkh_set_f32(fkh_call *c, const char *field, float v);
+/* The extent of pointer field i for the call's scalars (elements, -1: decided by the data). */
+int64_t fkh_extent(const fkh_call *c, int field);
 /* Allocates a buffer of n elements of the field's element type, zero-filled. */
 void *fkh_set_buf(fkh_call *c, const char *field, size_t n);
 void *fkh_buf_of(fkh_call *c, const char *field);
@@ -145,6 +164,7 @@ int fkh_read_results(const char *path, fkh_call *calls, int ncalls, char *err, s
 typedef void (*fkh_fn)(const void *args);
 void fkh_invoke(fkh_call *c, fkh_fn fn);
 void fkh_invoke_contract(fkh_call *c, int perturb);
+int fkh_has_contract(int form);   /* 1 if tests/contract/ has the form's model (fkc_<id>) */
 void fkh_fill_struct(const fkh_call *c, uint8_t *s);  /* the form's argument struct */
 /* The host stamp of a form and variant, or NULL. */
 fkh_fn fkh_host_stamp(int form, const char *variant, uint64_t *features);

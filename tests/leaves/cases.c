@@ -35,3 +35,13 @@ uint16_t fkt_bf16_of(float f) {
   memcpy(&u, &f, 4);
   return (uint16_t)(u >> 16);
 }
+
+/* The case builders, by leaf, from the registry (weak: NULL where a leaf has none). */
+#define FKT_BUILDER_ROW(leaf, path, gate, fast_tolerance) { #leaf, fkt_##leaf##_cases },
+static const struct { const char *leaf; fkt_builder build; } builders[] = { FK_LEAVES(FKT_BUILDER_ROW) };
+
+fkt_builder fkt_builder_of(const char *leaf) {
+  for (size_t i = 0; i < sizeof builders / sizeof builders[0]; i++)
+    if (strcmp(builders[i].leaf, leaf) == 0) return builders[i].build;
+  return NULL;
+}

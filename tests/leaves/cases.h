@@ -9,19 +9,17 @@
 /* Builds every case of `form_id` into a new array; returns the count. */
 typedef int (*fkt_builder)(const char *form_id, fkh_call **calls);
 
-int fkt_gemv_cases(const char *form_id, fkh_call **calls);
-int fkt_rmsnorm_cases(const char *form_id, fkh_call **calls);
-int fkt_shortconv_cases(const char *form_id, fkh_call **calls);
-int fkt_qkprep_cases(const char *form_id, fkh_call **calls);
-int fkt_vmath_cases(const char *form_id, fkh_call **calls);
-int fkt_irfft_cases(const char *form_id, fkh_call **calls);
-int fkt_istft_cases(const char *form_id, fkh_call **calls);
-int fkt_swiglu_cases(const char *form_id, fkh_call **calls);
-int fkt_embed_cases(const char *form_id, fkh_call **calls);
-int fkt_attn_cases(const char *form_id, fkh_call **calls);
+/* The case builder of every leaf: fkt_<leaf>_cases in tests/leaves/cases_<leaf>.c, declared weak
+ * from the registry (FK_LEAVES): a leaf without one links, and fkt_builder_of() gives NULL, which
+ * the coverage test reports by name. */
+#define FKT_DECLARE_CASES(leaf, path, gate, fast_tolerance) \
+  int fkt_##leaf##_cases(const char *form_id, fkh_call **calls) __attribute__((weak));
+FK_LEAVES(FKT_DECLARE_CASES)
+#undef FKT_DECLARE_CASES
+fkt_builder fkt_builder_of(const char *leaf);   /* NULL: unknown leaf, or no case builder */
+
 /* attn: scratch floats the leaf uses (round_up(n, 16), n the window); the cases give 16 more */
 int64_t fkt_attn_scratch_used(const fkh_call *c);
-int fkt_sample_cases(const char *form_id, fkh_call **calls);
 
 void fkt_free_cases(fkh_call *calls, int n);
 

@@ -8,7 +8,7 @@
 #                 provenance), with its own negative controls.
 add_executable(test_longrun tests/longrun/test_longrun.c tests/plan/plan_model.c tests/plan/plan_ref.c)
 target_compile_options(test_longrun PRIVATE ${FK_WARNINGS})
-target_link_libraries(test_longrun PRIVATE fk_suite m)   # fk_harness (contract models, fkh), targets, flashkern
+target_link_libraries(test_longrun PRIVATE ${FK_SUITE_LINK} m)   # fk_harness (contract models, fkh), targets, flashkern
 add_dependencies(test_longrun fk_aarch64)                # the stamp runner the qemu part drives
 add_test(NAME longrun COMMAND test_longrun)
 # the runner and qemu the suites were built with (targets.c also reads them from the environment);

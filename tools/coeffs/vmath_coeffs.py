@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""gen/coeffs/vmath_coeffs.py - where gen/vmath.lua's polynomial coefficients come from.
+"""tools/coeffs/vmath_coeffs.py - where gen/vmath.lua's polynomial coefficients come from.
 
 Offline (never run by the build or the tests): near-minimax Chebyshev fits with mpmath, rounded
 to f32, printed as the bit patterns gen/vmath.lua holds.
 
-    /opt/fkref/bin/python gen/coeffs/vmath_coeffs.py     (mpmath 1.3.0, numpy 2.4.6)
+    /opt/fkref/bin/python tools/coeffs/vmath_coeffs.py     (mpmath 1.3.0, numpy 2.4.6)
 
   exp:  e^r = 1 + r + r^2 * P(r) on |r| <= ln2/2 (1.001 margin), P of degree 4
   sin:  sin r = r + r^3 * S(r^2) on |r| <= pi/4 (1.01 margin), S of degree 3 in r^2
