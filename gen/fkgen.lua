@@ -4,7 +4,7 @@
 --
 -- Reads templates/registry.lua, builds each form's IR from its template, lowers it with every
 -- backend variant of the template's tier and writes generated/ (stamps, fk_leaves.h, fk_asm.h,
--- MANIFEST). Output is buffered: on any error nothing is written and the exit status is 1,
+-- fk_tables.h, MANIFEST, LEAVES.md). Output is buffered: on any error nothing is written and the exit status is 1,
 -- the message being `templates/x.lua:LINE: error: ...`. A file is rewritten only when its
 -- content changes. --check writes nothing and fails when generated/ differs from the output.
 -- --templates names another template folder under the root (the DSL conformance test uses it).
@@ -203,6 +203,23 @@ local function run()
   local reg_chunk, err = load(read(registry_path), "@" .. registry_path)
   if not reg_chunk then error({ plain = (err:gsub("^([^:]+%.lua:%d+:)", "%1 error:")) }, 0) end
   local registry = reg_chunk()
+  if type(registry) ~= "table" then error({ plain = registry_path .. ":1: error: must return a list of leaf names" }, 0) end
+  -- templates not listed yet follow the listed ones in name order (listing a leaf pins its place)
+  local listed, found = {}, {}
+  for _, name in ipairs(registry) do
+    if listed[name] then error({ plain = registry_path .. ":1: error: '" .. tostring(name) .. "' is listed twice" }, 0) end
+    listed[name] = true
+  end
+  local ok, out = C.run("ls " .. C.sh_quote(opts.root .. "/" .. opts.templates))
+  if not ok then error({ plain = opts.templates .. ": error: cannot list (" .. out .. ")" }, 0) end
+  for file in out:gmatch("[^\n]+") do
+    local name = file:match("^([a-z][a-z0-9_]*)%.lua$")
+    if name and name ~= "registry" then found[#found + 1] = name end
+  end
+  table.sort(found)
+  for _, name in ipairs(found) do
+    if not listed[name] then registry[#registry + 1] = name end
+  end
 
   local leaves, stamps = {}, {}
   for _, leaf_name in ipairs(registry) do
@@ -285,6 +302,7 @@ local function run()
   put("fk_asm.h", HDR.asm_h(banner))
   put("fk_tables.h", HDR.tables_h(leaves, banner))
   put("MANIFEST", HDR.manifest(stamps, banner))
+  put("LEAVES.md", HDR.leaves_md(leaves, stamps, banner))
   return files, order
 end
 

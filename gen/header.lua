@@ -215,6 +215,52 @@ function M.tables_h(leaves, banner)
   return table.concat(o, "\n") .. "\n"
 end
 
+-- LEAVES.md: what every leaf computes and how each form is proven, from the templates (the README
+-- points here instead of keeping a table by hand).
+local GATE_DOC = { none = "none (each form says why)", calls = "independent calls", sequence = "sequences of calls on the leaf's state",
+                   stream = "streams of frames, then the flush" }
+function M.leaves_md(leaves, stamps, banner)
+  local o = { "<!-- " .. banner .. " -->", "# Leaves and forms", "",
+              "Written by `make gen` from `templates/` (each template's `doc`, tiers, fixture gate and each form's",
+              "fixture evidence); the argument structs, extents and docs are in `fk_leaves.h`. Symbols read",
+              "`fk_<leaf>_<form>__<isa>_<variant>_<tier>`.", "" }
+  local function variants(leaf_forms, tier)
+    local seen, list = {}, {}
+    for _, st in ipairs(stamps) do
+      if st.tier == tier and leaf_forms[st.id] and not seen[st.isa .. st.variant] then
+        seen[st.isa .. st.variant] = true
+        list[#list + 1] = st.variant
+      end
+    end
+    return table.concat(list, ", ")
+  end
+  for _, leaf in ipairs(leaves) do
+    local ids = {}
+    for _, form in ipairs(leaf.forms) do ids[form.id] = true end
+    o[#o + 1] = "## " .. leaf.leaf
+    o[#o + 1] = ""
+    o[#o + 1] = leaf.doc .. " (`" .. leaf.path .. "`)"
+    o[#o + 1] = ""
+    local tiers = "exact: " .. variants(ids, "exact")
+    local fast = variants(ids, "fast")
+    if fast ~= "" then tiers = tiers .. "; fast: " .. fast .. " (tolerance class `" .. leaf.fast_tolerance .. "`)" end
+    o[#o + 1] = "Variants: " .. tiers .. ". Fixture gate: " .. GATE_DOC[leaf.fixture_gate] .. "."
+    o[#o + 1] = ""
+    o[#o + 1] = "| form | tiers | fixtures |"
+    o[#o + 1] = "|---|---|---|"
+    for _, form in ipairs(leaf.forms) do
+      local t = {}
+      if form.tiers.exact then t[#t + 1] = "exact" end
+      if form.tiers.fast then t[#t + 1] = "fast" end
+      local fx = form.fixtures.via and ("through `" .. form.fixtures.via .. "`'s")
+                 or form.fixtures.exempt and ("exempt: " .. form.fixtures.exempt) or "its own"
+      o[#o + 1] = "| `" .. form.name .. "` | " .. table.concat(t, ", ") .. " | " .. fx .. " |"
+    end
+    o[#o + 1] = ""
+  end
+  return table.concat(o, "\n")
+end
+
 -- One line per stamp; also the list of files the generator owns (stale ones are removed).
 function M.manifest(stamps, banner)
   local o = { "# " .. banner, "# symbol file tier template template_blob features asflags" }
