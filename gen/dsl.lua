@@ -183,15 +183,20 @@ function M.nearest(name, names)
   return ""
 end
 
--- The builder whose template body is running: an unknown op is reported against its template.
-local running
-setmetatable(B, { __index = function(_, key)
-  if type(key) ~= "string" or key:match("^_") or not running then return nil end
+-- The public ops of the builder, sorted (docs/dsl.md documents each one: tests/dsl_ops.sh).
+function M.ops()
   local ops = {}
   for _, k in ipairs(C.sorted_keys(B)) do
     if type(k) == "string" and not k:match("^_") and type(rawget(B, k)) == "function" then ops[#ops + 1] = k end
   end
-  M.raise(running.path, "no DSL op named '" .. key .. "'" .. M.nearest(key, ops) .. " (docs/dsl.md lists them)")
+  return ops
+end
+
+-- The builder whose template body is running: an unknown op is reported against its template.
+local running
+setmetatable(B, { __index = function(_, key)
+  if type(key) ~= "string" or key:match("^_") or not running then return nil end
+  M.raise(running.path, "no DSL op named '" .. key .. "'" .. M.nearest(key, M.ops()) .. " (docs/dsl.md lists them)")
 end })
 
 local function is(v, vtype) return type(v) == "table" and v.type == vtype end

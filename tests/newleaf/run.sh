@@ -20,6 +20,12 @@ mkdir -p "$tree"
 step() { printf 'newleaf: %s\n' "$*"; }
 fail() { printf 'newleaf: FAIL: %s\n' "$*" >&2; exit 1; }
 
+# docs/adding-a-leaf.md shows this example's template and contract model as they are
+doc=$src/docs/adding-a-leaf.md
+block() { awk -v lang="$1" '$0 == "```" lang { on = 1; next } on && $0 == "```" { exit } on' "$doc"; }
+cmp -s <(block lua) "$here/axpy.lua" || fail "docs/adding-a-leaf.md's template differs from tests/newleaf/axpy.lua"
+cmp -s <(block c) "$here/axpy.c" || fail "docs/adding-a-leaf.md's contract model differs from tests/newleaf/axpy.c"
+
 # the tree as it stands (build folders and .git aside); fixtures are only read: linked
 tar -C "$src" --exclude=./.git --exclude='./build*' --exclude=./fixtures -cf - . | tar -C "$tree" -xf -
 ln -s "$src/fixtures" "$tree/fixtures"
