@@ -19,9 +19,8 @@
 -- `rows` rows of `width` elements `stride` apart.
 --
 -- parse() checks every name against the form's scalar arguments and returns a tree; c() writes
--- the tree as one parenthesized C expression over `a` (the form's argument struct pointer), with
--- no commas outside parentheses, so it can travel as one X-macro argument; eval() computes it in
--- Lua (the generator's own tests).
+-- the tree as one C expression over `a` (the form's argument struct pointer), with no commas
+-- outside parentheses, so it can travel as one X-macro argument; eval() computes it in Lua.
 
 local C = require("compat")
 
@@ -162,19 +161,27 @@ function M.parse(src, names)
   return tree
 end
 
--- The tree as a C expression over `a`; every subexpression parenthesized.
+-- The tree as a C expression over `a`. Arithmetic goes through FK_EXT_ADD, FK_EXT_SUB, FK_EXT_MUL,
+-- FK_EXT_DIV and FK_EXT_NEG (fk_leaves.h defines them as the plain operators; fk_leaf_check
+-- redefines them to detect overflow); comparisons, && || and ?: stay C's.
+local ARITH = { ["+"] = "FK_EXT_ADD", ["-"] = "FK_EXT_SUB", ["*"] = "FK_EXT_MUL", ["/"] = "FK_EXT_DIV" }
 function M.c(e)
   if e.k == "int" then return C.int(e.v) end
   if e.k == "name" then return "a->" .. e.v end
-  if e.k == "neg" then return "(-" .. M.c(e.a) .. ")" end
-  if e.k == "bin" then return "(" .. M.c(e.a) .. " " .. e.op .. " " .. M.c(e.b) .. ")" end
+  if e.k == "neg" then return "FK_EXT_NEG(" .. M.c(e.a) .. ")" end
+  if e.k == "bin" then
+    if ARITH[e.op] then return ARITH[e.op] .. "(" .. M.c(e.a) .. ", " .. M.c(e.b) .. ")" end
+    return "(" .. M.c(e.a) .. " " .. e.op .. " " .. M.c(e.b) .. ")"
+  end
   if e.k == "cond" then return "(" .. M.c(e.c) .. " ? " .. M.c(e.a) .. " : " .. M.c(e.b) .. ")" end
   local x = {}
   for i, arg in ipairs(e.args) do x[i] = M.c(arg) end
   if e.fn == "min" then return "(" .. x[1] .. " < " .. x[2] .. " ? " .. x[1] .. " : " .. x[2] .. ")" end
   if e.fn == "max" then return "(" .. x[1] .. " > " .. x[2] .. " ? " .. x[1] .. " : " .. x[2] .. ")" end
-  if e.fn == "round_up" then return "((" .. x[1] .. " + " .. C.int(e.args[2].v - 1) .. ") / " .. x[2] .. " * " .. x[2] .. ")" end
-  return "(" .. x[1] .. " > 0 ? (" .. x[1] .. " - 1) * " .. x[2] .. " + " .. x[3] .. " : 0)"   -- span
+  if e.fn == "round_up" then
+    return "FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(" .. x[1] .. ", " .. C.int(e.args[2].v - 1) .. "), " .. x[2] .. "), " .. x[2] .. ")"
+  end
+  return "(" .. x[1] .. " > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(" .. x[1] .. ", 1), " .. x[2] .. "), " .. x[3] .. ") : 0)"   -- span
 end
 
 -- C's integer division: the quotient truncated toward zero.

@@ -80,6 +80,17 @@ typedef struct fk_leaf {
  * environment, each resolution is logged to stderr. */
 fk_status fk_leaf_resolve(const char *form, fk_tier tier, uint64_t features, fk_leaf *out, fk_error *err);
 
+/* fk_leaf_check(): checks a direct call's argument struct (args: the form's fk_<form>_args)
+ * against the form's argument table, as its template declares it (FK_FIELDS_<form> in
+ * fk_leaves.h): each pointer's extent in elements from the struct's scalars, no overflow; no
+ * NULL pointer the leaf would touch; no range past the address space; no output (out, in/out or
+ * scratch) overlapping another buffer unless the template lets it be that buffer (swiglu's h may
+ * be g or u). A stamp never checks its arguments: call this in a debug build or once per new
+ * shape, not on the hot path. It reads args only.
+ * @return FK_OK; FK_EINVAL naming the form, the field(s) and why; FK_ENOTFOUND for an unknown
+ * form; FK_EINVAL for form or args NULL. */
+fk_status fk_leaf_check(const char *form, const void *args, fk_error *err);
+
 /* fk_gemv_packed_elems(): elements (bf16) of the packed copy of an n x k weight matrix, 0 when
  * n or k is < 1 or the size in bytes overflows size_t. */
 size_t fk_gemv_packed_elems(int64_t n, int64_t k);

@@ -27,6 +27,8 @@
 #include <zstd.h>
 
 #include "fixture/fkfix.h"
+#include "harness/fkh.h"
+#include "leaves/cases.h"
 #include "plan/plan_model.h"
 
 /* the plan most rows use: block and tail, 2 threads */
@@ -633,6 +635,105 @@ ROW(resolve_missing_feature, "fk_leaf_resolve", "features without fma", FK_EUNSU
 ROW(resolve_missing_feature, "fk_leaf_resolve", "features without asimd", FK_EUNSUPPORTED, "gemv_bf16_rne|asimd",
     setup_leaf, return fk_leaf_resolve("gemv_bf16_rne", FK_TIER_EXACT, 0, &c->leaf, e);)
 #endif
+
+/* ---- fk_leaf_check: a direct call's arguments against the form's table (its template) ---- */
+
+static fk_rmsnorm_f32_args rms_args(const float *x, const uint16_t *w, uint16_t *y) {
+  return (fk_rmsnorm_f32_args){ .x = x, .w = w, .y = y, .n = 8, .rows = 2, .x_stride = 8, .y_stride = 8, .eps = 1e-5f };
+}
+
+ROW(leaf_check_form_null, "fk_leaf_check", "form NULL", FK_EINVAL, "form", setup_none,
+    fk_rmsnorm_f32_args a = rms_args(NULL, NULL, NULL);
+    return fk_leaf_check(NULL, &a, e);)
+
+ROW(leaf_check_args_null, "fk_leaf_check", "args NULL", FK_EINVAL, "args", setup_none,
+    return fk_leaf_check("rmsnorm_f32", NULL, e);)
+
+ROW(leaf_check_unknown_form, "fk_leaf_check", "form 'gemv_fp8' (no such form)", FK_ENOTFOUND, "gemv_fp8", setup_none,
+    fk_rmsnorm_f32_args a = rms_args(NULL, NULL, NULL);
+    return fk_leaf_check("gemv_fp8", &a, e);)
+
+ROW(leaf_check_extent_overflow, "fk_leaf_check", "rmsnorm_f32 with rows = INT64_MAX", FK_EINVAL,
+    "rmsnorm_f32|x|overflows", setup_none,
+    static float x[16];
+    static uint16_t w[8], y[16];
+    fk_rmsnorm_f32_args a = rms_args(x, w, y);
+    a.rows = INT64_MAX;
+    return fk_leaf_check("rmsnorm_f32", &a, e);)
+
+ROW(leaf_check_extent_negative, "fk_leaf_check", "rmsnorm_f32 with n = -5", FK_EINVAL, "rmsnorm_f32|w|-5|negative",
+    setup_none,
+    static float x[16];
+    static uint16_t w[8], y[16];
+    fk_rmsnorm_f32_args a = rms_args(x, w, y);
+    a.n = -5;
+    return fk_leaf_check("rmsnorm_f32", &a, e);)
+
+ROW(leaf_check_past_address_space, "fk_leaf_check", "rmsnorm_f32 with y 2 bytes below the top of memory", FK_EINVAL,
+    "rmsnorm_f32|y|address space", setup_none,
+    static float x[16];
+    static uint16_t w[8];
+    fk_rmsnorm_f32_args a = rms_args(x, w, (uint16_t *)(UINTPTR_MAX - 1));
+    return fk_leaf_check("rmsnorm_f32", &a, e);)
+
+/* Every form of the registry, on the first cases its builder makes (valid calls: FK_OK): each
+ * pointer the leaf touches set NULL is refused naming it; each output moved onto each other
+ * buffer is refused naming both, unless the template lets the output be that buffer (FK_OK). */
+ROW(leaf_check_every_form, "fk_leaf_check", "every form: a valid call; each pointer NULL; each output onto each other "
+    "buffer", FK_OK, NULL, setup_none,
+    int ok_calls = 0, nulls = 0, overlaps = 0, aliases = 0;
+    for (int f = 0; f < fkh_nforms; f++) {
+      const fkh_form *fm = &fkh_forms[f];
+      fkh_call *calls;
+      int n = fkt_builder_of(fm->leaf)(fm->id, &calls);
+      for (int i = 0; i < n && i < 6; i++) {
+        _Alignas(16) uint8_t s[256];
+        fkh_fill_struct(&calls[i], s);
+        fk_error er;
+        cr_assert_eq(fk_leaf_check(fm->id, s, &er), FK_OK, "%s %s: %s", fm->id, calls[i].name, er.message);
+        ok_calls++;
+        for (int k = 0; k < fm->nfields; k++) {
+          const fkh_field *o = &fm->fields[k];
+          if (o->kind != FK_FIELD_PTR || fkh_extent(&calls[i], k) == 0) continue;
+          void *saved, *nul = NULL;
+          memcpy(&saved, s + o->offset, sizeof saved);
+          memcpy(s + o->offset, &nul, sizeof nul);
+          cr_assert_eq(fk_leaf_check(fm->id, s, &er), FK_EINVAL, "%s %s: %s NULL passed", fm->id, calls[i].name, o->name);
+          cr_assert(strstr(er.message, o->name) && strstr(er.message, "NULL"), "%s: %s", fm->id, er.message);
+          nulls++;
+          if (o->dir != FK_DIR_IN && fkh_extent(&calls[i], k) > 0) {
+            for (int j = 0; j < fm->nfields; j++) {
+              const fkh_field *q = &fm->fields[j];
+              if (j == k || q->kind != FK_FIELD_PTR || fkh_extent(&calls[i], j) <= 0) continue;
+              void *qp;
+              memcpy(&qp, s + q->offset, sizeof qp);
+              memcpy(s + o->offset, &qp, sizeof qp);
+              char want[80];
+              snprintf(want, sizeof want, "|%s|", q->name);
+              char list[80];
+              snprintf(list, sizeof list, "|%s|", o->alias);
+              const fk_status st = fk_leaf_check(fm->id, s, &er);
+              if (o->alias[0] && strstr(list, want)) {
+                cr_assert_eq(st, FK_OK, "%s: %s may be %s, refused: %s", fm->id, o->name, q->name, er.message);
+                aliases++;
+              } else {
+                /* the moved output's range may reach past q into a neighbouring buffer, which the
+                 * refusal may name instead: it names the output and an overlap */
+                cr_assert_eq(st, FK_EINVAL, "%s %s: %s onto %s passed", fm->id, calls[i].name, o->name, q->name);
+                cr_assert(strstr(er.message, o->name) && strstr(er.message, "overlaps"), "%s: %s", fm->id, er.message);
+                overlaps++;
+              }
+            }
+          }
+          memcpy(s + o->offset, &saved, sizeof saved);
+        }
+      }
+      fkt_free_cases(calls, n);
+    }
+    cr_log_info("fk_leaf_check: %d forms, %d valid calls passed, %d NULL pointers, %d overlaps refused, %d aliases "
+                "allowed", fkh_nforms, ok_calls, nulls, overlaps, aliases);
+    cr_assert(overlaps > 100 && aliases > 0 && nulls > 100);
+    return FK_OK;)
 
 /* ---- weight packing ---- */
 
