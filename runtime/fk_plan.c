@@ -147,7 +147,9 @@ static inline uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void fk_plan_member_run(fk_plan *p, int member) {
+/* Runs every phase of p->job's program as `member`, a barrier after each (the team's work). */
+static void member_run(void *ctx, int member) {
+  fk_plan *p = ctx;
   if (p->job.program == FK_PROG_COUNT) { /* fk_plan_run_empty */
     for (int64_t i = 0; i < p->job.rows; i++) fk_barrier_wait(&p->team->phase);
     return;
@@ -177,12 +179,7 @@ void fk_plan_member_run(fk_plan *p, int member) {
 }
 
 /* Member 0's side of a program: post the job, release the team, run its own share. */
-static void dispatch(fk_plan *p) {
-  fk_team_dodge(p->team);
-  p->team->current = p;
-  fk_barrier_wait(&p->team->start);
-  fk_plan_member_run(p, 0);
-}
+static void dispatch(fk_plan *p) { fk_team_dispatch(p->team, member_run, p); }
 
 void fk_plan_run_empty(fk_plan *p, int phases) {
   p->job = (fk_job){ .program = FK_PROG_COUNT, .rows = phases };

@@ -2,21 +2,7 @@
 #ifndef FK_PLAN_INTERNAL_H
 #define FK_PLAN_INTERNAL_H
 
-#include <pthread.h>
-#include <stdatomic.h>
-
-#include "fk_internal.h"
-
-enum { FK_MAX_THREADS = 64 };
-
-typedef struct fk_barrier {
-  _Atomic uint32_t count, gen, sleepers;
-  uint32_t n;
-} fk_barrier;
-
-void fk_barrier_init(fk_barrier *b, uint32_t n);
-/* Returns once all n members have arrived; the last to arrive releases the others. */
-void fk_barrier_wait(fk_barrier *b);
+#include "fk_team.h"
 
 /* The leaf each phase calls, resolved at readiness. ORDER ROLE: role_names in fk_plan.c. */
 typedef enum fk_role {
@@ -91,25 +77,6 @@ typedef struct fk_job {
   int64_t pos0;   /* the stack's position of row 0 */
   int32_t next;
 } fk_job;
-
-typedef struct fk_team fk_team;
-typedef struct fk_worker_arg {
-  fk_team *team;
-  int member;
-} fk_worker_arg;
-
-/* The fixed team: created by the first plan, shared by plans made with desc.team_of, stopped
- * and freed by the last one destroyed. */
-struct fk_team {
-  fk_barrier start, phase;
-  _Atomic int quit, busy, refs;
-  int threads, started;
-  fk_plan *current;        /* the plan whose job is posted (written before the start barrier) */
-  pthread_t workers[FK_MAX_THREADS];
-  int cpu[FK_MAX_THREADS]; /* the CPU each member is bound to, -1: unbound */
-  int caller_cpu;          /* where member 0 ran at its last dispatch */
-  fk_worker_arg worker_args[FK_MAX_THREADS];
-};
 
 typedef struct fk_phase_time {
   uint64_t runs, ns;
@@ -224,17 +191,6 @@ static inline void fk_share_rows(int64_t rows, int m, int n, int64_t *b, int64_t
   *b = g0 * FK_GEMV_PACK_ROWS;
   *e = g1 * FK_GEMV_PACK_ROWS < rows ? g1 * FK_GEMV_PACK_ROWS : rows;
 }
-
-/* Runs every phase of plan->job's program as `member`, a barrier after each. */
-void fk_plan_member_run(fk_plan *plan, int member);
-
-/* Allocates and starts a team of `threads` (placement per flags); FK_ENOMEM, FK_ESYSTEM. */
-fk_status fk_team_create(int threads, uint32_t flags, fk_team **out, fk_error *err);
-/* Called by member 0 before each dispatch: when the caller now runs on a bound member's CPU,
- * that member is rebound to the CPU the caller left (no member shares the caller's CPU). */
-void fk_team_dodge(fk_team *team);
-/* Drops one reference; the last stops the members and frees the team. */
-void fk_team_release(fk_team *team);
 
 /* For fk_bench_runtime only: runs `phases` empty phases on the team (dispatch and barriers,
  * no leaf), as fk_run would. */
