@@ -1,7 +1,8 @@
 /* runtime/fk_team.c: the fixed team of threads and the barrier that ends each phase.
  *
- * The team runs posted work (a function and its context); it knows no plan. The barrier counts arrivals; the last member to arrive resets the count and advances the
- * generation, which releases the others. A waiter spins on the generation for a while (a phase
+ * The team runs posted work (a function and its context); it knows no plan. The barrier
+ * counts arrivals; the last member to arrive resets the count and advances the generation,
+ * which releases the others. A waiter spins on the generation for a while (a phase
  * is microseconds long, a futex round trip is several), then sleeps on it with a futex. The
  * team is created at readiness and parked on the start barrier between programs; member 0 is
  * the caller of fk_run and arrives last at the start barrier once the job is posted. */

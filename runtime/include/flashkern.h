@@ -268,12 +268,12 @@ fk_status fk_run(fk_plan *plan, fk_program program, fk_io *io, fk_error *err);
  * layer's K and V caches (every slot), the detokenizer's frame count and OLA ring, and the
  * sampler's seed and draw counter.
  * A snapshot is a versioned, checksummed byte image tied to the plan's shapes, in native byte
- * order: "FKSTATE\0", u32 version (2), u32 programs, i64 hidden, i64 tail_in, i64 tokens,
- * i64 frames, u64 digest of the model shapes (56 bytes), the carry (2 x hidden bf16: Bx[t-2],
- * then Bx[t-1]; block plans), the OLA ring (1280 f32; tail plans), the model state (LM: i64
- * position, per layer the carry or K then V (slots x kv_heads x 64 bf16); detokenizer: the same;
- * then LM: u64 seed, u64 draws; detokenizer: i64 STFT frames, its OLA ring), u64 FNV-1a of
- * everything before it. */
+ * order: "FKSTATE\0", u32 version (3), u32 programs, i64 hidden, i64 tail_in, i64 tokens,
+ * i64 frames, u64 digest of the model shapes (56 bytes), then each family's state in the order
+ * block, tail, LM, detokenizer: the carry (2 x hidden bf16: Bx[t-2], then Bx[t-1]; block plans),
+ * the OLA ring (1280 f32; tail plans), the LM's (i64 position, per layer the carry or K then V
+ * (slots x kv_heads x 64 bf16), u64 seed, u64 draws), the detokenizer's (i64 position, per layer
+ * the same, i64 STFT frames, its OLA ring); then u64 FNV-1a of everything before it. */
 typedef struct fk_state_info {
   int64_t tokens;  /* rows the block programs have committed since the last reset */
   int64_t frames;  /* frames of the current PCM stream (0 after a flush) */
