@@ -5,7 +5,7 @@
 #include "fkb.h"
 #include "fkb_runtime.h"
 
-/* the plan's shares (runtime/fk_plan.c): contiguous, in member order, whole pack groups */
+/* the plan's shares (runtime/fk_program.h): contiguous, in member order, whole pack groups */
 static void share_rows(int64_t rows, int m, int n, int64_t *b, int64_t *e) {
   int64_t groups = (rows + FK_GEMV_PACK_ROWS - 1) / FK_GEMV_PACK_ROWS;
   *b = groups * m / n * FK_GEMV_PACK_ROWS;

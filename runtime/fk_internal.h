@@ -1,4 +1,5 @@
-/* runtime/fk_internal.h: shared by the runtime's translation units, not installed. */
+/* runtime/fk_internal.h: what every runtime file shares (not installed): error recording
+ * (fk_error_set, FK_RETURN_ERROR_IF) and the byte-range helpers fk_overlap and fk_extent. */
 #ifndef FK_INTERNAL_H
 #define FK_INTERNAL_H
 

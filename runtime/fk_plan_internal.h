@@ -1,161 +1,150 @@
-/* runtime/fk_plan_internal.h: the plan, its team and its programs (not installed). */
+/* runtime/fk_plan_internal.h: the engine (not installed): the plan and its arena, the family
+ * interface every program family implements, steps, the job of one fk_run, the snapshot header.
+ *
+ * The engine (fk_plan.c: readiness and introspection, fk_run.c: dispatch, fk_state.c: the state's
+ * framing) knows no program: it visits the table of families (fk_families.c) and calls each
+ * ready family through its fk_family. A family's data (shapes, packed weights, planes, state)
+ * lives in its record, carved from the arena; its steps carry the record to the phases. Program
+ * files include this header (and fk_program.h); this header includes no program's. */
 #ifndef FK_PLAN_INTERNAL_H
 #define FK_PLAN_INTERNAL_H
 
-#include <pthread.h>
-#include <stdatomic.h>
-
-#include "fk_internal.h"
-
-enum { FK_MAX_THREADS = 64 };
-
-typedef struct fk_barrier {
-  _Atomic uint32_t count, gen, sleepers;
-  uint32_t n;
-} fk_barrier;
-
-void fk_barrier_init(fk_barrier *b, uint32_t n);
-/* Returns once all n members have arrived; the last to arrive releases the others. */
-void fk_barrier_wait(fk_barrier *b);
-
-/* The leaf each phase calls, resolved at readiness. ORDER ROLE: role_names in fk_plan.c. */
-typedef enum fk_role {
-  R_NORM, R_IN, R_CONV, R_OUT, R_HEAD, R_FRAME, R_FLUSH,
-  /* the model programs (fk_model.c) */
-  R_MCONV, R_EMBED, R_CODEBOOK, R_QKPREP, R_ATTN_DEC, R_ATTN_PRE, R_ATTN_DEC_RING, R_ATTN_PRE_RING, R_SWIGLU,
-  R_LOGITS, R_ARGMAX, R_TOPK, R_COUNT
-} fk_role;
+#include "fk_roles.h"
+#include "fk_team.h"
 
 typedef struct fk_plan fk_plan;
 typedef struct fk_step fk_step;
+typedef struct fk_job fk_job;
 
 /* One phase of a program: run by every member on its share, a barrier after it. Steps are built
  * at readiness into the arena (a model program has a few per layer). */
 struct fk_step {
   void (*run)(fk_plan *, const fk_step *, int member);
-  const char *name, *split;
-  fk_role role;
-  int stack, layer; /* the model stack (0: lm, 1: detok) and layer a model step works on, else -1 */
+  const char *name, *split; /* fk_phase_info.name, .split */
+  fk_role role;             /* the stamp it calls: plan->leaf[role] (fk_phase_info.symbol) */
+  void *ctx;                /* what it works on: its family's record (a model's begins with its stack) */
+  int layer;                /* the model layer it works on, -1 for none (fk_phase_info.layer) */
 };
 
-typedef struct fk_layer_rt {
-  fk_layer_kind kind;
-  uint16_t *norm1, *norm2;         /* operator_norm, ffn_norm */
-  uint16_t *in_w, *conv_w, *out_w; /* conv: packed in_proj, tap-major taps, packed out_proj */
-  uint16_t *q_w, *k_w, *v_w, *o_w, *q_norm, *k_norm; /* attention: packed projections */
-  uint16_t *w1, *w3, *w2;          /* packed feed-forward */
-  /* state */
-  uint16_t *carry;                 /* conv: 2 x h, Bx[t-2] then Bx[t-1] */
-  uint16_t *kc, *vc;               /* attention: slots x kv_heads x head_dim */
-} fk_layer_rt;
+/* ---- the arena ------------------------------------------------------------------------------
+ * Readiness lays the arena out twice with the same calls: once to size it (base NULL: nothing is
+ * written, fk_plan_check), once to carve it (fk_plan_create). Order: the plan, then each ready
+ * family in table order (its record, its buffers, its programs' steps), then each member's scratch. */
+typedef struct fk_carver {
+  size_t used;
+  char *base;    /* NULL while sizing */
+  size_t member; /* the scratch each member needs (the largest any family noted) */
+} fk_carver;
 
-/* An LFM2 stack made ready: shapes, packed weights, transient planes, state. */
-typedef struct fk_stack_rt {
-  int on;
-  int64_t h, ffn, layers, heads, kv, hd, window, max_pos, max_rows;
-  int64_t slots;     /* KV slots: max_pos (linear) or the ring R = window + max_rows - 1 */
-  int64_t ring;      /* 0: linear cache; R: ring */
-  float eps;
-  fk_layer_rt layer[FK_MAX_LAYERS];
-  uint16_t *final_norm;
-  float *cos, *sin;  /* RoPE tables, max_pos rows */
-  /* transient planes (max_rows rows each) */
-  uint16_t *res;     /* the residual stream (the LM's; the detokenizer's) */
-  float *xn;         /* a norm's output widened: a GEMV's x */
-  uint16_t *bcx;     /* conv in_proj out [B | C | x] */
-  float *cy;         /* conv gated output widened */
-  uint16_t *q;       /* query rows, heads * hd */
-  uint16_t *ay;      /* attention output bf16 */
-  float *ayw;        /* attention output widened: o_proj's x */
-  uint16_t *g, *u;   /* w1 x, w3 x */
-  float *hf;         /* swiglu output widened: w2's x */
-  float *s[FK_MAX_THREADS]; /* attention scores per member */
-  /* state */
-  int64_t pos;       /* the next position */
-} fk_stack_rt;
+/* Carves `bytes` aligned to 64; NULL while sizing. */
+void *fk_carve(fk_carver *c, size_t bytes);
+/* Carves a family's record, zeroed; while sizing, `local` (the family's stack copy) is zeroed and
+ * returned instead, so layout reads the same shapes in both passes. */
+void *fk_carve_record(fk_carver *c, size_t bytes, void *local);
+/* Carves program prog's n steps and their timings; returns the steps to write, NULL while sizing. */
+fk_step *fk_carve_steps(fk_plan *p, fk_carver *c, fk_program prog, int n);
+/* Each member's scratch (plan->scratch[m]) holds at least `bytes`. */
+void fk_carve_member(fk_carver *c, size_t bytes);
 
-/* One fk_run's parameters, posted by member 0 before the start barrier. */
-typedef struct fk_job {
+/* ---- the snapshot header (flashkern.h documents the image) --------------------------------- */
+
+/* The words after magic, version and programs: the families fill the ones they own and leave the
+ * others 0; each folds its shapes into the digest (fk_fnv1a, from FK_FNV_BASIS), in table order. */
+typedef struct fk_state_head {
+  int64_t hidden, tail_in; /* shapes a load compares: the block's width, the spectral head's input */
+  int64_t tokens, frames;  /* cursors: the block's rows, the tail's frames (0..2^62) */
+  uint64_t digest;         /* every family's shapes */
+} fk_state_head;
+
+#define FK_FNV_BASIS 0xcbf29ce484222325u
+/* FNV-1a 64 of n bytes, chained from h. */
+uint64_t fk_fnv1a(uint64_t h, const void *b, size_t n);
+
+/* ---- the family interface ------------------------------------------------------------------ */
+
+enum { FK_FAMILY_PROGRAMS = 4 };
+
+/* One family of programs (the block, the tail, the LM, the detokenizer), behind these hooks.
+ * `rec` is the family's record (from its layout); messages name the field, as flashkern.h says. */
+typedef struct fk_family {
+  uint32_t bit;         /* its FK_PROGRAMS_* bit: desc.programs readies the family */
+  const char *bit_name; /* "FK_PROGRAMS_BLOCK" (the refusal of unknown bits names every family's) */
+  struct {
+    fk_program id;
+    const char *name;   /* fk_program_name(); NULL ends the list */
+  } programs[FK_FAMILY_PROGRAMS];
+
+  /* readiness, in this order; check_desc after the engine's own checks, the rest only on FK_OK */
+  fk_status (*check_desc)(const fk_plan_desc *d, fk_error *err);
+  uint64_t (*roles)(const fk_plan_desc *d); /* FK_ROLE_BIT of every role its steps may call */
+  /* Fills the record's shapes from d, carves its buffers and its programs' steps (fk_program.h:
+   * fk_program_steps); returns the record (while sizing: the local copy, which the engine drops). */
+  void *(*layout)(fk_plan *p, const fk_plan_desc *d, fk_carver *c);
+  /* Copies and packs d's weights into the record's buffers (d was checked: cannot fail, checked). */
+  fk_status (*pack)(void *rec, const fk_plan_desc *d, fk_error *err);
+
+  /* fk_run, in this order. check_io: every field of io the program reads, before anything is
+   * written; *due is what the run owes the caller (PCM samples), handed to commit. idle (optional):
+   * the program has nothing to run (commit without a dispatch). commit: the state the program
+   * advances and io's outputs, after its last barrier (job: the posted copy of io). */
+  fk_status (*check_io)(const void *rec, fk_program prog, const fk_io *io, int64_t *due, fk_error *err);
+  int (*idle)(const void *rec, fk_program prog);
+  void (*commit)(void *rec, const fk_job *job, fk_io *io, int64_t due);
+
+  /* state (fk_state.c frames the snapshot: header, each family's bytes in table order, checksum) */
+  void (*reset)(void *rec);                              /* zeros the state (a new sequence) */
+  void (*query)(const void *rec, fk_state_info *info);   /* its fields of fk_state_query */
+  void (*state_head)(const void *rec, fk_state_head *h); /* its header words, its digest */
+  size_t (*state_bytes)(const void *rec);                /* its bytes after the header */
+  void (*state_save)(const void *rec, unsigned char *img);
+  /* NULL when its bytes of an image are consistent with the record, else what is wrong */
+  const char *(*state_check)(const void *rec, const unsigned char *img);
+  void (*state_load)(void *rec, const unsigned char *img, const fk_state_head *h);
+} fk_family;
+
+/* The table (fk_families.c): every family, in the order readiness, fk_run and snapshots visit them. */
+extern const fk_family *const fk_families[];
+extern const int fk_nfamilies;
+
+/* ---- the plan ------------------------------------------------------------------------------ */
+
+/* One fk_run, posted by member 0 before the start barrier: a copy of the caller's fk_io (the
+ * program's outputs may alias the caller's io), which a program reads and writes its results to. */
+struct fk_job {
   fk_program program;
-  int64_t rows;
-  uint16_t *x;
-  int64_t ldx;
-  const float *feat;
-  int64_t ldfeat;
-  void *pcm;
-  int64_t frame0; /* the stream's frame index of the job's first frame */
-  /* model programs */
-  const int32_t *tokens, *codes;
-  float *logits;
-  const fk_sampling *sampling;
-  int64_t pos0;   /* the stack's position of row 0 */
-  int32_t next;
-} fk_job;
-
-typedef struct fk_team fk_team;
-typedef struct fk_worker_arg {
-  fk_team *team;
-  int member;
-} fk_worker_arg;
-
-/* The fixed team: created by the first plan, shared by plans made with desc.team_of, stopped
- * and freed by the last one destroyed. */
-struct fk_team {
-  fk_barrier start, phase;
-  _Atomic int quit, busy, refs;
-  int threads, started;
-  fk_plan *current;        /* the plan whose job is posted (written before the start barrier) */
-  pthread_t workers[FK_MAX_THREADS];
-  int cpu[FK_MAX_THREADS]; /* the CPU each member is bound to, -1: unbound */
-  int caller_cpu;          /* where member 0 ran at its last dispatch */
-  fk_worker_arg worker_args[FK_MAX_THREADS];
+  fk_io io;
 };
 
 typedef struct fk_phase_time {
   uint64_t runs, ns;
 } fk_phase_time;
 
+/* A program of the plan: its family and the family's record, its steps and their timings. */
+typedef struct fk_prog_rt {
+  const fk_family *fam; /* NULL: the plan is not ready for it */
+  void *rec;
+  fk_step *steps;
+  int nsteps;
+  fk_phase_time *timing;
+} fk_prog_rt;
+
 struct fk_plan {
-  /* shapes and options, from the descriptor */
+  /* options, from the descriptor */
   uint32_t programs, flags;
   int threads;
   fk_tier tier;
-  int64_t h, max_rows, tail_in, max_frames;
-  float eps, clip;
-  fk_leaf leaf[R_COUNT];
-  /* the arena: this struct, then every buffer below, one allocation */
+  fk_leaf leaf[R_COUNT];        /* the stamp of every role a ready family lists */
+  /* the arena: this struct, then every family's record and buffers, one allocation */
   void *arena;
   size_t arena_bytes;
-  /* weights, packed or rearranged at readiness */
-  uint16_t *norm_w, *in_w, *conv_w, *conv_b, *out_w, *head_w;
-  float *head_b;
-  /* transient planes (live within one program) */
-  float *xn;         /* max_rows x h: RMSNorm out, in_proj's x */
-  uint16_t *bcx;     /* max_rows x 3h: in_proj out, [B | C | x] */
-  float *cy;         /* max_rows x h: the conv's gated output, out_proj's x */
-  float *spec;       /* max_frames x SPEC_LD: the head's output, the frames' x */
-  float *work;       /* the ISTFT frame's scratch */
-  float *xs[FK_MAX_THREADS]; /* per member: the GEMV's x arrangement, 4 x round_up(k, 64) */
-  /* the model programs (fk_model.c) */
-  fk_stack_rt stack[2];     /* 0: the language model, 1: the detokenizer */
-  int64_t vocab, cb_vocab, detok_max_frames;
-  uint16_t *embed;          /* vocab x h rows (gather) */
-  uint16_t *lm_head;        /* packed vocab x h */
-  float *logits;            /* vocab: the logits when io.logits is NULL */
-  float *feat;              /* detok: 6 * max_frames x h, the final norm's output widened */
-  uint16_t *codebooks;      /* (8 * cb_vocab) x h */
-  float *dring;             /* detok: its own OLA ring */
-  int64_t dframes;          /* detok: STFT frames of the current stream */
-  uint64_t rng[2];          /* the sampler's generator: { seed, draws } (the topk leaf's state) */
-  float *sample_scratch;    /* vocab floats for the topk leaf */
-  /* the programs' steps and their timings, in the arena */
-  fk_step *steps[FK_PROG_COUNT];
-  int nsteps[FK_PROG_COUNT];
-  fk_phase_time *timing[FK_PROG_COUNT];
-  /* state */
-  uint16_t *carry;   /* 2 x h */
-  float *ring;       /* FK_ISTFT_RING */
-  int64_t tokens, frames;
+  void *scratch[FK_MAX_THREADS]; /* per member: a phase's scratch (the GEMV's x arrangement) */
+  /* the ready families in table order (at most one per program), and the programs */
+  int nfam;
+  struct {
+    const fk_family *fam;
+    void *rec;
+  } fam[FK_PROG_COUNT];
+  fk_prog_rt prog[FK_PROG_COUNT];
   /* the team (maybe shared) and this plan's run */
   fk_team *team;
   _Atomic int busy;
@@ -171,70 +160,18 @@ static inline void fk_plan_set_trace(fk_plan *p, void (*fn)(void *, const fk_pla
   p->trace_ctx = ctx;
 }
 
-/* One GEMV phase's work (fk_model.c): the job's activation rows in groups of <= 4 over the member's
- * share of n weight rows; row i's outputs go to y + ((slot0 + i) mod ring, or slot0 + i when ring
- * is 0) * ldy. role picks the stamp and struct: R_IN (bf16 out), R_OUT (bf16 out + the residual r),
- * R_LOGITS (f32 out), R_HEAD (f32 out + the head's bias). */
-typedef struct fk_gemv_job {
-  fk_role role;
-  const uint16_t *w;
-  const float *x;
-  int64_t ldx, k;
-  void *y;
-  const void *r; /* the residual (R_OUT) */
-  int64_t ldy;
-  int64_t slot0, ring;
-} fk_gemv_job;
-void fk_gemv_run(fk_plan *p, int member, const fk_gemv_job *g, int64_t rows, int64_t n);
-/* The spectral tail's frames (member 0): job.frame0 + f for f < frames, spectra in p->spec, PCM
- * from p->job.pcm, overlap-added into `ring`. */
-void fk_frames_run(fk_plan *p, float *ring, int64_t frames);
-
-/* ---- fk_model.c: the LM and detokenizer programs ---- */
-fk_status fk_model_check_desc(const fk_plan_desc *d, fk_error *err);
-/* Fills the plan's model shapes from the descriptor (before layout). */
-void fk_model_shapes(fk_plan *p, const fk_plan_desc *d);
-/* Carves the model's weights, planes and state; returns the largest GEMV k it needs. */
-int64_t fk_model_layout(fk_plan *p, void *(*carve)(void *c, size_t bytes), void *c);
-/* Steps of a model program (count when out is NULL). */
-int fk_model_steps(const fk_plan *p, fk_program prog, fk_step *out);
-fk_status fk_model_pack(fk_plan *p, const fk_plan_desc *d, fk_error *err);
-fk_status fk_model_check_io(const fk_plan *p, fk_program prog, const fk_io *io, int64_t *pcm_need, fk_error *err);
-/* The state a model program commits after its last barrier (the caller writes io's outputs). */
-void fk_model_commit(fk_plan *p, fk_program prog);
-void fk_model_reset(fk_plan *p);
-size_t fk_model_state_bytes(const fk_plan *p);
-/* Copies the model state into (save) or out of (load) a snapshot region. */
-void fk_model_state_copy(fk_plan *p, unsigned char *img, int save);
-/* NULL when the model part of a snapshot image is consistent with the plan, else what is wrong. */
-const char *fk_model_state_check(const fk_plan *p, const unsigned char *img);
-enum { FK_SPEC_LD = (FK_ISTFT_SPEC + 15) / 16 * 16 };
-
-
-/* Member `m` of `n` takes units [b, e) of `units`: contiguous, in member order, sizes within one. */
-static inline void fk_share(int64_t units, int m, int n, int64_t *b, int64_t *e) {
-  *b = units * m / n;
-  *e = units * (m + 1) / n;
+/* The record of the family that runs prog; NULL when the plan is not ready for prog. */
+static inline void *fk_plan_record(const fk_plan *p, fk_program prog) {
+  return (unsigned)prog < FK_PROG_COUNT ? p->prog[prog].rec : NULL;
 }
 
-/* A GEMV's weight rows in whole pack groups (the packed forms start at a group). */
-static inline void fk_share_rows(int64_t rows, int m, int n, int64_t *b, int64_t *e) {
-  int64_t g0, g1;
-  fk_share((rows + FK_GEMV_PACK_ROWS - 1) / FK_GEMV_PACK_ROWS, m, n, &g0, &g1);
-  *b = g0 * FK_GEMV_PACK_ROWS;
-  *e = g1 * FK_GEMV_PACK_ROWS < rows ? g1 * FK_GEMV_PACK_ROWS : rows;
+/* Claims the plan for a call that touches its state (as fk_run does): 0 when a run or a snapshot
+ * is in flight. fk_plan_release() ends the claim. */
+static inline int fk_plan_claim(fk_plan *p) {
+  int idle = 0;
+  return atomic_compare_exchange_strong(&p->busy, &idle, 1);
 }
-
-/* Runs every phase of plan->job's program as `member`, a barrier after each. */
-void fk_plan_member_run(fk_plan *plan, int member);
-
-/* Allocates and starts a team of `threads` (placement per flags); FK_ENOMEM, FK_ESYSTEM. */
-fk_status fk_team_create(int threads, uint32_t flags, fk_team **out, fk_error *err);
-/* Called by member 0 before each dispatch: when the caller now runs on a bound member's CPU,
- * that member is rebound to the CPU the caller left (no member shares the caller's CPU). */
-void fk_team_dodge(fk_team *team);
-/* Drops one reference; the last stops the members and frees the team. */
-void fk_team_release(fk_team *team);
+static inline void fk_plan_release(fk_plan *p) { atomic_store(&p->busy, 0); }
 
 /* For fk_bench_runtime only: runs `phases` empty phases on the team (dispatch and barriers,
  * no leaf), as fk_run would. */

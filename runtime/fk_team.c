@@ -1,7 +1,8 @@
 /* runtime/fk_team.c: the fixed team of threads and the barrier that ends each phase.
  *
- * The barrier counts arrivals; the last member to arrive resets the count and advances the
- * generation, which releases the others. A waiter spins on the generation for a while (a phase
+ * The team runs posted work (a function and its context); it knows no plan. The barrier
+ * counts arrivals; the last member to arrive resets the count and advances the generation,
+ * which releases the others. A waiter spins on the generation for a while (a phase
  * is microseconds long, a futex round trip is several), then sleeps on it with a futex. The
  * team is created at readiness and parked on the start barrier between programs; member 0 is
  * the caller of fk_run and arrives last at the start barrier once the job is posted. */
@@ -12,7 +13,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "fk_plan_internal.h"
+#include "fk_team.h"
 
 #if defined(__linux__)
 #include <linux/futex.h>
@@ -93,7 +94,7 @@ static void *worker(void *p) {
   for (;;) {
     fk_barrier_wait(&team->start);
     if (atomic_load_explicit(&team->quit, memory_order_acquire)) return NULL;
-    fk_plan_member_run(team->current, member);
+    team->fn(team->ctx, member);
   }
 }
 
@@ -119,7 +120,9 @@ static void place(fk_team *team, uint32_t flags) {
 #endif
 }
 
-void fk_team_dodge(fk_team *team) {
+/* When the caller now runs on a bound member's CPU, that member is rebound to the CPU the caller
+ * left (no member shares the caller's CPU). */
+static void dodge(fk_team *team) {
 #if defined(__linux__)
   if (team->caller_cpu < 0) return; /* nobody bound */
   int here = sched_getcpu(), prev = team->caller_cpu;
@@ -138,6 +141,14 @@ void fk_team_dodge(fk_team *team) {
 #else
   (void)team;
 #endif
+}
+
+void fk_team_dispatch(fk_team *team, fk_team_fn fn, void *ctx) {
+  dodge(team);
+  team->fn = fn;
+  team->ctx = ctx;
+  fk_barrier_wait(&team->start);
+  fn(ctx, 0);
 }
 
 static void team_stop(fk_team *team) {

@@ -3,7 +3,7 @@
 # (tests/install/host.c) built against that prefix only:
 #   * find_package(flashkern): host_static (flashkern::flashkern), host_shared (flashkern::flashkern_shared);
 #   * pkg-config flashkern: a shared link, and a static link of libflashkern.a;
-#   * the installed headers are flashkern.h and fk_leaves.h only (no fk_asm.h, no fk_tables.h).
+#   * the installed headers are flashkern.h, fk_models.h and fk_leaves.h only (no fk_asm.h, no fk_tables.h).
 # Each host must run its plan (every call FK_OK, 480 + 480 PCM samples); each shared host must
 # load the installed libflashkern.so, each static host none.
 set -eu
@@ -20,7 +20,7 @@ pc=$(find "$prefix" -name flashkern.pc -path '*/pkgconfig/*' | head -1)
 [ -n "$pc" ] || fail "no pkgconfig/flashkern.pc under the prefix"
 libdir=$(dirname "$(dirname "$pc")")
 inc=$prefix/include/flashkern
-for f in "$inc/flashkern.h" "$inc/fk_leaves.h" "$libdir/libflashkern.a" "$libdir/libflashkern.so" \
+for f in "$inc/flashkern.h" "$inc/fk_models.h" "$inc/fk_leaves.h" "$libdir/libflashkern.a" "$libdir/libflashkern.so" \
          "$libdir/cmake/flashkern/flashkernConfig.cmake" "$libdir/cmake/flashkern/flashkernConfigVersion.cmake"; do
   [ -e "$f" ] || fail "not installed: ${f#"$prefix"/}"
 done

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
-/* tests/test_plan.c: the runtime (runtime/fk_plan.c, fk_team.c, fk_state.c).
+/* tests/test_plan.c: the runtime (runtime/fk_plan.c, fk_run.c, fk_state.c, fk_team.c) through
+ * the block and tail programs (fk_prog_block.c, fk_prog_tail.c).
  *   block_equals_the_contract_composition: prefill and decode calls of a ShortConv block, team
  *       sizes 1..4, with and without conv bias: the residual stream and the carry equal the
  *       contract models composed row by row from the checkpoint-layout weights, bit for bit.

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fk_leaves.h"
+#include "fk_models.h" /* the block, tail and LFM2 model descriptors, sampling */
 
 #ifdef __cplusplus
 extern "C" {
@@ -192,76 +193,6 @@ typedef enum fk_program {
  * (hosts that place threads themselves). */
 #define FK_PLAN_NO_PIN (1u << 2)
 
-/* The tail's spectral head writes this many f32 per frame: 641 log-magnitudes, 641 phases. */
-#define FK_TAIL_SPEC 1282
-
-/* Weights of one ShortConv block, as the checkpoint stores them (bf16 bit patterns, row-major).
- * They are read once, by fk_plan_create (packed into the arena); the host may free them after. */
-typedef struct fk_block_weights {
-  const uint16_t *norm;      /* hidden: operator_norm.weight */
-  const uint16_t *in_proj;   /* 3*hidden x hidden: in_proj.weight (rows: B, then C, then x) */
-  const uint16_t *conv;      /* hidden x 3: conv.weight[c, 0, k] at conv[3c + k] */
-  const uint16_t *conv_bias; /* hidden, or NULL (LFM2's conv_bias = False) */
-  const uint16_t *out_proj;  /* hidden x hidden: out_proj.weight */
-} fk_block_weights;
-
-/* Weights of the detokenizer's spectral head (a Linear tail_in -> 1282 before the ISTFT). */
-typedef struct fk_tail_weights {
-  const uint16_t *lin;  /* 1282 x tail_in bf16, row-major */
-  const float *bias;    /* 1282 f32 */
-} fk_tail_weights;
-
-/* One LFM2 layer (transformers' Lfm2DecoderLayer), weights as the checkpoint stores them (bf16
- * bit patterns, row-major, read once at readiness). A conv layer uses in_proj, conv, out_proj
- * (fk_block_weights' layouts, no bias); an attention layer q_proj (heads*head_dim x hidden), k_proj
- * and v_proj (kv_heads*head_dim x hidden), q_norm and k_norm (head_dim: q_layernorm, k_layernorm),
- * o_proj (hidden x heads*head_dim: self_attn.out_proj). Every layer: operator_norm, ffn_norm
- * (hidden) and the feed-forward w1, w3 (ffn x hidden), w2 (hidden x ffn). */
-typedef enum fk_layer_kind { FK_LAYER_CONV = 0, FK_LAYER_ATTN = 1 } fk_layer_kind;
-
-typedef struct fk_lfm2_layer {
-  fk_layer_kind kind;
-  const uint16_t *operator_norm, *ffn_norm;
-  const uint16_t *in_proj, *conv, *out_proj;                        /* FK_LAYER_CONV */
-  const uint16_t *q_proj, *k_proj, *v_proj, *q_norm, *k_norm, *o_proj; /* FK_LAYER_ATTN */
-  const uint16_t *w1, *w3, *w2;
-} fk_lfm2_layer;
-
-/* An LFM2 stack: the shapes and the layers of Lfm2Model (embedding_norm = final_norm). */
-typedef struct fk_lfm2_stack {
-  int64_t hidden;     /* 1..65536, a multiple of 16 */
-  int64_t ffn;        /* feed-forward width (intermediate_size after any auto-adjust), 1..65536 */
-  int64_t layers;     /* 1..FK_MAX_LAYERS */
-  int64_t heads, kv_heads; /* attention heads; kv_heads divides heads (GQA) */
-  int64_t head_dim;   /* 64 */
-  int64_t window;     /* 0: full causal attention; W >= 1: sliding window of W positions */
-  int64_t max_pos;    /* positions a sequence may reach (RoPE table, linear KV cache), 1..2^20 */
-  float rope_theta;   /* RoPE base, (1, 1e30) */
-  float norm_eps;     /* RMSNorm epsilon, finite and > 0 */
-  const fk_lfm2_layer *layer; /* `layers` entries */
-  const uint16_t *final_norm; /* hidden */
-} fk_lfm2_stack;
-
-enum { FK_MAX_LAYERS = 64 };
-
-/* The language model (FK_PROGRAMS_LM). */
-typedef struct fk_lm_desc {
-  fk_lfm2_stack stack;
-  int64_t vocab;            /* 1..2^20 */
-  int64_t max_rows;         /* most prompt tokens of one prefill call, 1..65536 */
-  const uint16_t *embed;    /* vocab x hidden: embed_tokens.weight */
-  const uint16_t *lm_head;  /* vocab x hidden, or NULL: tied to embed (LFM2) */
-} fk_lm_desc;
-
-/* The LFM2.5 audio detokenizer (FK_PROGRAMS_DETOK); its head and spectral tail are desc.tail
- * (tail_in = stack.hidden), desc.clip and FK_PLAN_PCM_I16. */
-typedef struct fk_detok_desc {
-  fk_lfm2_stack stack;      /* window: the sliding window (LFM2.5: 30) */
-  int64_t codebook_vocab;   /* codes per codebook (2048) */
-  int64_t max_frames;       /* most code frames of one call, 1..4096 */
-  const uint16_t *codebooks; /* (8 * codebook_vocab) x hidden: emb.emb.weight */
-} fk_detok_desc;
-
 /* A plan descriptor. Zero-initialise it and set what the programs need; every field is checked
  * by fk_plan_create and a refusal names the field. */
 typedef struct fk_plan_desc {
@@ -332,15 +263,6 @@ typedef struct fk_io {
   const int32_t *codes;       /* rows code frames x 8 codes, frame-major, each in [0, codebook_vocab) */
 } fk_io;
 
-/* Sampling of FK_PROGRAMS_LM (transformers' order: temperature, top-k with the reference's tie
- * rule, softmax, a draw; templates/sample.lua, form topk). The draw's uniform comes from a
- * counter-based generator (splitmix64 of seed and counter) whose counter is plan state, committed
- * per draw and carried by snapshots; fk_sampler_seed sets the seed. */
-typedef struct fk_sampling {
-  float temperature;  /* > 0, finite */
-  int64_t top_k;      /* 0: no top-k */
-} fk_sampling;
-
 /* fk_run(): runs one program on the team. Checks the program (enabled at readiness), rows,
  * strides, pointers and the PCM capacity first: a refusal writes nothing and leaves the state
  * as it was. After the checks: no allocation, no system call but the barrier's futex, no file.
@@ -357,12 +279,12 @@ fk_status fk_run(fk_plan *plan, fk_program program, fk_io *io, fk_error *err);
  * layer's K and V caches (every slot), the detokenizer's frame count and OLA ring, and the
  * sampler's seed and draw counter.
  * A snapshot is a versioned, checksummed byte image tied to the plan's shapes, in native byte
- * order: "FKSTATE\0", u32 version (2), u32 programs, i64 hidden, i64 tail_in, i64 tokens,
- * i64 frames, u64 digest of the model shapes (56 bytes), the carry (2 x hidden bf16: Bx[t-2],
- * then Bx[t-1]; block plans), the OLA ring (1280 f32; tail plans), the model state (LM: i64
- * position, per layer the carry or K then V (slots x kv_heads x 64 bf16); detokenizer: the same;
- * then LM: u64 seed, u64 draws; detokenizer: i64 STFT frames, its OLA ring), u64 FNV-1a of
- * everything before it. */
+ * order: "FKSTATE\0", u32 version (3), u32 programs, i64 hidden, i64 tail_in, i64 tokens,
+ * i64 frames, u64 digest of the model shapes (56 bytes), then each family's state in the order
+ * block, tail, LM, detokenizer: the carry (2 x hidden bf16: Bx[t-2], then Bx[t-1]; block plans),
+ * the OLA ring (1280 f32; tail plans), the LM's (i64 position, per layer the carry or K then V
+ * (slots x kv_heads x 64 bf16), u64 seed, u64 draws), the detokenizer's (i64 position, per layer
+ * the same, i64 STFT frames, its OLA ring); then u64 FNV-1a of everything before it. */
 typedef struct fk_state_info {
   int64_t tokens;  /* rows the block programs have committed since the last reset */
   int64_t frames;  /* frames of the current PCM stream (0 after a flush) */

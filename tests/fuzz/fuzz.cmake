@@ -50,9 +50,8 @@ file(GLOB fk_fuzz_headers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/runtime/*.h ${CM
 add_library(fk_fuzz_stamps OBJECT ${FK_STAMP_SOURCES})
 target_include_directories(fk_fuzz_stamps PRIVATE ${CMAKE_SOURCE_DIR}/generated)
 
-# the runtime (mirroring fk_objects' list) and the fixture reader, instrumented: one object each
-set(fk_fuzz_c_sources runtime/fk_cpu.c runtime/fk_error.c runtime/fk_leaf.c runtime/fk_pack.c runtime/fk_rope.c
-  runtime/fk_plan.c runtime/fk_state.c runtime/fk_team.c runtime/fk_model.c tests/fixture/fkfix.c)
+# the runtime (fk_objects' list, FK_RUNTIME_SOURCES) and the fixture reader, instrumented: one object each
+set(fk_fuzz_c_sources ${FK_RUNTIME_SOURCES} tests/fixture/fkfix.c)
 set(fk_fuzz_runtime_objs)
 set(fk_fuzz_fkfix_obj)
 foreach(src IN LISTS fk_fuzz_c_sources)

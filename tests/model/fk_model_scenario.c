@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fk_plan_internal.h"
+#include "fk_lfm2.h"
 #include "model_desc.h"
 
 static void check(fk_status s, const fk_error *err) {
@@ -25,8 +25,8 @@ static void check(fk_status s, const fk_error *err) {
 /* the residual stream after every step that writes it, chained */
 static void observe(void *ctx, const fk_plan *p, const fk_step *st) {
   uint64_t *h = ctx;
-  const fk_stack_rt *t = &p->stack[st->stack];
-  int64_t rows = st->stack == 0 ? p->job.rows : 6 * p->job.rows;
+  const fk_stack_rt *t = st->ctx; /* a model family's record begins with its stack */
+  int64_t rows = fk_lfm2_rows(p, t);
   *h = fkt_fnv(t->res, (size_t)(rows * t->h) * 2, *h);
 }
 

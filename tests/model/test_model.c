@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fk_plan_internal.h"
+#include "fk_prog_detok.h"
+#include "fk_prog_lm.h"
 #include "model_desc.h"
 #include "trace.h"
 #include "../contract/contract.h"
@@ -68,17 +69,18 @@ typedef struct capture {
 
 static void observe(void *ctx, const fk_plan *p, const fk_step *st) {
   capture *c = ctx;
-  const fk_stack_rt *t = &p->stack[st->stack];
-  int64_t rows = st->stack == 0 ? p->job.rows : 6 * p->job.rows, h = t->h;
+  fk_stack_rt *t = st->ctx; /* a model family's record begins with its stack */
+  int lm = st->ctx == (void *)fk_lm_of(p);
+  const fk_detok_rt *dt = st->ctx; /* read on the detokenizer's steps only */
+  int64_t rows = fk_lfm2_rows(p, t), h = t->h;
   size_t off = (size_t)(c->row0 * h);
-  fk_plan *w = (fk_plan *)(uintptr_t)p; /* the perturbations write the planes */
-  if (c->what != PERTURB_NONE && c->cur == c->call) {
-    fk_layer_rt *l = st->layer >= 0 ? &w->stack[st->stack].layer[st->layer] : NULL;
+  if (c->what != PERTURB_NONE && c->cur == c->call) { /* the perturbations write the planes */
+    fk_layer_rt *l = st->layer >= 0 ? &t->layer[st->layer] : NULL;
     if (c->what == PERTURB_CARRY && !strcmp(st->name, "conv") && st->layer == 0)
       memset(l->carry, 0, (size_t)(2 * h) * 2); /* the carry not committed */
     if (c->what == PERTURB_KV_SLOT && !strcmp(st->name, "qk_norm_rope") && l) {
       /* the new rows' K written one slot late: shift the block's rows by one slot */
-      int64_t kd = t->kv * 64, s0 = t->ring ? p->job.pos0 % t->ring : p->job.pos0;
+      int64_t kd = t->kv * 64, s0 = t->ring ? t->pos % t->ring : t->pos;
       for (int64_t r = rows - 1; r >= 0; r--) {
         int64_t a = s0 + r, b = s0 + r + 1;
         if (t->ring) a %= t->ring, b %= t->ring;
@@ -97,12 +99,12 @@ static void observe(void *ctx, const fk_plan *p, const fk_step *st) {
   if (!strcmp(st->name, "embed") || !strcmp(st->name, "codebooks")) memcpy(c->emb + off, t->res, (size_t)(rows * h) * 2);
   if (!strcmp(st->name, "w2")) memcpy(c->hid[st->layer] + off, t->res, (size_t)(rows * h) * 2);
   if (!strcmp(st->name, "final_norm")) {
-    if (st->stack == 0) memcpy(c->norm, t->xn, (size_t)h * 4); /* the LM norms its last row */
-    else memcpy(c->norm + off, p->feat, (size_t)(rows * h) * 4);
+    if (lm) memcpy(c->norm, t->xn, (size_t)h * 4); /* the LM norms its last row */
+    else memcpy(c->norm + off, dt->feat, (size_t)(rows * h) * 4);
   }
   if (!strcmp(st->name, "head"))
     for (int64_t r = 0; r < rows; r++)
-      memcpy(c->lin + (c->row0 + r) * FK_ISTFT_SPEC, p->spec + r * FK_SPEC_LD, FK_ISTFT_SPEC * 4);
+      memcpy(c->lin + (c->row0 + r) * FK_ISTFT_SPEC, dt->sp.spec + r * FK_SPEC_LD, FK_ISTFT_SPEC * 4);
 }
 
 /* ---- comparisons --------------------------------------------------------------------------- */
@@ -161,7 +163,7 @@ static tally lm_against_trace(int threads, perturb what, int call, FILE *rep) {
   c->call = call;
   fk_plan_set_trace(p, observe, c);
   tally t = { 0 };
-  const fk_stack_rt *st = &p->stack[0];
+  const fk_stack_rt *st = &fk_lm_of(p)->stack;
   int64_t h = st->h;
   for (int k = 0; k < LM_CALLS; k++) {
     char rel[64];
@@ -342,7 +344,7 @@ static tally detok_against_trace(int threads, const int *chunks, perturb what, i
   char err[256];
   cr_assert_eq(fkm_trace_check_weights(&tr, &M.detok, err, sizeof err), 0, "%s", err);
   const fkfix_tensor *codes = fkfix_tensor_get(&tr.fx, "codes"); /* (8, 12) */
-  const fk_stack_rt *st = &p->stack[1];
+  const fk_stack_rt *st = &fk_detok_of(p)->stack;
   int64_t kd = st->kv * 64, h = st->h;
   static uint16_t kk[LMAX][DT_ROWS * 8 * 64], vv[LMAX][DT_ROWS * 8 * 64], bx[LMAX][4 * DT_FRAMES * HMAX];
   static float pcm[DT_FRAMES * 1920 + 480];
@@ -452,7 +454,7 @@ Test(model, perturb_position_skipped, .init = setup, .fini = teardown, .timeout 
   fkm_trace_free(&tr);
   fk_io io = { .rows = LM_PROMPT, .tokens = tok };
   run(p, FK_PROG_LM_PREFILL, &io);
-  p->stack[0].pos++;
+  fk_lm_of(p)->stack.pos++;
   load_trace(&tr, "lfm2/lm_c1.manifest");
   ids = fkfix_tensor_get(&tr.fx, "ids");
   tok[0] = (int32_t)((const int64_t *)ids->data)[0];
@@ -681,10 +683,10 @@ Test(model, ring_sizes_do_not_matter_over_long_runs, .init = setup, .fini = tear
   fk_error err;
   cr_assert_eq(fk_plan_create(&da, &a, &err), FK_OK, "%s", err.message);
   cr_assert_eq(fk_plan_create(&db, &b, &err), FK_OK, "%s", err.message);
-  cr_assert_eq(a->stack[0].ring, 30);
-  cr_assert_eq(b->stack[0].ring, 45);
-  cr_assert_eq(a->stack[1].ring, 35);
-  cr_assert_eq(b->stack[1].ring, 53);
+  cr_assert_eq(fk_lm_of(a)->stack.ring, 30);
+  cr_assert_eq(fk_lm_of(b)->stack.ring, 45);
+  cr_assert_eq(fk_detok_of(a)->stack.ring, 35);
+  cr_assert_eq(fk_detok_of(b)->stack.ring, 53);
   int32_t ta = 7, tb[16];
   for (int i = 0; i < 16; i++) tb[i] = (int32_t)(i * 389 % 1024);
   ta = tb[0];

@@ -1,0 +1,411 @@
+/* runtime/fk_lfm2.c: an LFM2 stack (fk_lfm2.h): its descriptor checks, shapes, layout and
+ * packing, the steps of every layer, and its state.
+ *
+ * Steps and their shares (a barrier after each; every output element is computed by one leaf
+ * call whose arithmetic does not depend on the share, so every team size gives the same bits):
+ *   operator_norm, ffn_norm                      rows split
+ *   in_proj, qkv_proj, o_proj, w1_w3, w2         weight rows split, row groups of <= 4
+ *   conv                                         member 0 (the carry is a recurrence over rows)
+ *   qk_norm_rope        q heads then k heads split   attention            kv heads split
+ *   swiglu              columns split (multiples of 64)
+ * The state (KV caches, conv carries, the position) is written by the steps in place or
+ * committed by the family after the program's last barrier, in causal order. */
+#include <string.h>
+
+#include "fk_lfm2.h"
+
+enum { HD = FK_LFM2_HD, LIMIT = 65536, MAX_POS = 1 << 20 };
+
+static inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* ---- readiness ---------------------------------------------------------------------------------- */
+
+#define MCHECK(cond, ...) FK_RETURN_ERROR_IF(cond, err, FK_EINVAL, "fk_plan_create: " __VA_ARGS__)
+
+fk_status fk_lfm2_check(const char *w, const fk_lfm2_stack *s, fk_error *err) {
+  MCHECK(s->hidden < 1 || s->hidden > LIMIT, "desc.%s.stack.hidden = %lld: must be in 1..%d", w, (long long)s->hidden,
+         LIMIT);
+  MCHECK(s->ffn < 1 || s->ffn > LIMIT, "desc.%s.stack.ffn = %lld: must be in 1..%d", w, (long long)s->ffn, LIMIT);
+  MCHECK(s->layers < 1 || s->layers > FK_MAX_LAYERS, "desc.%s.stack.layers = %lld: must be in 1..%d", w,
+         (long long)s->layers, FK_MAX_LAYERS);
+  MCHECK(s->head_dim != HD, "desc.%s.stack.head_dim = %lld: the attention stamps serve 64", w, (long long)s->head_dim);
+  MCHECK(s->heads < 1 || s->heads * HD > LIMIT, "desc.%s.stack.heads = %lld: must be in 1..%d", w,
+         (long long)s->heads, LIMIT / HD);
+  MCHECK(s->kv_heads < 1 || s->heads % s->kv_heads != 0,
+         "desc.%s.stack.kv_heads = %lld: must be >= 1 and divide heads = %lld", w, (long long)s->kv_heads,
+         (long long)s->heads);
+  MCHECK(s->window < 0 || s->window > LIMIT, "desc.%s.stack.window = %lld: must be in 0..%d (0: full causal)", w,
+         (long long)s->window, LIMIT);
+  MCHECK(s->max_pos < 1 || s->max_pos > MAX_POS, "desc.%s.stack.max_pos = %lld: must be in 1..%d", w,
+         (long long)s->max_pos, MAX_POS);
+  MCHECK(!(s->rope_theta > 1.0f) || !(s->rope_theta < 1e30f), "desc.%s.stack.rope_theta = %g: must be in (1, 1e30)", w,
+         (double)s->rope_theta);
+  MCHECK(!(s->norm_eps > 0.0f) || s->norm_eps > 1e30f, "desc.%s.stack.norm_eps = %g: must be finite and > 0", w,
+         (double)s->norm_eps);
+  MCHECK(!s->layer, "desc.%s.stack.layer is NULL", w);
+  MCHECK(!s->final_norm, "desc.%s.stack.final_norm is NULL", w);
+  for (int64_t i = 0; i < s->layers; i++) {
+    const fk_lfm2_layer *l = &s->layer[i];
+#define WNULL(f) MCHECK(!l->f, "desc.%s.stack.layer[%lld]." #f " is NULL", w, (long long)i)
+    MCHECK(l->kind != FK_LAYER_CONV && l->kind != FK_LAYER_ATTN,
+           "desc.%s.stack.layer[%lld].kind = %d: not FK_LAYER_CONV or FK_LAYER_ATTN", w, (long long)i, (int)l->kind);
+    WNULL(operator_norm);
+    WNULL(ffn_norm);
+    WNULL(w1);
+    WNULL(w3);
+    WNULL(w2);
+    if (l->kind == FK_LAYER_CONV) {
+      WNULL(in_proj);
+      WNULL(conv);
+      WNULL(out_proj);
+    } else {
+      WNULL(q_proj);
+      WNULL(k_proj);
+      WNULL(v_proj);
+      WNULL(q_norm);
+      WNULL(k_norm);
+      WNULL(o_proj);
+    }
+#undef WNULL
+  }
+  return FK_OK;
+}
+
+uint64_t fk_lfm2_roles(int decode) {
+  uint64_t r = FK_ROLE_BIT(R_NORM) | FK_ROLE_BIT(R_IN) | FK_ROLE_BIT(R_CONV) | FK_ROLE_BIT(R_OUT) |
+               FK_ROLE_BIT(R_QKPREP) | FK_ROLE_BIT(R_SWIGLU) | FK_ROLE_BIT(R_ATTN_PRE) | FK_ROLE_BIT(R_ATTN_PRE_RING);
+  if (decode) r |= FK_ROLE_BIT(R_ATTN_DEC) | FK_ROLE_BIT(R_ATTN_DEC_RING);
+  return r;
+}
+
+void fk_lfm2_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, int64_t max_rows, int64_t rep) {
+  memset(t, 0, sizeof *t);
+  t->h = s->hidden;
+  t->ffn = s->ffn;
+  t->layers = s->layers;
+  t->heads = s->heads;
+  t->kv = s->kv_heads;
+  t->hd = HD;
+  t->window = s->window;
+  t->max_pos = s->max_pos;
+  t->max_rows = max_rows;
+  t->rep = rep;
+  t->eps = s->norm_eps;
+  /* a ring must hold the window and a whole block's new rows (templates/attn.lua: R >= W + P - 1) */
+  t->ring = s->window > 0 ? s->window + max_rows - 1 : 0;
+  t->slots = t->ring ? t->ring : s->max_pos;
+  for (int64_t i = 0; i < s->layers; i++) t->layer[i].kind = s->layer[i].kind;
+}
+
+static uint16_t *carve_packed(fk_carver *c, int64_t n, int64_t k) {
+  return fk_carve(c, fk_gemv_packed_elems(n, k) * 2);
+}
+
+void fk_lfm2_layout(fk_stack_rt *t, int threads, fk_carver *c) {
+  int64_t h = t->h, f = t->ffn, qd = t->heads * HD, kd = t->kv * HD, r = t->max_rows;
+  for (int64_t i = 0; i < t->layers; i++) {
+    fk_layer_rt *l = &t->layer[i];
+    l->norm1 = fk_carve(c, (size_t)h * 2);
+    l->norm2 = fk_carve(c, (size_t)h * 2);
+    if (l->kind == FK_LAYER_CONV) {
+      l->in_w = carve_packed(c, 3 * h, h);
+      l->conv_w = fk_carve(c, (size_t)(3 * h) * 2);
+      l->out_w = carve_packed(c, h, h);
+      l->carry = fk_carve(c, (size_t)(2 * h) * 2);
+    } else {
+      l->q_w = carve_packed(c, qd, h);
+      l->k_w = carve_packed(c, kd, h);
+      l->v_w = carve_packed(c, kd, h);
+      l->o_w = carve_packed(c, h, qd);
+      l->q_norm = fk_carve(c, HD * 2);
+      l->k_norm = fk_carve(c, HD * 2);
+      l->kc = fk_carve(c, (size_t)(t->slots * kd) * 2);
+      l->vc = fk_carve(c, (size_t)(t->slots * kd) * 2);
+    }
+    l->w1 = carve_packed(c, f, h);
+    l->w3 = carve_packed(c, f, h);
+    l->w2 = carve_packed(c, h, f);
+  }
+  t->final_norm = fk_carve(c, (size_t)h * 2);
+  t->cos = fk_carve(c, (size_t)(t->max_pos * HD / 2) * 4);
+  t->sin = fk_carve(c, (size_t)(t->max_pos * HD / 2) * 4);
+  t->res = fk_carve(c, (size_t)(r * h) * 2);
+  t->xn = fk_carve(c, (size_t)(r * h) * 4);
+  t->bcx = fk_carve(c, (size_t)(r * 3 * h) * 2);
+  t->cy = fk_carve(c, (size_t)(r * h) * 4);
+  t->q = fk_carve(c, (size_t)(r * qd) * 2);
+  t->ay = fk_carve(c, (size_t)(r * qd) * 2);
+  t->ayw = fk_carve(c, (size_t)(r * qd) * 4);
+  t->g = fk_carve(c, (size_t)(r * f) * 2);
+  t->u = fk_carve(c, (size_t)(r * f) * 2);
+  t->hf = fk_carve(c, (size_t)(r * f) * 4);
+  /* the scores of the longest window a row can see */
+  int64_t n = round_up(t->ring ? t->window : t->max_pos, 16);
+  for (int m = 0; m < threads; m++) t->s[m] = fk_carve(c, (size_t)n * 4);
+  fk_gemv_need(c, imax(imax(h, f), qd));
+}
+
+fk_status fk_lfm2_pack(fk_stack_rt *t, const fk_lfm2_stack *s, fk_error *err) {
+  int64_t h = t->h, f = t->ffn, qd = t->heads * HD, kd = t->kv * HD;
+  fk_status r = FK_OK;
+#define PACK(src, dst, n, k) \
+  if (r == FK_OK) r = fk_gemv_pack(src, k, n, k, dst, fk_gemv_packed_elems(n, k), err)
+  for (int64_t i = 0; i < t->layers; i++) {
+    const fk_lfm2_layer *w = &s->layer[i];
+    fk_layer_rt *l = &t->layer[i];
+    memcpy(l->norm1, w->operator_norm, (size_t)h * 2);
+    memcpy(l->norm2, w->ffn_norm, (size_t)h * 2);
+    if (l->kind == FK_LAYER_CONV) {
+      PACK(w->in_proj, l->in_w, 3 * h, h);
+      PACK(w->out_proj, l->out_w, h, h);
+      /* conv.weight[c, 0, k] -> tap-major w[k*h + c] (the leaf's layout) */
+      for (int64_t ch = 0; ch < h; ch++)
+        for (int k = 0; k < 3; k++) l->conv_w[k * h + ch] = w->conv[3 * ch + k];
+    } else {
+      PACK(w->q_proj, l->q_w, qd, h);
+      PACK(w->k_proj, l->k_w, kd, h);
+      PACK(w->v_proj, l->v_w, kd, h);
+      PACK(w->o_proj, l->o_w, h, qd);
+      memcpy(l->q_norm, w->q_norm, HD * 2);
+      memcpy(l->k_norm, w->k_norm, HD * 2);
+    }
+    PACK(w->w1, l->w1, f, h);
+    PACK(w->w3, l->w3, f, h);
+    PACK(w->w2, l->w2, h, f);
+  }
+#undef PACK
+  memcpy(t->final_norm, s->final_norm, (size_t)h * 2);
+  if (r == FK_OK) r = fk_rope_table(s->rope_theta, HD, 0, t->max_pos, t->cos, t->sin, err);
+  return r;
+}
+
+/* ---- the steps ------------------------------------------------------------------------------ */
+
+#define ST ((fk_stack_rt *)s->ctx)
+#define LY (&((fk_stack_rt *)s->ctx)->layer[s->layer])
+#define FN(role) p->leaf[role].fn
+
+void fk_lfm2_norm(fk_plan *p, const fk_stack_rt *t, int m, const uint16_t *w, int64_t row0, int64_t rows, float *y) {
+  int64_t b, e, h = t->h;
+  fk_share(rows, m, p->threads, &b, &e);
+  if (b == e) return;
+  fk_rmsnorm_bf16_wide_args a = { .x = t->res + (row0 + b) * h, .w = w, .y = y + b * h, .n = h, .rows = e - b,
+                                  .x_stride = h, .y_stride = h, .eps = t->eps };
+  FN(R_NORM)(&a);
+}
+
+static void st_norm1(fk_plan *p, const fk_step *s, int m) {
+  fk_lfm2_norm(p, ST, m, LY->norm1, 0, fk_lfm2_rows(p, ST), ST->xn);
+}
+static void st_norm2(fk_plan *p, const fk_step *s, int m) {
+  fk_lfm2_norm(p, ST, m, LY->norm2, 0, fk_lfm2_rows(p, ST), ST->xn);
+}
+
+static void st_in_proj(fk_plan *p, const fk_step *s, int m) {
+  int64_t h = ST->h;
+  fk_gemv_job g = { R_IN, LY->in_w, ST->xn, h, h, ST->bcx, NULL, NULL, 3 * h, 0, 0 };
+  fk_gemv_run(p, m, &g, fk_lfm2_rows(p, ST), 3 * h);
+}
+
+static void st_conv(fk_plan *p, const fk_step *s, int m) {
+  if (m != 0) return; /* the carry is a recurrence over rows */
+  int64_t h = ST->h;
+  fk_shortconv_bf16_wide_args a = { .in = ST->bcx, .w = LY->conv_w, .carry = LY->carry, .y = ST->cy, .h = h,
+                                    .m = fk_lfm2_rows(p, ST), .ld_in = 3 * h, .ldy = h };
+  FN(R_CONV)(&a);
+}
+
+static void st_out_proj(fk_plan *p, const fk_step *s, int m) {
+  int64_t h = ST->h;
+  fk_gemv_job g = { R_OUT, LY->out_w, ST->cy, h, h, ST->res, ST->res, NULL, h, 0, 0 };
+  fk_gemv_run(p, m, &g, fk_lfm2_rows(p, ST), h);
+}
+
+static void st_qkv(fk_plan *p, const fk_step *s, int m) {
+  const fk_stack_rt *t = ST;
+  int64_t h = t->h, qd = t->heads * HD, kd = t->kv * HD, rows = fk_lfm2_rows(p, t);
+  int64_t slot0 = t->ring ? t->pos % t->ring : t->pos;
+  fk_gemv_job q = { R_IN, LY->q_w, t->xn, h, h, t->q, NULL, NULL, qd, 0, 0 };
+  fk_gemv_job k = { R_IN, LY->k_w, t->xn, h, h, LY->kc, NULL, NULL, kd, slot0, t->ring };
+  fk_gemv_job v = { R_IN, LY->v_w, t->xn, h, h, LY->vc, NULL, NULL, kd, slot0, t->ring };
+  fk_gemv_run(p, m, &q, rows, qd);
+  fk_gemv_run(p, m, &k, rows, kd);
+  fk_gemv_run(p, m, &v, rows, kd);
+}
+
+static void st_qkprep(fk_plan *p, const fk_step *s, int m) {
+  const fk_stack_rt *t = ST;
+  int64_t b, e, rows = fk_lfm2_rows(p, t);
+  fk_share(t->heads + t->kv, m, p->threads, &b, &e);
+  if (b < t->heads) { /* query heads [b, min(e, heads)) */
+    int64_t qe = e < t->heads ? e : t->heads;
+    fk_qkprep_neox64_args a = { .x = t->q + b * HD, .w = LY->q_norm, .cos = t->cos, .sin = t->sin, .heads = qe - b,
+                                .m = rows, .ld_head = HD, .ld_row = t->heads * HD, .pos = t->pos, .slot = 0,
+                                .ring = 0, .eps = t->eps };
+    FN(R_QKPREP)(&a);
+  }
+  if (e > t->heads) { /* key heads, in their cache slots */
+    int64_t kb = b > t->heads ? b - t->heads : 0, ke = e - t->heads;
+    fk_qkprep_neox64_args a = { .x = LY->kc + kb * HD, .w = LY->k_norm, .cos = t->cos, .sin = t->sin,
+                                .heads = ke - kb, .m = rows, .ld_head = HD, .ld_row = t->kv * HD, .pos = t->pos,
+                                .slot = t->ring ? t->pos % t->ring : t->pos, .ring = t->ring, .eps = t->eps };
+    FN(R_QKPREP)(&a);
+  }
+}
+
+/* The step's role is the attention form (fk_lfm2_steps chose it from decode, ring and window). */
+static void st_attn(fk_plan *p, const fk_step *s, int m) {
+  const fk_stack_rt *t = ST;
+  int64_t b, e, rows = fk_lfm2_rows(p, t), group = t->heads / t->kv, qd = t->heads * HD, kd = t->kv * HD;
+  fk_share(t->kv, m, p->threads, &b, &e);
+  if (b == e) return;
+  const uint16_t *q = t->q + b * group * HD, *k = LY->kc + b * HD, *v = LY->vc + b * HD;
+  uint16_t *y = t->ay + b * group * HD;
+  float *yw = t->ayw + b * group * HD;
+  int64_t pos = t->pos, slot = t->ring ? pos % t->ring : pos;
+  switch (s->role) {
+  case R_ATTN_DEC: {
+    fk_attn_decode64_wide_args a = { .q = q, .k = k, .v = v, .y = y, .yw = yw, .s = t->s[m], .kv_heads = e - b,
+                                     .group = group, .k_ld_head = HD, .k_ld_row = kd, .v_ld_head = HD,
+                                     .v_ld_row = kd, .pos = pos };
+    FN(R_ATTN_DEC)(&a);
+    break;
+  }
+  case R_ATTN_DEC_RING: { /* the decode ring form's window is its ring: R == W */
+    fk_attn_decode_ring64_wide_args a = { .q = q, .k = k, .v = v, .y = y, .yw = yw, .s = t->s[m],
+                                          .kv_heads = e - b, .group = group, .k_ld_head = HD, .k_ld_row = kd,
+                                          .v_ld_head = HD, .v_ld_row = kd, .pos = pos, .slot = slot,
+                                          .ring = t->window };
+    FN(R_ATTN_DEC_RING)(&a);
+    break;
+  }
+  case R_ATTN_PRE: {
+    fk_attn_prefill64_wide_args a = { .q = q, .k = k, .v = v, .y = y, .yw = yw, .s = t->s[m], .kv_heads = e - b,
+                                      .group = group, .k_ld_head = HD, .k_ld_row = kd, .v_ld_head = HD,
+                                      .v_ld_row = kd, .pos = pos, .rows = rows, .q_ld = qd, .y_ld = qd, .yw_ld = qd };
+    FN(R_ATTN_PRE)(&a);
+    break;
+  }
+  default: { /* R_ATTN_PRE_RING: prefill, and decode with R > W slots */
+    fk_attn_prefill_ring64_wide_args a = { .q = q, .k = k, .v = v, .y = y, .yw = yw, .s = t->s[m],
+                                           .kv_heads = e - b, .group = group, .k_ld_head = HD, .k_ld_row = kd,
+                                           .v_ld_head = HD, .v_ld_row = kd, .pos = pos, .rows = rows, .q_ld = qd,
+                                           .y_ld = qd, .slot = slot, .ring = t->ring, .window = t->window,
+                                           .yw_ld = qd };
+    FN(R_ATTN_PRE_RING)(&a);
+    break;
+  }
+  }
+}
+
+static void st_o_proj(fk_plan *p, const fk_step *s, int m) {
+  int64_t h = ST->h, qd = ST->heads * HD;
+  fk_gemv_job g = { R_OUT, LY->o_w, ST->ayw, qd, qd, ST->res, ST->res, NULL, h, 0, 0 };
+  fk_gemv_run(p, m, &g, fk_lfm2_rows(p, ST), h);
+}
+
+static void st_w13(fk_plan *p, const fk_step *s, int m) {
+  int64_t h = ST->h, f = ST->ffn, rows = fk_lfm2_rows(p, ST);
+  fk_gemv_job g1 = { R_IN, LY->w1, ST->xn, h, h, ST->g, NULL, NULL, f, 0, 0 };
+  fk_gemv_job g3 = { R_IN, LY->w3, ST->xn, h, h, ST->u, NULL, NULL, f, 0, 0 };
+  fk_gemv_run(p, m, &g1, rows, f);
+  fk_gemv_run(p, m, &g3, rows, f);
+}
+
+static void st_swiglu(fk_plan *p, const fk_step *s, int m) {
+  int64_t b, e, f = ST->ffn;
+  fk_share((f + 63) / 64, m, p->threads, &b, &e);
+  b *= 64;
+  e = e * 64 < f ? e * 64 : f;
+  if (b >= e) return;
+  fk_swiglu_bf16_wide_args a = { .g = ST->g + b, .u = ST->u + b, .h = ST->hf + b, .n = e - b,
+                                 .rows = fk_lfm2_rows(p, ST), .g_stride = f, .u_stride = f, .h_stride = f };
+  FN(R_SWIGLU)(&a);
+}
+
+static void st_w2(fk_plan *p, const fk_step *s, int m) {
+  int64_t h = ST->h, f = ST->ffn;
+  fk_gemv_job g = { R_OUT, LY->w2, ST->hf, f, f, ST->res, ST->res, NULL, h, 0, 0 };
+  fk_gemv_run(p, m, &g, fk_lfm2_rows(p, ST), h);
+}
+
+void fk_lfm2_steps(fk_step_list *l, fk_stack_rt *t, int decode) {
+  fk_role attn = t->ring ? (decode && t->ring == t->window ? R_ATTN_DEC_RING : R_ATTN_PRE_RING)
+                         : (decode ? R_ATTN_DEC : R_ATTN_PRE);
+  for (int i = 0; i < (int)t->layers; i++) {
+    fk_step_add(l, st_norm1, "operator_norm", "rows", R_NORM, t, i);
+    if (t->layer[i].kind == FK_LAYER_CONV) {
+      fk_step_add(l, st_in_proj, "in_proj", "weight rows", R_IN, t, i);
+      fk_step_add(l, st_conv, "conv", "member 0", R_CONV, t, i);
+      fk_step_add(l, st_out_proj, "out_proj", "weight rows", R_OUT, t, i);
+    } else {
+      fk_step_add(l, st_qkv, "qkv_proj", "weight rows", R_IN, t, i);
+      fk_step_add(l, st_qkprep, "qk_norm_rope", "heads", R_QKPREP, t, i);
+      fk_step_add(l, st_attn, "attention", "kv heads", attn, t, i);
+      fk_step_add(l, st_o_proj, "o_proj", "weight rows", R_OUT, t, i);
+    }
+    fk_step_add(l, st_norm2, "ffn_norm", "rows", R_NORM, t, i);
+    fk_step_add(l, st_w13, "w1_w3", "weight rows", R_IN, t, i);
+    fk_step_add(l, st_swiglu, "swiglu", "columns", R_SWIGLU, t, i);
+    fk_step_add(l, st_w2, "w2", "weight rows", R_OUT, t, i);
+  }
+}
+
+/* ---- state ---------------------------------------------------------------------------------- */
+
+void fk_lfm2_reset(fk_stack_rt *t) {
+  for (int64_t i = 0; i < t->layers; i++) {
+    fk_layer_rt *l = &t->layer[i];
+    if (l->carry) memset(l->carry, 0, (size_t)(2 * t->h) * 2);
+    if (l->kc) memset(l->kc, 0, (size_t)(t->slots * t->kv * HD) * 2);
+    if (l->vc) memset(l->vc, 0, (size_t)(t->slots * t->kv * HD) * 2);
+  }
+  t->pos = 0;
+}
+
+size_t fk_lfm2_state_bytes(const fk_stack_rt *t) {
+  size_t n = 8;
+  for (int64_t i = 0; i < t->layers; i++)
+    n += t->layer[i].kind == FK_LAYER_CONV ? (size_t)(2 * t->h) * 2 : (size_t)(2 * t->slots * t->kv * HD) * 2;
+  return n;
+}
+
+static void copy(unsigned char **img, void *state, size_t n, int save) {
+  if (save) memcpy(*img, state, n);
+  else memcpy(state, *img, n);
+  *img += n;
+}
+
+unsigned char *fk_lfm2_state_copy(fk_stack_rt *t, unsigned char *img, int save) {
+  copy(&img, &t->pos, 8, save);
+  for (int64_t i = 0; i < t->layers; i++) {
+    fk_layer_rt *l = &t->layer[i];
+    if (l->kind == FK_LAYER_CONV) {
+      copy(&img, l->carry, (size_t)(2 * t->h) * 2, save);
+    } else {
+      copy(&img, l->kc, (size_t)(t->slots * t->kv * HD) * 2, save);
+      copy(&img, l->vc, (size_t)(t->slots * t->kv * HD) * 2, save);
+    }
+  }
+  return img;
+}
+
+int64_t fk_lfm2_state_pos(const unsigned char *img) {
+  int64_t pos;
+  memcpy(&pos, img, 8);
+  return pos;
+}
+
+uint64_t fk_lfm2_digest(const fk_stack_rt *t, uint64_t h) {
+  int64_t v[6 + FK_MAX_LAYERS];
+  size_t n = 0;
+  v[n++] = t->h;
+  v[n++] = t->ffn;
+  v[n++] = t->heads;
+  v[n++] = t->kv;
+  v[n++] = t->slots;
+  v[n++] = t->layers;
+  for (int64_t i = 0; i < t->layers; i++) v[n++] = t->layer[i].kind;
+  return fk_fnv1a(h, v, n * sizeof v[0]);
+}

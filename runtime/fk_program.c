@@ -1,0 +1,77 @@
+/* runtime/fk_program.c: the GEMV phase runner every program family uses (fk_gemv_run: a member's
+ * share of weight rows, row groups of <= 4, L2 blocks) and the listing of a program's steps. */
+#include "fk_program.h"
+
+/* With more than one row group, the groups take the member's weight rows block by block, each
+ * block small enough to stay in L2 while every group passes over it: the weights come from DRAM
+ * once per call, not once per group (a detokenizer frame is 6 rows, a prompt more). Every output
+ * element is still computed by one call of the same arithmetic: the same bits. */
+enum { L2_BLOCK = 256 << 10 };
+
+static void gemv_call(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t b, int64_t e) {
+  for (int64_t r = 0; r < rows;) {
+    int64_t cnt = rows - r < 4 ? rows - r : 4;
+    int64_t dst = g->slot0 + r;
+    if (g->ring) {
+      dst %= g->ring;
+      if (dst + cnt > g->ring) cnt = g->ring - dst; /* the group stops at the ring's end */
+    }
+    const float *x = g->x + r * g->ldx;
+    float *xs = p->scratch[m];
+    switch (g->role) {
+    case R_IN: {
+      fk_gemv_bf16_rne_packed_args a = { .w = g->w, .x = x, .ldx = g->ldx, .xs = xs, .y = g->y,
+                                         .y_off = dst * g->ldy, .ldy = g->ldy, .m = cnt, .k = g->k,
+                                         .row_begin = b, .row_end = e };
+      p->leaf[R_IN].fn(&a);
+      break;
+    }
+    case R_OUT: {
+      fk_gemv_bf16_rne_add_packed_args a = { .w = g->w, .x = x, .ldx = g->ldx, .xs = xs, .r = g->r, .y = g->y,
+                                             .y_off = dst * g->ldy, .ldy = g->ldy, .m = cnt, .k = g->k,
+                                             .row_begin = b, .row_end = e };
+      p->leaf[R_OUT].fn(&a);
+      break;
+    }
+    case R_LOGITS: {
+      fk_gemv_f32_packed_args a = { .w = g->w, .x = x, .ldx = g->ldx, .xs = xs, .y = g->y,
+                                    .y_off = dst * g->ldy, .ldy = g->ldy, .m = cnt, .k = g->k,
+                                    .row_begin = b, .row_end = e };
+      p->leaf[R_LOGITS].fn(&a);
+      break;
+    }
+    default: { /* R_HEAD */
+      fk_gemv_f32_bias_packed_args a = { .w = g->w, .x = x, .ldx = g->ldx, .xs = xs, .bias = g->bias,
+                                         .y = g->y, .y_off = dst * g->ldy, .ldy = g->ldy, .m = cnt, .k = g->k,
+                                         .row_begin = b, .row_end = e };
+      p->leaf[R_HEAD].fn(&a);
+      break;
+    }
+    }
+    r += cnt;
+  }
+}
+
+void fk_gemv_run(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t n) {
+  int64_t b, e;
+  fk_share_rows(n, m, p->threads, &b, &e);
+  if (b >= e) return;
+  int64_t blk = e - b;
+  if (rows > 4) {
+    blk = L2_BLOCK / (2 * g->k) / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS;
+    if (blk < FK_GEMV_PACK_ROWS) blk = FK_GEMV_PACK_ROWS;
+  }
+  for (int64_t b0 = b; b0 < e; b0 += blk) gemv_call(p, m, g, rows, b0, b0 + blk < e ? b0 + blk : e);
+}
+
+void fk_gemv_need(fk_carver *c, int64_t k) { fk_carve_member(c, (size_t)(4 * ((k + 63) / 64 * 64)) * 4); }
+
+void fk_program_steps(fk_plan *p, fk_carver *c, fk_program prog, void *rec,
+                      void (*list)(fk_step_list *l, void *rec, fk_program prog)) {
+  fk_step_list l = { NULL, 0 };
+  list(&l, rec, prog);
+  fk_step *out = fk_carve_steps(p, c, prog, l.n);
+  if (!out) return;
+  l = (fk_step_list){ out, 0 };
+  list(&l, rec, prog);
+}

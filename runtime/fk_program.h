@@ -1,0 +1,67 @@
+/* runtime/fk_program.h: what the program families build on (not installed): the members' shares
+ * of a phase, the GEMV phase runner, the listing of a program's steps. Program files include it;
+ * the engine does not. */
+#ifndef FK_PROGRAM_H
+#define FK_PROGRAM_H
+
+#include "fk_plan_internal.h"
+
+/* Member `m` of `n` takes units [b, e) of `units`: contiguous, in member order, sizes within one. */
+static inline void fk_share(int64_t units, int m, int n, int64_t *b, int64_t *e) {
+  *b = units * m / n;
+  *e = units * (m + 1) / n;
+}
+
+/* A GEMV's weight rows in whole pack groups (the packed forms start at a group). */
+static inline void fk_share_rows(int64_t rows, int m, int n, int64_t *b, int64_t *e) {
+  int64_t g0, g1;
+  fk_share((rows + FK_GEMV_PACK_ROWS - 1) / FK_GEMV_PACK_ROWS, m, n, &g0, &g1);
+  *b = g0 * FK_GEMV_PACK_ROWS;
+  *e = g1 * FK_GEMV_PACK_ROWS < rows ? g1 * FK_GEMV_PACK_ROWS : rows;
+}
+
+/* ---- the GEMV phase ---------------------------------------------------------------------------- */
+
+/* One GEMV phase's work: the job's activation rows in groups of <= 4 over the member's share of
+ * n weight rows; row i's outputs go to y + ((slot0 + i) mod ring, or slot0 + i when ring is 0) *
+ * ldy. role picks the stamp and its struct: R_IN (bf16 out), R_OUT (bf16 out + the residual r),
+ * R_LOGITS (f32 out), R_HEAD (f32 out + bias). */
+typedef struct fk_gemv_job {
+  fk_role role;
+  const uint16_t *w;  /* packed (fk_gemv_pack) */
+  const float *x;
+  int64_t ldx, k;
+  void *y;
+  const void *r;      /* the residual (R_OUT) */
+  const float *bias;  /* n f32 (R_HEAD) */
+  int64_t ldy;
+  int64_t slot0, ring;
+} fk_gemv_job;
+
+/* Member m's share of a GEMV phase over `rows` activation rows and n weight rows. */
+void fk_gemv_run(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t n);
+/* At layout: each member's scratch holds the x arrangement of a GEMV of width k. */
+void fk_gemv_need(fk_carver *c, int64_t k);
+
+/* ---- steps ------------------------------------------------------------------------------------- */
+
+/* A program's steps being listed: counted (out NULL) or written. */
+typedef struct fk_step_list {
+  fk_step *out;
+  int n;
+} fk_step_list;
+
+typedef void (*fk_step_fn)(fk_plan *, const fk_step *, int member);
+
+static inline void fk_step_add(fk_step_list *l, fk_step_fn run, const char *name, const char *split, fk_role role,
+                               void *ctx, int layer) {
+  if (l->out) l->out[l->n] = (fk_step){ run, name, split, role, ctx, layer };
+  l->n++;
+}
+
+/* At layout: lists program prog's steps with list(l, rec, prog), carves them, and (unless
+ * sizing) writes them. */
+void fk_program_steps(fk_plan *p, fk_carver *c, fk_program prog, void *rec,
+                      void (*list)(fk_step_list *l, void *rec, fk_program prog));
+
+#endif
