@@ -1,15 +1,15 @@
--- gen/asmdiff.lua: a reviewer's view of stamps, op by op.
+-- tools/asmdiff.lua: a reviewer's view of stamps, op by op.
 --
---   lua5.4 gen/asmdiff.lua [--root DIR] LEAF [--form FORM] [--variant PAIR] [--strict-ids]
---                          [--html FILE] [--color|--no-color]
+--   lua5.4 tools/asmdiff.lua [--root DIR] LEAF [--form FORM] [--variant PAIR] [--strict-ids]
+--                            [--html FILE] [--color|--no-color]
 --       the x86_64 and AArch64 stamps of each form side by side, aligned on template op groups;
---   lua5.4 gen/asmdiff.lua [--root DIR] --rev A..B LEAF [--form FORM] [--isa ISA] [--variant V]
---                          [--regen] [--html FILE] [--color|--no-color]
+--   lua5.4 tools/asmdiff.lua [--root DIR] --rev A..B LEAF [--form FORM] [--isa ISA] [--variant V]
+--                            [--regen] [--html FILE] [--color|--no-color]
 --       what changed in each stamp of LEAF between two revisions (B may be WORKTREE), op by op;
---   lua5.4 gen/asmdiff.lua --files LEFT.S RIGHT.S [--strict-ids] [--html FILE] ...
+--   lua5.4 tools/asmdiff.lua --files LEFT.S RIGHT.S [--strict-ids] [--html FILE] ...
 --       two stamp files side by side;
---   lua5.4 gen/asmdiff.lua [--root DIR] --list        leaves, forms and their stamps
---   lua5.4 gen/asmdiff.lua --help
+--   lua5.4 tools/asmdiff.lua [--root DIR] --list        leaves, forms and their stamps
+--   lua5.4 tools/asmdiff.lua --help
 --
 -- Runs under Lua 5.4 and LuaJIT 2.1 alike (gen/compat.lua rules: numbers reach output through
 -- %d only, no pairs() order reaches output). Loaded with dofile() it is a library: it returns
@@ -32,9 +32,9 @@
 
 local M = {}
 
-local SELF = ((debug.getinfo(1, "S") or {}).source or ""):match("^@(.*)$") or "gen/asmdiff.lua"
-local GEN_DIR = SELF:match("^(.*)/[^/]*$") or "."
-local C = dofile(GEN_DIR .. "/compat.lua")
+local SELF = ((debug.getinfo(1, "S") or {}).source or ""):match("^@(.*)$") or "tools/asmdiff.lua"
+local TOOLS_DIR = SELF:match("^(.*)/[^/]*$") or "."
+local C = dofile(TOOLS_DIR .. "/../gen/compat.lua")   -- the generator's compat module, not a copy
 
 local WIDTH = 160          -- text output never exceeds this many columns
 local ABSENT = "--- absent ---"
@@ -1212,8 +1212,8 @@ local function parse_args(argv)
 end
 
 local function default_root()
-  if GEN_DIR == "." then return ".." end
-  return GEN_DIR:match("^(.*)/[^/]*$") or "."
+  if TOOLS_DIR == "." then return ".." end
+  return TOOLS_DIR:match("^(.*)/[^/]*$") or "."
 end
 
 local function stdout_is_tty()
