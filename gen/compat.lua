@@ -114,7 +114,7 @@ function M.f32value(w)
   return sign * (1 + m / 2 ^ 23) * 2 ^ (e - 127)
 end
 
--- ---- the shell (gen/census.lua, gen/asmdiff.lua) ---------------------------------------------
+-- ---- the shell (gen/fkgen.lua lists templates/; tools/census.lua, tools/asmdiff.lua) ----------
 
 -- A POSIX shell word: s in single quotes.
 function M.sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end

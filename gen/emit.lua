@@ -192,7 +192,7 @@ function M.write(ctx, meta)
 end
 
 -- llvm-mca region markers around an innermost loop (a for_tiles whose full-tile body holds no
--- loop): the census (gen/census.lua) predicts cycles per iteration for each marked region. The
+-- loop): the census (tools/census.lua) predicts cycles per iteration for each marked region. The
 -- region is named after the loop op's id, so both ISAs' stamps of a form name it alike.
 local function holds_loop(list)
   local found = false

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/asmdiff_test.sh: gen/asmdiff.lua, every check under lua5.4 and luajit.
+# tests/asmdiff_test.sh: tools/asmdiff.lua, every check under lua5.4 and luajit.
 #   * shortconv bf16, avx512 vs neon: facts counted here from the two stamps (groups, tagged
 #     instructions, tables, the extra raw reloads of AArch64's small register file) against the
 #     tool's rows and summary; the rows keep both stamps' own orders (through the library);
@@ -16,7 +16,7 @@
 #     left byte-identical.
 set -u
 src=${FK_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-tool="$src/gen/asmdiff.lua"
+tool="$src/tools/asmdiff.lua"
 gen="$src/generated"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -165,7 +165,7 @@ suite() {
 
   # ---- library: loading runs nothing ----
   out=$("$lua" -e "local A = dofile('$tool'); assert(type(A) == 'table' and A.parse and A.lcs and A.main)" 2>&1)
-  [ $? = 0 ] && [ -z "$out" ] || bad "dofile(gen/asmdiff.lua) must return the module and print nothing: $out"
+  [ $? = 0 ] && [ -z "$out" ] || bad "dofile(tools/asmdiff.lua) must return the module and print nothing: $out"
 
   # ---- shortconv bf16: the alignment checked against the stamps ----
   if ! run shortconv --form bf16 --no-color >"$t/sc.txt" 2>"$t/err"; then bad "shortconv bf16: $(cat "$t/err")"; fi

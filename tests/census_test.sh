@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/census_test.sh: gen/census.lua itself, under lua5.4 and luajit.
+# tests/census_test.sh: tools/census.lua itself, under lua5.4 and luajit.
 #   * classes, registers and frame of a synthetic x86_64 and AArch64 stamp, counted by hand;
 #   * a real stamp's marked loop: the census's instruction count == the tagged lines between its
 #     LLVM-MCA markers (counted here with awk), and llvm-mca gave a number for each model;
@@ -13,8 +13,7 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
 cat > "$tmp/unit.lua" <<'LUA'
-package.path = arg[1] .. "/gen/?.lua;" .. package.path
-local M = dofile(arg[1] .. "/gen/census.lua")
+local M = dofile(arg[1] .. "/tools/census.lua")
 local function I(list)
   local ins = {}
   for i, t in ipairs(list) do ins[i] = { text = t[1], op = t[2] } end
@@ -75,19 +74,19 @@ want=$(awk '/LLVM-MCA-BEGIN loop14/{on=1; next} /LLVM-MCA-END loop14/{on=0} on &
 for lua in lua5.4 luajit; do
   command -v "$lua" >/dev/null || { bad "$lua not installed"; continue; }
   "$lua" "$tmp/unit.lua" "$src" || bad "$lua: unit checks"
-  out=$(cd "$src" && "$lua" gen/census.lua --root "$src" --stamp "$stamp") || bad "$lua: --stamp $stamp"
+  out=$(cd "$src" && "$lua" tools/census.lua --root "$src" --stamp "$stamp") || bad "$lua: --stamp $stamp"
   echo "$out" | head -3
   echo "$out" | grep -Eq "^  loop14 +ins +$want " || bad "$lua: loop14 should count $want instructions: $out"
   echo "$out" | grep -Eq "SKX [0-9]+\.[0-9]{2} c/it .*ICX [0-9]+\.[0-9]{2} c/it" || bad "$lua: no llvm-mca figures"
-  (cd "$src" && "$lua" gen/census.lua --root "$src" --only "^fk_shortconv_bf16__" --out "$tmp/c.md") >/dev/null ||
+  (cd "$src" && "$lua" tools/census.lua --root "$src" --only "^fk_shortconv_bf16__" --out "$tmp/c.md") >/dev/null ||
     bad "$lua: partial census"
-  (cd "$src" && "$lua" gen/census.lua --root "$src" --only "^fk_shortconv_bf16__" --out "$tmp/c.md" --check) \
+  (cd "$src" && "$lua" tools/census.lua --root "$src" --only "^fk_shortconv_bf16__" --out "$tmp/c.md" --check) \
     >/dev/null || bad "$lua: --check on a fresh census"
   sed -i 's/| 81 |/| 80 |/' "$tmp/c.md"
-  if (cd "$src" && "$lua" gen/census.lua --root "$src" --only "^fk_shortconv_bf16__" --out "$tmp/c.md" --check) \
+  if (cd "$src" && "$lua" tools/census.lua --root "$src" --only "^fk_shortconv_bf16__" --out "$tmp/c.md" --check) \
     2>"$tmp/err" >/dev/null; then bad "$lua: --check passed on an altered census"
   else grep -q "c.md is stale" "$tmp/err" || bad "$lua: the stale message does not name the file: $(cat "$tmp/err")"; fi
-  if (cd "$src" && "$lua" gen/census.lua --root "$src" --stamp fk_nope) 2>"$tmp/err" >/dev/null; then
+  if (cd "$src" && "$lua" tools/census.lua --root "$src" --stamp fk_nope) 2>"$tmp/err" >/dev/null; then
     bad "$lua: an unknown stamp was accepted"
   else grep -q "fk_nope" "$tmp/err" || bad "$lua: the error does not name the stamp"; fi
 done

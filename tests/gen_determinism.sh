@@ -14,7 +14,7 @@ for lua in luajit lua5.4; do
     if ! "$lua" "$src/gen/fkgen.lua" --root "$src" --out "$out" >/dev/null 2>"$tmp/err"; then
       echo "FAIL: $lua run $i:"; cat "$tmp/err"; fail=1; continue
     fi
-    # CENSUS.md is written by gen/census.lua (make census), not by the generator
+    # CENSUS.md is written by tools/census.lua (make census), not by the generator
     if ! diff -r -x CENSUS.md "$src/generated" "$out" >"$tmp/diff"; then
       echo "FAIL: $lua run $i differs from generated/:"; head -20 "$tmp/diff"; fail=1
     fi
