@@ -113,7 +113,9 @@ function M.layout_extents(form_args, fields, path, where)
         if not tree then bad("extent \"" .. tostring(a.extent) .. "\": " .. msg) end
         f.extent, f.extent_src = tree, a.extent
       else
-        if type(a.data_extent) ~= "string" or a.data_extent == "" then bad("data_extent must be a reason (a string)") end
+        if type(a.data_extent) ~= "string" or a.data_extent == "" then
+          bad("data_extent must be a reason (a string)")
+        end
         f.data_extent = a.data_extent
       end
       if a.alias ~= nil then
@@ -121,8 +123,12 @@ function M.layout_extents(form_args, fields, path, where)
         if type(a.alias) ~= "table" or #a.alias == 0 then bad("alias must be a list of pointer argument names") end
         for _, other in ipairs(a.alias) do
           local o = by_name[other]
-          if not o or o.kind ~= "ptr" or o == f then bad("alias: '" .. tostring(other) .. "' is not another pointer argument") end
-          if o.elem ~= f.elem then bad("alias: '" .. other .. "' holds " .. o.elem .. ", '" .. f.name .. "' " .. f.elem) end
+          if not o or o.kind ~= "ptr" or o == f then
+            bad("alias: '" .. tostring(other) .. "' is not another pointer argument")
+          end
+          if o.elem ~= f.elem then
+            bad("alias: '" .. other .. "' holds " .. o.elem .. ", '" .. f.name .. "' " .. f.elem)
+          end
         end
         f.alias = a.alias
       end
@@ -209,7 +215,8 @@ local function describe(v)
   if type(v) ~= "table" or not v.type then
     return type(v) == "nil" and "nothing (nil)" or ("a Lua " .. type(v) .. " (" .. tostring(v) .. ")")
   end
-  local from = v.name and (" (argument a." .. v.name .. ")") or (v.line and v.line > 0 and (" (from line " .. C.int(v.line) .. ")") or "")
+  local from = v.name and (" (argument a." .. v.name .. ")")
+               or (v.line and v.line > 0 and (" (from line " .. C.int(v.line) .. ")") or "")
   return (KINDS[v.type] or v.type) .. from
 end
 M.describe = describe
@@ -355,7 +362,8 @@ local function base_of(self, base, what)
 end
 
 function B:addr(base, index, scale)
-  local p, given = nil, base
+  local given = base
+  local p
   base, p = base_of(self, base, "addr")
   scale = self:_int(scale, "addr")
   if p and scale ~= ELEM_SIZE[p.elem] then
@@ -420,7 +428,8 @@ end
 function B:dot_bf16_acc(acc, w, x)
   self:_want(acc, "v", "dot_bf16_acc", "acc")
   if not acc.var then self:_fail("dot_bf16_acc: the accumulator must come from t:zero()") end
-  self:_emit("dot_bf16_acc", false, { acc, self:_want(w, "v", "dot_bf16_acc", "w"), self:_want(x, "v", "dot_bf16_acc", "x") })
+  self:_emit("dot_bf16_acc", false,
+             { acc, self:_want(w, "v", "dot_bf16_acc", "w"), self:_want(x, "v", "dot_bf16_acc", "x") })
 end
 
 -- Raw bf16 pairs -> f32: halfwords 2l (even) or 2l + 1 (odd) of the 32 loaded, exactly.
@@ -430,7 +439,8 @@ function B:bf16_odd(raw) return self:_emit("bf16_odd", "v", { self:_want(raw, "v
 -- The inverse of bf16_even/bf16_odd on rounded values: raw pairs whose lane l holds the bf16
 -- bits (high halves) of even[l] then odd[l], for store_raw.
 function B:bf16_pairs(even, odd)
-  return self:_emit("bf16_pairs", "v", { self:_want(even, "v", "bf16_pairs", "even"), self:_want(odd, "v", "bf16_pairs", "odd") }).dst
+  return self:_emit("bf16_pairs", "v",
+                    { self:_want(even, "v", "bf16_pairs", "even"), self:_want(odd, "v", "bf16_pairs", "odd") }).dst
 end
 
 -- De-interleave the 32 elements of (a, b): even ones, odd ones.
@@ -665,7 +675,8 @@ end
 function B:for_rows(first, last, group, body)
   group = self:_int(group, "for_rows")
   if group < 1 or group > 8 then self:_fail("for_rows: group must be 1..8") end
-  local op = self:_emit("for_rows", false, { self:_want(first, "i", "for_rows", "first"), self:_want(last, "i", "for_rows", "last") },
+  local op = self:_emit("for_rows", false,
+                        { self:_want(first, "i", "for_rows", "first"), self:_want(last, "i", "for_rows", "last") },
                         { group = group })
   local r = new_value(self, "i")
   r.line = op.line
@@ -921,7 +932,8 @@ function M.build(path, template, form, params, tier, tuning)
   self.tune = setmetatable({}, {
     __index = function(_, name)
       if not M.TUNING[name] then
-        self:_fail("no tuning parameter '" .. tostring(name) .. "'" .. M.nearest(tostring(name), C.sorted_keys(M.TUNING)))
+        self:_fail("no tuning parameter '" .. tostring(name) .. "'" ..
+                   M.nearest(tostring(name), C.sorted_keys(M.TUNING)))
       end
       used[name] = tuning[name]
       return tuning[name]

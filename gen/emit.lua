@@ -143,7 +143,9 @@ function M.write(ctx, meta)
   banner("Variant:   " .. ctx.backend.isa .. " " .. ctx.variant.name .. " (" .. ctx.variant.features_doc .. ")")
   banner("Tier:      " .. meta.tier)
   banner("Params:    " .. meta.params_doc)
-  if meta.tuning_doc ~= "" then banner("Tuning:    " .. meta.tuning_doc .. " (gen/isa/" .. ctx.backend.isa .. ".lua)") end
+  if meta.tuning_doc ~= "" then
+    banner("Tuning:    " .. meta.tuning_doc .. " (gen/isa/" .. ctx.backend.isa .. ".lua)")
+  end
   banner("")
   banner("void " .. meta.symbol .. "(const " .. meta.struct_name .. " *a);")
   register_map(ctx, out)

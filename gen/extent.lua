@@ -179,9 +179,12 @@ function M.c(e)
   if e.fn == "min" then return "(" .. x[1] .. " < " .. x[2] .. " ? " .. x[1] .. " : " .. x[2] .. ")" end
   if e.fn == "max" then return "(" .. x[1] .. " > " .. x[2] .. " ? " .. x[1] .. " : " .. x[2] .. ")" end
   if e.fn == "round_up" then
-    return "FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(" .. x[1] .. ", " .. C.int(e.args[2].v - 1) .. "), " .. x[2] .. "), " .. x[2] .. ")"
+    local sum = "FK_EXT_ADD(" .. x[1] .. ", " .. C.int(e.args[2].v - 1) .. ")"
+    return "FK_EXT_MUL(FK_EXT_DIV(" .. sum .. ", " .. x[2] .. "), " .. x[2] .. ")"
   end
-  return "(" .. x[1] .. " > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(" .. x[1] .. ", 1), " .. x[2] .. "), " .. x[3] .. ") : 0)"   -- span
+  -- span
+  return "(" .. x[1] .. " > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(" .. x[1] .. ", 1), " .. x[2] .. "), " .. x[3] ..
+         ") : 0)"
 end
 
 -- C's integer division: the quotient truncated toward zero.

@@ -121,7 +121,8 @@ local function check_template(path, src, t, leaf_name)
     fail("fixture_gate: 'calls' (the default), 'sequence', 'stream' or 'none'")
   end
   if t.tiers.fast then
-    if type(t.tolerance) ~= "table" or type(t.tolerance.fast) ~= "string" or not t.tolerance.fast:match("^[a-z0-9_]+$") then
+    local tol = type(t.tolerance) == "table" and t.tolerance.fast
+    if type(tol) ~= "string" or not tol:match("^[a-z0-9_]+$") then
       fail("tolerance: a leaf with a fast tier names its tolerance class: tolerance = { fast = \"<class>\" }")
     end
   elseif t.tolerance ~= nil then
@@ -203,22 +204,26 @@ local function run()
   local reg_chunk, err = load(read(registry_path), "@" .. registry_path)
   if not reg_chunk then error({ plain = (err:gsub("^([^:]+%.lua:%d+:)", "%1 error:")) }, 0) end
   local registry = reg_chunk()
-  if type(registry) ~= "table" then error({ plain = registry_path .. ":1: error: must return a list of leaf names" }, 0) end
-  -- templates not listed yet follow the listed ones in name order (listing a leaf pins its place)
-  local listed, found = {}, {}
-  for _, name in ipairs(registry) do
-    if listed[name] then error({ plain = registry_path .. ":1: error: '" .. tostring(name) .. "' is listed twice" }, 0) end
-    listed[name] = true
+  if type(registry) ~= "table" then
+    error({ plain = registry_path .. ":1: error: must return a list of leaf names" }, 0)
   end
-  local ok, out = C.run("ls " .. C.sh_quote(opts.root .. "/" .. opts.templates))
-  if not ok then error({ plain = opts.templates .. ": error: cannot list (" .. out .. ")" }, 0) end
+  -- templates not listed yet follow the listed ones in name order (listing a leaf pins its place)
+  local in_registry, found = {}, {}
+  for _, name in ipairs(registry) do
+    if in_registry[name] then
+      error({ plain = registry_path .. ":1: error: '" .. tostring(name) .. "' is listed twice" }, 0)
+    end
+    in_registry[name] = true
+  end
+  local listing_ok, out = C.run("ls " .. C.sh_quote(opts.root .. "/" .. opts.templates))
+  if not listing_ok then error({ plain = opts.templates .. ": error: cannot list (" .. out .. ")" }, 0) end
   for file in out:gmatch("[^\n]+") do
     local name = file:match("^([a-z][a-z0-9_]*)%.lua$")
     if name and name ~= "registry" then found[#found + 1] = name end
   end
   table.sort(found)
   for _, name in ipairs(found) do
-    if not listed[name] then registry[#registry + 1] = name end
+    if not in_registry[name] then registry[#registry + 1] = name end
   end
 
   local leaves, stamps = {}, {}

@@ -22,7 +22,8 @@ end
 local KIND = { i64 = "FK_FIELD_I64", f32 = "FK_FIELD_F32", ptr = "FK_FIELD_PTR" }
 local ELEM = { f32 = "FK_ELEM_F32", bf16 = "FK_ELEM_BF16", i32 = "FK_ELEM_I32", u64 = "FK_ELEM_U64" }
 local DIR = { ["in"] = "FK_DIR_IN", out = "FK_DIR_OUT", inout = "FK_DIR_INOUT", scratch = "FK_DIR_SCRATCH" }
-local GATE = { none = "FK_GATE_NONE", calls = "FK_GATE_CALLS", sequence = "FK_GATE_SEQUENCE", stream = "FK_GATE_STREAM" }
+local GATE = { none = "FK_GATE_NONE", calls = "FK_GATE_CALLS", sequence = "FK_GATE_SEQUENCE",
+               stream = "FK_GATE_STREAM" }
 
 -- leaves: list of { leaf, path, doc, forms = { { name, id, fields, size, doc } } }
 -- stamps: list of { id (form id), isa, variant, tier, symbol, features }
@@ -226,8 +227,8 @@ end
 
 -- LEAVES.md: what every leaf computes and how each form is proven, from the templates (the README
 -- points here instead of keeping a table by hand).
-local GATE_DOC = { none = "none (each form says why)", calls = "independent calls", sequence = "sequences of calls on the leaf's state",
-                   stream = "streams of frames, then the flush" }
+local GATE_DOC = { none = "none (each form says why)", calls = "independent calls",
+                   sequence = "sequences of calls on the leaf's state", stream = "streams of frames, then the flush" }
 function M.leaves_md(leaves, stamps, banner)
   local o = { "<!-- " .. banner .. " -->", "# Leaves and forms", "",
               "Written by `make gen` from `templates/` (each template's `doc`, tiers, fixture gate and each form's",

@@ -97,10 +97,12 @@ end
 local function prefill_args(ring, hd)
   local e = extents(ring, hd, true)
   local a = {
-    { "q", "const uint16_t *", extent = e.q, doc = "rows query rows: row i's kv_heads*group heads of d bf16 at q + i*q_ld + h*d" },
+    { "q", "const uint16_t *", extent = e.q,
+      doc = "rows query rows: row i's kv_heads*group heads of d bf16 at q + i*q_ld + h*d" },
     { "k", "const uint16_t *", extent = e.k, doc = "K cache: kv head g of slot s at k + g*k_ld_head + s*k_ld_row" },
     { "v", "const uint16_t *", extent = e.v, doc = "V cache: kv head g of slot s at v + g*v_ld_head + s*v_ld_row" },
-    { "y", "uint16_t *", extent = e.y, doc = "rows output rows: row i's kv_heads*group heads of d bf16 at y + i*y_ld + h*d" },
+    { "y", "uint16_t *", extent = e.y,
+      doc = "rows output rows: row i's kv_heads*group heads of d bf16 at y + i*y_ld + h*d" },
     { "s", "float *", scratch = true, extent = e.s, doc = "scratch: round_up(n, 16) floats, n the longest row window" },
     { "kv_heads", "int64_t", doc = "kv heads, >= 0" },
     { "group", "int64_t", doc = "query heads per kv head (n_heads / n_kv_heads), >= 1" },
@@ -281,7 +283,8 @@ local function wide_form(base)
               wide = true, widen = widen, fixtures = { via = base.name } }
   for i, arg in ipairs(base.args) do f.args[i] = arg end
   if base.prefill then
-    f.args[#f.args + 1] = { "yw", "float *", extent = extents(base.ring, base.hd, true).yw, doc = "rows output rows: row i's kv_heads*group heads of d f32 at " ..
+    f.args[#f.args + 1] = { "yw", "float *", extent = extents(base.ring, base.hd, true).yw,
+                            doc = "rows output rows: row i's kv_heads*group heads of d f32 at " ..
                             "yw + i*yw_ld + h*d: y widened (<< 16)" }
     f.args[#f.args + 1] = { "yw_ld", "int64_t", doc = "elements from one yw row to the next" }
   else

@@ -45,11 +45,14 @@ end
 
 local function mean_args(rep)
   return {
-    { "codes", "const int32_t *", extent = "m > 0 ? (m - 1) * ld_codes + 7 * cb_stride + 1 : 0", doc = "m frames x 8 codes: frame j, codebook c at " ..
+    { "codes", "const int32_t *", extent = "m > 0 ? (m - 1) * ld_codes + 7 * cb_stride + 1 : 0",
+      doc = "m frames x 8 codes: frame j, codebook c at " ..
       "codes[j*ld_codes + c*cb_stride], each in [0, vocab): the caller checks them" },
-    { "table", "const uint16_t *", extent = "span(8 * vocab, ld_table, d)", doc = "(8 * vocab) x d bf16 rows (codebook c's code k: row c*vocab + k), " ..
+    { "table", "const uint16_t *", extent = "span(8 * vocab, ld_table, d)",
+      doc = "(8 * vocab) x d bf16 rows (codebook c's code k: row c*vocab + k), " ..
       "row stride ld_table elements" },
-    { "y", "float *", extent = rep > 1 and "span(6 * m, ldy, d)" or "span(m, ldy, d)", doc = rep > 1 and "6m x d f32: frame j's mean in rows 6j .. 6j+5, row stride ldy elements"
+    { "y", "float *", extent = rep > 1 and "span(6 * m, ldy, d)" or "span(m, ldy, d)",
+      doc = rep > 1 and "6m x d f32: frame j's mean in rows 6j .. 6j+5, row stride ldy elements"
       or "m x d f32 means, row stride ldy elements" },
     { "d", "int64_t", doc = "row length, >= 1" },
     { "m", "int64_t", doc = "frames, >= 0" },
@@ -192,7 +195,8 @@ template.forms[#template.forms + 1] = { name = "codebook_mean_x6_bf16", kind = "
   fixtures = { via = "codebook_mean_x6" },   -- against RNE of the f32 reference
   args = (function()
     local args = mean_args(6)
-    args[3] = { "y", "uint16_t *", extent = "span(6 * m, ldy, d)", doc = "6m x d bf16: RNE of frame j's f32 mean in rows 6j .. 6j+5, " ..
+    args[3] = { "y", "uint16_t *", extent = "span(6 * m, ldy, d)",
+                doc = "6m x d bf16: RNE of frame j's f32 mean in rows 6j .. 6j+5, " ..
                 "row stride ldy elements (rows 6j, 6j+1 also hold the partial sum between passes)" }
     return args
   end)() }

@@ -45,7 +45,8 @@ local function args(form)
                                          BLOCK_ROWS * BLOCK_GROUP, BLOCK_KALIGN) }
   elseif form.packed then
     a[#a + 1] = { "w", "const uint16_t *", doc = "weights packed by fk_gemv_pack (FK_GEMV_PACK_ROWS rows per group)",
-                  extent = string.format("row_end > row_begin ? round_up(row_end, %d) * round_up(k, %d) : 0", PACK_ROWS, TILE) }
+                  extent = string.format("row_end > row_begin ? round_up(row_end, %d) * round_up(k, %d) : 0",
+                                         PACK_ROWS, TILE) }
   else
     a[#a + 1] = { "w", "const uint16_t *", extent = "row_end > row_begin ? (row_end - 1) * ldw + k : 0",
                   doc = "weights: row n at w + n * ldw" }
@@ -55,10 +56,12 @@ local function args(form)
     { "x", "const float *", extent = "span(m, ldx, k)", doc = "activations: row j at x + j * ldx" },
     { "ldx", "int64_t", doc = "row stride of x in elements, >= k" },
     -- (the blocked forms need less scratch than this)
-    { "xs", "float *", scratch = true, extent = "m * round_up(k, 64)", doc = "scratch: m * round_up(k, 64) floats, one per thread" },
+    { "xs", "float *", scratch = true, extent = "m * round_up(k, 64)",
+      doc = "scratch: m * round_up(k, 64) floats, one per thread" },
   }
   for _, r in ipairs(rest) do a[#a + 1] = r end
-  if form.bias then a[#a + 1] = { "bias", "const float *", extent = "row_end > row_begin ? row_end : 0", doc = "f32 bias, indexed by row n" } end
+  if form.bias then a[#a + 1] = { "bias", "const float *", extent = "row_end > row_begin ? row_end : 0",
+                                  doc = "f32 bias, indexed by row n" } end
   if form.add then a[#a + 1] = { "r", "const uint16_t *", extent = DST, doc = "bf16 residual, indexed like y" } end
   a[#a + 1] = { "y", out, extent = DST, doc = "output (j, n) at y + y_off + j * ldy + n" }
   a[#a + 1] = { "y_off", "int64_t", doc = "base offset of the destination, in elements" }

@@ -14,9 +14,11 @@ local SIZES = { 256, 512, 1024, 1280, 2048 }
 local function args(n)
   return {
     { "re", "const float *", extent = string.format("%d", n / 2 + 1), doc = "N/2 + 1 real parts of X" },
-    { "im", "const float *", extent = string.format("%d", n / 2 + 1), doc = "N/2 + 1 imaginary parts of X (those of X[0] and X[N/2] ignored)" },
+    { "im", "const float *", extent = string.format("%d", n / 2 + 1),
+      doc = "N/2 + 1 imaginary parts of X (those of X[0] and X[N/2] ignored)" },
     { "y", "float *", extent = string.format("%d", n), doc = "N outputs: irfft(X) with 1/N scaling" },
-    { "work", "float *", scratch = true, extent = string.format("%d", 2 * n), doc = "2N floats of scratch (N = " .. n .. ")" },
+    { "work", "float *", scratch = true, extent = string.format("%d", 2 * n),
+      doc = "2N floats of scratch (N = " .. n .. ")" },
   }
 end
 

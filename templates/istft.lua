@@ -67,12 +67,14 @@ local function args(form)
   if form.frame then
     a[#a + 1] = { "x", "const float *", extent = "1282", doc = "1282 f32: 641 log-magnitudes, then 641 phases" }
   end
-  a[#a + 1] = { "ring", "float *", inout = true, extent = "1280", doc = "1280 f32 overlap-add sums (zeros at the stream's start)" }
+  a[#a + 1] = { "ring", "float *", inout = true, extent = "1280",
+                doc = "1280 f32 overlap-add sums (zeros at the stream's start)" }
   a[#a + 1] = { "y", form.i16 and "uint16_t *" or "float *",
                 extent = form.frame and "frame == 0 ? 0 : frame == 1 ? 160 : 320" or "480",
                 doc = form.frame and "PCM out: 0 (frame 0), 160 (frame 1) or 320 samples" or "PCM out: 480 samples" }
   if form.frame then
-    a[#a + 1] = { "work", "float *", scratch = true, extent = string.format("%d", WORK), doc = WORK .. " f32 of scratch" }
+    a[#a + 1] = { "work", "float *", scratch = true, extent = string.format("%d", WORK),
+                  doc = WORK .. " f32 of scratch" }
   end
   a[#a + 1] = { "frame", "int64_t",
                 doc = form.frame and "this frame's index t in the stream" or "T, the frames so far (>= 2)" }
@@ -80,7 +82,8 @@ local function args(form)
   return a
 end
 
-local I16 = "the f32 form's samples as int16 by the template's clamp-and-round rule, bit-exact against the contract model; the streams check the f32 forms"
+local I16 = "the f32 form's samples as int16 by the template's clamp-and-round rule, bit-exact against the " ..
+            "contract model; the streams check the f32 forms"
 local FORMS = {
   { name = "frame", frame = true },
   { name = "frame_i16", frame = true, i16 = true, fixtures = { exempt = I16 } },

@@ -13,10 +13,14 @@
 -- Weights are tap-major (w[k*h + c] = conv.weight[c, 0, k]: tap k multiplies Bx[t - 2 + k]).
 -- Lanes past h are neither loaded nor stored.
 
+local WIDE = "shortconv::wide_is_the_bf16_form_widened, every target (outputs and carry)"
+
 local function args(bias, wide)
   local a = {
-    { "in", "const uint16_t *", extent = "span(m, ld_in, 3 * h)", doc = "m rows of [B | C | x] (3h bf16 each), row stride ld_in elements" },
-    { "w", "const uint16_t *", extent = "3 * h", doc = "3 x h bf16 taps, tap-major: w[k*h + c] multiplies Bx[t - 2 + k][c]" },
+    { "in", "const uint16_t *", extent = "span(m, ld_in, 3 * h)",
+      doc = "m rows of [B | C | x] (3h bf16 each), row stride ld_in elements" },
+    { "w", "const uint16_t *", extent = "3 * h",
+      doc = "3 x h bf16 taps, tap-major: w[k*h + c] multiplies Bx[t - 2 + k][c]" },
   }
   if bias then a[#a + 1] = { "bias", "const uint16_t *", extent = "h", doc = "h bf16 conv biases" } end
   a[#a + 1] = { "carry", "uint16_t *", inout = true, extent = "2 * h",
@@ -45,9 +49,9 @@ return {
     { name = "bf16_bias", args = args(true), bias = true },
     -- the same results stored widened (exactly) to f32, for out_proj's GEMV, which reads f32 x
     { name = "bf16_wide", args = args(false, true), bias = false, wide = true,
-      fixtures = { exempt = "the bf16 form's results widened: shortconv::wide_is_the_bf16_form_widened, every target (outputs and carry)" } },
+      fixtures = { exempt = "the bf16 form's results widened: " .. WIDE } },
     { name = "bf16_bias_wide", args = args(true, true), bias = true, wide = true,
-      fixtures = { exempt = "the bf16_bias form's results widened: shortconv::wide_is_the_bf16_form_widened, every target (outputs and carry)" } },
+      fixtures = { exempt = "the bf16_bias form's results widened: " .. WIDE } },
   },
   body = function(t, _, form)
     local a = t.arg

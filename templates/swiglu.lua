@@ -26,8 +26,10 @@
 
 local function args(in_type, out_type, wide)
   return {
-    { "g", in_type, extent = "span(rows, g_stride, n)", doc = "rows x n gate inputs (w1 x), row stride g_stride elements" },
-    { "u", in_type, extent = "span(rows, u_stride, n)", doc = "rows x n up inputs (w3 x), row stride u_stride elements" },
+    { "g", in_type, extent = "span(rows, g_stride, n)",
+      doc = "rows x n gate inputs (w1 x), row stride g_stride elements" },
+    { "u", in_type, extent = "span(rows, u_stride, n)",
+      doc = "rows x n up inputs (w3 x), row stride u_stride elements" },
     { "h", out_type, extent = "span(rows, h_stride, n)", alias = not wide and { "g", "u" } or nil, doc = wide and
       "rows x n outputs: the bf16 results widened to f32 (w2's GEMV input), row stride h_stride elements"
       or "rows x n outputs silu(g) * u (w2's GEMV input), row stride h_stride elements; may be g or u" },

@@ -18,7 +18,9 @@
  *                      prefill_ring64_wide) on the base form's cases: y == the base form's y, yw ==
  *                      y widened (<< 16) element for element, the gaps between yw rows untouched,
  *                      on every target. The wide stamps == contract through the exact suite, and
- *                      the fixture gate runs them on the base forms' fixtures (y and yw). */
+ *                      the fixture gate runs them on the base forms' fixtures (y and yw).
+ * exact and fixtures run as leaf::exact and leaf::fixtures (tests/test_leaf.c, linked into this
+ * suite). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>

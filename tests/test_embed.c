@@ -10,7 +10,9 @@
  *             gather_bf16_wide == gather_bf16 widened, and codebook_mean_x6_bf16 == the integer
  *             RNE of codebook_mean_x6 (the padding between rows untouched), on every case and
  *             stamp. The fixture gate runs codebook_mean_x6_bf16 on the codebook_mean_x6
- *             fixtures against the RNE of liquid-audio's f32 mean. */
+ *             fixtures against the RNE of liquid-audio's f32 mean.
+ * exact and fixtures run as leaf::exact and leaf::fixtures (tests/test_leaf.c, linked into this
+ * suite). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>

@@ -8,7 +8,9 @@
  *               adversarial ones included, and nothing written outside its slots.
  *   act_rows:   m rows in one call == each row in its own call (the shared pass over the
  *               weights does not enter a row's sums).
- *   row_ranges: rows [begin, end) in one call == one call per row. */
+ *   row_ranges: rows [begin, end) in one call == one call per row.
+ * exact and fixtures run as leaf::exact and leaf::fixtures (tests/test_leaf.c, linked into this
+ * suite). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>

@@ -1,7 +1,9 @@
 /* tests/test_irfft.c: inverse real FFT stamps (templates/irfft.lua, gen/vfft.lua).
  *   exact:     every stamp == contract model bit for bit, x86_64 and AArch64.
  *   accuracy:  against a float64 inverse DFT (direct sum), within the bound below.
- *   selftests: FFTW-style: linearity, impulse response, time shift, on the stamps. */
+ *   selftests: FFTW-style: linearity, impulse response, time shift, on the stamps.
+ * exact and fixtures run as leaf::exact and leaf::fixtures (tests/test_leaf.c, linked into this
+ * suite). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>

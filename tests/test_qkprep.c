@@ -4,7 +4,9 @@
  *                          wraps), x86_64 and AArch64 (qemu -cpu max, neoverse-n1), AArch64 ==
  *                          x86_64, AArch64 contract build == host build.
  *   rows_one_by_one:       one call of m rows == m calls of one row at the next positions.
- *   writes_only_its_slots: only the heads of the slots of positions [pos, pos + m) change. */
+ *   writes_only_its_slots: only the heads of the slots of positions [pos, pos + m) change.
+ * exact and fixtures run as leaf::exact and leaf::fixtures (tests/test_leaf.c, linked into this
+ * suite). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>

@@ -3,7 +3,9 @@
  *             edge case, on x86_64 and on AArch64 (qemu -cpu max, -cpu neoverse-n1);
  *             AArch64 stamps == x86_64 stamps; AArch64 contract build == host contract build.
  *   fixtures: every stamp within the bound each fixture manifest derives (transformers'
- *             Lfm2RMSNorm and numpy float64), the residual commit bit-exact. */
+ *             Lfm2RMSNorm and numpy float64), the residual commit bit-exact.
+ * exact and fixtures run as leaf::exact and leaf::fixtures (tests/test_leaf.c, linked into this
+ * suite). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>

@@ -12,7 +12,9 @@
  *           the recorded u (or a neighbour within the sample_draw bound), the state committed.
  * topk (sample_topk): the same exact pairs over its cases (n 1, 15, 16, 17, 1000, 65536, 2^20;
  * k 0, 1, 2, 50, n, > n, < 0; T 0.5, 1, 1.7; ties at the k-th, all equal, -inf, NaN, +inf,
- * +-0, subnormals, huge, counters wrapping), and the topk_* tests below. */
+ * +-0, subnormals, huge, counters wrapping), and the topk_* tests below.
+ * exact and fixtures run as leaf::exact and leaf::fixtures (tests/test_leaf.c, linked into this
+ * suite). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>

@@ -6,7 +6,9 @@
  *                          call before committed: outputs and final carry, bit for bit.
  *   writes_only_its_slots: y outside its m x h slots, and every input, untouched.
  *   wide_is_the_bf16_form_widened: the _wide forms store exactly the bf16 forms' results
- *                          widened to f32, and commit the same carry. */
+ *                          widened to f32, and commit the same carry.
+ * exact and fixtures run as leaf::exact and leaf::fixtures (tests/test_leaf.c, linked into this
+ * suite). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>

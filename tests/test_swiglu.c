@@ -11,7 +11,9 @@
  *                          payloads, silu(+-inf), exp overflow to -0, signed zeros), every target.
  *   in_place:              h == g and h == u (forms bf16, f32) give the out-of-place results
  *                          (host stamps and the contract: the AArch64 runner's protocol has one
- *                          buffer per field, so aliasing is exercised on the host only). */
+ *                          buffer per field, so aliasing is exercised on the host only).
+ * exact and fixtures run as leaf::exact and leaf::fixtures (tests/test_leaf.c, linked into this
+ * suite). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>

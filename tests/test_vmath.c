@@ -6,7 +6,9 @@
  *           taken with a stride (FK_VMATH_STRIDE, default 251: 17 million inputs per function;
  *           stride 1 is the exhaustive run, 2^32 inputs, whose result the header of
  *           templates/vmath.lua records). The stamps equal the contract model bit for bit
- *           (above), so the bound shown for the best host stamp holds for every stamp. */
+ *           (above), so the bound shown for the best host stamp holds for every stamp.
+ * exact and fixtures run as leaf::exact and leaf::fixtures (tests/test_leaf.c, linked into this
+ * suite). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>
