@@ -139,7 +139,8 @@ EOF
 repo="$tmp/repo"
 mkdir -p "$repo"
 git_c() { git -C "$repo" -c user.name=asmdiff -c user.email=asmdiff@test -c commit.gpgsign=false "$@"; }
-if ! (cp -r "$src/gen" "$src/templates" "$repo/" &&
+if ! (cp -r "$src/gen" "$repo/" && mkdir "$repo/templates" &&
+      cp "$src/templates/rmsnorm.lua" "$src/templates/shortconv.lua" "$repo/templates/" &&
       printf 'return {\n  "rmsnorm",\n  "shortconv",\n}\n' >"$repo/templates/registry.lua" &&
       lua5.4 "$repo/gen/fkgen.lua" --root "$repo" &&
       git_c init -q && git_c add -A && git_c commit -qm "two leaves" &&
@@ -153,6 +154,18 @@ if ! (cp -r "$src/gen" "$src/templates" "$repo/" &&
 fi
 rms_stamps=$(grep -c '^fk_rmsnorm_' "$repo/generated/MANIFEST" 2>/dev/null)
 rms_a64=$(grep -c '^fk_rmsnorm_.*__aarch64_' "$repo/generated/MANIFEST" 2>/dev/null)
+
+# template lines the checks below name, found by their text (so that editing a template elsewhere
+# does not move them out from under the test)
+tline() { grep -nF -- "$2" "$src/templates/$1.lua" | head -1 | cut -d: -f1; }
+L_ROWS=$(tline shortconv 't:for_rows(t:iconst(0), a.m, 1, function(j)')
+L_BX=$(tline shortconv 'local bx = t:rne(t:mul(ld("B"), ld("x")))')
+L_TILES=$(tline shortconv 't:for_tiles(a.h, 32, function(c, tail)')
+L_RAW=$(tline shortconv 'local r = raw[name] or t:load_raw(')
+L_CARRY=$(tline shortconv 't:store_raw(a.carry, c, 0, raw.p1 or t:load_raw(a.carry, ch, 0))')
+L_ODD=$(tline shortconv 'return parity == 0 and t:bf16_even(r) or t:bf16_odd(r)')
+L_ONE=$(tline rmsnorm 't:f32("0x3f800000")')
+for v in L_ROWS L_BX L_TILES L_RAW L_CARRY L_ODD L_ONE; do [ -n "${!v}" ] || { lua=setup; bad "template line $v not found"; }; done
 
 leaves=$(awk '!/^#/ { sub(/^templates\//, "", $4); sub(/\.lua$/, "", $4); if (!seen[$4]++) print $4 }' "$gen/MANIFEST")
 
@@ -172,23 +185,24 @@ suite() {
   want="summary: op groups $gx aligned, 0 only left, $((ga - gx)) only right; instrs left $ix, right $ia; const tables 0 equal, 0 differ, $kx only left, 0 only right"
   grep -qxF "$want" "$t/sc.txt" || bad "shortconv summary: want '$want', got '$(grep '^summary' "$t/sc.txt")'"
   # ops of one id on one row: the frame, iconst, arg m, for_rows, for_tiles, the first vrne
-  for m in '/ [0] frame' '[ [2] iconst  shortconv.lua:51' '[ [3] arg m  shortconv.lua:51' \
-           '/ [4] for_rows  shortconv.lua:51' '/ [14] for_tiles  shortconv.lua:66' '/ [24] vrne  shortconv.lua:58'; do
+  for m in '/ [0] frame' "[ [2] iconst  shortconv.lua:$L_ROWS" "[ [3] arg m  shortconv.lua:$L_ROWS" \
+           "/ [4] for_rows  shortconv.lua:$L_ROWS" "/ [14] for_tiles  shortconv.lua:$L_TILES" \
+           "/ [24] vrne  shortconv.lua:$L_BX"; do
     grep -qF "| $m " "$t/sc.txt" || bad "shortconv: no row '$m'"
   done
   # [24] vrne: its row holds the first instruction of op 24 on both sides, the next row the counts
-  row=$(grep -F '| / [24] vrne  shortconv.lua:58 ' "$t/sc.txt")
+  row=$(grep -F "| / [24] vrne  shortconv.lua:$L_BX " "$t/sc.txt")
   case "$row" in "$f24x "*"| $f24a") ;; *) bad "shortconv [24] row: '$row' (want '$f24x' ... '$f24a')";; esac
-  cnt=$(grep -A1 -F '| / [24] vrne  shortconv.lua:58 ' "$t/sc.txt" | tail -1)
+  cnt=$(grep -A1 -F "| / [24] vrne  shortconv.lua:$L_BX " "$t/sc.txt" | tail -1)
   case "$cnt" in *"| | $n24x : $n24a instrs "*) ;; *) bad "shortconv [24] counts: '$cnt' (want $n24x : $n24a)";; esac
   [ "$n24x" = 6 ] && [ "$n24a" = 48 ] || bad "[24] vrne counts changed in the stamps: $n24x / $n24a"
   # ids diverge after the first reload: x86 [43] bf16_odd is AArch64's [44]; AArch64's [43] load_raw has no partner
-  grep -qF '| / [43|44] bf16_odd  shortconv.lua:79 ' "$t/sc.txt" || bad "shortconv: [43|44] bf16_odd not aligned"
+  grep -qF "| / [43|44] bf16_odd  shortconv.lua:$L_ODD " "$t/sc.txt" || bad "shortconv: [43|44] bf16_odd not aligned"
   absent=$(grep -E '^--- absent --- +\| ' "$t/sc.txt")
   [ "$(printf '%s\n' "$absent" | grep -c .)" = $((ga - gx)) ] &&
-    [ "$(printf '%s\n' "$absent" | grep -cE '\| / \[[0-9]+\] load_raw  shortconv\.lua:(77|91) ')" = $((ga - gx)) ] ||
+    [ "$(printf '%s\n' "$absent" | grep -cE "\| / \[[0-9]+\] load_raw  shortconv\.lua:($L_RAW|$L_CARRY) ")" = $((ga - gx)) ] ||
     bad "shortconv: the groups only AArch64 has must be the $((ga - gx)) raw reloads:"$'\n'"$absent"
-  grep -qF '| / [43] load_raw  shortconv.lua:77 ' <<<"$absent" || bad "shortconv: AArch64 [43] load_raw not shown absent"
+  grep -qF "| / [43] load_raw  shortconv.lua:$L_RAW " <<<"$absent" || bad "shortconv: AArch64 [43] load_raw not shown absent"
   # every row's cells, read top to bottom, are each stamp's own lines in its own order
   "$lua" - "$tool" "$X" "$A" >"$t/order" 2>&1 <<'LUA' || bad "shortconv row order: $(cat "$t/order")"
 local M = dofile(arg[1])
@@ -217,7 +231,7 @@ for _, row in ipairs(model.rows) do
 end
 LUA
   run shortconv --form bf16 --no-color --strict-ids >"$t/strict.txt" 2>"$t/err" &&
-    grep -qF '| / [44] bf16_odd  shortconv.lua:79 ' "$t/strict.txt" && ! grep -qF '[43|44]' "$t/strict.txt" ||
+    grep -qF "| / [44] bf16_odd  shortconv.lua:$L_ODD " "$t/strict.txt" && ! grep -qF '[43|44]' "$t/strict.txt" ||
     bad "--strict-ids: $(cat "$t/err")"
 
   # ---- colour ----
@@ -297,9 +311,9 @@ LUA
     rr() { "$lua" "$tool" --root "$repo" "$@"; }
     rr --rev HEAD~1..HEAD rmsnorm --no-color >"$t/rev.txt" 2>"$t/err" || bad "--rev rmsnorm: $(cat "$t/err")"
     hunks=$(grep -c '^@@ ' "$t/rev.txt")
-    good=$(grep -cE '^@@ \[[0-9]+\] sconst templates/rmsnorm\.lua:76 @@$' "$t/rev.txt")
+    good=$(grep -cE '^@@ \[[0-9]+\] sconst templates/rmsnorm\.lua:'"$L_ONE"' @@$' "$t/rev.txt")
     [ "$hunks" = "$rms_stamps" ] && [ "$good" = "$rms_stamps" ] ||
-      bad "--rev: want one '@@ [id] sconst templates/rmsnorm.lua:76 @@' per stamp ($rms_stamps), got $good of $hunks"
+      bad "--rev: want one '@@ [id] sconst templates/rmsnorm.lua:$L_ONE @@' per stamp ($rms_stamps), got $good of $hunks"
     [ "$(grep -c '^summary .*: op groups changed 1 (added 0, removed 0), unchanged [0-9]*; ' "$t/rev.txt")" = "$rms_stamps" ] ||
       bad "--rev: not one changed group per stamp"
     # x86: the constant load (one line); AArch64: its adrp/add pair, the ldr unchanged
