@@ -1,43 +1,53 @@
 #!/usr/bin/env bash
-# tests/install_host.sh: `cmake --install` of the build into a fresh prefix, then a host
-# (tests/install/host.c) built against that prefix only:
-#   * find_package(flashkern): host_static (flashkern::flashkern), host_shared (flashkern::flashkern_shared);
-#   * pkg-config flashkern: a shared link, and a static link of libflashkern.a;
-#   * the installed headers are flashkern.h, fk_models.h and fk_leaves.h only (no fk_asm.h, no fk_tables.h).
-# Each host must run its plan (every call FK_OK, 480 + 480 PCM samples); each shared host must
-# load the installed libflashkern.so, each static host none.
+# tests/install_host.sh: `cmake --install` of the build into a fresh prefix, then the README's link
+# recipes ("Linking from a host"), run as the README writes them, against that prefix only:
+#   * the pkg-config lines (a C host shared and static, a C++ host) with CC/CXX = gcc/g++ and
+#     clang/clang++; each shared host must load the installed libflashkern.so.0.<minor>, each
+#     static host none; the C++ host also built static (FK_HOST_STATIC: a stamp called by symbol);
+#   * the CMake recipe (find_package(flashkern <major.minor>)), as flashkern::flashkern and
+#     flashkern::flashkern_shared;
+#   * the installed headers are flashkern.h, fk_models.h and fk_leaves.h only (no fk_asm.h, no
+#     fk_tables.h); LICENSE and CHANGELOG.md are installed; the package and pkg-config versions are
+#     the library's.
+# Every C host runs the same plan and prints the same stamps and checksum.
 set -eu
 src=${FK_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${FK_BUILD_DIR:?FK_BUILD_DIR is the configured build directory}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-prefix=$tmp/prefix
+PREFIX=$tmp/prefix
 fail() { echo "FAIL: $*"; exit 1; }
 
-echo "== cmake --install $build --prefix $prefix"
-cmake --install "$build" --prefix "$prefix" > "$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install"; }
-pc=$(find "$prefix" -name flashkern.pc -path '*/pkgconfig/*' | head -1)
-[ -n "$pc" ] || fail "no pkgconfig/flashkern.pc under the prefix"
-libdir=$(dirname "$(dirname "$pc")")
-inc=$prefix/include/flashkern
+version=$(awk '/^#define FK_VERSION_(MAJOR|MINOR|PATCH) /{ v = v (v == "" ? "" : ".") $3 } END { print v }' \
+  "$src/runtime/include/flashkern.h")
+minor=${version%.*}
+echo "== flashkern $version: cmake --install $build --prefix $PREFIX"
+cmake --install "$build" --prefix "$PREFIX" > "$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install"; }
+libdir=$PREFIX/lib
+inc=$PREFIX/include/flashkern
 for f in "$inc/flashkern.h" "$inc/fk_models.h" "$inc/fk_leaves.h" "$libdir/libflashkern.a" "$libdir/libflashkern.so" \
-         "$libdir/cmake/flashkern/flashkernConfig.cmake" "$libdir/cmake/flashkern/flashkernConfigVersion.cmake"; do
-  [ -e "$f" ] || fail "not installed: ${f#"$prefix"/}"
+         "$libdir/libflashkern.so.$minor" "$libdir/libflashkern.so.$version" "$libdir/pkgconfig/flashkern.pc" \
+         "$libdir/pkgconfig/flashkern-static.pc" "$libdir/cmake/flashkern/flashkernConfig.cmake" \
+         "$libdir/cmake/flashkern/flashkernConfigVersion.cmake" "$PREFIX/share/doc/flashkern/LICENSE" \
+         "$PREFIX/share/doc/flashkern/CHANGELOG.md"; do
+  [ -e "$f" ] || fail "not installed: ${f#"$PREFIX"/}"
 done
-echo "installed: $(cd "$prefix" && find . -type f -o -type l | sed 's|^\./||' | sort | tr '\n' ' ')"
+soname=$(readelf -d "$libdir/libflashkern.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$soname" = "libflashkern.so.$minor" ] || fail "soname '$soname', want libflashkern.so.$minor (README: Versions and ABI)"
+echo "installed: $(cd "$PREFIX" && find . -type f -o -type l | sed 's|^\./||' | sort | tr '\n' ' ')"
 for f in fk_asm.h fk_tables.h; do
-  if find "$prefix" -name "$f" | grep -q .; then fail "private header $f is installed"; fi
+  if find "$PREFIX" -name "$f" | grep -q .; then fail "private header $f is installed"; fi
 done
-echo "ok: no fk_asm.h, no fk_tables.h under the prefix"
+echo "ok: soname $soname; no fk_asm.h, no fk_tables.h under the prefix"
 
 # run_host NAME EXE KIND(shared|static): runs it (no LD_LIBRARY_PATH), checks what it loads
 run_host() {
   local name=$1 exe=$2 kind=$3
-  if ! "$exe" > "$tmp/$name.out" 2>&1; then sed 's/^/    /' "$tmp/$name.out"; fail "$name did not run its plan"; fi
+  if ! "$exe" > "$tmp/$name.out" 2>&1; then sed 's/^/    /' "$tmp/$name.out"; fail "$name did not run"; fi
   local so
   so=$(ldd "$exe" | awk '$1 ~ /^libflashkern\.so/ { print $3 }')
   if [ "$kind" = shared ]; then
-    if [ -z "$so" ] || [ "$(realpath "$so")" != "$(realpath "$libdir/libflashkern.so.0")" ]; then
+    if [ -z "$so" ] || [ "$(realpath "$so")" != "$(realpath "$libdir/libflashkern.so.$minor")" ]; then
       fail "$name loads libflashkern from '${so:-nowhere}', not $libdir"
     fi
   else
@@ -46,35 +56,70 @@ run_host() {
   echo "ok: $name ($kind${so:+, $so}): $(tail -1 "$tmp/$name.out")"
 }
 
-echo "== find_package(flashkern): tests/install with CMAKE_PREFIX_PATH=$prefix"
-if ! { cmake -S "$src/tests/install" -B "$tmp/host" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release &&
-       cmake --build "$tmp/host"; } > "$tmp/host.log" 2>&1; then
-  sed 's/^/    /' "$tmp/host.log"; fail "the find_package host does not build"
-fi
-run_host host_static "$tmp/host/host_static" static
-run_host host_shared "$tmp/host/host_shared" shared
-sed 's/^/    /' "$tmp/host_shared.out"
+# the README's blocks: the first ```LANG block after the marker line <!-- install_host: WHAT -->
+readme_block() {
+  awk -v mark="<!-- install_host: $1 -->" -v lang="$2" '
+    $0 == mark { armed = 1; next }
+    armed && $0 == "```" lang { on = 1; next }
+    on && $0 == "```" { exit }
+    on' "$src/README.md"
+}
+readme_block "link recipes" sh > "$tmp/recipes.sh"
+readme_block "cmake recipe" cmake > "$tmp/recipe.cmake"
+[ "$(grep -c . "$tmp/recipes.sh")" -ge 3 ] || fail "README: no link recipes after <!-- install_host: link recipes -->"
+[ "$(grep -c . "$tmp/recipe.cmake")" -ge 2 ] || fail "README: no CMake recipe after <!-- install_host: cmake recipe -->"
+grep -q "find_package(flashkern $minor REQUIRED)" "$tmp/recipe.cmake" ||
+  fail "README's CMake recipe must ask for flashkern $minor (the version's major.minor)"
 
-echo "== pkg-config flashkern ($pc)"
-export PKG_CONFIG_PATH=$libdir/pkgconfig
-cflags=$(pkg-config --cflags flashkern)
-libs=$(pkg-config --libs flashkern)
-echo "pkg-config: version $(pkg-config --modversion flashkern); cflags $cflags; libs $libs"
-warn="-Wall -Wextra -Wconversion -Werror"
-# shellcheck disable=SC2086  # flag lists
-"${CC:-cc}" $warn $cflags "$src/tests/install/host.c" -o "$tmp/host_pc" $libs -Wl,-rpath,"$libdir" \
-  || fail "pkg-config shared link"
-run_host host_pc_shared "$tmp/host_pc" shared
-# static: libflashkern.a, then Libs.private (pkg-config --static), the C library stays shared
-static_libs=$(pkg-config --static --libs flashkern)
-# shellcheck disable=SC2086,SC2046  # flag lists
-"${CC:-cc}" $warn $cflags "$src/tests/install/host.c" -o "$tmp/host_pc_static" \
-  $(pkg-config --libs-only-L flashkern) -Wl,-Bstatic -lflashkern -Wl,-Bdynamic ${static_libs//-lflashkern/} \
-  || fail "pkg-config static link"
-run_host host_pc_static "$tmp/host_pc_static" static
-
-# the four hosts ran the same plan: the same stamps and the same checksum
-for h in host_shared host_pc_shared host_pc_static; do
-  cmp -s "$tmp/host_static.out" "$tmp/$h.out" || fail "$h printed other stamps or another checksum than host_static"
+for pair in gcc:g++ clang:clang++; do
+  CC=${pair%%:*} CXX=${pair#*:}
+  w=$tmp/$CC
+  mkdir -p "$w"
+  cp "$src/tests/install/host.c" "$src/tests/install/host.cpp" "$w/"
+  echo "== README link recipes, CC=$CC CXX=$CXX"
+  if ! (cd "$w" && export PREFIX CC CXX && bash -eu "$tmp/recipes.sh") > "$tmp/$CC.log" 2>&1; then
+    sed 's/^/    /' "$tmp/$CC.log"; fail "the README's link recipes with $CC / $CXX"
+  fi
+  run_host "$CC-host" "$w/host" shared
+  run_host "$CC-host_static" "$w/host_static" static
+  run_host "$CXX-host_cxx" "$w/host_cxx" shared
+  grep -q "^flashkern $version (C++ " "$tmp/$CXX-host_cxx.out" || fail "$CXX host: fk_version() is not $version"
+  # the C++ host static too: a stamp called by its symbol, through fk_leaves.h's extern "C" prototype
+  # shellcheck disable=SC2046  # flag lists
+  (cd "$w" && export PKG_CONFIG_PATH="$libdir/pkgconfig" &&
+    "$CXX" -DFK_HOST_STATIC host.cpp -o host_cxx_static $(pkg-config --cflags --libs flashkern-static)) ||
+    fail "$CXX: the static C++ host"
+  run_host "$CXX-host_cxx_static" "$w/host_cxx_static" static
+  grep -q "by its symbol" "$tmp/$CXX-host_cxx_static.out" || fail "$CXX static host did not call the stamp by symbol"
 done
-echo "ok: the four hosts print the same stamps and checksum"
+
+echo "== README CMake recipe (find_package), static and shared"
+for target in flashkern::flashkern flashkern::flashkern_shared; do
+  w=$tmp/cmake-${target#flashkern::}
+  mkdir -p "$w"
+  cp "$src/tests/install/host.c" "$w/"
+  { echo "cmake_minimum_required(VERSION 3.25)"; echo "project(host C)"; sed "s/flashkern::flashkern)/$target)/" "$tmp/recipe.cmake"; } \
+    > "$w/CMakeLists.txt"
+  if ! { cmake -S "$w" -B "$w/build" -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_BUILD_TYPE=Release &&
+         cmake --build "$w/build"; } > "$tmp/cmake.log" 2>&1; then
+    sed 's/^/    /' "$tmp/cmake.log"; fail "the README's CMake recipe with $target"
+  fi
+  kind=static
+  [ "$target" = flashkern::flashkern_shared ] && kind=shared
+  run_host "cmake-$kind" "$w/build/host" "$kind"
+done
+# an older minor version is not accepted in 0.x (SameMinorVersion)
+w=$tmp/cmake-old
+mkdir -p "$w"
+printf 'cmake_minimum_required(VERSION 3.25)\nproject(old NONE)\nfind_package(flashkern 0.1 REQUIRED)\n' > "$w/CMakeLists.txt"
+if cmake -S "$w" -B "$w/build" -DCMAKE_PREFIX_PATH="$PREFIX" > "$tmp/old.log" 2>&1; then
+  fail "find_package(flashkern 0.1) accepted $version: 0.x minor versions are not compatible"
+fi
+echo "ok: find_package(flashkern 0.1) refused ($version: another minor version)"
+PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --modversion flashkern | grep -qx "$version" || fail "pkg-config version"
+
+# every C host ran the same plan: the same stamps and the same checksum
+for h in clang-host clang-host_static gcc-host_static cmake-static cmake-shared; do
+  cmp -s "$tmp/gcc-host.out" "$tmp/$h.out" || fail "$h printed other stamps or another checksum than gcc-host"
+done
+echo "ok: the C hosts print the same stamps and checksum; the C++ hosts ran under g++ and clang++"

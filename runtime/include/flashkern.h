@@ -10,6 +10,11 @@
 #ifndef FLASHKERN_H
 #define FLASHKERN_H
 
+/* The library's version (CMake reads these three lines; README, "Versions and ABI"). */
+#define FK_VERSION_MAJOR 0
+#define FK_VERSION_MINOR 2
+#define FK_VERSION_PATCH 0
+
 #include <stddef.h>
 #include <stdint.h>
 
