@@ -20,6 +20,20 @@
 extern "C" {
 #endif
 
+/* The version of this header (CMake reads these four lines: keep each a plain `#define NAME value`).
+ * 0.x: the public structs and calls may still change between minor versions. */
+#define FK_VERSION_MAJOR 0
+#define FK_VERSION_MINOR 2
+#define FK_VERSION_PATCH 0
+#define FK_VERSION_STRING "0.2.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH (zstd's rule): 200 for 0.2.0. */
+#define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
+
+/* The version of the library linked (FK_VERSION_STRING as it was built; never NULL), and its
+ * FK_VERSION_NUMBER: a host that loads libflashkern.so compares them with the header's. */
+const char *fk_version(void);
+unsigned fk_version_number(void);
+
 /* Status codes; fk_strerror() names each one. */
 typedef enum fk_status {
   FK_OK = 0,
@@ -91,6 +105,24 @@ fk_status fk_leaf_resolve(const char *form, fk_tier tier, uint64_t features, fk_
  * @return FK_OK; FK_EINVAL naming the form, the field(s) and why; FK_ENOTFOUND for an unknown
  * form; FK_EINVAL for form or args NULL. */
 fk_status fk_leaf_check(const char *form, const void *args, fk_error *err);
+
+/* ---- bf16: the host's conversions, by the stamps' own rule ------------------------------------
+ * fk_bf16_from_f32(): f32 -> bf16 bit pattern, round to nearest even by the integer rule every
+ * exact stamp uses (docs/design.md, "BF16 rounding"): u += 0x7fff + ((u >> 16) & 1), out = u >> 16,
+ * so subnormals are rounded (not flushed), and values from 0x7f7f8000 up round to infinity; a NaN
+ * becomes the quiet NaN (u >> 16) | 0x40, sign and top payload kept. Never fails.
+ * fk_f32_from_bf16(): bf16 -> f32, exact (the pattern shifted left by 16). */
+uint16_t fk_bf16_from_f32(float f);
+float fk_f32_from_bf16(uint16_t h);
+
+/* fk_bf16_from_f32_n(), fk_f32_from_bf16_n(): the same over n elements, dst[i] from src[i]. In
+ * place is allowed: dst may start at src's first byte (bf16 from f32: the n bf16 land in the first
+ * half of the floats' bytes; f32 from bf16: the buffer must hold n floats). No other overlap is.
+ * No alignment beyond the element's. n == 0 does nothing (src, dst may then be NULL).
+ * @return FK_OK; FK_EINVAL naming src or dst when NULL (n > 0), n when n * 4 bytes overflow the
+ * address space, dst when it overlaps src other than in place (nothing written on a refusal). */
+fk_status fk_bf16_from_f32_n(const float *src, uint16_t *dst, size_t n, fk_error *err);
+fk_status fk_f32_from_bf16_n(const uint16_t *src, float *dst, size_t n, fk_error *err);
 
 /* fk_gemv_packed_elems(): elements (bf16) of the packed copy of an n x k weight matrix, 0 when
  * n or k is < 1 or the size in bytes overflows size_t. */

@@ -477,6 +477,18 @@ static void setup_pack(ctx *c) {
   watch(c, c->out16, POUT * 2);
 }
 
+/* the bulk bf16 conversions: CF floats and CF bf16 (each buffer room for CF floats) */
+enum { CF = 100 };
+
+static void setup_convert(ctx *c) {
+  c->feat = alloc(c, CF * 4);
+  fkp_fill_f32(c->feat, CF, 3.0f, 9);
+  c->out16 = alloc(c, CF * 4);
+  memset(c->out16, 0xa5, CF * 4);
+  watch(c, c->feat, CF * 4);
+  watch(c, c->out16, CF * 4);
+}
+
 static void setup_rope(ctx *c) {
   c->cosb = alloc(c, 1024 * 4);
   c->sinb = alloc(c, 1024 * 4);
@@ -764,6 +776,35 @@ ROW(pack_out_short, "fk_gemv_pack", "out_elems one short of the layout", FK_EINV
 
 ROW(pack_out_overlaps_w, "fk_gemv_pack", "out inside the rows of w", FK_EINVAL, "out overlaps w", setup_pack,
     return fk_gemv_pack(c->w16, PLDW, PN, PK, c->w16 + 100, PW - 100, e);)
+
+ROW(bf16_n_src_null, "fk_bf16_from_f32_n", "src NULL, n = 100", FK_EINVAL, "fk_bf16_from_f32_n|src is NULL",
+    setup_convert, return fk_bf16_from_f32_n(NULL, c->out16, CF, e);)
+
+ROW(bf16_n_dst_null, "fk_bf16_from_f32_n", "dst NULL, n = 100", FK_EINVAL, "dst is NULL", setup_convert,
+    return fk_bf16_from_f32_n(c->feat, NULL, CF, e);)
+
+ROW(bf16_n_overlap, "fk_bf16_from_f32_n", "dst one bf16 into src (not in place)", FK_EINVAL, "dst overlaps src",
+    setup_convert, return fk_bf16_from_f32_n(c->feat, (uint16_t *)(void *)c->feat + 1, CF, e);)
+
+ROW(bf16_n_overflows, "fk_bf16_from_f32_n", "n = SIZE_MAX / 2 (n * 4 bytes overflow)", FK_EINVAL, "n = |overflow",
+    setup_convert, return fk_bf16_from_f32_n(c->feat, c->out16, SIZE_MAX / 2, e);)
+
+ROW(f32_n_src_null, "fk_f32_from_bf16_n", "src NULL, n = 100", FK_EINVAL, "fk_f32_from_bf16_n|src is NULL",
+    setup_convert, return fk_f32_from_bf16_n(NULL, c->feat, CF, e);)
+
+ROW(f32_n_dst_null, "fk_f32_from_bf16_n", "dst NULL, n = 100", FK_EINVAL, "dst is NULL", setup_convert,
+    return fk_f32_from_bf16_n(c->out16, NULL, CF, e);)
+
+ROW(f32_n_overlap, "fk_f32_from_bf16_n", "dst one bf16 into src (not in place)", FK_EINVAL, "dst overlaps src",
+    setup_convert, return fk_f32_from_bf16_n(c->out16, (float *)(void *)(c->out16 + 1), CF / 2, e);)
+
+ROW(f32_n_past_address_space, "fk_f32_from_bf16_n", "src 10 bytes below the top of memory", FK_EINVAL,
+    "src + n|address space", setup_convert,
+    return fk_f32_from_bf16_n((const uint16_t *)(uintptr_t)(UINTPTR_MAX - 9), c->feat, CF, e);)
+
+ROW(convert_n_zero_null, "fk_bf16_from_f32_n, fk_f32_from_bf16_n", "n = 0, src and dst NULL", FK_OK, NULL, setup_none,
+    int s = (int)fk_bf16_from_f32_n(NULL, NULL, 0, e);
+    return s != FK_OK ? s : (int)fk_f32_from_bf16_n(NULL, NULL, 0, e);)
 
 ROW(pack_blocked_k_zero, "fk_gemv_pack_blocked", "k = 0", FK_EINVAL, "k = 0", setup_pack,
     return fk_gemv_pack_blocked(c->w16, PLDW, PN, 0, c->out16, POUT, e);)
