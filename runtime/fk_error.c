@@ -7,7 +7,7 @@
 static const char *const status_names[FK_STATUS_COUNT] = {
   [FK_OK] = "FK_OK: success",
   [FK_EINVAL] = "FK_EINVAL: invalid argument",
-  [FK_EUNSUPPORTED] = "FK_EUNSUPPORTED: not supported by this CPU",
+  [FK_EUNSUPPORTED] = "FK_EUNSUPPORTED: a CPU feature the stamps need is missing",
   [FK_ENOTFOUND] = "FK_ENOTFOUND: no such leaf form",
   [FK_ENOMEM] = "FK_ENOMEM: out of memory at readiness",
   [FK_ESYSTEM] = "FK_ESYSTEM: the system refused a resource at readiness",

@@ -1,8 +1,8 @@
 # tests/api (included by CMakeLists.txt): the public header and the host-facing helpers.
 #   api               tests/api/test_api.c: the bf16 conversions against the contract model's RNE
-#                     (all 2^32 patterns), in place and bulk; the version.
+#                     (all 2^32 patterns), in place and bulk; why a CPU feature is missing; the version.
 add_executable(test_api tests/api/test_api.c)
-target_include_directories(test_api PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+target_include_directories(test_api PRIVATE ${CMAKE_SOURCE_DIR}/tests ${CMAKE_SOURCE_DIR}/runtime)
 target_compile_options(test_api PRIVATE ${FK_WARNINGS})
 target_link_libraries(test_api PRIVATE ${FK_HARNESS_LINK} ${FK_CRITERION})
 add_test(NAME api COMMAND test_api --jobs 2)

@@ -6,6 +6,9 @@
  *               of place over lengths around their block (64), bytes past n untouched; and a
  *               negative control: the same comparison against the round-half-up perturbation
  *               (FKC_RNE_BIAS) must find the ties it rounds the other way.
+ *   cpu::*      why a feature is missing (fk_cpu_missing, the rule fk_leaf_resolve and
+ *               fk_plan_create word their refusals with) on given CPUs and masks, "this CPU
+ *               lacks" included, which a machine that has every feature cannot show end to end.
  *   version::*  fk_version() and fk_version_number() against the header's FK_VERSION_* lines.
  * Refusals of the bulk forms (NULL, overlap, overflow) are rows of tests/badinput. */
 #include <criterion/criterion.h>
@@ -16,7 +19,7 @@
 #include <string.h>
 
 #include "contract/contract.h"
-#include "flashkern.h"
+#include "fk_internal.h"
 
 /* ---- bf16 ------------------------------------------------------------------------------------- */
 
@@ -202,6 +205,38 @@ Test(bf16, bulk_widen_in_place) {
     free(out);
     free(buf);
   }
+}
+
+/* ---- why a feature is missing ------------------------------------------------------------------ */
+
+static const char *missing(uint64_t need, uint64_t features, uint64_t detected, int mask_set, uint64_t mask,
+                           const char *text) {
+  static char buf[256];
+  return fk_cpu_missing(need, features, detected, mask_set, mask, text, "forbidden by desc.forbid_features", buf,
+                        sizeof buf);
+}
+
+Test(cpu, each_reason) {
+  const uint64_t A = FK_CPU_AVX2, F = FK_CPU_FMA, X = FK_CPU_AVX512F;
+  cr_assert_str_eq(missing(A | F, A, A, 0, 0, NULL), "this CPU lacks fma");
+  cr_assert_str_eq(missing(A | F, A, A | F | X, 1, A, "1"), "fma hidden by FK_CPU_MASK=1");
+  cr_assert_str_eq(missing(A | F, A, A | F | X, 0, 0, NULL), "fma forbidden by desc.forbid_features");
+  /* all three at once, each feature under its own reason, in that order */
+  cr_assert_str_eq(missing(A | F | X, 0, A | F, 1, A, "0x1"),
+                   "this CPU lacks avx512f; fma hidden by FK_CPU_MASK=0x1; avx2 forbidden by desc.forbid_features");
+  /* a mask that hides what the CPU lacks anyway: the CPU is the reason */
+  cr_assert_str_eq(missing(A | X, A, A, 1, A, "1"), "this CPU lacks avx512f");
+  /* nothing missing: empty */
+  cr_assert_str_eq(missing(A | F, A | F | X, A | F | X, 0, 0, NULL), "");
+}
+
+Test(cpu, short_buffer) {
+  char buf[12];
+  memset(buf, 'x', sizeof buf);
+  fk_cpu_missing(FK_CPU_AVX2 | FK_CPU_FMA, 0, FK_CPU_AVX2, 1, 0, "0", "forbidden", buf, 8);
+  cr_assert_eq(strlen(buf), 7, "'%s'", buf);
+  cr_assert_eq(buf[8], 'x', "written past len");
+  cr_assert_null(fk_cpu_missing(FK_CPU_AVX2, 0, 0, 0, 0, NULL, "x", NULL, 8));
 }
 
 /* ---- version ---------------------------------------------------------------------------------- */

@@ -641,12 +641,18 @@ ROW(resolve_form_without_tier, "fk_leaf_resolve", "rmsnorm_f32 in the fast tier 
     return fk_leaf_resolve("rmsnorm_f32", FK_TIER_FAST, fk_cpu_features(), &c->leaf, e);)
 
 #if defined(__x86_64__)
-ROW(resolve_missing_feature, "fk_leaf_resolve", "features without fma", FK_EUNSUPPORTED, "gemv_bf16_rne|fma",
+ROW(resolve_missing_feature, "fk_leaf_resolve", "features without fma", FK_EUNSUPPORTED,
+    "gemv_bf16_rne|fma not in the features passed",
     setup_leaf, return fk_leaf_resolve("gemv_bf16_rne", FK_TIER_EXACT, FK_CPU_AVX2, &c->leaf, e);)
 #else
-ROW(resolve_missing_feature, "fk_leaf_resolve", "features without asimd", FK_EUNSUPPORTED, "gemv_bf16_rne|asimd",
+ROW(resolve_missing_feature, "fk_leaf_resolve", "features without asimd", FK_EUNSUPPORTED,
+    "gemv_bf16_rne|asimd not in the features passed",
     setup_leaf, return fk_leaf_resolve("gemv_bf16_rne", FK_TIER_EXACT, 0, &c->leaf, e);)
 #endif
+
+ROW(resolve_cpu_mask_bad, "fk_leaf_resolve", "FK_CPU_MASK=zz, every feature passed", FK_EINVAL,
+    "fk_leaf_resolve|FK_CPU_MASK=\"zz\"|not a hex number", setup_leaf, setenv("FK_CPU_MASK", "zz", 1);
+    return fk_leaf_resolve("gemv_bf16_rne", FK_TIER_EXACT, ~(uint64_t)0, &c->leaf, e);)
 
 /* ---- fk_leaf_check: a direct call's arguments against the form's table (its template) ---- */
 
@@ -913,28 +919,54 @@ DESC_ROW(other_family_not_read, "tail only: hidden -1, block weights NULL (not r
          c->d.max_rows = 0;
          c->d.norm_eps = NAN;
          memset(&c->d.block, 0, sizeof c->d.block);)
-DESC_ROW(forbid_every_feature, "desc.forbid_features = all", FK_EUNSUPPORTED, "phase rmsnorm",
-         c->d.forbid_features = ~(uint64_t)0;)
+DESC_ROW(forbid_every_feature, "desc.forbid_features = all", FK_EUNSUPPORTED,
+         "phase rmsnorm|forbidden by desc.forbid_features", c->d.forbid_features = ~(uint64_t)0;)
+/* A refusal for a missing feature says why it is missing: the CPU lacks it, FK_CPU_MASK hides it,
+ * or desc.forbid_features forbids it (this CPU lacks none on a machine with AVX512-BF16: that
+ * reason is proven on given values, tests/api/test_api.c). FK_CPU_MASK is read on the first
+ * fk_cpu_features() of the process: each Criterion test is a fresh process, and nothing before
+ * the body asks. */
 #if defined(__x86_64__)
-DESC_ROW(forbid_fma, "desc.forbid_features = fma, avx512f", FK_EUNSUPPORTED, "phase rmsnorm|fma",
-         c->d.forbid_features = FK_CPU_FMA | FK_CPU_AVX512F;)
+DESC_ROW(forbid_fma, "desc.forbid_features = fma, avx512f", FK_EUNSUPPORTED,
+         "phase rmsnorm|fma forbidden by desc.forbid_features", c->d.forbid_features = FK_CPU_FMA | FK_CPU_AVX512F;)
 DESC_ROW(forbid_bf16_dot_fast, "fast tier, desc.forbid_features = avx512bf16", FK_EUNSUPPORTED,
-         "phase in_proj|avx512bf16", c->d.tier = FK_TIER_FAST; c->d.forbid_features = FK_CPU_AVX512BF16;)
-/* FK_CPU_MASK is read on the first fk_cpu_features() of the process: each Criterion test is a
- * fresh process, and nothing before the body asks */
-DESC_ROW(cpu_mask_hides_fma, "FK_CPU_MASK=1 (avx2 only)", FK_EUNSUPPORTED, "phase rmsnorm|fma",
+         "phase in_proj|avx512bf16 forbidden by desc.forbid_features", c->d.tier = FK_TIER_FAST;
+         c->d.forbid_features = FK_CPU_AVX512BF16;)
+DESC_ROW(cpu_mask_hides_fma, "FK_CPU_MASK=1 (avx2 only)", FK_EUNSUPPORTED, "phase rmsnorm|fma hidden by FK_CPU_MASK=1",
          setenv("FK_CPU_MASK", "1", 1);
          cr_assert_eq(fk_cpu_features() & ~FK_CPU_AVX2, 0);)
 DESC_ROW(cpu_mask_hides_bf16_dot, "fast tier, FK_CPU_MASK=1f (no avx512bf16)", FK_EUNSUPPORTED,
-         "phase in_proj|avx512bf16", setenv("FK_CPU_MASK", "1f", 1);
+         "phase in_proj|avx512bf16 hidden by FK_CPU_MASK=1f", setenv("FK_CPU_MASK", "1f", 1);
          c->d.tier = FK_TIER_FAST;)
+DESC_ROW(cpu_mask_and_forbid, "FK_CPU_MASK=1d (no fma), desc.forbid_features = avx2, avx512f", FK_EUNSUPPORTED,
+         "phase rmsnorm|fma hidden by FK_CPU_MASK=1d|avx2 forbidden by desc.forbid_features",
+         setenv("FK_CPU_MASK", "1d", 1);
+         c->d.forbid_features = FK_CPU_AVX2 | FK_CPU_AVX512F;)
+DESC_ROW(cpu_mask_0x_prefix, "FK_CPU_MASK=0x00000003 (0x, leading zeros: avx2 and fma)", FK_OK, NULL,
+         setenv("FK_CPU_MASK", "0x00000003", 1);
+         cr_assert_eq(fk_cpu_features(), fk_cpu_features() & (FK_CPU_AVX2 | FK_CPU_FMA));
+         cr_assert_neq(fk_cpu_features(), 0);)
 #else
-DESC_ROW(forbid_bf16_dot_fast, "fast tier, desc.forbid_features = bf16", FK_EUNSUPPORTED, "phase in_proj|bf16",
-         c->d.tier = FK_TIER_FAST; c->d.forbid_features = FK_CPU_BF16;)
+DESC_ROW(forbid_bf16_dot_fast, "fast tier, desc.forbid_features = bf16", FK_EUNSUPPORTED,
+         "phase in_proj|bf16 forbidden by desc.forbid_features", c->d.tier = FK_TIER_FAST;
+         c->d.forbid_features = FK_CPU_BF16;)
 DESC_ROW(cpu_mask_hides_bf16_dot, "fast tier, FK_CPU_MASK=10000 (asimd only)", FK_EUNSUPPORTED,
-         "phase in_proj|bf16", setenv("FK_CPU_MASK", "10000", 1);
+         "phase in_proj|bf16 hidden by FK_CPU_MASK=10000", setenv("FK_CPU_MASK", "10000", 1);
          c->d.tier = FK_TIER_FAST;)
 #endif
+/* An FK_CPU_MASK that cannot be read is refused, naming it and its value, and hides every feature
+ * (fk_cpu_features() is 0): strtoull took "zz" as 0, "-1" as every bit, "3 " as 3. */
+#define MASK_ROW(id, value, why) \
+  DESC_ROW(id, "FK_CPU_MASK=\"" value "\"", FK_EINVAL, "FK_CPU_MASK=\"" value "\"|" why, \
+           setenv("FK_CPU_MASK", value, 1); \
+           cr_assert_eq(fk_cpu_features(), 0);)
+MASK_ROW(cpu_mask_not_hex, "zz", "not a hex number")
+MASK_ROW(cpu_mask_negative, "-1", "not a hex number")
+MASK_ROW(cpu_mask_trailing_junk, "1f,", "trailing characters")
+MASK_ROW(cpu_mask_trailing_space, "3 ", "trailing characters")
+MASK_ROW(cpu_mask_overflow, "10000000000000000", "more than 64 bits")
+MASK_ROW(cpu_mask_empty, "", "empty")
+MASK_ROW(cpu_mask_bare_0x, "0x", "no hex digit after 0x")
 
 ROW(largest_dims_sized, "fk_plan_check", "every dimension at its limit: the arena size does not overflow", FK_OK,
     NULL, setup_model,
