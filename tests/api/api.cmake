@@ -1,6 +1,9 @@
 # tests/api (included by CMakeLists.txt): the public header and the host-facing helpers.
 #   api               tests/api/test_api.c: the bf16 conversions against the contract model's RNE
 #                     (all 2^32 patterns), in place and bulk; why a CPU feature is missing; the version.
+#   api_headers       tests/api/headers.sh: flashkern.h compiles as C99, C11 (gcc, clang) and C++11..20
+#                     (g++, clang++) with -Wall -Wextra -pedantic -Werror; a host of the plan API and one
+#                     stamp (tests/api/host_cxx.c) links against libflashkern.a and runs, as C and as C++.
 add_executable(test_api tests/api/test_api.c)
 target_include_directories(test_api PRIVATE ${CMAKE_SOURCE_DIR}/tests ${CMAKE_SOURCE_DIR}/runtime)
 target_compile_options(test_api PRIVATE ${FK_WARNINGS})
@@ -8,3 +11,5 @@ target_link_libraries(test_api PRIVATE ${FK_HARNESS_LINK} ${FK_CRITERION})
 add_test(NAME api COMMAND test_api --jobs 2)
 set_tests_properties(api PROPERTIES TIMEOUT 600 PROCESSORS 2)
 
+add_test(NAME api_headers COMMAND ${CMAKE_SOURCE_DIR}/tests/api/headers.sh)
+set_tests_properties(api_headers PROPERTIES ENVIRONMENT "${FK_SCRIPT_ENV}" TIMEOUT 300)
