@@ -4,6 +4,8 @@
 #   api_headers       tests/api/headers.sh: flashkern.h compiles as C99, C11 (gcc, clang) and C++11..20
 #                     (g++, clang++) with -Wall -Wextra -pedantic -Werror; a host of the plan API and one
 #                     stamp (tests/api/host_cxx.c) links against libflashkern.a and runs, as C and as C++.
+#   example_host_args tests/api/example_args.sh: fk_hello --help, its refusals of bad arguments (exit 2),
+#                     a bad FK_CPU_MASK (exit 1), the sections of a small run and tables that fit.
 add_executable(test_api tests/api/test_api.c)
 target_include_directories(test_api PRIVATE ${CMAKE_SOURCE_DIR}/tests ${CMAKE_SOURCE_DIR}/runtime)
 target_compile_options(test_api PRIVATE ${FK_WARNINGS})
@@ -13,3 +15,6 @@ set_tests_properties(api PROPERTIES TIMEOUT 600 PROCESSORS 2)
 
 add_test(NAME api_headers COMMAND ${CMAKE_SOURCE_DIR}/tests/api/headers.sh)
 set_tests_properties(api_headers PROPERTIES ENVIRONMENT "${FK_SCRIPT_ENV}" TIMEOUT 300)
+
+add_test(NAME example_host_args COMMAND ${CMAKE_SOURCE_DIR}/tests/api/example_args.sh $<TARGET_FILE:fk_hello>)
+set_tests_properties(example_host_args PROPERTIES TIMEOUT 120)
