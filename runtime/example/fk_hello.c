@@ -399,8 +399,8 @@ static int block_and_tail(const config *c) {
   }
 
   printf("ran: block_prefill (%d rows) x %d, block_decode x %d, tail (%d frames, %d per call) and tail_flush x %d "
-         "streams; each after warm-up (%d runs, 1 stream)\n",
-         PREFILL, c->reps, c->decode, c->frames, CHUNK, c->streams, c->warm);
+         "streams; before them %d warm-up run%s of each program, 1 warm-up stream\n",
+         PREFILL, c->reps, c->decode, c->frames, CHUNK, c->streams, c->warm, c->warm == 1 ? "" : "s");
   table t = { .ncols = 7, .right = { 0, 0, 0, 0, 1, 1, 1 } };
   const char *head[COLS] = { "program", "phase", "stamp", "share", "runs", "median us", "min us" };
   table_row(&t, head);

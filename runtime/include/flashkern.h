@@ -127,7 +127,8 @@ float fk_f32_from_bf16(uint16_t h);
  * half of the floats' bytes; f32 from bf16: the buffer must hold n floats). No other overlap is.
  * No alignment beyond the element's. n == 0 does nothing (src, dst may then be NULL).
  * @return FK_OK; FK_EINVAL naming src or dst when NULL (n > 0), n when n * 4 bytes overflow the
- * address space, dst when it overlaps src other than in place (nothing written on a refusal). */
+ * address space, src or dst when its n elements run past the top of it, dst when it overlaps src
+ * other than in place (nothing written on a refusal). */
 fk_status fk_bf16_from_f32_n(const float *src, uint16_t *dst, size_t n, fk_error *err);
 fk_status fk_f32_from_bf16_n(const uint16_t *src, float *dst, size_t n, fk_error *err);
 
