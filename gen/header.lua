@@ -39,6 +39,26 @@ function M.leaves_h(leaves, stamps, banner)
   w("#include <stddef.h>")
   w("#include <stdint.h>")
   w("")
+  w("/* A compile-time check the header makes of itself in C99, C11 and C++11 on: C11's _Static_assert,")
+  w("   C++11's static_assert, else a typedef of an array of size -1 when cond fails, named after the line")
+  w("   (C99 has neither keyword, and -pedantic warns on _Static_assert there). A host may define it first. */")
+  w("#ifndef FK_STATIC_ASSERT")
+  w("#if defined(__cplusplus) && __cplusplus >= 201103L")
+  w("#define FK_STATIC_ASSERT(cond, msg) static_assert(cond, msg)")
+  w("#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L")
+  w("#define FK_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)")
+  w("#else")
+  w("#define FK_STATIC_ASSERT_NAME_(line) fk_static_assert_##line")
+  w("#define FK_STATIC_ASSERT_NAME(line) FK_STATIC_ASSERT_NAME_(line)")
+  w("#define FK_STATIC_ASSERT(cond, msg) typedef char FK_STATIC_ASSERT_NAME(__LINE__)[(cond) ? 1 : -1]")
+  w("#endif")
+  w("#endif")
+  w("")
+  w("/* The stamps are C functions: extern \"C\" lets a C++ host call them by their own symbols. */")
+  w("#ifdef __cplusplus")
+  w("extern \"C\" {")
+  w("#endif")
+  w("")
   w("/* CPU features a variant needs (CHECK: keep in sync with gen/header.lua, runtime/fk_cpu.c). */")
   for _, f in ipairs(M.FEATURES) do
     w(string.format("#define FK_CPU_%-12s (UINT64_C(1) << %d)", f[1]:upper(), f[2]))
@@ -86,10 +106,10 @@ function M.leaves_h(leaves, stamps, banner)
       end
       w("} " .. form.id .. "_args;")
       for _, f in ipairs(form.fields) do
-        w(string.format("_Static_assert(offsetof(%s_args, %s) == %d, \"%s: stamps load %s at +%d\");",
+        w(string.format("FK_STATIC_ASSERT(offsetof(%s_args, %s) == %d, \"%s: stamps load %s at +%d\");",
           form.id, f.name, f.offset, form.id, f.name, f.offset))
       end
-      w(string.format("_Static_assert(sizeof(%s_args) == %d, \"%s: struct size\");", form.id, form.size, form.id))
+      w(string.format("FK_STATIC_ASSERT(sizeof(%s_args) == %d, \"%s: struct size\");", form.id, form.size, form.id))
       w("#define FK_FIELDS_" .. form.id:sub(4) .. "(X) \\")
       for i, f in ipairs(form.fields) do
         local extent = f.extent and EXT.c(f.extent) or (f.data_extent and "-1" or "0")
@@ -140,11 +160,18 @@ function M.leaves_h(leaves, stamps, banner)
         feature_expr(st.features), i < #mine and " \\" or ""))
     end
     w("")
+    w("")
+    w("/* The stamps of " .. isa .. ", to call directly with the form's argument struct when linking")
+    w("   libflashkern.a (libflashkern.so keeps them hidden: resolve them with fk_leaf_resolve). */")
     w("#if defined(__" .. isa .. "__)")
     w("#define FK_STAMPS_HOST(X) FK_STAMPS_" .. isa:upper() .. "(X)")
     for _, st in ipairs(mine) do w("void " .. st.symbol .. "(const " .. st.id .. "_args *a);") end
     w("#endif")
   end
+  w("")
+  w("#ifdef __cplusplus")
+  w("} /* extern \"C\" */")
+  w("#endif")
   w("")
   w("#endif /* FK_LEAVES_H */")
   return table.concat(o, "\n") .. "\n"

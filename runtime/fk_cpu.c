@@ -1,5 +1,6 @@
-/* runtime/fk_cpu.c: CPU feature detection, once.
+/* runtime/fk_cpu.c: CPU feature detection and FK_CPU_MASK, read once; why a feature is missing.
  * CHECK: keep the feature list in sync with gen/header.lua (FEATURES). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,22 @@ static uint64_t detect(void) {
   if (hw2 & (1ul << 14)) f |= FK_CPU_BF16;  /* HWCAP2_BF16 */
   return f;
 }
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+
+/* macOS on arm64: every core has ASIMD; FEAT_BF16 (M2 and later) is reported by sysctl. Written to
+ * Apple's documented names, not compiled here (no macOS SDK on the build machine: README). */
+static int sysctl_on(const char *name) {
+  int v = 0;
+  size_t n = sizeof v;
+  return sysctlbyname(name, &v, &n, NULL, 0) == 0 && v != 0;
+}
+
+static uint64_t detect(void) {
+  uint64_t f = FK_CPU_ASIMD;
+  if (sysctl_on("hw.optional.arm.FEAT_BF16")) f |= FK_CPU_BF16;
+  return f;
+}
 #else
 #error "flashkern: no CPU feature detection for this platform"
 #endif
@@ -70,16 +87,103 @@ const char *fk_cpu_feature_names(uint64_t f, char *buf, size_t len) {
   return buf;
 }
 
-uint64_t fk_cpu_features(void) {
-  /* A benign race: every thread computes the same value. */
-  static volatile int done;
-  static volatile uint64_t cached;
-  if (!done) {
-    uint64_t f = detect();
-    const char *mask = getenv("FK_CPU_MASK");
-    if (mask && *mask) f &= strtoull(mask, NULL, 16);
-    cached = f;
-    done = 1;
+/* ---- FK_CPU_MASK, read once with the features ------------------------------------------------ */
+
+static struct {
+  uint64_t detected;  /* what the CPU and the OS offer */
+  uint64_t mask;      /* FK_CPU_MASK's bits; all ones when unset */
+  uint64_t features;  /* detected & mask; 0 when the mask is bad */
+  const char *bad;    /* why FK_CPU_MASK cannot be read, or NULL */
+  int set;            /* FK_CPU_MASK is in the environment */
+  char text[40];      /* its value as given (cut to fit, unprintable bytes as '?'), for messages */
+} cpu;
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+
+static int hex_digit(char ch) {
+  if (ch >= '0' && ch <= '9') return ch - '0';
+  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+  return -1;
+}
+
+/* 1 to 16 significant hex digits (leading zeros free), optionally after 0x, nothing else: no sign,
+ * no space (strtoull took "-1" as every bit, "zz" as 0 and "3 " as 3). NULL, or why not. */
+static const char *parse_mask(const char *s, uint64_t *out) {
+  if (!*s) return "empty";
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    s += 2;
+    if (!*s) return "no hex digit after 0x";
   }
-  return cached;
+  if (hex_digit(*s) < 0) return "not a hex number";
+  uint64_t v = 0;
+  for (; *s; s++) {
+    int d = hex_digit(*s);
+    if (d < 0) return "trailing characters after the number";
+    if (v >> 60) return "more than 64 bits";
+    v = v << 4 | (uint64_t)d;
+  }
+  *out = v;
+  return NULL;
+}
+
+static void read_cpu(void) {
+  cpu.detected = detect();
+  cpu.mask = ~(uint64_t)0;
+  const char *env = getenv("FK_CPU_MASK");
+  if (env) {
+    size_t i = 0, len = strlen(env);
+    for (; env[i] && i < sizeof cpu.text - 4; i++) cpu.text[i] = env[i] >= 0x20 && env[i] < 0x7f ? env[i] : '?';
+    if (i < len) memcpy(cpu.text + i, "...", 3), i += 3;
+    cpu.text[i] = 0;
+    cpu.set = 1;
+    cpu.bad = parse_mask(env, &cpu.mask);
+  }
+  cpu.features = cpu.bad ? 0 : cpu.detected & cpu.mask;
+}
+
+uint64_t fk_cpu_features(void) {
+  pthread_once(&cpu_once, read_cpu);
+  return cpu.features;
+}
+
+fk_status fk_cpu_mask_check(const char *who, fk_error *err) {
+  pthread_once(&cpu_once, read_cpu);
+  FK_RETURN_ERROR_IF(cpu.bad, err, FK_EINVAL,
+                     "%s: FK_CPU_MASK=\"%s\": %s (the FK_CPU_* bits to keep, in hex: e.g. FK_CPU_MASK=3; unset it to "
+                     "hide nothing)", who, cpu.text, cpu.bad);
+  return FK_OK;
+}
+
+/* Appends to buf (used bytes in *used) the names of the features in f, then the reason. */
+static void append_group(char *buf, size_t len, size_t *used, uint64_t f, const char *reason) {
+  if (!f || *used >= len) return;
+  char names[128];
+  fk_cpu_feature_names(f, names, sizeof names);
+  int n = snprintf(buf + *used, len - *used, "%s%s %s", *used ? "; " : "", names, reason);
+  if (n > 0) *used += (size_t)n;
+}
+
+const char *fk_cpu_missing(uint64_t need, uint64_t features, uint64_t detected, int mask_set, uint64_t mask,
+                           const char *mask_text, const char *excluded_by, char *buf, size_t len) {
+  uint64_t miss = need & ~features, lacks = miss & ~detected;
+  uint64_t hidden = mask_set ? miss & detected & ~mask : 0, excluded = miss & ~lacks & ~hidden;
+  char hid[64];
+  snprintf(hid, sizeof hid, "hidden by FK_CPU_MASK=%s", mask_text ? mask_text : "?");
+  size_t used = 0;
+  if (!buf || !len) return buf;
+  buf[0] = 0;
+  if (lacks) {
+    char names[128];
+    fk_cpu_feature_names(lacks, names, sizeof names);
+    int n = snprintf(buf, len, "this CPU lacks %s", names);
+    if (n > 0) used = (size_t)n;
+  }
+  append_group(buf, len, &used, hidden, hid);
+  append_group(buf, len, &used, excluded, excluded_by);
+  return buf;
+}
+
+const char *fk_cpu_explain(uint64_t need, uint64_t features, const char *excluded_by, char *buf, size_t len) {
+  pthread_once(&cpu_once, read_cpu);
+  return fk_cpu_missing(need, features, cpu.detected, cpu.set, cpu.mask, cpu.text, excluded_by, buf, len);
 }

@@ -1,4 +1,4 @@
-/* runtime/fk_error.c: status names and error recording. */
+/* runtime/fk_error.c: what the library says of itself: its version, status names, error recording. */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -7,13 +7,17 @@
 static const char *const status_names[FK_STATUS_COUNT] = {
   [FK_OK] = "FK_OK: success",
   [FK_EINVAL] = "FK_EINVAL: invalid argument",
-  [FK_EUNSUPPORTED] = "FK_EUNSUPPORTED: not supported by this CPU",
+  [FK_EUNSUPPORTED] = "FK_EUNSUPPORTED: a CPU feature the stamps need is missing",
   [FK_ENOTFOUND] = "FK_ENOTFOUND: no such leaf form",
   [FK_ENOMEM] = "FK_ENOMEM: out of memory at readiness",
   [FK_ESYSTEM] = "FK_ESYSTEM: the system refused a resource at readiness",
   [FK_EBUSY] = "FK_EBUSY: the plan is running",
   [FK_ESTATE] = "FK_ESTATE: state does not fit",
 };
+
+const char *fk_version(void) { return FK_VERSION_STRING; }
+
+unsigned fk_version_number(void) { return FK_VERSION_NUMBER; }
 
 const char *fk_strerror(fk_status s) {
   if ((unsigned)s >= FK_STATUS_COUNT || !status_names[s]) return "FK_?: unknown status";

@@ -1,5 +1,6 @@
 /* runtime/fk_internal.h: what every runtime file shares (not installed): error recording
- * (fk_error_set, FK_RETURN_ERROR_IF) and the byte-range helpers fk_overlap and fk_extent. */
+ * (fk_error_set, FK_RETURN_ERROR_IF), why a CPU feature is missing (fk_cpu_explain), stamp
+ * resolution with its reasons (fk_leaf_pick), and the byte-range helpers fk_overlap and fk_extent. */
 #ifndef FK_INTERNAL_H
 #define FK_INTERNAL_H
 
@@ -15,6 +16,25 @@ fk_status fk_error_set(fk_error *err, fk_status s, const char *file, int line, c
   do { \
     if (cond) return fk_error_set((err), (status), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
+
+/* FK_CPU_MASK as fk_cpu_features() read it: FK_OK, or FK_EINVAL naming FK_CPU_MASK, its value and
+ * what is wrong with it, the message starting with `who` (the entry point refusing). */
+fk_status fk_cpu_mask_check(const char *who, fk_error *err);
+
+/* Why the features in need & ~features are missing, into buf (len bytes, NUL-terminated; returns
+ * buf): "this CPU lacks <names>" for those the CPU does not offer, "<names> hidden by
+ * FK_CPU_MASK=<value>" for those the mask removed, "<names> <excluded_by>" for the rest (the
+ * caller removed them: "forbidden by desc.forbid_features"), groups joined by "; ".
+ * fk_cpu_explain() asks this process's CPU and FK_CPU_MASK; fk_cpu_missing() is the same rule
+ * over given values (detected: what the CPU offers; mask_set: FK_CPU_MASK was set to mask). */
+const char *fk_cpu_explain(uint64_t need, uint64_t features, const char *excluded_by, char *buf, size_t len);
+const char *fk_cpu_missing(uint64_t need, uint64_t features, uint64_t detected, int mask_set, uint64_t mask,
+                           const char *mask_text, const char *excluded_by, char *buf, size_t len);
+
+/* fk_leaf_resolve() with the reason for a feature the caller removed (excluded_by, as in
+ * fk_cpu_explain) and without FK_CPU_MASK's check (the caller made it). */
+fk_status fk_leaf_pick(const char *form, fk_tier tier, uint64_t features, const char *excluded_by, fk_leaf *out,
+                       fk_error *err);
 
 /* 1 when the byte ranges [a, a + an) and [b, b + bn) share a byte (an empty range shares none). */
 static inline int fk_overlap(const void *a, size_t an, const void *b, size_t bn) {

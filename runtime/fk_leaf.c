@@ -23,6 +23,14 @@ fk_status fk_leaf_resolve(const char *form, fk_tier tier, uint64_t features, fk_
   FK_RETURN_ERROR_IF(!form, err, FK_EINVAL, "fk_leaf_resolve: form is NULL");
   FK_RETURN_ERROR_IF(!out, err, FK_EINVAL, "fk_leaf_resolve: out is NULL");
   FK_RETURN_ERROR_IF((unsigned)tier > FK_TIER_FAST, err, FK_EINVAL, "fk_leaf_resolve: tier %d is not a tier", (int)tier);
+  /* a mask meant to hide features that cannot be read is refused, not guessed at */
+  fk_status s = fk_cpu_mask_check("fk_leaf_resolve", err);
+  if (s != FK_OK) return s;
+  return fk_leaf_pick(form, tier, features, "not in the features passed", out, err);
+}
+
+fk_status fk_leaf_pick(const char *form, fk_tier tier, uint64_t features, const char *excluded_by, fk_leaf *out,
+                       fk_error *err) {
   const char *tname = tier_names[tier];
   const stamp_row *best = NULL, *narrowest = NULL;
   int known = 0;
@@ -37,12 +45,12 @@ fk_status fk_leaf_resolve(const char *form, fk_tier tier, uint64_t features, fk_
   FK_RETURN_ERROR_IF(!known, err, FK_ENOTFOUND, "no leaf form '%s'", form);
   FK_RETURN_ERROR_IF(!narrowest, err, FK_ENOTFOUND, "leaf '%s' has no %s-tier stamp", form, tname);
   if (!best) {
-    char need[128], have[128];
-    fk_cpu_feature_names(narrowest->features & ~features, need, sizeof need);
+    char why[160], have[128];
+    fk_cpu_explain(narrowest->features, features, excluded_by, why, sizeof why);
     fk_cpu_feature_names(features, have, sizeof have);
     return fk_error_set(err, FK_EUNSUPPORTED, __FILE__, __LINE__,
-                        "leaf '%s' (%s tier): this CPU lacks %s (the narrowest stamp, %s, needs them; CPU has: %s)",
-                        form, tname, need, narrowest->variant, have[0] ? have : "none");
+                        "leaf '%s' (%s tier): %s (the narrowest stamp, %s, needs them; usable: %s)", form, tname, why,
+                        narrowest->variant, have[0] ? have : "none");
   }
   *out = (fk_leaf){ best->fn, best->form, best->symbol, best->variant, best->tier };
   if (getenv("FK_VARIANT_DEBUG")) fprintf(stderr, "flashkern: %s -> %s\n", form, best->symbol);

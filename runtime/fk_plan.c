@@ -72,7 +72,7 @@ static fk_status resolve(fk_plan *p, const fk_plan_desc *d, uint64_t features, f
     if (!(want & FK_ROLE_BIT(r))) continue;
     fk_error e;
     fk_tier tier = roles[r].tier == ROLE_PLAN ? d->tier : FK_TIER_EXACT;
-    fk_status s = fk_leaf_resolve(roles[r].form, tier, features, &p->leaf[r], &e);
+    fk_status s = fk_leaf_pick(roles[r].form, tier, features, "forbidden by desc.forbid_features", &p->leaf[r], &e);
     if (s != FK_OK)
       return fk_error_set(err, s, e.file, e.line, "fk_plan_create: phase %s: %s", roles[r].name, e.message);
   }
@@ -149,6 +149,8 @@ static fk_status prepare(const fk_plan_desc *d, fk_plan *tmp, size_t *bytes, fk_
   tmp->flags = d->flags;
   tmp->threads = d->threads;
   tmp->tier = d->tier;
+  s = fk_cpu_mask_check("fk_plan_create", err);
+  if (s != FK_OK) return s;
   s = resolve(tmp, d, fk_cpu_features() & ~d->forbid_features, err);
   if (s != FK_OK) return s;
   fk_carver c = { 0, NULL, 0 };

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "contract/contract.h"
+
 /* ---------------------------------------------------------------- target pairs --------- */
 
 typedef struct { const char *id, *variant, *tier; } stamp_ref;
@@ -343,12 +345,6 @@ static int check_gemv(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, int
   return 1;
 }
 
-/* DESIGN.md's integer RNE of an f32 pattern to bf16 (NaN: quiet, sign and top payload kept). */
-static uint16_t rne_bf16(uint32_t u) {
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 /* embed (fixtures/README.md, embed): every boundary bit-exact, y row r against row r of the
  * reference (bf16 or f32 by the reference's dtype; a bf16 y against an f32 reference, the
  * codebook_mean_x6_bf16 form on a codebook_mean_x6 fixture, against the reference's RNE). */
@@ -369,7 +365,7 @@ static int check_embed(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, ch
       uint32_t got = 0, want = 0;
       memcpy(&got, out + at * (wide ? 4 : 2), wide ? 4 : 2);
       memcpy(&want, (const uint8_t *)ref->data + off * (wide || rounded ? 4 : 2), wide || rounded ? 4 : 2);
-      if (rounded) want = rne_bf16(want);
+      if (rounded) want = fkc_rne_bits(want, FKC_EXACT); /* the contract's integer RNE */
       if (got != want) {
         snprintf(msg, len, "%s: boundary %s/%s (bitexact): row %lld [%lld]: got 0x%0*x, reference 0x%0*x", fx->path,
                  b->field, b->tensor, (long long)r, (long long)i, wide ? 8 : 4, got, wide ? 8 : 4, want);

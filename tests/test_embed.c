@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "contract/contract.h"
 #include "suite.h"
 
 
@@ -77,8 +78,7 @@ ParameterizedTest(fkh_target *t, embed, forms_agree, .timeout = 300) {
     for (int64_t j = 0; j < 6 * m; j++) {
       for (int64_t k = 0; k < d; k++, rounded++) {
         uint32_t u = yf[j * ldy + k];
-        uint16_t want = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u)
-                                                         : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        uint16_t want = fkc_rne_bits(u, FKC_EXACT);
         ties += (u & 0x7fffffffu) <= 0x7f800000u && (u & 0xffffu) == 0x8000u;
         cr_assert(yb[j * ldy + k] == want, "%s %s: row %lld [%lld]: bf16 0x%04x, RNE of the f32 mean 0x%08x: 0x%04x",
                   t->label, a[i].name, (long long)j, (long long)k, yb[j * ldy + k], u, want);

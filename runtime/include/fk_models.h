@@ -10,6 +10,11 @@
 
 #include <stdint.h>
 
+/* Types only (no function); C linkage all the same, as every installed header. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The tail's spectral head writes this many f32 per frame: 641 log-magnitudes, 641 phases. */
 #define FK_TAIL_SPEC 1282
 
@@ -88,5 +93,9 @@ typedef struct fk_sampling {
   float temperature;  /* > 0, finite */
   int64_t top_k;      /* 0: no top-k */
 } fk_sampling;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* FK_MODELS_H */

@@ -10,11 +10,6 @@
 #ifndef FLASHKERN_H
 #define FLASHKERN_H
 
-/* The library's version (CMake reads these three lines; README, "Versions and ABI"). */
-#define FK_VERSION_MAJOR 0
-#define FK_VERSION_MINOR 2
-#define FK_VERSION_PATCH 0
-
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,11 +20,26 @@
 extern "C" {
 #endif
 
+/* The version of this header (CMake reads these lines: keep each a plain `#define NAME value`).
+ * 0.x: the public structs and calls may change between minor versions; the soname carries the
+ * minor version (README, "Versions and ABI"). */
+#define FK_VERSION_MAJOR 0
+#define FK_VERSION_MINOR 2
+#define FK_VERSION_PATCH 0
+#define FK_VERSION_STRING "0.2.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH (zstd's rule): 200 for 0.2.0. */
+#define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
+
+/* The version of the library linked (FK_VERSION_STRING as it was built; never NULL), and its
+ * FK_VERSION_NUMBER: a host that loads libflashkern.so compares them with the header's. */
+const char *fk_version(void);
+unsigned fk_version_number(void);
+
 /* Status codes; fk_strerror() names each one. */
 typedef enum fk_status {
   FK_OK = 0,
   FK_EINVAL,        /* an argument is invalid (the message names it) */
-  FK_EUNSUPPORTED,  /* this CPU lacks a feature every stamp of the leaf needs */
+  FK_EUNSUPPORTED,  /* every stamp of the leaf needs a feature the CPU lacks, or FK_CPU_MASK or the caller hid */
   FK_ENOTFOUND,     /* no such leaf form */
   FK_ENOMEM,        /* the arena (or a thread's stack) could not be allocated at readiness */
   FK_ESYSTEM,       /* the OS refused a thread at readiness */
@@ -54,8 +64,13 @@ typedef struct fk_error {
 const char *fk_strerror(fk_status s);
 
 /* CPU features (FK_CPU_* bits of fk_leaves.h) detected on first call and cached. The
- * environment variable FK_CPU_MASK (hex) is ANDed in, so a test or a user can forbid
- * features and reach every variant and every refusal. */
+ * environment variable FK_CPU_MASK, read at that first call, is ANDed in, so a test or a user can
+ * hide features and reach every variant and every refusal. Its value is the FK_CPU_* bits to keep,
+ * in hexadecimal: 1 to 16 hex digits, optionally after 0x ("3": avx2 and fma; "1f": no
+ * avx512bf16); nothing else, not even a space. A value that is not that (empty, not a number,
+ * trailing characters, more than 64 bits) hides every feature: fk_cpu_features() returns 0, and
+ * fk_plan_create, fk_plan_check and fk_leaf_resolve refuse with FK_EINVAL naming FK_CPU_MASK and
+ * its value (a mask meant to hide a feature is never ignored). Unset: nothing is hidden. */
 uint64_t fk_cpu_features(void);
 
 /* Writes the names of the features in `f` ("avx2 fma avx512f") into buf, truncated to len - 1
@@ -80,10 +95,12 @@ typedef struct fk_leaf {
 /* fk_leaf_resolve(): picks the widest stamp of form `form` ("rmsnorm_f32", "gemv_bf16_rne")
  * in tier `tier` whose features are all in `features` (usually fk_cpu_features()).
  * @return FK_OK and *out filled; FK_ENOTFOUND for an unknown form, or a form without stamps of
- * that tier; FK_EUNSUPPORTED when no stamp fits, the message naming the features the narrowest
- * stamp lacks; FK_EINVAL for form or out NULL, or a tier that is not one. *out is written only on
- * FK_OK. There is never a fallback to another tier. With FK_VARIANT_DEBUG set in the
- * environment, each resolution is logged to stderr. */
+ * that tier; FK_EUNSUPPORTED when no stamp fits, the message naming each feature the narrowest
+ * stamp needs and `features` lacks, and why: "this CPU lacks" it, it is "hidden by FK_CPU_MASK",
+ * or it is "not in the features passed" (the CPU has it); FK_EINVAL for form or out NULL, a tier
+ * that is not one, or an FK_CPU_MASK that cannot be read (whatever `features` says). *out is
+ * written only on FK_OK. There is never a fallback to another tier. With FK_VARIANT_DEBUG set in
+ * the environment, each resolution is logged to stderr. */
 fk_status fk_leaf_resolve(const char *form, fk_tier tier, uint64_t features, fk_leaf *out, fk_error *err);
 
 /* fk_leaf_check(): checks a direct call's argument struct (args: the form's fk_<form>_args)
@@ -96,6 +113,25 @@ fk_status fk_leaf_resolve(const char *form, fk_tier tier, uint64_t features, fk_
  * @return FK_OK; FK_EINVAL naming the form, the field(s) and why; FK_ENOTFOUND for an unknown
  * form; FK_EINVAL for form or args NULL. */
 fk_status fk_leaf_check(const char *form, const void *args, fk_error *err);
+
+/* ---- bf16: the host's conversions, by the stamps' own rule ------------------------------------
+ * fk_bf16_from_f32(): f32 -> bf16 bit pattern, round to nearest even by the integer rule every
+ * exact stamp uses (docs/design.md, "BF16 rounding"): u += 0x7fff + ((u >> 16) & 1), out = u >> 16,
+ * so subnormals are rounded (not flushed), and values from 0x7f7f8000 up round to infinity; a NaN
+ * becomes the quiet NaN (u >> 16) | 0x40, sign and top payload kept. Never fails.
+ * fk_f32_from_bf16(): bf16 -> f32, exact (the pattern shifted left by 16). */
+uint16_t fk_bf16_from_f32(float f);
+float fk_f32_from_bf16(uint16_t h);
+
+/* fk_bf16_from_f32_n(), fk_f32_from_bf16_n(): the same over n elements, dst[i] from src[i]. In
+ * place is allowed: dst may start at src's first byte (bf16 from f32: the n bf16 land in the first
+ * half of the floats' bytes; f32 from bf16: the buffer must hold n floats). No other overlap is.
+ * No alignment beyond the element's. n == 0 does nothing (src, dst may then be NULL).
+ * @return FK_OK; FK_EINVAL naming src or dst when NULL (n > 0), n when n * 4 bytes overflow the
+ * address space, src or dst when its n elements run past the top of it, dst when it overlaps src
+ * other than in place (nothing written on a refusal). */
+fk_status fk_bf16_from_f32_n(const float *src, uint16_t *dst, size_t n, fk_error *err);
+fk_status fk_f32_from_bf16_n(const uint16_t *src, float *dst, size_t n, fk_error *err);
 
 /* fk_gemv_packed_elems(): elements (bf16) of the packed copy of an n x k weight matrix, 0 when
  * n or k is < 1 or the size in bytes overflows size_t. */
@@ -232,8 +268,10 @@ typedef struct fk_plan fk_plan;
  * CPU (fk_cpu_features() minus forbid_features; FK_VARIANT_DEBUG logs each choice), allocates
  * one arena for packed weights, scratch and state (pages touched now), packs the weights,
  * starts threads - 1 workers (or joins desc.team_of's team), and resets the state.
- * @return FK_OK and *out; FK_EINVAL naming the field; FK_EUNSUPPORTED naming the phase, leaf
- * and missing features; FK_ENOMEM, FK_ESYSTEM. On failure *out is NULL and nothing is kept. */
+ * @return FK_OK and *out; FK_EINVAL naming the field, or FK_CPU_MASK and its value when the
+ * environment's mask cannot be read (fk_cpu_features()); FK_EUNSUPPORTED naming the phase, leaf
+ * and each missing feature with why: "this CPU lacks" it, "hidden by FK_CPU_MASK", "forbidden by
+ * desc.forbid_features"; FK_ENOMEM, FK_ESYSTEM. On failure *out is NULL and nothing is kept. */
 fk_status fk_plan_create(const fk_plan_desc *desc, fk_plan **out, fk_error *err);
 /* Readiness's checks alone: every field validated and every stamp resolved as fk_plan_create
  * would, nothing allocated, no thread started, no weight read. On FK_OK, *arena_bytes (if not

@@ -477,6 +477,18 @@ static void setup_pack(ctx *c) {
   watch(c, c->out16, POUT * 2);
 }
 
+/* the bulk bf16 conversions: CF floats and CF bf16 (each buffer room for CF floats) */
+enum { CF = 100 };
+
+static void setup_convert(ctx *c) {
+  c->feat = alloc(c, CF * 4);
+  fkp_fill_f32(c->feat, CF, 3.0f, 9);
+  c->out16 = alloc(c, CF * 4);
+  memset(c->out16, 0xa5, CF * 4);
+  watch(c, c->feat, CF * 4);
+  watch(c, c->out16, CF * 4);
+}
+
 static void setup_rope(ctx *c) {
   c->cosb = alloc(c, 1024 * 4);
   c->sinb = alloc(c, 1024 * 4);
@@ -629,12 +641,18 @@ ROW(resolve_form_without_tier, "fk_leaf_resolve", "rmsnorm_f32 in the fast tier 
     return fk_leaf_resolve("rmsnorm_f32", FK_TIER_FAST, fk_cpu_features(), &c->leaf, e);)
 
 #if defined(__x86_64__)
-ROW(resolve_missing_feature, "fk_leaf_resolve", "features without fma", FK_EUNSUPPORTED, "gemv_bf16_rne|fma",
+ROW(resolve_missing_feature, "fk_leaf_resolve", "features without fma", FK_EUNSUPPORTED,
+    "gemv_bf16_rne|fma not in the features passed",
     setup_leaf, return fk_leaf_resolve("gemv_bf16_rne", FK_TIER_EXACT, FK_CPU_AVX2, &c->leaf, e);)
 #else
-ROW(resolve_missing_feature, "fk_leaf_resolve", "features without asimd", FK_EUNSUPPORTED, "gemv_bf16_rne|asimd",
+ROW(resolve_missing_feature, "fk_leaf_resolve", "features without asimd", FK_EUNSUPPORTED,
+    "gemv_bf16_rne|asimd not in the features passed",
     setup_leaf, return fk_leaf_resolve("gemv_bf16_rne", FK_TIER_EXACT, 0, &c->leaf, e);)
 #endif
+
+ROW(resolve_cpu_mask_bad, "fk_leaf_resolve", "FK_CPU_MASK=zz, every feature passed", FK_EINVAL,
+    "fk_leaf_resolve|FK_CPU_MASK=\"zz\"|not a hex number", setup_leaf, setenv("FK_CPU_MASK", "zz", 1);
+    return fk_leaf_resolve("gemv_bf16_rne", FK_TIER_EXACT, ~(uint64_t)0, &c->leaf, e);)
 
 /* ---- fk_leaf_check: a direct call's arguments against the form's table (its template) ---- */
 
@@ -765,6 +783,35 @@ ROW(pack_out_short, "fk_gemv_pack", "out_elems one short of the layout", FK_EINV
 ROW(pack_out_overlaps_w, "fk_gemv_pack", "out inside the rows of w", FK_EINVAL, "out overlaps w", setup_pack,
     return fk_gemv_pack(c->w16, PLDW, PN, PK, c->w16 + 100, PW - 100, e);)
 
+ROW(bf16_n_src_null, "fk_bf16_from_f32_n", "src NULL, n = 100", FK_EINVAL, "fk_bf16_from_f32_n|src is NULL",
+    setup_convert, return fk_bf16_from_f32_n(NULL, c->out16, CF, e);)
+
+ROW(bf16_n_dst_null, "fk_bf16_from_f32_n", "dst NULL, n = 100", FK_EINVAL, "dst is NULL", setup_convert,
+    return fk_bf16_from_f32_n(c->feat, NULL, CF, e);)
+
+ROW(bf16_n_overlap, "fk_bf16_from_f32_n", "dst one bf16 into src (not in place)", FK_EINVAL, "dst overlaps src",
+    setup_convert, return fk_bf16_from_f32_n(c->feat, (uint16_t *)(void *)c->feat + 1, CF, e);)
+
+ROW(bf16_n_overflows, "fk_bf16_from_f32_n", "n = SIZE_MAX / 2 (n * 4 bytes overflow)", FK_EINVAL, "n = |overflow",
+    setup_convert, return fk_bf16_from_f32_n(c->feat, c->out16, SIZE_MAX / 2, e);)
+
+ROW(f32_n_src_null, "fk_f32_from_bf16_n", "src NULL, n = 100", FK_EINVAL, "fk_f32_from_bf16_n|src is NULL",
+    setup_convert, return fk_f32_from_bf16_n(NULL, c->feat, CF, e);)
+
+ROW(f32_n_dst_null, "fk_f32_from_bf16_n", "dst NULL, n = 100", FK_EINVAL, "dst is NULL", setup_convert,
+    return fk_f32_from_bf16_n(c->out16, NULL, CF, e);)
+
+ROW(f32_n_overlap, "fk_f32_from_bf16_n", "dst one bf16 into src (not in place)", FK_EINVAL, "dst overlaps src",
+    setup_convert, return fk_f32_from_bf16_n(c->out16, (float *)(void *)(c->out16 + 1), CF / 2, e);)
+
+ROW(f32_n_past_address_space, "fk_f32_from_bf16_n", "src 10 bytes below the top of memory", FK_EINVAL,
+    "src + n|address space", setup_convert,
+    return fk_f32_from_bf16_n((const uint16_t *)(uintptr_t)(UINTPTR_MAX - 9), c->feat, CF, e);)
+
+ROW(convert_n_zero_null, "fk_bf16_from_f32_n, fk_f32_from_bf16_n", "n = 0, src and dst NULL", FK_OK, NULL, setup_none,
+    int s = (int)fk_bf16_from_f32_n(NULL, NULL, 0, e);
+    return s != FK_OK ? s : (int)fk_f32_from_bf16_n(NULL, NULL, 0, e);)
+
 ROW(pack_blocked_k_zero, "fk_gemv_pack_blocked", "k = 0", FK_EINVAL, "k = 0", setup_pack,
     return fk_gemv_pack_blocked(c->w16, PLDW, PN, 0, c->out16, POUT, e);)
 
@@ -872,28 +919,54 @@ DESC_ROW(other_family_not_read, "tail only: hidden -1, block weights NULL (not r
          c->d.max_rows = 0;
          c->d.norm_eps = NAN;
          memset(&c->d.block, 0, sizeof c->d.block);)
-DESC_ROW(forbid_every_feature, "desc.forbid_features = all", FK_EUNSUPPORTED, "phase rmsnorm",
-         c->d.forbid_features = ~(uint64_t)0;)
+DESC_ROW(forbid_every_feature, "desc.forbid_features = all", FK_EUNSUPPORTED,
+         "phase rmsnorm|forbidden by desc.forbid_features", c->d.forbid_features = ~(uint64_t)0;)
+/* A refusal for a missing feature says why it is missing: the CPU lacks it, FK_CPU_MASK hides it,
+ * or desc.forbid_features forbids it (this CPU lacks none on a machine with AVX512-BF16: that
+ * reason is proven on given values, tests/api/test_api.c). FK_CPU_MASK is read on the first
+ * fk_cpu_features() of the process: each Criterion test is a fresh process, and nothing before
+ * the body asks. */
 #if defined(__x86_64__)
-DESC_ROW(forbid_fma, "desc.forbid_features = fma, avx512f", FK_EUNSUPPORTED, "phase rmsnorm|fma",
-         c->d.forbid_features = FK_CPU_FMA | FK_CPU_AVX512F;)
+DESC_ROW(forbid_fma, "desc.forbid_features = fma, avx512f", FK_EUNSUPPORTED,
+         "phase rmsnorm|fma forbidden by desc.forbid_features", c->d.forbid_features = FK_CPU_FMA | FK_CPU_AVX512F;)
 DESC_ROW(forbid_bf16_dot_fast, "fast tier, desc.forbid_features = avx512bf16", FK_EUNSUPPORTED,
-         "phase in_proj|avx512bf16", c->d.tier = FK_TIER_FAST; c->d.forbid_features = FK_CPU_AVX512BF16;)
-/* FK_CPU_MASK is read on the first fk_cpu_features() of the process: each Criterion test is a
- * fresh process, and nothing before the body asks */
-DESC_ROW(cpu_mask_hides_fma, "FK_CPU_MASK=1 (avx2 only)", FK_EUNSUPPORTED, "phase rmsnorm|fma",
+         "phase in_proj|avx512bf16 forbidden by desc.forbid_features", c->d.tier = FK_TIER_FAST;
+         c->d.forbid_features = FK_CPU_AVX512BF16;)
+DESC_ROW(cpu_mask_hides_fma, "FK_CPU_MASK=1 (avx2 only)", FK_EUNSUPPORTED, "phase rmsnorm|fma hidden by FK_CPU_MASK=1",
          setenv("FK_CPU_MASK", "1", 1);
          cr_assert_eq(fk_cpu_features() & ~FK_CPU_AVX2, 0);)
 DESC_ROW(cpu_mask_hides_bf16_dot, "fast tier, FK_CPU_MASK=1f (no avx512bf16)", FK_EUNSUPPORTED,
-         "phase in_proj|avx512bf16", setenv("FK_CPU_MASK", "1f", 1);
+         "phase in_proj|avx512bf16 hidden by FK_CPU_MASK=1f", setenv("FK_CPU_MASK", "1f", 1);
          c->d.tier = FK_TIER_FAST;)
+DESC_ROW(cpu_mask_and_forbid, "FK_CPU_MASK=1d (no fma), desc.forbid_features = avx2, avx512f", FK_EUNSUPPORTED,
+         "phase rmsnorm|fma hidden by FK_CPU_MASK=1d|avx2 forbidden by desc.forbid_features",
+         setenv("FK_CPU_MASK", "1d", 1);
+         c->d.forbid_features = FK_CPU_AVX2 | FK_CPU_AVX512F;)
+DESC_ROW(cpu_mask_0x_prefix, "FK_CPU_MASK=0x00000003 (0x, leading zeros: avx2 and fma)", FK_OK, NULL,
+         setenv("FK_CPU_MASK", "0x00000003", 1);
+         cr_assert_eq(fk_cpu_features(), fk_cpu_features() & (FK_CPU_AVX2 | FK_CPU_FMA));
+         cr_assert_neq(fk_cpu_features(), 0);)
 #else
-DESC_ROW(forbid_bf16_dot_fast, "fast tier, desc.forbid_features = bf16", FK_EUNSUPPORTED, "phase in_proj|bf16",
-         c->d.tier = FK_TIER_FAST; c->d.forbid_features = FK_CPU_BF16;)
+DESC_ROW(forbid_bf16_dot_fast, "fast tier, desc.forbid_features = bf16", FK_EUNSUPPORTED,
+         "phase in_proj|bf16 forbidden by desc.forbid_features", c->d.tier = FK_TIER_FAST;
+         c->d.forbid_features = FK_CPU_BF16;)
 DESC_ROW(cpu_mask_hides_bf16_dot, "fast tier, FK_CPU_MASK=10000 (asimd only)", FK_EUNSUPPORTED,
-         "phase in_proj|bf16", setenv("FK_CPU_MASK", "10000", 1);
+         "phase in_proj|bf16 hidden by FK_CPU_MASK=10000", setenv("FK_CPU_MASK", "10000", 1);
          c->d.tier = FK_TIER_FAST;)
 #endif
+/* An FK_CPU_MASK that cannot be read is refused, naming it and its value, and hides every feature
+ * (fk_cpu_features() is 0): strtoull took "zz" as 0, "-1" as every bit, "3 " as 3. */
+#define MASK_ROW(id, value, why) \
+  DESC_ROW(id, "FK_CPU_MASK=\"" value "\"", FK_EINVAL, "FK_CPU_MASK=\"" value "\"|" why, \
+           setenv("FK_CPU_MASK", value, 1); \
+           cr_assert_eq(fk_cpu_features(), 0);)
+MASK_ROW(cpu_mask_not_hex, "zz", "not a hex number")
+MASK_ROW(cpu_mask_negative, "-1", "not a hex number")
+MASK_ROW(cpu_mask_trailing_junk, "1f,", "trailing characters")
+MASK_ROW(cpu_mask_trailing_space, "3 ", "trailing characters")
+MASK_ROW(cpu_mask_overflow, "10000000000000000", "more than 64 bits")
+MASK_ROW(cpu_mask_empty, "", "empty")
+MASK_ROW(cpu_mask_bare_0x, "0x", "no hex digit after 0x")
 
 ROW(largest_dims_sized, "fk_plan_check", "every dimension at its limit: the arena size does not overflow", FK_OK,
     NULL, setup_model,

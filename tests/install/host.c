@@ -1,6 +1,7 @@
 /* tests/install/host.c: a host of the *installed* library (tests/install_host.sh builds it through
  * find_package and through pkg-config). One plan of both families: a 3-row prefill, a decode, a
- * 3-frame tail and its flush; prints the stamp of every phase and a checksum of the outputs.
+ * 3-frame tail and its flush; prints the library's version, the stamp of every phase and a checksum
+ * of the outputs. Weights and rows are rounded to bf16 by fk_bf16_from_f32 (exact values here).
  * Exit 0 only when every call returns FK_OK and the tail wrote 0 + 160 + 320 and the flush 480. */
 #include <math.h>
 #include <stdio.h>
@@ -13,8 +14,8 @@ static uint16_t norm[H], in_proj[3 * H * H], conv[3 * H], out_proj[H * H], lin[F
 static float bias[FK_TAIL_SPEC], feat[FRAMES * TAIL_IN], pcm[640 + 480];
 static uint16_t x[ROWS * H];
 
-static void fill(uint16_t *w, int n) { /* bf16 0.0078 .. 0.0155, deterministic */
-  for (int i = 0; i < n; i++) w[i] = (uint16_t)(0x3c00 + i * 7 % 64);
+static void fill(uint16_t *w, int n) { /* 2^-7 * (1 + m / 128): bf16 0.0078 .. 0.0155, deterministic */
+  for (int i = 0; i < n; i++) w[i] = fk_bf16_from_f32(0x1p-7f * (1.0f + (float)(i * 7 % 64) / 128.0f));
 }
 
 static int ok(fk_status s, const fk_error *err, const char *what) {
@@ -31,7 +32,8 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h) {
 
 int main(void) {
   fill(norm, H), fill(in_proj, 3 * H * H), fill(conv, 3 * H), fill(out_proj, H * H), fill(lin, FK_TAIL_SPEC * TAIL_IN);
-  for (int i = 0; i < ROWS * H; i++) x[i] = (uint16_t)(0x3f80 + i * 13 % 128); /* 1.0 .. 2.0 */
+  for (int i = 0; i < ROWS * H; i++) x[i] = fk_bf16_from_f32(1.0f + (float)(i * 13 % 128) / 128.0f); /* 1 .. 2 */
+  printf("flashkern %s (header %s)\n", fk_version(), FK_VERSION_STRING);
   for (int i = 0; i < FK_TAIL_SPEC; i++) bias[i] = (float)(i % 17 - 8) * 0.01f;
   for (int i = 0; i < FRAMES * TAIL_IN; i++) feat[i] = (float)(i % 11 - 5) * 0.1f;
 

@@ -2,12 +2,13 @@
 # by formula (tests/model/synth.c, the twin of fixtures/ref/gen_trace.py) against the digests every
 # trace manifest records, and the trace reader / compare helper (tests/model/trace.c) that the model
 # program suites use. Included by CMakeLists.txt. Needs no stamp and no cross build: the fixture
-# reader, Criterion, zstd and xxhash only.
+# reader, Criterion, zstd, xxhash, and libflashkern's fk_bf16_from_f32 (the weights' RNE; the
+# digests then prove it rounds as gen_trace.py does).
 add_library(fk_model_trace STATIC tests/model/synth.c tests/model/trace.c tests/fixture/fkfix.c)
 target_compile_options(fk_model_trace PRIVATE ${FK_WARNINGS} -ffp-contract=off -fno-fast-math)
 target_compile_definitions(fk_model_trace PUBLIC FKT_FIXTURE_DIR="${CMAKE_SOURCE_DIR}/fixtures" _POSIX_C_SOURCE=200809L)
 target_include_directories(fk_model_trace PUBLIC ${CMAKE_SOURCE_DIR}/tests/model ${CMAKE_SOURCE_DIR}/tests/fixture)
-target_link_libraries(fk_model_trace PUBLIC ${FK_ZSTD} ${FK_XXHASH} m)
+target_link_libraries(fk_model_trace PUBLIC flashkern ${FK_ZSTD} ${FK_XXHASH} m)
 add_executable(test_model_synth tests/model/test_synth.c)
 target_compile_options(test_model_synth PRIVATE ${FK_WARNINGS})
 target_link_libraries(test_model_synth PRIVATE fk_model_trace ${FK_CRITERION})

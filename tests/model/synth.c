@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flashkern.h" /* fk_bf16_from_f32: the contract's integer RNE */
+
 #ifndef FKM_NO_XXHASH /* the AArch64 scenario build synthesises weights without digests */
 #include <xxhash.h>
 #endif
@@ -53,14 +55,6 @@ float fkm_synth_v(uint64_t key, uint64_t i) {
   return (float)k * 0x1p-23f;                       /* a power of two: exact */
 }
 
-uint16_t fkm_bf16_rne(float x) {
-  uint32_t u;
-  memcpy(&u, &x, 4);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
 static int ends_with(const char *s, const char *suf) {
   size_t a = strlen(s), b = strlen(suf);
   return a >= b && !strcmp(s + a - b, suf);
@@ -92,7 +86,7 @@ int fkm_synth_tensor(const char *tag, const char *name, fkm_kind kind, int64_t c
   if (kind == FKM_NORM) {
     for (int64_t i = 0; i < count; i++) {
       volatile float p = fkm_synth_v(key, (uint64_t)i) * 0.25f;   /* exact; the sum rounds once */
-      o[i] = fkm_bf16_rne(1.0f + p);
+      o[i] = fk_bf16_from_f32(1.0f + p);
     }
     return 0;
   }
@@ -103,7 +97,7 @@ int fkm_synth_tensor(const char *tag, const char *name, fkm_kind kind, int64_t c
     case FKM_EMBED: a = 1.0f; break;
     default: return -1;
   }
-  for (int64_t i = 0; i < count; i++) o[i] = fkm_bf16_rne(fkm_synth_v(key, (uint64_t)i) * a);
+  for (int64_t i = 0; i < count; i++) o[i] = fk_bf16_from_f32(fkm_synth_v(key, (uint64_t)i) * a);
   return 0;
 }
 

@@ -16,7 +16,8 @@
  *   FKM_EMBED:             bf16_rne(v)
  *   FKM_NORM:              bf16_rne(1.0f + v * 0.25f)
  *   FKM_BIAS (lin.bias):   v * (1.0f / sqrtf(512.0f)), f32, not rounded
- * (every f32 operation correctly rounded; bf16_rne = the contract's integer RNE, DESIGN.md).
+ * (every f32 operation correctly rounded; bf16_rne = the contract's integer RNE, DESIGN.md, as
+ * flashkern.h's fk_bf16_from_f32 computes it).
  * Not synthesised: the detokenizer's istft.window (torch's hann window buffer) and lfm.embed_tokens
  * (unused: the detokenizer's forward passes inputs_embeds). */
 #ifndef FKM_SYNTH_H
@@ -66,8 +67,6 @@ uint64_t fkm_fnv1a64(const void *p, size_t n);
 uint64_t fkm_synth_key(const char *tag, const char *name);
 /* v of element i (exact f32 in [-1, 1)). */
 float fkm_synth_v(uint64_t key, uint64_t i);
-/* The contract's integer RNE f32 -> bf16 (NaN: quiet, sign and top payload kept). */
-uint16_t fkm_bf16_rne(float x);
 /* The kind of a state_dict key (by its name, as gen_trace.py's kind_of), or -1 when no rule applies. */
 int fkm_kind_of(const char *tag, const char *name, int ndim);
 

@@ -14,15 +14,9 @@ static uint64_t next(uint64_t *s) {
 
 static float uniform(uint64_t *s) { return (float)((double)(next(s) >> 11) * 0x1p-53 * 2.0 - 1.0); }
 
-static uint16_t to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); /* finite inputs only */
-}
-
 void fkp_fill_bf16(uint16_t *x, size_t n, float scale, uint64_t seed) {
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (size_t i = 0; i < n; i++) x[i] = to_bf16(scale * uniform(&s));
+  for (size_t i = 0; i < n; i++) x[i] = fk_bf16_from_f32(scale * uniform(&s));
 }
 
 void fkp_fill_f32(float *x, size_t n, float scale, uint64_t seed) {
@@ -50,7 +44,7 @@ int fkp_model_make(fkp_model *m, int64_t h, int64_t tail_in, int with_bias, uint
     if (!m->norm || !m->in_proj || !m->conv || (with_bias && !m->conv_bias) || !m->out_proj) return -1;
     float ws = 1.0f / sqrtf((float)h);
     uint64_t s = seed * 0x9e3779b97f4a7c15ull + 3;
-    for (int64_t i = 0; i < h; i++) m->norm[i] = to_bf16(1.0f + 0.1f * uniform(&s));
+    for (int64_t i = 0; i < h; i++) m->norm[i] = fk_bf16_from_f32(1.0f + 0.1f * uniform(&s));
     fkp_fill_bf16(m->in_proj, (size_t)(3 * h * h), ws, seed + 2);
     fkp_fill_bf16(m->conv, (size_t)(3 * h), 0.6f, seed + 3);
     if (with_bias) fkp_fill_bf16(m->conv_bias, (size_t)h, 0.1f, seed + 4);
