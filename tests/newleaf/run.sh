@@ -43,7 +43,8 @@ Only in $tree/tests/leaves: cases_axpy.c"
 $changed"
 step "the three files added, generated/ restamped: $(grep -c '^fk_axpy_' "$tree/generated/MANIFEST") axpy stamps"
 
-cmake -S "$tree" -B "$tree/build" -DCMAKE_BUILD_TYPE=Release >"$tmp/configure.log" 2>&1 ||
+cmake -S "$tree" -B "$tree/build" -DCMAKE_BUILD_TYPE=Release -DFK_BUILD_TESTS=ON -DFK_BUILD_CROSS=ON \
+  -DFK_WERROR=ON >"$tmp/configure.log" 2>&1 ||
   { cat "$tmp/configure.log"; fail "configure"; }
 cmake --build "$tree/build" -j2 --target test_axpy test_coverage >"$tmp/build.log" 2>&1 ||
   { tail -40 "$tmp/build.log"; fail "build"; }
