@@ -116,6 +116,60 @@ static int parse_args(int argc, char **argv, config *c) {
   return 0;
 }
 
+/* ---- what the example owns: every allocation and plan, released on every way out --------------- */
+
+static void **owned;
+static size_t nowned, capowned;
+static fk_plan *plans[2];
+
+/* p, recorded (NULL passes through): release_all() frees it unless release(p) did already. */
+static void *own(void *p) {
+  if (!p) return NULL;
+  if (nowned == capowned) {
+    size_t cap = capowned ? 2 * capowned : 256;
+    void **more = realloc(owned, cap * sizeof *more);
+    if (!more) {
+      free(p);
+      return NULL;
+    }
+    owned = more, capowned = cap;
+  }
+  owned[nowned++] = p;
+  return p;
+}
+
+static void release(const void *p) {
+  for (size_t i = nowned; i-- > 0;)
+    if (owned[i] == p) {
+      free(owned[i]);
+      owned[i] = owned[--nowned];
+      return;
+    }
+}
+
+static void own_plan(fk_plan *p) {
+  for (int i = 0; i < 2; i++)
+    if (!plans[i]) {
+      plans[i] = p;
+      return;
+    }
+}
+
+static void release_plan(fk_plan *p) {
+  for (int i = 0; i < 2; i++)
+    if (plans[i] == p) plans[i] = NULL;
+  fk_plan_destroy(p);
+}
+
+/* At exit, also after an error returned early: the plans first (they may read the weights). */
+static void release_all(void) {
+  for (int i = 0; i < 2; i++)
+    if (plans[i]) fk_plan_destroy(plans[i]), plans[i] = NULL;
+  while (nowned) free(owned[--nowned]);
+  free(owned);
+  owned = NULL, capowned = 0;
+}
+
 /* ---- synthetic weights ------------------------------------------------------------------------- */
 
 static uint32_t rng = 2026;
@@ -124,7 +178,7 @@ static float uniform(void) { /* [-1, 1) */
   return (float)(rng >> 8) * 0x1p-23f - 1.0f;
 }
 static uint16_t *bf16_array(size_t n, float scale, float offset) {
-  uint16_t *a = malloc(n * 2);
+  uint16_t *a = own(malloc(n * 2));
   if (a)
     for (size_t i = 0; i < n; i++) a[i] = fk_bf16_from_f32(offset + scale * uniform());
   return a;
@@ -181,9 +235,9 @@ static void free_stack(stack_weights *w, int layers) {
     const fk_lfm2_layer *l = &w->layer[i];
     const uint16_t *all[] = { l->operator_norm, l->ffn_norm, l->w1, l->w3, l->w2, l->q_proj, l->k_proj, l->v_proj,
                               l->q_norm, l->k_norm, l->o_proj, l->in_proj, l->conv, l->out_proj };
-    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) free((void *)(uintptr_t)all[k]);
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) release(all[k]);
   }
-  free(w->final_norm);
+  release(w->final_norm);
 }
 
 static double now_s(void) {
@@ -221,7 +275,7 @@ static int samples_init(samples *s, const fk_plan *plan, fk_program prog, int by
     s->group_of[i] = k;
     s->layers[k]++;
   }
-  s->us = calloc((size_t)cap * (size_t)(s->groups ? s->groups : 1), sizeof *s->us);
+  s->us = own(calloc((size_t)cap * (size_t)(s->groups ? s->groups : 1), sizeof *s->us));
   return s->us ? 0 : 1;
 }
 
@@ -330,9 +384,9 @@ static int block_and_tail(const config *c) {
   uint16_t *norm = bf16_array(h, 0.1f, 1.0f), *in_proj = bf16_array(3 * h * h, ws, 0.0f),
            *conv = bf16_array(h * 3, 0.6f, 0.0f), *out_proj = bf16_array(h * h, ws, 0.0f),
            *lin = bf16_array((size_t)FK_TAIL_SPEC * TAIL_IN, 1.0f / sqrtf((float)TAIL_IN), 0.0f);
-  float *lin_bias = malloc(FK_TAIL_SPEC * 4), *feat = malloc((size_t)c->frames * TAIL_IN * 4);
-  float *pcm = malloc(pcm_cap * 4);
-  uint16_t *x0 = bf16_array(PREFILL * h, 1.0f, 0.0f), *x = malloc(PREFILL * h * 2);
+  float *lin_bias = own(malloc(FK_TAIL_SPEC * 4)), *feat = own(malloc((size_t)c->frames * TAIL_IN * 4));
+  float *pcm = own(malloc(pcm_cap * 4));
+  uint16_t *x0 = bf16_array(PREFILL * h, 1.0f, 0.0f), *x = own(malloc(PREFILL * h * 2));
   if (!norm || !in_proj || !conv || !out_proj || !lin || !lin_bias || !feat || !pcm || !x0 || !x) return 1;
   for (int i = 0; i < FK_TAIL_SPEC; i++) lin_bias[i] = (i < FK_TAIL_SPEC / 2 ? -1.0f : 0.0f) + 0.5f * uniform();
   for (int i = 0; i < c->frames * TAIL_IN; i++) feat[i] = uniform();
@@ -346,10 +400,11 @@ static int block_and_tail(const config *c) {
   fk_plan *plan;
   fk_error err;
   if (fk_plan_create(&d, &plan, &err) != FK_OK) return fail("fk_plan_create", &err);
+  own_plan(plan);
   /* readiness packed what it needs: the host's copies can go */
-  free(in_proj);
-  free(out_proj);
-  free(lin);
+  release(in_proj);
+  release(out_proj);
+  release(lin);
   printf("plan: LFM2 ShortConv block (hidden %d) + detokenizer tail (%d -> %d -> ISTFT 1280/320), %d threads, %s "
          "tier, arena %.1f MiB\n",
          H, TAIL_IN, FK_TAIL_SPEC, fk_plan_threads(plan), c->tier == FK_TIER_FAST ? "fast" : "exact",
@@ -415,9 +470,9 @@ static int block_and_tail(const config *c) {
   printf("state: %lld tokens committed; PCM of the last stream: %lld samples (%.3f s at 24 kHz), rms %.4g\n",
          (long long)info.tokens, (long long)samples_out, (double)samples_out / 24000.0,
          sqrt(rms / (double)(samples_out ? samples_out : 1)));
-  fk_plan_destroy(plan);
-  free(sp.us), free(sd.us), free(st.us), free(sf.us);
-  free(norm), free(conv), free(lin_bias), free(feat), free(pcm), free(x0), free(x);
+  release_plan(plan);
+  release(sp.us), release(sd.us), release(st.us), release(sf.us);
+  release(norm), release(conv), release(lin_bias), release(feat), release(pcm), release(x0), release(x);
   return 0;
 }
 
@@ -438,7 +493,7 @@ static int whole_models(const config *c) {
   uint16_t *embed = bf16_array((size_t)VOCAB * 256, 1.0f, 0.0f), *head = bf16_array((size_t)VOCAB * 256, 0.0625f, 0.0f);
   uint16_t *codebooks = bf16_array((size_t)(8 * CB * dt_h), 1.0f, 0.0f);
   uint16_t *lin = bf16_array((size_t)FK_TAIL_SPEC * (size_t)dt_h, 1.0f / sqrtf((float)dt_h), 0.0f);
-  float *bias = malloc(FK_TAIL_SPEC * 4), *pcm = malloc((size_t)pcm_cap * 4);
+  float *bias = own(malloc(FK_TAIL_SPEC * 4)), *pcm = own(malloc((size_t)pcm_cap * 4));
   if (!embed || !head || !codebooks || !lin || !bias || !pcm) return 1;
   for (int i = 0; i < FK_TAIL_SPEC; i++) bias[i] = (i < FK_TAIL_SPEC / 2 ? -1.0f : 0.0f) + 0.5f * uniform();
   d.lm.vocab = VOCAB;
@@ -453,9 +508,10 @@ static int whole_models(const config *c) {
   fk_plan *plan;
   fk_error err;
   if (fk_plan_create(&d, &plan, &err) != FK_OK) return fail("fk_plan_create (models)", &err);
+  own_plan(plan);
   free_stack(&lw, 6);
   free_stack(&dw, dt_layers);
-  free(embed), free(head), free(codebooks), free(lin);
+  release(embed), release(head), release(codebooks), release(lin);
   printf("\nwhole models: LFM2 LM (hidden 256, 6 layers, vocab %d) + LFM2.5 detokenizer (hidden %lld, %d layers, "
          "window 30), arena %.1f MiB\n", VOCAB, (long long)dt_h, dt_layers,
          (double)fk_plan_arena_bytes(plan) / (1 << 20));
@@ -532,9 +588,9 @@ static int whole_models(const config *c) {
   table_program(&t, plan, &sx, 1);
   table_program(&t, plan, &sf, 1);
   table_print(&t, "  ");
-  fk_plan_destroy(plan);
-  free(sp.us), free(sd.us), free(sx.us), free(sf.us);
-  free(bias), free(pcm);
+  release_plan(plan);
+  release(sp.us), release(sd.us), release(sx.us), release(sf.us);
+  release(bias), release(pcm);
   return 0;
 }
 
@@ -546,6 +602,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (a) return a;
+  atexit(release_all);   /* an early error return leaves nothing behind either */
   char feats[160];
   printf("flashkern %s; cpu features: %s\n", fk_version(), fk_cpu_feature_names(fk_cpu_features(), feats, sizeof feats));
   if (block_and_tail(&c)) return 1;
