@@ -167,6 +167,9 @@ foreach(fk_part tests/fuzz/fuzz.cmake tests/guard/guard.cmake tests/badinput/bad
   endif()
 endforeach()
 include(${CMAKE_SOURCE_DIR}/tests/api/api.cmake)  # the public header, the host helpers, fk_hello's arguments
+if(FK_BUILD_CHECKPOINTS)
+  include(${CMAKE_SOURCE_DIR}/tests/ckpt/ckpt.cmake)  # the checkpoint loader; its rows in badinput, noalloc
+endif()
 set_tests_properties(stamp_scan stamp_assemble gen_determinism gen_errors dsl_ops fixture_provenance install_host scan_archive
   census_tool asmdiff PROPERTIES ENVIRONMENT "${FK_SCRIPT_ENV}")
 
