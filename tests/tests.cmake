@@ -178,7 +178,7 @@ set_tests_properties(stamp_scan stamp_assemble gen_determinism gen_errors dsl_op
 # their leaf's name. A test in none of the lists runs in the full suite only.
 set(FK_QUICK_TESTS bench_report fixture_provenance dsl_ops fixture_reader scan_archive luacheck model_synth runtime
   example_host install_host coverage fixture_lock vmath plan runtime_layers irfft badinput swiglu census_tool shortconv
-  stamp_scan fuzz_regress rmsnorm api api_headers example_host_args)
+  stamp_scan fuzz_regress rmsnorm api api_headers example_host_args ckpt)
 set(FK_SLOW_TESTS lib_only attn guard_pages newleaf model qkprep perturb asmdiff gemv noalloc stamp_assemble gen_determinism
   fuzz_smoke sample)
 set(FK_AARCH64_TESTS plan model guard_pages perturb longrun dsl_ops newleaf lib_only)

@@ -16,3 +16,7 @@ target_include_directories(test_ckpt PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
 target_link_libraries(test_ckpt PRIVATE fk_ckpt_write flashkern_ckpt ${FK_CRITERION})
 add_test(NAME ckpt COMMAND test_ckpt --jobs 2)
 set_tests_properties(ckpt PROPERTIES TIMEOUT 600)
+
+# the bad-input table gains the checkpoint rows (docs/bad-input.md)
+target_compile_definitions(test_badinput PRIVATE FKT_CKPT)
+target_link_libraries(test_badinput PRIVATE fk_ckpt_write flashkern_ckpt)
