@@ -107,32 +107,41 @@ fk_status fk_ckpt_config_kind(const json_t *j, const char *fname, fk_model_kind 
     first = json_string_value(json_array_get(a, 0));
   }
   TRY(get_str(&c, "model_type", &model_type, err));
+  /* the detokenizer's config.json is an Lfm2Config for an Lfm2Model (liquid_audio/processor.py)
+   * whose architectures say what wrote it; its sliding window (a key, or llama.cpp's
+   * sliding_attention layers) marks it: transformers' LM config has neither */
+  const int lfm2 = first ? !strcmp(first, "Lfm2ForCausalLM") || !strcmp(first, "Lfm2Model") ||
+                               !strcmp(first, "LFM2AudioDetokenizer")
+                         : model_type && !strcmp(model_type, "lfm2");
+  int windowed = get(&c, "sliding_window") != NULL;
+  const json_t *lt = get(&c, "layer_types");
+  for (size_t i = 0; json_is_array(lt) && i < json_array_size(lt); i++) {
+    const char *s = json_string_value(json_array_get(lt, i));
+    windowed |= s && !strcmp(s, "sliding_attention");
+  }
   fk_model_kind k;
   if (json_is_object(get(&c, "lfm"))) {
     /* liquid-audio's LFM2AudioConfig: its backbone under "lfm" */
     if (first && strcmp(first, "LFM2AudioModel"))
       BAD("%s: architectures[0] = '%s' beside an lfm section: not LFM2AudioModel", fname, first);
     k = FK_MODEL_LFM2_AUDIO;
-    *arch = "LFM2AudioModel";
-  } else if (first && !strcmp(first, "Lfm2ForCausalLM")) {
-    k = FK_MODEL_LFM2_LM;
-    *arch = "Lfm2ForCausalLM";
-  } else if ((!first || !strcmp(first, "Lfm2Model") || !strcmp(first, "LFM2AudioDetokenizer")) && model_type &&
-             !strcmp(model_type, "lfm2")) {
-    /* the detokenizer's config.json is an Lfm2Config for an Lfm2Model (liquid_audio/processor.py) */
-    k = FK_MODEL_DETOK;
-    *arch = "LFM2AudioDetokenizer";
-  } else if (first) {
-    BAD("%s: architectures[0] = '%s': not Lfm2ForCausalLM, LFM2AudioModel or an lfm2 Lfm2Model (the audio "
-        "detokenizer)", fname, first);
-  } else {
-    BAD("%s: no architectures, no lfm section and model_type %s%s%s: not a checkpoint flashkern reads", fname,
+  } else if (!lfm2) {
+    BAD("%s: architectures[0] = %s%s%s, model_type %s%s%s: not Lfm2ForCausalLM, LFM2AudioModel or an lfm2 "
+        "Lfm2Model (the audio detokenizer)", fname, first ? "'" : "", first ? first : "absent", first ? "'" : "",
         model_type ? "'" : "", model_type ? model_type : "absent", model_type ? "'" : "");
+  } else if (want == FK_MODEL_DETOK || (want == FK_MODEL_AUTO && (windowed || !first || strcmp(first, "Lfm2ForCausalLM")))) {
+    k = FK_MODEL_DETOK;
+  } else {
+    if (!first || strcmp(first, "Lfm2ForCausalLM"))
+      BAD("%s: architectures[0] = %s%s%s: an LM's is Lfm2ForCausalLM", fname, first ? "'" : "", first ? first : "absent",
+          first ? "'" : "");
+    k = FK_MODEL_LFM2_LM;
   }
   if (want != FK_MODEL_AUTO && want != k)
     BAD("%s: architectures %s: the directory holds %s, not %s (the kind asked)", fname, first ? first : "(none)",
         kind_names[k], kind_names[want]);
   *kind = k;
+  *arch = k == FK_MODEL_LFM2_AUDIO ? "LFM2AudioModel" : k == FK_MODEL_DETOK ? "LFM2AudioDetokenizer" : "Lfm2ForCausalLM";
   return FK_OK;
 }
 

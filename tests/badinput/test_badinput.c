@@ -1750,9 +1750,9 @@ CK_ROW(ckpt_config_duplicate_key, "config.json naming hidden_size twice", FK_EIN
 CK_ROW(ckpt_config_unknown_architecture, "architectures [LlamaForCausalLM]", FK_EINVAL,
        "config.json: architectures[0] = 'LlamaForCausalLM'", setup_ck_lm,
        ck_json(c, "config.json", "architectures", "[\"LlamaForCausalLM\"]"); return ck_open(c, e, FK_MODEL_AUTO);)
-CK_ROW(ckpt_config_other_kind, "an LM directory opened as FK_MODEL_DETOK", FK_EINVAL,
-       "config.json: architectures Lfm2ForCausalLM|not an audio detokenizer", setup_ck_lm,
-       return ck_open(c, e, FK_MODEL_DETOK);)
+CK_ROW(ckpt_config_other_kind, "an LM directory opened as FK_MODEL_LFM2_AUDIO", FK_EINVAL,
+       "config.json: architectures Lfm2ForCausalLM|holds an LM (Lfm2ForCausalLM), not LFM2.5-Audio", setup_ck_lm,
+       return ck_open(c, e, FK_MODEL_LFM2_AUDIO);)
 CK_ROW(ckpt_config_no_hidden_size, "no hidden_size", FK_EINVAL, "config.json: no hidden_size", setup_ck_lm,
        ck_json(c, "config.json", "hidden_size", NULL); return ck_open(c, e, FK_MODEL_AUTO);)
 CK_ROW(ckpt_config_not_an_integer, "hidden_size \"256\"", FK_EINVAL, "config.json: hidden_size is not an integer",

@@ -223,8 +223,19 @@ static void detok_variant(const fkw_opts *o, const char *want_dtype) {
   teardown(&f);
 }
 
+/* a detokenizer config whose architectures name the LM class (an Lfm2Config says what wrote it):
+ * its sliding window still marks it a detokenizer */
+static void lm_architecture(json_t *cfg, const char *fname, void *arg) {
+  (void)fname, (void)arg;
+  json_t *a = json_array();
+  json_array_append_new(a, json_string("Lfm2ForCausalLM"));
+  json_object_set_new(cfg, "architectures", a);
+}
+
 Test(ckpt, detok_bf16) { detok_variant(&(fkw_opts){ .dtype = "BF16" }, "bf16"); }
-Test(ckpt, detok_f32_released_style) { detok_variant(&(fkw_opts){ .dtype = "F32", .released = 1 }, "f32"); }
+Test(ckpt, detok_f32_released_style) {
+  detok_variant(&(fkw_opts){ .dtype = "F32", .released = 1, .edit_config = lm_architecture }, "f32");
+}
 
 /* ---- LFM2.5-Audio ----------------------------------------------------------------------------------- */
 
