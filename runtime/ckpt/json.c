@@ -36,7 +36,7 @@ fk_status fk_ckpt_json_file(const char *dir, const char *rel, json_t **out, fk_e
   char path[4096];
   FK_RETURN_ERROR_IF(snprintf(path, sizeof path, "%s/%s", dir, rel) >= (int)sizeof path, err, FK_EINVAL,
                      "fk_model_open: %s: the path is longer than %zu bytes (in %s)", rel, sizeof path, dir);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
   if (fd < 0) {
     int e = errno;
     FK_RETURN_ERROR_IF(e == ENOENT, err, FK_ENOTFOUND, "fk_model_open: %s: no such file (in %s)", rel, dir);

@@ -1739,6 +1739,10 @@ CK_ROW(ckpt_single_and_index, "model.safetensors beside an index", FK_EINVAL,
 CK_ROW(ckpt_weights_not_a_file, "model.safetensors a directory", FK_EINVAL, "model.safetensors: not a regular file",
        setup_ck_lm, char p[256]; ck_path(c, "model.safetensors", p, sizeof p); unlink(p); mkdir(p, 0700);
        return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_weights_fifo, "model.safetensors a FIFO (no writer: an open would block)", FK_EINVAL,
+       "model.safetensors: not a regular file", setup_ck_lm,
+       char p[256]; ck_path(c, "model.safetensors", p, sizeof p); unlink(p); cr_assert_eq(mkfifo(p, 0600), 0);
+       return ck_open(c, e, FK_MODEL_AUTO);)
 
 /* config.json */
 CK_ROW(ckpt_config_not_json, "config.json with a stray comma", FK_EINVAL, "config.json: not JSON at line 1, column 19",
