@@ -2,9 +2,9 @@
  * (plain C, not Criterion: the interposer must see every call of the process and nothing else
  * may run beside the plan).
  *
- * malloc, calloc, realloc, free, posix_memalign, aligned_alloc, memalign, valloc, open, openat,
- * fopen are interposed (the executable's definitions win over libc's for every caller, the
- * library's threads included) and forward to glibc's internal entry points. With the counters
+ * malloc, calloc, realloc, free, posix_memalign, aligned_alloc, memalign, valloc (tests/interpose.c),
+ * open, openat, fopen are interposed (the executable's definitions win over libc's for every
+ * caller, the library's threads included) and forward to glibc's internal entry points. With the counters
  * armed, a 2-thread plan at LFM2 width runs 1,000 block steps (decode, and prefills of 1..8
  * rows) and 1,000 tail frames with flushes, timing on; then a plan of the whole-model programs
  * (tests/model: the traces' synthetic LM and detokenizer) runs 1,000 LM steps (prompts, greedy and
@@ -18,12 +18,12 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "interpose.h"
 #include "model/model_desc.h"
 #include "plan/plan_model.h"
 #ifdef FKT_CKPT
@@ -31,56 +31,8 @@
 #include "fk_checkpoint.h"
 #endif
 
-static atomic_int armed;
-static atomic_long calls;
-static char first[64];
-
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-extern void *__libc_memalign(size_t, size_t);
-
-static void count(const char *what) {
-  if (!atomic_load(&armed)) return;
-  if (atomic_fetch_add(&calls, 1) == 0) snprintf(first, sizeof first, "%s", what);
-}
-
-void *malloc(size_t n) {
-  count("malloc");
-  return __libc_malloc(n);
-}
-void *calloc(size_t a, size_t b) {
-  count("calloc");
-  return __libc_calloc(a, b);
-}
-void *realloc(void *p, size_t n) {
-  count("realloc");
-  return __libc_realloc(p, n);
-}
-void free(void *p) {
-  if (p) count("free");
-  __libc_free(p);
-}
-int posix_memalign(void **out, size_t align, size_t n) {
-  count("posix_memalign");
-  void *p = __libc_memalign(align, n);
-  if (!p) return 12; /* ENOMEM */
-  *out = p;
-  return 0;
-}
-void *aligned_alloc(size_t align, size_t n) {
-  count("aligned_alloc");
-  return __libc_memalign(align, n);
-}
-void *memalign(size_t align, size_t n) {
-  count("memalign");
-  return __libc_memalign(align, n);
-}
-void *valloc(size_t n) {
-  count("valloc");
-  return __libc_memalign(4096, n);
-}
+/* the malloc family is tests/interpose.c's; the opens are interposed here, counted with it */
+#define count fkt_interpose_count
 
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
@@ -124,8 +76,7 @@ static int run_models(fk_plan *p, const fk_plan_desc *d, const char *what) {
   size_t snap_len = fk_state_bytes(p);
   unsigned char *snap = malloc(snap_len);
   static const fk_sampling topk = { 0.8f, 40 };
-  atomic_store(&calls, 0);
-  atomic_store(&armed, 1);
+  fkt_interpose_arm(1);
   long lm = 0, frames = 0;
   for (int s = 0; s < 1000; s++) {
     fk_state_info si = fk_state_query(p);
@@ -148,12 +99,12 @@ static int run_models(fk_plan *p, const fk_plan_desc *d, const char *what) {
       must(fk_run(p, FK_PROG_DETOK_FLUSH, &fl, &err), &err, "detok flush");
     }
   }
-  atomic_store(&armed, 0);
-  long n = atomic_load(&calls);
+  fkt_interpose_arm(0);
+  long n = fkt_interpose_calls();
   printf("test_noalloc: %s: %ld LM calls (greedy and top-k, prompts after resets), %ld detokenizer code frames, "
          "flushes + snapshots, 2 threads: %ld allocations/frees/opens after readiness\n", what, lm, frames, n);
   if (n != 0) {
-    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness (%s), the first: %s\n", n, what, first);
+    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness (%s), the first: %s\n", n, what, fkt_interpose_first());
     return 1;
   }
   free(tok);
@@ -237,17 +188,17 @@ int main(void) {
   unsigned char *snap = malloc(snap_len);
 
   /* the interposer sees an allocation when there is one */
-  atomic_store(&armed, 1);
-  void *probe = malloc(16);
-  atomic_store(&armed, 0);
+  fkt_interpose_arm(1);
+  void *volatile probe = malloc(16); /* volatile: the compiler may not drop the pair */
+  fkt_interpose_arm(0);
   free(probe);
-  if (atomic_load(&calls) != 1) {
-    fprintf(stderr, "test_noalloc: the interposer did not see a malloc (%ld calls)\n", atomic_load(&calls));
+  if (fkt_interpose_calls() != 1 || fkt_interpose_live() != 1) {
+    fprintf(stderr, "test_noalloc: the interposer did not see a malloc (%ld calls, %ld live)\n", fkt_interpose_calls(),
+            fkt_interpose_live());
     return 1;
   }
-  atomic_store(&calls, 0);
 
-  atomic_store(&armed, 1);
+  fkt_interpose_arm(1);
   long frames = 0, rows = 0;
   for (int s = 0; s < STEPS; s++) {
     int64_t r = s % 10 == 0 ? 1 + s / 10 % MAXR : 1;
@@ -266,15 +217,15 @@ int main(void) {
     /* keep the residual stream bounded: the steps feed back into x */
     if (s % 50 == 49) fkp_fill_bf16(x, (size_t)(MAXR * H), 1.0f, (uint64_t)s);
   }
-  atomic_store(&armed, 0);
-  long n = atomic_load(&calls);
+  fkt_interpose_arm(0);
+  long n = fkt_interpose_calls();
   fk_phase_info info;
   must(fk_phase_query(p, FK_PROG_BLOCK_DECODE, 1, &info, &err), &err, "fk_phase_query");
   printf("test_noalloc: %d block steps (%ld rows), %ld tail frames, 10 flushes + snapshots, 2 threads, hidden %d: "
          "%ld allocations/frees/opens after readiness (in_proj ran %llu times)\n",
          STEPS, rows, frames, H, n, (unsigned long long)info.runs);
   if (n != 0) {
-    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness, the first: %s\n", n, first);
+    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness, the first: %s\n", n, fkt_interpose_first());
     return 1;
   }
   fk_plan_destroy(p);
