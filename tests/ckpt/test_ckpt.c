@@ -323,6 +323,10 @@ Test(ckpt, audio_backbone_depthformer_detokenizer) {
   cr_assert_eq(fk_model_describe(f.m, &d, &e), FK_OK, "%s", e.message);
   cr_expect_eq(d.programs, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, "programs 0: every family the checkpoint has");
   cr_expect_null(d.lm.lm_head, "tied");
+  cr_expect_eq(d.lm.max_rows, 64);
+  cr_expect_eq(d.lm.stack.max_pos, 4096, "min(max_position_embeddings 128000, 4096)");
+  cr_expect_eq(d.lm.stack.window, 0);
+  cr_expect_eq(d.detok.stack.window, 30);
   cr_assert_eq(fk_plan_check(&d, NULL, &e), FK_OK, "%s", e.message);
   teardown(&f);
 }
