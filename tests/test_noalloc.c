@@ -2,78 +2,37 @@
  * (plain C, not Criterion: the interposer must see every call of the process and nothing else
  * may run beside the plan).
  *
- * malloc, calloc, realloc, free, posix_memalign, aligned_alloc, memalign, valloc, open, openat,
- * fopen are interposed (the executable's definitions win over libc's for every caller, the
- * library's threads included) and forward to glibc's internal entry points. With the counters
+ * malloc, calloc, realloc, free, posix_memalign, aligned_alloc, memalign, valloc (tests/interpose.c),
+ * open, openat, fopen are interposed (the executable's definitions win over libc's for every
+ * caller, the library's threads included) and forward to glibc's internal entry points. With the counters
  * armed, a 2-thread plan at LFM2 width runs 1,000 block steps (decode, and prefills of 1..8
  * rows) and 1,000 tail frames with flushes, timing on; then a plan of the whole-model programs
  * (tests/model: the traces' synthetic LM and detokenizer) runs 1,000 LM steps (prompts, greedy and
  * top-k decode, resets) and 240 detokenizer code frames with flushes and snapshots; then the
- * counts must be zero. The test proves it can see: one deliberate malloc with the counters armed
- * must count. */
+ * counts must be zero. With the checkpoint loader (FKT_CKPT), the same runs again on a plan made
+ * from an LFM2.5-Audio directory written to disk (tests/ckpt/ckpt_write.c): fk_model_open,
+ * fk_model_describe and fk_plan_create before the counted region, the model closed (unmapped)
+ * before it, so the plan can read nothing of the files. The test proves it can see: one
+ * deliberate malloc with the counters armed must count. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "interpose.h"
 #include "model/model_desc.h"
 #include "plan/plan_model.h"
+#ifdef FKT_CKPT
+#include "ckpt_write.h"
+#include "fk_checkpoint.h"
+#endif
 
-static atomic_int armed;
-static atomic_long calls;
-static char first[64];
-
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-extern void *__libc_memalign(size_t, size_t);
-
-static void count(const char *what) {
-  if (!atomic_load(&armed)) return;
-  if (atomic_fetch_add(&calls, 1) == 0) snprintf(first, sizeof first, "%s", what);
-}
-
-void *malloc(size_t n) {
-  count("malloc");
-  return __libc_malloc(n);
-}
-void *calloc(size_t a, size_t b) {
-  count("calloc");
-  return __libc_calloc(a, b);
-}
-void *realloc(void *p, size_t n) {
-  count("realloc");
-  return __libc_realloc(p, n);
-}
-void free(void *p) {
-  if (p) count("free");
-  __libc_free(p);
-}
-int posix_memalign(void **out, size_t align, size_t n) {
-  count("posix_memalign");
-  void *p = __libc_memalign(align, n);
-  if (!p) return 12; /* ENOMEM */
-  *out = p;
-  return 0;
-}
-void *aligned_alloc(size_t align, size_t n) {
-  count("aligned_alloc");
-  return __libc_memalign(align, n);
-}
-void *memalign(size_t align, size_t n) {
-  count("memalign");
-  return __libc_memalign(align, n);
-}
-void *valloc(size_t n) {
-  count("valloc");
-  return __libc_memalign(4096, n);
-}
+/* the malloc family is tests/interpose.c's; the opens are interposed here, counted with it */
+#define count fkt_interpose_count
 
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
@@ -106,29 +65,22 @@ static void must(fk_status s, const fk_error *err, const char *what) {
   exit(1);
 }
 
-/* The whole-model programs: 1,000 LM calls and 240 detokenizer frames with the counters armed. */
-static int model_programs(void) {
-  fkt_models mm;
-  if (fkt_models_make(&mm) != 0) return 1;
-  fk_plan_desc d = fkt_models_desc(&mm, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, 2);
-  d.flags = FK_PLAN_TIMING;
-  fk_plan *p;
+/* 1,000 LM calls and 240 detokenizer frames on plan p (desc d) with the counters armed. */
+static int run_models(fk_plan *p, const fk_plan_desc *d, const char *what) {
   fk_error err;
-  must(fk_plan_create(&d, &p, &err), &err, "fk_plan_create (models)");
   must(fk_sampler_seed(p, 2026), &err, "fk_sampler_seed");
   int32_t *tok = malloc(16 * 4), *codes = malloc(4 * 8 * 4);
-  float *logits = malloc((size_t)d.lm.vocab * 4), *pcm = malloc((4 * 1920 + 480) * 4);
-  for (int i = 0; i < 16; i++) tok[i] = (int32_t)(i * 37 % d.lm.vocab);
-  for (int i = 0; i < 32; i++) codes[i] = (int32_t)(i * 613 % d.detok.codebook_vocab);
+  float *logits = malloc((size_t)d->lm.vocab * 4), *pcm = malloc((4 * 1920 + 480) * 4);
+  for (int i = 0; i < 16; i++) tok[i] = (int32_t)(i * 37 % d->lm.vocab);
+  for (int i = 0; i < 32; i++) codes[i] = (int32_t)(i * 613 % d->detok.codebook_vocab);
   size_t snap_len = fk_state_bytes(p);
   unsigned char *snap = malloc(snap_len);
   static const fk_sampling topk = { 0.8f, 40 };
-  atomic_store(&calls, 0);
-  atomic_store(&armed, 1);
+  fkt_interpose_arm(1);
   long lm = 0, frames = 0;
   for (int s = 0; s < 1000; s++) {
     fk_state_info si = fk_state_query(p);
-    if (si.lm_pos + 16 > d.lm.stack.max_pos) must(fk_state_reset(p), &err, "reset");
+    if (si.lm_pos + 16 > d->lm.stack.max_pos) must(fk_state_reset(p), &err, "reset");
     si = fk_state_query(p);
     fk_io io = { .rows = si.lm_pos == 0 ? 1 + s % 16 : 1, .tokens = tok, .logits = s % 3 ? logits : NULL,
                  .sampling = s % 2 ? &topk : NULL };
@@ -147,23 +99,69 @@ static int model_programs(void) {
       must(fk_run(p, FK_PROG_DETOK_FLUSH, &fl, &err), &err, "detok flush");
     }
   }
-  atomic_store(&armed, 0);
-  long n = atomic_load(&calls);
-  printf("test_noalloc: models: %ld LM calls (greedy and top-k, prompts after resets), %ld detokenizer code frames, "
-         "flushes + snapshots, 2 threads: %ld allocations/frees/opens after readiness\n", lm, frames, n);
+  fkt_interpose_arm(0);
+  long n = fkt_interpose_calls();
+  printf("test_noalloc: %s: %ld LM calls (greedy and top-k, prompts after resets), %ld detokenizer code frames, "
+         "flushes + snapshots, 2 threads: %ld allocations/frees/opens after readiness\n", what, lm, frames, n);
   if (n != 0) {
-    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness (models), the first: %s\n", n, first);
+    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness (%s), the first: %s\n", n, what, fkt_interpose_first());
     return 1;
   }
-  fk_plan_destroy(p);
   free(tok);
   free(codes);
   free(logits);
   free(pcm);
   free(snap);
+  return 0;
+}
+
+/* The whole-model programs of the traces' descriptors. */
+static int model_programs(void) {
+  fkt_models mm;
+  if (fkt_models_make(&mm) != 0) return 1;
+  fk_plan_desc d = fkt_models_desc(&mm, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, 2);
+  d.flags = FK_PLAN_TIMING;
+  fk_plan *p;
+  fk_error err;
+  must(fk_plan_create(&d, &p, &err), &err, "fk_plan_create (models)");
+  if (run_models(p, &d, "models")) return 1;
+  fk_plan_destroy(p);
   fkt_models_free(&mm);
   return 0;
 }
+
+#ifdef FKT_CKPT
+/* The same programs from an LFM2.5-Audio checkpoint on disk (backbone and audio_detokenizer/). */
+static int checkpoint_programs(void) {
+  char dir[64], msg[256];
+  fkm_weights lm, det;
+  if (fkm_synth_model("lm", &lm, msg, sizeof msg) || fkm_synth_model("detok", &det, msg, sizeof msg) || !fkw_tmpdir(dir) ||
+      fkw_audio_dir(dir, &lm, &det, &(fkw_opts){ 0 })) {
+    fprintf(stderr, "test_noalloc: cannot write the checkpoint: %s\n", msg);
+    return 1;
+  }
+  fk_error err;
+  fk_model *m;
+  must(fk_model_open(dir, FK_MODEL_AUTO, &m, &err), &err, "fk_model_open");
+  fk_plan_desc d;
+  memset(&d, 0, sizeof d);
+  d.threads = 2;
+  d.flags = FK_PLAN_TIMING;
+  d.lm.max_rows = 16;
+  d.lm.stack.max_pos = 256;
+  d.detok.max_frames = 4;
+  must(fk_model_describe(m, &d, &err), &err, "fk_model_describe");
+  fk_plan *p;
+  must(fk_plan_create(&d, &p, &err), &err, "fk_plan_create (checkpoint)");
+  fk_model_close(m); /* unmapped: a read of the files after readiness would fault */
+  if (run_models(p, &d, "checkpoint")) return 1;
+  fk_plan_destroy(p);
+  fkm_weights_free(&lm);
+  fkm_weights_free(&det);
+  fkw_rmdir(dir);
+  return 0;
+}
+#endif
 
 int main(void) {
   enum { H = 2048, TAIL_IN = 512, STEPS = 1000, MAXR = 8 };
@@ -190,17 +188,17 @@ int main(void) {
   unsigned char *snap = malloc(snap_len);
 
   /* the interposer sees an allocation when there is one */
-  atomic_store(&armed, 1);
-  void *probe = malloc(16);
-  atomic_store(&armed, 0);
+  fkt_interpose_arm(1);
+  void *volatile probe = malloc(16); /* volatile: the compiler may not drop the pair */
+  fkt_interpose_arm(0);
   free(probe);
-  if (atomic_load(&calls) != 1) {
-    fprintf(stderr, "test_noalloc: the interposer did not see a malloc (%ld calls)\n", atomic_load(&calls));
+  if (fkt_interpose_calls() != 1 || fkt_interpose_live() != 1) {
+    fprintf(stderr, "test_noalloc: the interposer did not see a malloc (%ld calls, %ld live)\n", fkt_interpose_calls(),
+            fkt_interpose_live());
     return 1;
   }
-  atomic_store(&calls, 0);
 
-  atomic_store(&armed, 1);
+  fkt_interpose_arm(1);
   long frames = 0, rows = 0;
   for (int s = 0; s < STEPS; s++) {
     int64_t r = s % 10 == 0 ? 1 + s / 10 % MAXR : 1;
@@ -219,15 +217,15 @@ int main(void) {
     /* keep the residual stream bounded: the steps feed back into x */
     if (s % 50 == 49) fkp_fill_bf16(x, (size_t)(MAXR * H), 1.0f, (uint64_t)s);
   }
-  atomic_store(&armed, 0);
-  long n = atomic_load(&calls);
+  fkt_interpose_arm(0);
+  long n = fkt_interpose_calls();
   fk_phase_info info;
   must(fk_phase_query(p, FK_PROG_BLOCK_DECODE, 1, &info, &err), &err, "fk_phase_query");
   printf("test_noalloc: %d block steps (%ld rows), %ld tail frames, 10 flushes + snapshots, 2 threads, hidden %d: "
          "%ld allocations/frees/opens after readiness (in_proj ran %llu times)\n",
          STEPS, rows, frames, H, n, (unsigned long long)info.runs);
   if (n != 0) {
-    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness, the first: %s\n", n, first);
+    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness, the first: %s\n", n, fkt_interpose_first());
     return 1;
   }
   fk_plan_destroy(p);
@@ -236,5 +234,8 @@ int main(void) {
   free(pcm);
   free(snap);
   fkp_model_free(&m);
+#ifdef FKT_CKPT
+  if (checkpoint_programs()) return 1;
+#endif
   return model_programs();
 }
