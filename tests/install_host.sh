@@ -8,7 +8,10 @@
 #     flashkern::flashkern_shared;
 #   * the installed headers are flashkern.h, fk_models.h and fk_leaves.h only (no fk_asm.h, no
 #     fk_tables.h); LICENSE and CHANGELOG.md are installed; the package and pkg-config versions are
-#     the library's.
+#     the library's;
+#   * with FK_BUILD_CHECKPOINTS in the build: fk_checkpoint.h, libflashkern_ckpt.a and .so.0.<minor>
+#     installed, and tests/install/host_ckpt.c built by find_package against
+#     flashkern::flashkern_ckpt (static: jansson linked by name) and flashkern::flashkern_ckpt_shared.
 # Every C host runs the same plan and prints the same stamps and checksum.
 set -eu
 src=${FK_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -108,6 +111,32 @@ for target in flashkern::flashkern flashkern::flashkern_shared; do
   [ "$target" = flashkern::flashkern_shared ] && kind=shared
   run_host "cmake-$kind" "$w/build/host" "$kind"
 done
+# the checkpoint loader, when the build has it
+if grep -q '^FK_BUILD_CHECKPOINTS:BOOL=ON$' "$build/CMakeCache.txt"; then
+  for f in "$inc/fk_checkpoint.h" "$libdir/libflashkern_ckpt.a" "$libdir/libflashkern_ckpt.so.$minor"; do
+    [ -e "$f" ] || fail "not installed (FK_BUILD_CHECKPOINTS): ${f#"$PREFIX"/}"
+  done
+  for target in flashkern::flashkern_ckpt flashkern::flashkern_ckpt_shared; do
+    w=$tmp/cmake-${target#flashkern::}
+    mkdir -p "$w"
+    cp "$src/tests/install/host_ckpt.c" "$w/"
+    printf 'cmake_minimum_required(VERSION 3.25)\nproject(host C)\nfind_package(flashkern %s REQUIRED)\nadd_executable(host host_ckpt.c)\ntarget_link_libraries(host PRIVATE %s)\n' \
+      "$minor" "$target" > "$w/CMakeLists.txt"
+    if ! { cmake -S "$w" -B "$w/build" -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_BUILD_TYPE=Release &&
+           cmake --build "$w/build"; } > "$tmp/cmake-ckpt.log" 2>&1; then
+      sed 's/^/    /' "$tmp/cmake-ckpt.log"; fail "a host of $target"
+    fi
+    "$w/build/host" > "$tmp/ckpt.out" 2>&1 || { sed 's/^/    /' "$tmp/ckpt.out"; fail "the host of $target did not run"; }
+    so=$(ldd "$w/build/host" | awk '$1 ~ /^libflashkern_ckpt\.so/ { print $3 }')
+    if [ "$target" = flashkern::flashkern_ckpt_shared ]; then
+      [ "$(realpath "${so:-/none}")" = "$(realpath "$libdir/libflashkern_ckpt.so.$minor")" ] ||
+        fail "the $target host loads libflashkern_ckpt from '${so:-nowhere}', not $libdir"
+    else
+      [ -z "$so" ] || fail "the static $target host loads $so"
+    fi
+    echo "ok: $target: $(cat "$tmp/ckpt.out")"
+  done
+fi
 # an older minor version is not accepted in 0.x (SameMinorVersion)
 w=$tmp/cmake-old
 mkdir -p "$w"

@@ -3,15 +3,20 @@
 #   * every runtime/*.c, runtime/*.h and runtime/include/*.h is declared in one layer (below), and
 #     every file declared exists;
 #   * a file includes ("...") only files of its own layer or a lower one: public headers <-
-#     utilities <- team <- engine <- the programs' helpers <- the program families;
+#     utilities <- team <- engine <- the programs' helpers <- the program families <- the
+#     checkpoint loader (runtime/ckpt/, libflashkern_ckpt), which includes only the public headers,
+#     fk_internal.h's utilities and its own files (a header of the same directory first);
 #   * the include graph has no cycle (tsort), and no .c file is included;
 #   * an include names a runtime file or a generated/ header, nothing else;
 #   * calls run the same way: no object of the library (FK_BUILD_DIR's fk_objects) references a
 #     symbol another object of a higher layer defines, but the engine's table of families
-#     (fk_families.c) naming each family's fk_family (fk_<name>_family).
+#     (fk_families.c) naming each family's fk_family (fk_<name>_family); the loader's objects
+#     (fk_ckpt_objects, when built) call only the public API and the utilities.
 # Negative controls at the end run the same checks on altered copies (a back-include from the
 # team to the engine, a helper including a family, a cycle, an undeclared file, an included .c,
-# the team's object calling the engine) and fail unless each is caught.
+# the engine including the loader's header, the loader including the engine's, the team's object
+# calling the engine, the loader's object calling an engine-internal function) and fail unless
+# each is caught.
 set -u
 src=${FK_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${FK_BUILD_DIR:-$src/build}
@@ -26,7 +31,10 @@ LAYERS=(
   "4 engine: fk_plan_internal.h fk_plan.c fk_run.c fk_state.c fk_families.c"
   "5 program-helpers: fk_program.h fk_program.c fk_spectral.h fk_spectral.c fk_lfm2.h fk_lfm2.c"
   "6 programs: fk_prog_*.h fk_prog_*.c"
+  "7 checkpoints: include/fk_checkpoint.h ckpt/*.h ckpt/*.c"
 )
+# the loader (layer 7) stands on the public API and the utilities only, not on the engine's insides
+LOADER=7
 
 # layer_of DIR FILE -> prints "number name" of the layer declaring FILE (path under DIR), or nothing
 layer_of() {
@@ -58,7 +66,7 @@ check() {
       compgen -G "$dir/$pat" > /dev/null || { echo "FAIL declared but missing: runtime/$pat"; rc=1; }
     done
   done
-  for f in "$dir"/*.c "$dir"/*.h "$dir"/include/*.h; do
+  for f in "$dir"/*.c "$dir"/*.h "$dir"/include/*.h "$dir"/ckpt/*.c "$dir"/ckpt/*.h; do
     [ -e "$f" ] || continue
     rel=${f#"$dir"/}
     n=$((n + 1))
@@ -70,7 +78,9 @@ check() {
     fi
     while IFS= read -r inc; do
       [ -n "$inc" ] || continue
-      if [ -e "$dir/$inc" ]; then target=$inc
+      here=$(dirname "$rel")
+      if [ "$here" != . ] && [ -e "$dir/$here/$inc" ]; then target=$here/$inc
+      elif [ -e "$dir/$inc" ]; then target=$inc
       elif [ -e "$dir/include/$inc" ]; then target=include/$inc
       elif [ -e "$src/generated/$inc" ]; then continue # generated headers sit below every layer
       else
@@ -87,6 +97,9 @@ check() {
       if [ "${lt%% *}" -gt "${lf%% *}" ]; then
         echo "FAIL runtime/$rel (layer ${lf#* }) includes runtime/$target of a higher layer (${lt#* })"
         rc=1
+      elif [ "${lf%% *}" = $LOADER ] && [ "${lt%% *}" -gt 2 ] && [ "${lt%% *}" != $LOADER ]; then
+        echo "FAIL runtime/$rel (the checkpoint loader) includes runtime/$target (${lt#* }): the loader uses the public API and fk_internal.h only"
+        rc=1
       fi
     done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
   done
@@ -98,15 +111,17 @@ check() {
   return $rc
 }
 
-# check_calls OBJDIR (the library's runtime objects, <file>.c.o) -> prints FAIL lines, returns 1
+# check_calls OBJDIR [CKPTDIR] (the library's runtime objects, <file>.c.o, and the loader's) -> prints
+# FAIL lines, returns 1
 check_calls() {
-  local dir=$1 rc=0 o n=0 rel sym def lo ld
+  local dir=$1 ckdir=${2:-} rc=0 o n=0 rel sym def lo ld
   : > "$tmp/defs"
   : > "$tmp/uses"
-  for o in "$dir"/*.c.o; do
+  for o in "$dir"/*.c.o "${ckdir:-/nonexistent}"/*.c.o; do
     [ -e "$o" ] || continue
     n=$((n + 1))
     rel=$(basename "$o" .o)
+    [ "$(dirname "$o")" = "$ckdir" ] && rel=ckpt/$rel
     nm -P --defined-only "$o" | awk -v f="$rel" '$2 ~ /^[TDRBCG]$/ { print $1, f }' >> "$tmp/defs"
     nm -P --undefined-only "$o" | awk -v f="$rel" '{ print $1, f }' >> "$tmp/uses"
   done
@@ -120,6 +135,10 @@ check_calls() {
     if [ "${ld%% *}" -gt "${lo%% *}" ] && ! [[ $rel == fk_families.c && $sym == fk_*_family ]]; then
       echo "FAIL runtime/$rel (layer ${lo#* }) calls $sym of runtime/$def (layer ${ld#* })"
       rc=1
+    elif [ "${lo%% *}" = $LOADER ] && [ "${ld%% *}" -gt 2 ] && [ "${ld%% *}" != $LOADER ] &&
+         ! grep -qw "$sym" "$src/runtime/include/flashkern.h"; then
+      echo "FAIL runtime/$rel (the checkpoint loader) calls $sym of runtime/$def (${ld#* }): not in flashkern.h"
+      rc=1
     fi
   done < <(awk 'NR == FNR { def[$1] = $2; next } ($1 in def) { print $2, $1, def[$1] }' "$tmp/defs" "$tmp/uses")
   return $rc
@@ -127,8 +146,10 @@ check_calls() {
 
 fail=0
 objs=$build/CMakeFiles/fk_objects.dir/runtime
-if out=$(check_calls "$objs"); then
-  echo "ok   $objs: no object calls into a higher layer (but the table naming the families)"
+ckobjs=$build/CMakeFiles/fk_ckpt_objects.dir/runtime/ckpt
+[ -d "$ckobjs" ] || ckobjs=
+if out=$(check_calls "$objs" "$ckobjs"); then
+  echo "ok   $objs${ckobjs:+ and $ckobjs}: no object calls into a higher layer (but the table naming the families)"
 else
   echo "$out"
   fail=1
@@ -170,6 +191,10 @@ control "an undeclared file" "in no layer" \
   sh -c 'echo "#include \"fk_plan_internal.h\"" > fk_new.c'
 control "an included .c file" "includes a .c file" \
   append fk_prog_lm.c '#include "fk_lfm2.c"'
+control "the engine including the checkpoint loader's header" "of a higher layer" \
+  append fk_plan.c '#include "fk_checkpoint.h"'
+control "the checkpoint loader including the engine's header" "the loader uses the public API" \
+  append ckpt/model.c '#include "fk_plan_internal.h"'
 # the team's object calling the engine (fk_run), linked into a copy of the objects
 if [ -d "$objs" ]; then
   rm -rf "$tmp/obj"
@@ -183,5 +208,18 @@ if [ -d "$objs" ]; then
     fail=1
   fi
 fi
-[ $fail -eq 0 ] && echo "negative controls: back-includes, a cycle, an undeclared file, an included .c and a call into a higher layer are each caught"
+# the loader's object calling an engine-internal function (fk_lfm2_check, not in flashkern.h)
+if [ -n "$ckobjs" ]; then
+  rm -rf "$tmp/ckobj"
+  cp -r "$ckobjs" "$tmp/ckobj"
+  printf 'int fk_lfm2_check(void);\nint fk_ckpt_probe(void) { return fk_lfm2_check(); }\n' > "$tmp/probe2.c"
+  if cc -c "$tmp/probe2.c" -o "$tmp/probe2.o" && ld -r "$tmp/ckobj/model.c.o" "$tmp/probe2.o" -o "$tmp/model.o" &&
+     mv "$tmp/model.o" "$tmp/ckobj/model.c.o" && check_calls "$objs" "$tmp/ckobj" | grep -q "calls fk_lfm2_check of runtime/fk_lfm2.c (program-helpers): not in flashkern.h"; then
+    echo "ok   negative control: the loader's object calling an engine-internal function caught"
+  else
+    echo "FAIL negative control: the loader's object calling fk_lfm2_check was not caught"
+    fail=1
+  fi
+fi
+[ $fail -eq 0 ] && echo "negative controls: back-includes, a cycle, an undeclared file, an included .c, the loader on the engine's insides and a call into a higher layer are each caught"
 exit $fail

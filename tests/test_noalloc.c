@@ -9,8 +9,11 @@
  * rows) and 1,000 tail frames with flushes, timing on; then a plan of the whole-model programs
  * (tests/model: the traces' synthetic LM and detokenizer) runs 1,000 LM steps (prompts, greedy and
  * top-k decode, resets) and 240 detokenizer code frames with flushes and snapshots; then the
- * counts must be zero. The test proves it can see: one deliberate malloc with the counters armed
- * must count. */
+ * counts must be zero. With the checkpoint loader (FKT_CKPT), the same runs again on a plan made
+ * from an LFM2.5-Audio directory written to disk (tests/ckpt/ckpt_write.c): fk_model_open,
+ * fk_model_describe and fk_plan_create before the counted region, the model closed (unmapped)
+ * before it, so the plan can read nothing of the files. The test proves it can see: one
+ * deliberate malloc with the counters armed must count. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -23,6 +26,10 @@
 
 #include "model/model_desc.h"
 #include "plan/plan_model.h"
+#ifdef FKT_CKPT
+#include "ckpt_write.h"
+#include "fk_checkpoint.h"
+#endif
 
 static atomic_int armed;
 static atomic_long calls;
@@ -106,20 +113,14 @@ static void must(fk_status s, const fk_error *err, const char *what) {
   exit(1);
 }
 
-/* The whole-model programs: 1,000 LM calls and 240 detokenizer frames with the counters armed. */
-static int model_programs(void) {
-  fkt_models mm;
-  if (fkt_models_make(&mm) != 0) return 1;
-  fk_plan_desc d = fkt_models_desc(&mm, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, 2);
-  d.flags = FK_PLAN_TIMING;
-  fk_plan *p;
+/* 1,000 LM calls and 240 detokenizer frames on plan p (desc d) with the counters armed. */
+static int run_models(fk_plan *p, const fk_plan_desc *d, const char *what) {
   fk_error err;
-  must(fk_plan_create(&d, &p, &err), &err, "fk_plan_create (models)");
   must(fk_sampler_seed(p, 2026), &err, "fk_sampler_seed");
   int32_t *tok = malloc(16 * 4), *codes = malloc(4 * 8 * 4);
-  float *logits = malloc((size_t)d.lm.vocab * 4), *pcm = malloc((4 * 1920 + 480) * 4);
-  for (int i = 0; i < 16; i++) tok[i] = (int32_t)(i * 37 % d.lm.vocab);
-  for (int i = 0; i < 32; i++) codes[i] = (int32_t)(i * 613 % d.detok.codebook_vocab);
+  float *logits = malloc((size_t)d->lm.vocab * 4), *pcm = malloc((4 * 1920 + 480) * 4);
+  for (int i = 0; i < 16; i++) tok[i] = (int32_t)(i * 37 % d->lm.vocab);
+  for (int i = 0; i < 32; i++) codes[i] = (int32_t)(i * 613 % d->detok.codebook_vocab);
   size_t snap_len = fk_state_bytes(p);
   unsigned char *snap = malloc(snap_len);
   static const fk_sampling topk = { 0.8f, 40 };
@@ -128,7 +129,7 @@ static int model_programs(void) {
   long lm = 0, frames = 0;
   for (int s = 0; s < 1000; s++) {
     fk_state_info si = fk_state_query(p);
-    if (si.lm_pos + 16 > d.lm.stack.max_pos) must(fk_state_reset(p), &err, "reset");
+    if (si.lm_pos + 16 > d->lm.stack.max_pos) must(fk_state_reset(p), &err, "reset");
     si = fk_state_query(p);
     fk_io io = { .rows = si.lm_pos == 0 ? 1 + s % 16 : 1, .tokens = tok, .logits = s % 3 ? logits : NULL,
                  .sampling = s % 2 ? &topk : NULL };
@@ -149,21 +150,67 @@ static int model_programs(void) {
   }
   atomic_store(&armed, 0);
   long n = atomic_load(&calls);
-  printf("test_noalloc: models: %ld LM calls (greedy and top-k, prompts after resets), %ld detokenizer code frames, "
-         "flushes + snapshots, 2 threads: %ld allocations/frees/opens after readiness\n", lm, frames, n);
+  printf("test_noalloc: %s: %ld LM calls (greedy and top-k, prompts after resets), %ld detokenizer code frames, "
+         "flushes + snapshots, 2 threads: %ld allocations/frees/opens after readiness\n", what, lm, frames, n);
   if (n != 0) {
-    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness (models), the first: %s\n", n, first);
+    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness (%s), the first: %s\n", n, what, first);
     return 1;
   }
-  fk_plan_destroy(p);
   free(tok);
   free(codes);
   free(logits);
   free(pcm);
   free(snap);
+  return 0;
+}
+
+/* The whole-model programs of the traces' descriptors. */
+static int model_programs(void) {
+  fkt_models mm;
+  if (fkt_models_make(&mm) != 0) return 1;
+  fk_plan_desc d = fkt_models_desc(&mm, FK_PROGRAMS_LM | FK_PROGRAMS_DETOK, 2);
+  d.flags = FK_PLAN_TIMING;
+  fk_plan *p;
+  fk_error err;
+  must(fk_plan_create(&d, &p, &err), &err, "fk_plan_create (models)");
+  if (run_models(p, &d, "models")) return 1;
+  fk_plan_destroy(p);
   fkt_models_free(&mm);
   return 0;
 }
+
+#ifdef FKT_CKPT
+/* The same programs from an LFM2.5-Audio checkpoint on disk (backbone and audio_detokenizer/). */
+static int checkpoint_programs(void) {
+  char dir[64], msg[256];
+  fkm_weights lm, det;
+  if (fkm_synth_model("lm", &lm, msg, sizeof msg) || fkm_synth_model("detok", &det, msg, sizeof msg) || !fkw_tmpdir(dir) ||
+      fkw_audio_dir(dir, &lm, &det, &(fkw_opts){ 0 })) {
+    fprintf(stderr, "test_noalloc: cannot write the checkpoint: %s\n", msg);
+    return 1;
+  }
+  fk_error err;
+  fk_model *m;
+  must(fk_model_open(dir, FK_MODEL_AUTO, &m, &err), &err, "fk_model_open");
+  fk_plan_desc d;
+  memset(&d, 0, sizeof d);
+  d.threads = 2;
+  d.flags = FK_PLAN_TIMING;
+  d.lm.max_rows = 16;
+  d.lm.stack.max_pos = 256;
+  d.detok.max_frames = 4;
+  must(fk_model_describe(m, &d, &err), &err, "fk_model_describe");
+  fk_plan *p;
+  must(fk_plan_create(&d, &p, &err), &err, "fk_plan_create (checkpoint)");
+  fk_model_close(m); /* unmapped: a read of the files after readiness would fault */
+  if (run_models(p, &d, "checkpoint")) return 1;
+  fk_plan_destroy(p);
+  fkm_weights_free(&lm);
+  fkm_weights_free(&det);
+  fkw_rmdir(dir);
+  return 0;
+}
+#endif
 
 int main(void) {
   enum { H = 2048, TAIL_IN = 512, STEPS = 1000, MAXR = 8 };
@@ -236,5 +283,8 @@ int main(void) {
   free(pcm);
   free(snap);
   fkp_model_free(&m);
+#ifdef FKT_CKPT
+  if (checkpoint_programs()) return 1;
+#endif
   return model_programs();
 }

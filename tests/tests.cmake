@@ -24,7 +24,8 @@ if(FK_AARCH64_TOOLS)
   target_link_libraries(fk_plan_scenario PRIVATE flashkern m)
   target_link_options(fk_plan_scenario PRIVATE -static)
   # the model programs' scenario (tests/model/test_model.c compares its digests with the host's)
-  add_executable(fk_model_scenario tests/model/fk_model_scenario.c tests/model/model_desc.c tests/model/synth.c)
+  add_executable(fk_model_scenario tests/model/fk_model_scenario.c tests/model/model_desc.c tests/model/session.c
+    tests/model/synth.c)
   target_compile_options(fk_model_scenario PRIVATE ${FK_WARNINGS} -ffp-contract=off)
   target_compile_definitions(fk_model_scenario PRIVATE FKM_NO_XXHASH)
   target_include_directories(fk_model_scenario PRIVATE ${CMAKE_SOURCE_DIR}/runtime ${CMAKE_SOURCE_DIR}/tests/model)
@@ -166,6 +167,9 @@ foreach(fk_part tests/fuzz/fuzz.cmake tests/guard/guard.cmake tests/badinput/bad
   endif()
 endforeach()
 include(${CMAKE_SOURCE_DIR}/tests/api/api.cmake)  # the public header, the host helpers, fk_hello's arguments
+if(FK_BUILD_CHECKPOINTS)
+  include(${CMAKE_SOURCE_DIR}/tests/ckpt/ckpt.cmake)  # the checkpoint loader; its rows in badinput, noalloc
+endif()
 set_tests_properties(stamp_scan stamp_assemble gen_determinism gen_errors dsl_ops fixture_provenance install_host scan_archive
   census_tool asmdiff PROPERTIES ENVIRONMENT "${FK_SCRIPT_ENV}")
 
@@ -174,7 +178,7 @@ set_tests_properties(stamp_scan stamp_assemble gen_determinism gen_errors dsl_op
 # their leaf's name. A test in none of the lists runs in the full suite only.
 set(FK_QUICK_TESTS bench_report fixture_provenance dsl_ops fixture_reader scan_archive luacheck model_synth runtime
   example_host install_host coverage fixture_lock vmath plan runtime_layers irfft badinput swiglu census_tool shortconv
-  stamp_scan fuzz_regress rmsnorm api api_headers example_host_args)
+  stamp_scan fuzz_regress rmsnorm api api_headers example_host_args ckpt)
 set(FK_SLOW_TESTS lib_only attn guard_pages newleaf model qkprep perturb asmdiff gemv noalloc stamp_assemble gen_determinism
   fuzz_smoke sample)
 set(FK_AARCH64_TESTS plan model guard_pages perturb longrun dsl_ops newleaf lib_only)

@@ -40,7 +40,7 @@ typedef enum fk_status {
   FK_OK = 0,
   FK_EINVAL,        /* an argument is invalid (the message names it) */
   FK_EUNSUPPORTED,  /* every stamp of the leaf needs a feature the CPU lacks, or FK_CPU_MASK or the caller hid */
-  FK_ENOTFOUND,     /* no such leaf form */
+  FK_ENOTFOUND,     /* no such leaf form (fk_checkpoint.h: no such file or tensor) */
   FK_ENOMEM,        /* the arena (or a thread's stack) could not be allocated at readiness */
   FK_ESYSTEM,       /* the OS refused a thread at readiness */
   FK_EBUSY,         /* fk_run or a state call while another fk_run is in flight on the plan */

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/api/headers.sh: the installed headers (flashkern.h, fk_models.h, fk_leaves.h: copied alone
+# tests/api/headers.sh: the installed headers (flashkern.h, fk_models.h, fk_leaves.h, and
+# fk_checkpoint.h, libflashkern_ckpt's, which builds may install: copied alone
 # into a fresh include directory, as `cmake --install` lays them out) in every language a host
 # compiles them in: gcc and clang -std=c99 and c11, g++ and clang++ -std=c++11, c++14, c++17 and
 # c++20, each with -Wall -Wextra -pedantic -Werror (and -Wundef -Wredundant-decls -Wshadow
@@ -24,7 +25,8 @@ lib=$build/libflashkern.a
 
 inc=$tmp/include
 mkdir -p "$inc"
-cp "$src/runtime/include/flashkern.h" "$src/runtime/include/fk_models.h" "$src/generated/fk_leaves.h" "$inc/"
+cp "$src/runtime/include/flashkern.h" "$src/runtime/include/fk_models.h" "$src/generated/fk_leaves.h" \
+  "$src/runtime/include/fk_checkpoint.h" "$inc/"
 
 MODES=("gcc -std=c99" "gcc -std=c11" "clang -std=c99" "clang -std=c11"
        "g++ -std=c++11" "g++ -std=c++14" "g++ -std=c++17" "g++ -std=c++20"
@@ -63,7 +65,7 @@ build_host() {
 echo "== each installed header alone, in ${#MODES[@]} modes"
 n=0
 for mode in "${MODES[@]}"; do
-  for h in flashkern.h fk_models.h fk_leaves.h; do
+  for h in flashkern.h fk_models.h fk_leaves.h fk_checkpoint.h; do
     printf '#include <%s>\nint fk_unit_%s;\n' "$h" "${h%.h}" > "$tmp/alone.c"
     if compile "$mode" "$inc" "$tmp/alone.c" -c -o "$tmp/alone.o"; then
       n=$((n + 1))

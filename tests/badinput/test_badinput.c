@@ -30,6 +30,14 @@
 #include "harness/fkh.h"
 #include "leaves/cases.h"
 #include "plan/plan_model.h"
+#ifdef FKT_CKPT /* the checkpoint loader's rows (FK_BUILD_CHECKPOINTS) */
+#include <dirent.h>
+#include <jansson.h>
+#include <sys/stat.h>
+
+#include "ckpt_write.h"
+#include "fk_checkpoint.h"
+#endif
 
 /* the plan most rows use: block and tail, 2 threads */
 enum { H = 64, LDX = 70, TIN = 16, MAXR = 4, MAXF = 3, NX = 8 * LDX, NFEAT = 4 * TIN, PCM = 2000 };
@@ -85,6 +93,15 @@ struct ctx {
   /* fixture rows */
   char dir[64];
   fkfix fx;
+#ifdef FKT_CKPT
+  /* checkpoint rows: a directory, the synthetic weights written there, an open model */
+  char ckdir[64];
+  fkm_weights ck_lm, ck_det;
+  fk_model *ckm;
+  fk_plan_desc ckd;
+  fk_tensor_view ckv;
+  fk_model_info cki;
+#endif
 };
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
@@ -176,6 +193,12 @@ static void teardown(ctx *c) {
   if (c->dir[0]) rm_dir(c->dir);
   fkp_model_free(&c->m);
   fkp_model_free(&c->m2);
+#ifdef FKT_CKPT
+  fk_model_close(c->ckm);
+  fkm_weights_free(&c->ck_lm);
+  fkm_weights_free(&c->ck_det);
+  if (c->ckdir[0]) fkw_rmdir(c->ckdir);
+#endif
   free(c);
 }
 
@@ -216,7 +239,7 @@ static void run_row(const row *r) {
 }
 
 /* Every row, registered before main (the doc test lists them). */
-static const row *all_rows[256];
+static const row *all_rows[512];
 static int nall_rows;
 
 static void register_row(const row *r) {
@@ -1513,6 +1536,390 @@ ROW(state_load_model_shapes, "fk_state_load", "a snapshot of a plan whose feed-f
     unsigned char *img = snapshot(c, c->p, &len);
     cr_assert_eq(len, fk_state_bytes(q));
     return fk_state_load(q, img, len, e);)
+
+/* ---- checkpoints (fk_checkpoint.h): directories written by tests/ckpt/ckpt_write.c, then one
+ * thing made wrong. A refusal of fk_model_open leaves *out NULL, no mapping of the directory's
+ * files and no descriptor open (ck_open checks /proc/self/maps and /proc/self/fd); describe,
+ * query and tensor refusals leave their output struct as it was (watched). -------------------- */
+#ifdef FKT_CKPT
+
+static void setup_ck(ctx *c) {
+  cr_assert_not_null(fkw_tmpdir(c->ckdir));
+  char err[256];
+  cr_assert_eq(fkm_synth_model("lm", &c->ck_lm, err, sizeof err), 0, "%s", err);
+}
+
+static void ck_write_lm(ctx *c, const fkw_opts *o) {
+  fkw_rmdir(c->ckdir);
+  cr_assert_eq(mkdir(c->ckdir, 0700), 0);
+  cr_assert_eq(fkw_lm_dir(c->ckdir, &c->ck_lm, o), 0);
+}
+
+/* a good LM directory (bf16, transformers 5's config); sharded in 3 */
+static void setup_ck_lm(ctx *c) {
+  setup_ck(c);
+  ck_write_lm(c, &(fkw_opts){ 0 });
+}
+static void setup_ck_lm3(ctx *c) {
+  setup_ck(c);
+  ck_write_lm(c, &(fkw_opts){ .shards = 3 });
+}
+static void setup_ck_detok(ctx *c) {
+  cr_assert_not_null(fkw_tmpdir(c->ckdir));
+  char err[256];
+  cr_assert_eq(fkm_synth_model("detok", &c->ck_det, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(fkw_detok_dir(c->ckdir, &c->ck_det, &(fkw_opts){ 0 }), 0);
+}
+static void setup_ck_audio(ctx *c) {
+  setup_ck(c);
+  char err[256];
+  cr_assert_eq(fkm_synth_model("detok", &c->ck_det, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(fkw_audio_dir(c->ckdir, &c->ck_lm, &c->ck_det, &(fkw_opts){ 0 }), 0);
+}
+
+static void ck_path(const ctx *c, const char *rel, char *path, size_t size) { snprintf(path, size, "%s/%s", c->ckdir, rel); }
+
+/* lines of /proc/self/maps naming a file under dir */
+static int ck_maps(const char *dir) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  cr_assert_not_null(f);
+  char line[2048];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    if (strstr(line, dir)) n++;
+  fclose(f);
+  return n;
+}
+
+static int ck_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  cr_assert_not_null(d);
+  int n = 0;
+  while (readdir(d)) n++;
+  closedir(d);
+  return n;
+}
+
+/* fk_model_open(dir, kind): on a refusal *out NULL, nothing of dir mapped, no descriptor left */
+static int ck_open_at(ctx *c, fk_error *e, const char *dir, fk_model_kind kind) {
+  int fds = ck_fds();
+  fk_model *m = (fk_model *)(void *)c; /* must become NULL */
+  fk_status s = fk_model_open(dir, kind, &m, e);
+  if (s == FK_OK) {
+    fk_model_close(m);
+    return s;
+  }
+  cr_assert_null(m, "fk_model_open: *out not NULL after a refusal");
+  if (c->ckdir[0]) cr_assert_eq(ck_maps(c->ckdir), 0, "fk_model_open left a file of %s mapped", c->ckdir);
+  cr_assert_eq(ck_fds(), fds, "fk_model_open left a descriptor open");
+  return s;
+}
+static int ck_open(ctx *c, fk_error *e, fk_model_kind kind) { return ck_open_at(c, e, c->ckdir, kind); }
+
+/* Sets (or, value NULL, deletes) key path ('/'-separated) of the JSON file rel to the JSON text value. */
+static void ck_json(ctx *c, const char *rel, const char *keypath, const char *value) {
+  char path[256];
+  ck_path(c, rel, path, sizeof path);
+  json_error_t je;
+  json_t *root = json_load_file(path, 0, &je);
+  cr_assert_not_null(root, "%s: %s", path, je.text);
+  char keys[256];
+  snprintf(keys, sizeof keys, "%s", keypath);
+  json_t *o = root;
+  char *k = keys, *slash;
+  while ((slash = strchr(k, '/'))) {
+    *slash = 0;
+    o = json_object_get(o, k);
+    cr_assert_not_null(o, "%s: no %s", rel, k);
+    k = slash + 1;
+  }
+  if (value) {
+    json_t *v = json_loads(value, JSON_DECODE_ANY, &je);
+    cr_assert_not_null(v, "value %s: %s", value, je.text);
+    json_object_set_new(o, k, v);
+  } else {
+    json_object_del(o, k);
+  }
+  cr_assert_eq(fkw_write_json(path, root), 0);
+  json_decref(root);
+}
+
+static void ck_text(ctx *c, const char *rel, const char *text) {
+  char path[256];
+  ck_path(c, rel, path, sizeof path);
+  cr_assert_eq(fkw_write_text(path, text), 0);
+}
+
+/* model.safetensors written byte by byte: hlen, the header text, n zero data bytes */
+static void ck_raw(ctx *c, uint64_t hlen, const char *header, size_t n) {
+  char path[256];
+  ck_path(c, "model.safetensors", path, sizeof path);
+  static unsigned char zeros[64];
+  cr_assert_leq(n, sizeof zeros);
+  cr_assert_eq(fkw_write_raw(path, hlen, header, strlen(header), zeros, n), 0);
+}
+#define CK_HEADER(h, n) ck_raw(c, strlen(h), (h), (n))
+
+/* edit_file hooks (arg: the tensor's name) */
+static void ck_drop(fkw_file *f, const char *fname, void *arg) {
+  (void)fname;
+  fkw_remove(f, arg);
+}
+static void ck_add_bias(fkw_file *f, const char *fname, void *arg) {
+  (void)fname;
+  uint16_t v[256] = { 0 };
+  fkw_add(f, arg, "BF16", 1, (const int64_t[]){ 256 }, v, sizeof v);
+}
+static void ck_as_f64(fkw_file *f, const char *fname, void *arg) {
+  (void)fname;
+  fkw_tensor *t = fkw_find(f, arg);
+  if (!t) return;
+  size_t n = t->nbytes / 2;
+  double *d = malloc(n * 8);
+  cr_assert_not_null(d);
+  for (size_t i = 0; i < n; i++) d[i] = fk_f32_from_bf16(((const uint16_t *)(void *)t->data)[i]);
+  free(t->data);
+  t->data = (unsigned char *)d;
+  t->nbytes = n * 8;
+  snprintf(t->dtype, sizeof t->dtype, "F64");
+}
+static void ck_short_row(fkw_file *f, const char *fname, void *arg) {
+  (void)fname;
+  fkw_tensor *t = fkw_find(f, arg);
+  if (!t) return;
+  t->nbytes -= t->nbytes / (size_t)t->shape[0];
+  t->shape[0]--;
+}
+static void ck_poke(fkw_file *f, const char *fname, void *arg) {
+  (void)fname;
+  fkw_tensor *t = fkw_find(f, arg);
+  if (t) t->data[0] ^= 0x01;
+}
+static void ck_flat_window(fkw_file *f, const char *fname, void *arg) {
+  (void)fname;
+  fkw_tensor *t = fkw_find(f, arg);
+  if (!t) return;
+  for (size_t i = 0; i < t->nbytes / 4; i++) ((float *)(void *)t->data)[i] = 1.0f;
+}
+
+/* an open LM model (tied, its head stored equal and so ignored), its descriptor and view watched */
+static void setup_ck_model_for(ctx *c, uint32_t programs) {
+  setup_ck(c);
+  ck_write_lm(c, &(fkw_opts){ .tied = 1, .store_head = 1 });
+  fk_error e;
+  cr_assert_eq(fk_model_open(c->ckdir, FK_MODEL_AUTO, &c->ckm, &e), FK_OK, "%s", e.message);
+  memset(&c->ckd, 0x5a, sizeof c->ckd);
+  c->ckd.threads = 1;
+  c->ckd.programs = programs;
+  memset(&c->ckv, 0x5a, sizeof c->ckv);
+  memset(&c->cki, 0x5a, sizeof c->cki);
+  watch(c, &c->ckd, sizeof c->ckd);
+  watch(c, &c->ckv, sizeof c->ckv);
+  watch(c, &c->cki, sizeof c->cki);
+}
+static void setup_ck_model(ctx *c) { setup_ck_model_for(c, 0); }
+static void setup_ck_model_detok(ctx *c) { setup_ck_model_for(c, FK_PROGRAMS_DETOK); }
+static void setup_ck_model_block(ctx *c) { setup_ck_model_for(c, FK_PROGRAMS_BLOCK); }
+
+#define CK_ROW(id, what, want, names, setup, ...) ROW(id, "fk_model_open", what, want, names, setup, __VA_ARGS__)
+
+/* arguments and files */
+CK_ROW(ckpt_out_null, "out NULL", FK_EINVAL, "out is NULL", setup_ck_lm, return fk_model_open(c->ckdir, FK_MODEL_AUTO, NULL, e);)
+CK_ROW(ckpt_dir_null, "dir NULL", FK_EINVAL, "dir is NULL", setup_none, return ck_open_at(c, e, NULL, FK_MODEL_AUTO);)
+CK_ROW(ckpt_kind_unknown, "kind 7", FK_EINVAL, "kind = 7", setup_ck_lm, return ck_open(c, e, (fk_model_kind)7);)
+CK_ROW(ckpt_no_directory, "a directory that does not exist", FK_ENOTFOUND, "/no/such/fk_dir|no such directory", setup_none,
+       return ck_open_at(c, e, "/no/such/fk_dir", FK_MODEL_AUTO);)
+CK_ROW(ckpt_no_config, "a directory without config.json", FK_ENOTFOUND, "config.json|no such file", setup_ck,
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_no_weights, "config.json alone", FK_ENOTFOUND, "no model.safetensors nor model.safetensors.index.json",
+       setup_ck_lm, char p[256]; ck_path(c, "model.safetensors", p, sizeof p); unlink(p); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_single_and_index, "model.safetensors beside an index", FK_EINVAL,
+       "model.safetensors and model.safetensors.index.json|ambiguous", setup_ck_lm,
+       ck_text(c, "model.safetensors.index.json", "{\"weight_map\": {}}"); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_weights_not_a_file, "model.safetensors a directory", FK_EINVAL, "model.safetensors: not a regular file",
+       setup_ck_lm, char p[256]; ck_path(c, "model.safetensors", p, sizeof p); unlink(p); mkdir(p, 0700);
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_weights_fifo, "model.safetensors a FIFO (no writer: an open would block)", FK_EINVAL,
+       "model.safetensors: not a regular file", setup_ck_lm,
+       char p[256]; ck_path(c, "model.safetensors", p, sizeof p); unlink(p); cr_assert_eq(mkfifo(p, 0600), 0);
+       return ck_open(c, e, FK_MODEL_AUTO);)
+
+/* config.json */
+CK_ROW(ckpt_config_not_json, "config.json with a stray comma", FK_EINVAL, "config.json: not JSON at line 1, column 19",
+       setup_ck_lm, ck_text(c, "config.json", "{\"hidden_size\": 1,, }"); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_duplicate_key, "config.json naming hidden_size twice", FK_EINVAL, "config.json|duplicate object key",
+       setup_ck_lm,
+       ck_text(c, "config.json", "{\"architectures\": [\"Lfm2ForCausalLM\"], \"hidden_size\": 256, \"hidden_size\": 512}");
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_unknown_architecture, "architectures [LlamaForCausalLM]", FK_EINVAL,
+       "config.json: architectures[0] = 'LlamaForCausalLM'", setup_ck_lm,
+       ck_json(c, "config.json", "architectures", "[\"LlamaForCausalLM\"]"); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_other_kind, "an LM directory opened as FK_MODEL_LFM2_AUDIO", FK_EINVAL,
+       "config.json: architectures Lfm2ForCausalLM|holds an LM (Lfm2ForCausalLM), not LFM2.5-Audio", setup_ck_lm,
+       return ck_open(c, e, FK_MODEL_LFM2_AUDIO);)
+CK_ROW(ckpt_config_no_hidden_size, "no hidden_size", FK_EINVAL, "config.json: no hidden_size", setup_ck_lm,
+       ck_json(c, "config.json", "hidden_size", NULL); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_not_an_integer, "hidden_size \"256\"", FK_EINVAL, "config.json: hidden_size is not an integer",
+       setup_ck_lm, ck_json(c, "config.json", "hidden_size", "\"256\""); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_head_dim, "num_attention_heads 2 (head_dim 128)", FK_EINVAL,
+       "num_attention_heads = 2 with hidden_size = 256: head_dim 128", setup_ck_lm,
+       ck_json(c, "config.json", "num_attention_heads", "2"); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_kv_heads, "num_key_value_heads 3 (not dividing 4)", FK_EINVAL, "num_key_value_heads = 3", setup_ck_lm,
+       ck_json(c, "config.json", "num_key_value_heads", "3"); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_conv_cache, "conv_L_cache 4", FK_EINVAL, "config.json: conv_L_cache = 4|3 taps", setup_ck_lm,
+       ck_json(c, "config.json", "conv_L_cache", "4"); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_conv_bias, "conv_bias true", FK_EINVAL, "config.json: conv_bias = true", setup_ck_lm,
+       ck_json(c, "config.json", "conv_bias", "true"); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_rope_type, "rope_parameters.rope_type yarn", FK_EINVAL, "rope_parameters.rope_type = 'yarn'",
+       setup_ck_lm, ck_json(c, "config.json", "rope_parameters/rope_type", "\"yarn\""); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_layer_type, "layer_types[1] mamba", FK_EINVAL, "config.json: layer_types[1] = 'mamba'", setup_ck_lm,
+       ck_json(c, "config.json", "layer_types", "[\"conv\", \"mamba\", \"full_attention\", \"conv\", \"full_attention\", \"conv\"]");
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_layers_beyond, "num_hidden_layers 65 (limit FK_MAX_LAYERS)", FK_EINVAL,
+       "num_hidden_layers = 65: must be in 1..64", setup_ck_lm, ck_json(c, "config.json", "num_hidden_layers", "65");
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_ffn_beyond, "intermediate_size 70000 (limit 65536)", FK_EINVAL,
+       "intermediate_size = 70000 gives a feed-forward width of 70000", setup_ck_lm,
+       ck_json(c, "config.json", "intermediate_size", "70000"); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_detok_window_zero, "the detokenizer's sliding_window 0", FK_EINVAL, "config.json: sliding_window = 0",
+       setup_ck_detok, ck_json(c, "config.json", "sliding_window", "0"); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_audio_unknown_key, "LFM2.5-Audio's config.json with a key LFM2AudioConfig has not", FK_EINVAL,
+       "config.json: key 'vision'|LFM2AudioConfig", setup_ck_audio, ck_json(c, "config.json", "vision", "{}");
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_audio_depth_dim, "depthformer.dim 48 (32 heads)", FK_EINVAL, "config.json: depthformer.dim = 48", setup_ck_audio,
+       ck_json(c, "config.json", "depthformer/dim", "48"); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_audio_detok_no_weights, "audio_detokenizer/ without model.safetensors", FK_ENOTFOUND,
+       "audio_detokenizer/model.safetensors: no such file", setup_ck_audio,
+       char p[256]; ck_path(c, "audio_detokenizer/model.safetensors", p, sizeof p); unlink(p);
+       return ck_open(c, e, FK_MODEL_AUTO);)
+
+/* model.safetensors: the header and the data offsets */
+#define T8 "{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":"
+CK_ROW(ckpt_st_shorter_than_length, "a file of 5 bytes", FK_EINVAL, "model.safetensors: 5 bytes: shorter than the 8-byte header length",
+       setup_ck_lm, char p[256]; ck_path(c, "model.safetensors", p, sizeof p); ck_text(c, "model.safetensors", "abcde");
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_header_past_file, "a header length of 1000 in a 72-byte file", FK_EINVAL,
+       "model.safetensors: header length 1000 runs past the end of the file (72 bytes)", setup_ck_lm,
+       ck_raw(c, 1000, "{\"a\":" T8 "[0,8]}}", 72 - 8 - strlen("{\"a\":" T8 "[0,8]}}")); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_header_not_json, "a header that is not JSON", FK_EINVAL, "model.safetensors: header: not JSON", setup_ck_lm,
+       CK_HEADER("{\"a\": {\"dtype\": BF16}}", 0); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_header_duplicate_key, "a header naming tensor a twice", FK_EINVAL,
+       "model.safetensors: header|duplicate object key", setup_ck_lm,
+       CK_HEADER("{\"a\":" T8 "[0,8]},\"a\":" T8 "[8,16]}}", 16); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_header_not_object, "a header that is a JSON array", FK_EINVAL, "model.safetensors: the header is not a JSON object",
+       setup_ck_lm, CK_HEADER("[1, 2]", 0); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_dtype_unknown, "dtype Q4", FK_EINVAL, "model.safetensors: tensor 'a': dtype 'Q4' is not a safetensors dtype",
+       setup_ck_lm, CK_HEADER("{\"a\":{\"dtype\":\"Q4\",\"shape\":[4],\"data_offsets\":[0,8]}}", 8);
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_tensor_key_unknown, "a tensor entry with a key beside dtype, shape, data_offsets", FK_EINVAL,
+       "model.safetensors: tensor 'a': key 'strides'", setup_ck_lm,
+       CK_HEADER("{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"strides\":[1],\"data_offsets\":[0,8]}}", 8);
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_metadata_not_string, "__metadata__ {\"format\": 1}", FK_EINVAL,
+       "model.safetensors: __metadata__['format'] is not a string", setup_ck_lm,
+       CK_HEADER("{\"__metadata__\":{\"format\":1},\"a\":" T8 "[0,8]}}", 8); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_offsets_overlap, "tensors a [0, 8) and b [4, 12)", FK_EINVAL,
+       "model.safetensors: tensor 'b': data_offsets [4, 12) overlap tensor 'a' [0, 8)", setup_ck_lm,
+       CK_HEADER("{\"a\":" T8 "[0,8]},\"b\":" T8 "[4,12]}}", 12); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_offsets_gap, "tensors a [0, 8) and b [10, 18)", FK_EINVAL,
+       "model.safetensors: tensor 'b': data_offsets [10, 18) leave bytes [8, 10)", setup_ck_lm,
+       CK_HEADER("{\"a\":" T8 "[0,8]},\"b\":" T8 "[10,18]}}", 18); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_offsets_not_covering, "an F32 [4] tensor given 8 bytes", FK_EINVAL,
+       "model.safetensors: tensor 'a': data_offsets [0, 8) hold 8 bytes, dtype F32 x shape [4] needs 16", setup_ck_lm,
+       CK_HEADER("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,8]}}", 8); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_offsets_reversed, "data_offsets [8, 0]", FK_EINVAL, "model.safetensors: tensor 'a': data_offsets [8, 0): begin after end",
+       setup_ck_lm, CK_HEADER("{\"a\":" T8 "[8,0]}}", 8); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_offsets_out_of_range, "data_offsets [0, 8) in a data area of 6 bytes", FK_EINVAL,
+       "model.safetensors: tensor 'a': data_offsets [0, 8) run past the data area (6 bytes): the file is truncated", setup_ck_lm,
+       CK_HEADER("{\"a\":" T8 "[0,8]}}", 6); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_shape_overflows, "shape [2^62, 16]", FK_EINVAL, "model.safetensors: tensor 'a': shape[1] = 16: the size in bytes overflows",
+       setup_ck_lm, CK_HEADER("{\"a\":{\"dtype\":\"BF16\",\"shape\":[4611686018427387904,16],\"data_offsets\":[0,8]}}", 8);
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_truncated, "a whole checkpoint missing its last byte", FK_EINVAL,
+       "model.safetensors: tensor 'lm_head.weight': data_offsets [10499072, 11023360) run past the data area (11023359 bytes)", setup_ck_lm,
+       char p[256]; ck_path(c, "model.safetensors", p, sizeof p); struct stat st; cr_assert_eq(stat(p, &st), 0);
+       static off_t size; if (!size) size = st.st_size - 1; cr_assert_eq(truncate(p, size), 0);
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_st_trailing_bytes, "3 bytes after the last tensor", FK_EINVAL,
+       "model.safetensors: 3 bytes after the last tensor's data", setup_ck_lm,
+       CK_HEADER("{\"a\":" T8 "[0,8]}}", 11); return ck_open(c, e, FK_MODEL_AUTO);)
+#undef T8
+
+/* the tensors against the name map */
+CK_ROW(ckpt_tensor_missing, "model.layers.2.self_attn.k_layernorm.weight absent", FK_ENOTFOUND,
+       "model.safetensors: no tensor 'model.layers.2.self_attn.k_layernorm.weight' (expected [64]: head_dim)", setup_ck,
+       ck_write_lm(c, &(fkw_opts){ .edit_file = ck_drop, .arg = "model.layers.2.self_attn.k_layernorm.weight" });
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_tensor_unexpected, "model.layers.0.conv.conv.bias present (conv_bias false)", FK_EINVAL,
+       "model.safetensors: tensor 'model.layers.0.conv.conv.bias' is not a tensor of Lfm2ForCausalLM", setup_ck,
+       ck_write_lm(c, &(fkw_opts){ .edit_file = ck_add_bias, .arg = "model.layers.0.conv.conv.bias" });
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_tensor_dtype, "model.layers.0.ffn_norm.weight stored F64", FK_EINVAL,
+       "model.safetensors: tensor 'model.layers.0.ffn_norm.weight': dtype F64, expected BF16, F16 or F32", setup_ck,
+       ck_write_lm(c, &(fkw_opts){ .edit_file = ck_as_f64, .arg = "model.layers.0.ffn_norm.weight" });
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_tensor_shape, "model.layers.1.feed_forward.w1.weight one row short", FK_EINVAL,
+       "tensor 'model.layers.1.feed_forward.w1.weight': shape [767, 256], expected [768, 256] (the feed-forward width, hidden_size)",
+       setup_ck, ck_write_lm(c, &(fkw_opts){ .edit_file = ck_short_row, .arg = "model.layers.1.feed_forward.w1.weight" });
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_tied_head_differs, "tied, lm_head.weight stored and not equal to embed_tokens", FK_EINVAL,
+       "tensor 'lm_head.weight' differs from 'model.embed_tokens.weight' (bytes differ) but tie_word_embeddings", setup_ck,
+       ck_write_lm(c, &(fkw_opts){ .tied = 1, .store_head = 1, .edit_file = ck_poke, .arg = "lm_head.weight" });
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_detok_window_not_hann, "the detokenizer's istft.window all ones", FK_EINVAL,
+       "model.safetensors: tensor 'istft.window': element 0 = 1|periodic Hann window", setup_ck_detok,
+       cr_assert_eq(fkw_detok_dir(c->ckdir, &c->ck_det, &(fkw_opts){ .edit_file = ck_flat_window, .arg = "istft.window" }), 0);
+       return ck_open(c, e, FK_MODEL_AUTO);)
+
+/* a sharded checkpoint's index */
+CK_ROW(ckpt_index_missing_shard, "shard 2 of 3 deleted", FK_EINVAL,
+       "model.safetensors.index.json: weight_map names shard model-00002-of-00003.safetensors|no such file", setup_ck_lm3,
+       char p[256]; ck_path(c, "model-00002-of-00003.safetensors", p, sizeof p); unlink(p); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_index_wrong_shard, "the index puts model.embed_tokens.weight in shard 2; shard 1 holds it", FK_EINVAL,
+       "model-00001-of-00003.safetensors: tensor 'model.embed_tokens.weight': model.safetensors.index.json puts it in "
+       "model-00002-of-00003.safetensors", setup_ck_lm3,
+       ck_json(c, "model.safetensors.index.json", "weight_map/model.embed_tokens.weight", "\"model-00002-of-00003.safetensors\"");
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_index_unlisted_tensor, "a shard's tensor missing from weight_map", FK_EINVAL,
+       "tensor 'model.embed_tokens.weight' is not in model.safetensors.index.json's weight_map", setup_ck_lm3,
+       ck_json(c, "model.safetensors.index.json", "weight_map/model.embed_tokens.weight", NULL);
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_index_tensor_absent, "weight_map naming a tensor its shard lacks", FK_EINVAL,
+       "weight_map['model.extra.weight'] = model-00001-of-00003.safetensors: the shard has no such tensor", setup_ck_lm3,
+       ck_json(c, "model.safetensors.index.json", "weight_map/model.extra.weight", "\"model-00001-of-00003.safetensors\"");
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_index_shard_path, "weight_map naming ../model-00001-of-00003.safetensors", FK_EINVAL,
+       "weight_map['model.embed_tokens.weight'] = '../model-00001-of-00003.safetensors': not a .safetensors file beside the index",
+       setup_ck_lm3,
+       ck_json(c, "model.safetensors.index.json", "weight_map/model.embed_tokens.weight", "\"../model-00001-of-00003.safetensors\"");
+       return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_index_no_weight_map, "an index without weight_map", FK_EINVAL, "model.safetensors.index.json: no weight_map",
+       setup_ck_lm3, ck_json(c, "model.safetensors.index.json", "weight_map", NULL); return ck_open(c, e, FK_MODEL_AUTO);)
+
+/* an open model's other entry points */
+ROW(ckpt_describe_null, "fk_model_describe", "m NULL; desc NULL", FK_EINVAL, "fk_model_describe: desc is NULL", setup_ck_model,
+    cr_assert_eq(fk_model_describe(NULL, &c->ckd, e), FK_EINVAL);
+    return fk_model_describe(c->ckm, NULL, e);)
+ROW(ckpt_describe_programs, "fk_model_describe", "desc.programs FK_PROGRAMS_DETOK for an LM checkpoint", FK_EINVAL,
+    "fk_model_describe: desc.programs = 0x8: this Lfm2ForCausalLM checkpoint describes 0x4", setup_ck_model_detok,
+    return fk_model_describe(c->ckm, &c->ckd, e);)
+ROW(ckpt_describe_block, "fk_model_describe", "desc.programs FK_PROGRAMS_BLOCK", FK_EINVAL,
+    "fk_model_describe: desc.programs = 0x1", setup_ck_model_block, return fk_model_describe(c->ckm, &c->ckd, e);)
+ROW(ckpt_query_null, "fk_model_query", "m NULL; info NULL", FK_EINVAL, "fk_model_query: info is NULL", setup_ck_model,
+    cr_assert_eq(fk_model_query(NULL, &c->cki, e), FK_EINVAL);
+    return fk_model_query(c->ckm, NULL, e);)
+ROW(ckpt_tensor_null, "fk_model_tensor", "m NULL; name NULL; view NULL", FK_EINVAL, "fk_model_tensor: view is NULL",
+    setup_ck_model, cr_assert_eq(fk_model_tensor(NULL, "model.embed_tokens.weight", &c->ckv, e), FK_EINVAL);
+    cr_assert_eq(fk_model_tensor(c->ckm, NULL, &c->ckv, e), FK_EINVAL);
+    return fk_model_tensor(c->ckm, "model.embed_tokens.weight", NULL, e);)
+ROW(ckpt_tensor_unknown, "fk_model_tensor", "a name the checkpoint has not", FK_ENOTFOUND,
+    "fk_model_tensor: no tensor 'model.layers.9.ffn_norm.weight' in this Lfm2ForCausalLM checkpoint", setup_ck_model,
+    return fk_model_tensor(c->ckm, "model.layers.9.ffn_norm.weight", &c->ckv, e);)
+ROW(ckpt_tensor_ignored, "fk_model_tensor", "lm_head.weight, a tied copy ignored by name", FK_ENOTFOUND,
+    "fk_model_tensor: tensor 'lm_head.weight' is ignored by name (tied to model.embed_tokens.weight", setup_ck_model,
+    return fk_model_tensor(c->ckm, "lm_head.weight", &c->ckv, e);)
+
+#endif /* FKT_CKPT */
 
 /* ---- the table is the document ----------------------------------------------------------------- */
 

@@ -44,15 +44,22 @@ set(FK_FUZZ_SAN -fsanitize=address,undefined -fno-sanitize-recover=undefined -g 
 set(FK_FUZZ_INCLUDES -I${CMAKE_SOURCE_DIR}/runtime/include -I${CMAKE_SOURCE_DIR}/runtime -I${CMAKE_SOURCE_DIR}/generated
   -I${CMAKE_SOURCE_DIR}/tests)
 file(GLOB fk_fuzz_headers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/runtime/*.h ${CMAKE_SOURCE_DIR}/runtime/include/*.h
+  ${CMAKE_SOURCE_DIR}/runtime/ckpt/*.h
   ${CMAKE_SOURCE_DIR}/generated/*.h ${CMAKE_SOURCE_DIR}/tests/fixture/fkfix.h ${FK_FUZZ_SRC}/*.h)
 
 # the stamps of this ISA, assembled as the library assembles them (source properties carry the flags)
 add_library(fk_fuzz_stamps OBJECT ${FK_STAMP_SOURCES})
 target_include_directories(fk_fuzz_stamps PRIVATE ${CMAKE_SOURCE_DIR}/generated)
 
-# the runtime (fk_objects' list, FK_RUNTIME_SOURCES) and the fixture reader, instrumented: one object each
-set(fk_fuzz_c_sources ${FK_RUNTIME_SOURCES} tests/fixture/fkfix.c)
+# the runtime (fk_objects' list, FK_RUNTIME_SOURCES), the fixture reader and, with FK_BUILD_CHECKPOINTS,
+# the checkpoint loader (FK_CKPT_SOURCES), instrumented: one object each
+set(fk_fuzz_c_sources ${FK_RUNTIME_SOURCES} tests/fixture/fkfix.c ${FK_CKPT_SOURCES})
+set(fk_fuzz_jansson) # jansson.h's directory, unless the compiler searches it anyway
+if(FK_BUILD_CHECKPOINTS AND NOT FK_JANSSON_INCLUDE IN_LIST CMAKE_C_IMPLICIT_INCLUDE_DIRECTORIES)
+  set(fk_fuzz_jansson -I${FK_JANSSON_INCLUDE})
+endif()
 set(fk_fuzz_runtime_objs)
+set(fk_fuzz_ckpt_objs)
 set(fk_fuzz_fkfix_obj)
 foreach(src IN LISTS fk_fuzz_c_sources)
   get_filename_component(base ${src} NAME_WE)
@@ -64,6 +71,10 @@ foreach(src IN LISTS fk_fuzz_c_sources)
   if(src STREQUAL "tests/fixture/fkfix.c")
     set(extra ${FK_WARNINGS} -D_POSIX_C_SOURCE=200809L)
     set(fk_fuzz_fkfix_obj ${obj})
+  elseif(src MATCHES "^runtime/ckpt/")
+    set(extra ${fk_fuzz_jansson})
+    set(obj ${FK_FUZZ_DIR}/obj/ckpt_${base}.o)
+    list(APPEND fk_fuzz_ckpt_objs ${obj})
   else()
     list(APPEND fk_fuzz_runtime_objs ${obj})
   endif()
@@ -77,18 +88,24 @@ foreach(src IN LISTS fk_fuzz_c_sources)
 endforeach()
 
 set(FK_FUZZ_TARGETS manifest fixture plan_desc)
+if(FK_BUILD_CHECKPOINTS)
+  list(APPEND FK_FUZZ_TARGETS ckpt)   # the loader's readers: safetensors headers, the index, config.json
+endif()
 set(fk_fuzz_bins)
 foreach(t IN LISTS FK_FUZZ_TARGETS)
   set(bin ${FK_FUZZ_DIR}/fuzz_${t})
   if(t STREQUAL "plan_desc")
     set(objs ${fk_fuzz_runtime_objs} $<TARGET_OBJECTS:fk_fuzz_stamps>)
     set(libs -lpthread -lm)
+  elseif(t STREQUAL "ckpt")
+    set(objs ${fk_fuzz_ckpt_objs} ${fk_fuzz_runtime_objs} $<TARGET_OBJECTS:fk_fuzz_stamps>)
+    set(libs ${FK_JANSSON_LIB} -lpthread -lm)
   else()
     set(objs ${fk_fuzz_fkfix_obj})
     set(libs ${FK_ZSTD} ${FK_XXHASH})
   endif()
   add_custom_command(OUTPUT ${bin}
-    COMMAND ${FK_CLANG} -std=c11 ${FK_FUZZ_SAN} -fsanitize=fuzzer ${FK_WARNINGS} ${FK_FUZZ_INCLUDES}
+    COMMAND ${FK_CLANG} -std=c11 ${FK_FUZZ_SAN} -fsanitize=fuzzer ${FK_WARNINGS} ${FK_FUZZ_INCLUDES} ${fk_fuzz_jansson}
       ${FK_FUZZ_SRC}/fuzz_${t}.c ${objs} ${libs} -o ${bin}
     DEPENDS ${FK_FUZZ_SRC}/fuzz_${t}.c ${objs} ${fk_fuzz_headers}
     COMMENT "fuzz: linking fuzz_${t}" VERBATIM COMMAND_EXPAND_LISTS)

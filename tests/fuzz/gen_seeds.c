@@ -1,5 +1,5 @@
 /* gen_seeds.c: writes the seed corpora of the fuzz targets (tests/fuzz/README.md):
- *   gen_seeds <repo root> <out dir>   ->  <out dir>/manifest/, fixture/, plan_desc/
+ *   gen_seeds <repo root> <out dir>   ->  <out dir>/manifest/, fixture/, plan_desc/, ckpt/
  * Deterministic: the same sources give the same bytes. The committed corpora under
  * tests/fuzz/corpus/ were written by `cmake --build build --target fuzz-seeds`; never by a
  * fuzzing run. Real fixtures are the smallest of fixtures/ (a few KB each); the hand-made cases
@@ -372,6 +372,110 @@ static void plan_seeds(void) {
   plan_seed("unsupported_fast_no_bf16", (pd){ 1, 1, 1, 0x20 | 0x01, 0, 0x1f, 8, 1, 0, 0, 0, 0, 0, 0, 0 });
 }
 
+/* ---- the checkpoint loader (fuzz_ckpt.c): a selector byte, then a safetensors file, an index or a
+ * config.json ---- */
+
+enum { CK_ST = 0, CK_INDEX = 1, CK_CONFIG = 2 };
+
+static void ckpt_seed(const char *name, int sel, const void *body, size_t n) {
+  buf b = { 0 };
+  put_u8(&b, (unsigned)sel);
+  put(&b, body, n);
+  write_seed("ckpt", name, &b);
+  free(b.p);
+}
+
+/* a safetensors file: header text padded with spaces to 8 bytes (unless raw), data of n bytes */
+static void st_seed(const char *name, const char *header, size_t n, int pad) {
+  buf b = { 0 };
+  size_t hl = strlen(header), padded = pad ? (hl + 7) / 8 * 8 : hl;
+  put_le(&b, padded, 8);
+  put(&b, header, hl);
+  for (size_t i = hl; i < padded; i++) put_u8(&b, ' ');
+  for (size_t i = 0; i < n; i++) put_u8(&b, (unsigned)(i * 37 + 11) & 0xffu);
+  ckpt_seed(name, CK_ST, b.p, b.n);
+  free(b.p);
+}
+
+#define CK_T(dt, shape, b, e) "{\"dtype\":\"" dt "\",\"shape\":" shape ",\"data_offsets\":[" #b "," #e "]}"
+
+static const char *const lm_released =
+  "{\"architectures\": [\"Lfm2ForCausalLM\"], \"model_type\": \"lfm2\", \"vocab_size\": 65536,\n"
+  " \"hidden_size\": 1024, \"block_ff_dim\": 6656, \"block_auto_adjust_ff_dim\": true,\n"
+  " \"block_ffn_dim_multiplier\": 1.0, \"block_multiple_of\": 256, \"num_hidden_layers\": 16,\n"
+  " \"num_attention_heads\": 16, \"num_key_value_heads\": 8, \"max_position_embeddings\": 128000,\n"
+  " \"norm_eps\": 1e-05, \"rope_theta\": 1000000.0, \"conv_L_cache\": 3, \"conv_bias\": false,\n"
+  " \"tie_embedding\": true, \"full_attn_idxs\": [2, 5, 8, 10, 12, 14], \"torch_dtype\": \"bfloat16\"}\n";
+
+static const char *const lm_transformers5 =
+  "{\"architectures\": [\"Lfm2ForCausalLM\"], \"model_type\": \"lfm2\", \"vocab_size\": 1024,\n"
+  " \"hidden_size\": 256, \"intermediate_size\": 768, \"block_auto_adjust_ff_dim\": false,\n"
+  " \"num_hidden_layers\": 6, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,\n"
+  " \"rope_parameters\": {\"rope_theta\": 1000000.0, \"rope_type\": \"default\"},\n"
+  " \"tie_word_embeddings\": false, \"full_attn_idxs\": null,\n"
+  " \"layer_types\": [\"conv\", \"conv\", \"full_attention\", \"conv\", \"full_attention\", \"conv\"]}\n";
+
+static const char *const detok =
+  "{\"model_type\": \"lfm2\", \"vocab_size\": 65536, \"hidden_size\": 512, \"intermediate_size\": 2304,\n"
+  " \"num_hidden_layers\": 8, \"num_attention_heads\": 8, \"num_key_value_heads\": 8, \"sliding_window\": 30,\n"
+  " \"layer_types\": [\"conv\", \"conv\", \"sliding_attention\", \"conv\", \"sliding_attention\", \"conv\",\n"
+  " \"sliding_attention\", \"conv\"]}\n";
+
+static void ckpt_seeds(void) {
+  /* safetensors: valid (three dtypes, metadata, a zero-size and a 0-dim tensor; no tensor) */
+  st_seed("st_valid", "{\"__metadata__\":{\"format\":\"pt\"},\"a\":" CK_T("BF16", "[2,3]", 0, 12) ",\"b\":"
+          CK_T("F32", "[2]", 12, 20) ",\"c\":" CK_T("F16", "[1,1,2]", 20, 24) ",\"d\":" CK_T("F32", "[0,4]", 24, 24)
+          ",\"e\":" CK_T("I64", "[]", 24, 32) "}", 32, 1);
+  st_seed("st_empty", "{}", 0, 1);
+  st_seed("st_metadata_only", "{\"__metadata__\":{\"format\":\"pt\",\"k\":\"v\"}}", 0, 1);
+  st_seed("st_unpadded", "{\"a\":" CK_T("BF16", "[4]", 0, 8) "}", 8, 0);
+  /* refusals: one rule each */
+  st_seed("st_overlap", "{\"a\":" CK_T("BF16", "[4]", 0, 8) ",\"b\":" CK_T("BF16", "[4]", 4, 12) "}", 12, 1);
+  st_seed("st_gap", "{\"a\":" CK_T("BF16", "[4]", 0, 8) ",\"b\":" CK_T("BF16", "[4]", 10, 18) "}", 18, 1);
+  st_seed("st_not_covering", "{\"a\":" CK_T("F32", "[4]", 0, 8) "}", 8, 1);
+  st_seed("st_out_of_range", "{\"a\":" CK_T("BF16", "[4]", 0, 8) "}", 6, 1);
+  st_seed("st_trailing", "{\"a\":" CK_T("BF16", "[4]", 0, 8) "}", 11, 1);
+  st_seed("st_reversed", "{\"a\":" CK_T("BF16", "[4]", 8, 0) "}", 8, 1);
+  st_seed("st_dtype_unknown", "{\"a\":" CK_T("Q4", "[4]", 0, 8) "}", 8, 1);
+  st_seed("st_duplicate", "{\"a\":" CK_T("BF16", "[4]", 0, 8) ",\"a\":" CK_T("BF16", "[4]", 8, 16) "}", 16, 1);
+  st_seed("st_shape_overflow", "{\"a\":" CK_T("BF16", "[4611686018427387904,16]", 0, 8) "}", 8, 1);
+  st_seed("st_key_unknown", "{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"strides\":[1],\"data_offsets\":[0,8]}}", 8, 1);
+  st_seed("st_metadata_number", "{\"__metadata__\":{\"format\":1}}", 0, 1);
+  {
+    buf b = { 0 }; /* a header length past the end of the file */
+    put_le(&b, 1000, 8);
+    putf(&b, "{\"a\":" CK_T("BF16", "[4]", 0, 8) "}");
+    ckpt_seed("st_length_past_file", CK_ST, b.p, b.n);
+    free(b.p);
+  }
+  ckpt_seed("st_short", CK_ST, "abcde", 5);
+  /* the index */
+  static const char ix[] =
+    "{\"metadata\": {\"total_size\": 24}, \"weight_map\": {\"lm_head.weight\": \"model-00002-of-00002.safetensors\",\n"
+    " \"model.embed_tokens.weight\": \"model-00001-of-00002.safetensors\",\n"
+    " \"model.embedding_norm.weight\": \"model-00001-of-00002.safetensors\"}}\n";
+  ckpt_seed("index_valid", CK_INDEX, ix, strlen(ix));
+  static const char ix_path[] = "{\"weight_map\": {\"a\": \"../model.safetensors\"}}";
+  ckpt_seed("index_shard_path", CK_INDEX, ix_path, strlen(ix_path));
+  static const char ix_key[] = "{\"weight_map\": {\"a\": \"m.safetensors\"}, \"extra\": 1}";
+  ckpt_seed("index_unknown_key", CK_INDEX, ix_key, strlen(ix_key));
+  static const char ix_empty[] = "{\"weight_map\": {}}";
+  ckpt_seed("index_empty", CK_INDEX, ix_empty, strlen(ix_empty));
+  /* config.json: the released LFM2-350M style, transformers 5's, the detokenizer's, LFM2.5-Audio's */
+  ckpt_seed("config_lm_released", CK_CONFIG, lm_released, strlen(lm_released));
+  ckpt_seed("config_lm_transformers5", CK_CONFIG, lm_transformers5, strlen(lm_transformers5));
+  ckpt_seed("config_detok", CK_CONFIG, detok, strlen(detok));
+  buf a = { 0 };
+  putf(&a, "{\"architectures\": [\"LFM2AudioModel\"], \"codebooks\": 8, \"tie_audio_embeddings\": false,\n"
+           " \"semantic_codebook_factor\": 100, \"codebook_weight\": \"log\", \"interleaved_n_text\": 6,\n"
+           " \"interleaved_n_audio\": 12, \"preprocessor\": {}, \"encoder\": {},\n"
+           " \"depthformer\": {\"layers\": 6, \"dim\": 1024, \"tie\": true}, \"lfm\": %s}\n", lm_released);
+  ckpt_seed("config_audio", CK_CONFIG, a.p, a.n);
+  free(a.p);
+  static const char dup[] = "{\"architectures\": [\"Lfm2ForCausalLM\"], \"hidden_size\": 1, \"hidden_size\": 2}";
+  ckpt_seed("config_duplicate", CK_CONFIG, dup, strlen(dup));
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) DIE("usage: gen_seeds <repo root> <out dir>");
   g_root = argv[1];
@@ -383,5 +487,6 @@ int main(int argc, char **argv) {
   manifest_seeds();
   fixture_seeds();
   plan_seeds();
+  ckpt_seeds();
   return 0;
 }

@@ -6,7 +6,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${FK_FUZZ_BIN:-$here/../../build/fuzz}
-targets=${*:-manifest fixture plan_desc}
+targets=${*:-manifest fixture plan_desc ckpt}
 fail=0
 for t in $targets; do
   exe=$bin/fuzz_$t

@@ -13,7 +13,7 @@ bin=${FK_FUZZ_BIN:-$here/../../build/fuzz}
 out=${FK_FUZZ_OUT:-$bin/out}
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-manifest fixture plan_desc}
+targets=${*:-manifest fixture plan_desc ckpt}
 case $secs in ''|*[!0-9]*) echo "run.sh: seconds must be a whole number, got '$secs'" >&2; exit 2;; esac
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/fkfuzz.XXXXXX") || exit 2

@@ -16,7 +16,7 @@ add_test(NAME model_synth COMMAND test_model_synth --jobs 2)
 
 # the model programs end to end (tests/model/test_model.c): the traces at every boundary, team
 # sizes, turns, perturbations, and the scenario natively and under qemu-aarch64
-add_executable(fk_model_scenario tests/model/fk_model_scenario.c tests/model/model_desc.c)
+add_executable(fk_model_scenario tests/model/fk_model_scenario.c tests/model/model_desc.c tests/model/session.c)
 target_compile_options(fk_model_scenario PRIVATE ${FK_WARNINGS})
 target_include_directories(fk_model_scenario PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
 target_link_libraries(fk_model_scenario PRIVATE fk_model_trace flashkern)

@@ -1,0 +1,98 @@
+/* runtime/ckpt/convert.c: the tensors as the runtime reads them. A used tensor is served bf16
+ * (the weights) or f32 (what the runtime keeps f32: the detokenizer head's bias, desc.tail.bias,
+ * and the Depthformer's depth_linear.bias). bf16 served as bf16 stays where the file maps it (no
+ * copy) unless its address is odd; everything else is converted once, here, into one buffer the
+ * model owns: f32 -> bf16 by the contract's RNE (fk_bf16_from_f32), f16 -> f32 exactly and then
+ * the same RNE, bf16 -> f32 exactly, f32 -> f32 copied when misaligned. Elements are read with
+ * memcpy, so the file's alignment never matters. safetensors is little-endian, as the hosts are. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the checkpoint loader reads little-endian safetensors in place: a little-endian host only"
+#endif
+
+/* f16 -> f32, exact (every f16 is an f32: subnormals normalised, inf and NaN payloads kept) */
+static float f32_from_f16(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
+  if (e == 0x1f) {
+    u = sign | 0x7f800000u | mant << 13;
+  } else if (e) {
+    u = sign | (e + 112) << 23 | mant << 13;
+  } else if (!mant) {
+    u = sign;
+  } else {
+    e = 113;
+    while (!(mant & 0x400u)) {
+      mant <<= 1;
+      e--;
+    }
+    u = sign | e << 23 | (mant & 0x3ffu) << 13;
+  }
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+float fk_ckpt_f32_at(const ck_tensor *t, size_t i) {
+  uint16_t h;
+  float f;
+  switch (t->dtype) {
+  case CK_BF16: memcpy(&h, t->src + 2 * i, 2); return fk_f32_from_bf16(h);
+  case CK_F16: memcpy(&h, t->src + 2 * i, 2); return f32_from_f16(h);
+  case CK_F32: memcpy(&f, t->src + 4 * i, 4); return f;
+  default: return 0.0f; /* the maps serve float dtypes only */
+  }
+}
+
+static size_t elems(const ck_tensor *t) { return t->nbytes / fk_ckpt_dtype_bytes(t->dtype); }
+
+/* 1 when the tensor can be served from the mapping as it is */
+static int in_place(const ck_tensor *t) {
+  uintptr_t a = (uintptr_t)t->src;
+  return t->out == FK_DTYPE_BF16 ? t->dtype == CK_BF16 && a % 2 == 0 : t->dtype == CK_F32 && a % 4 == 0;
+}
+
+static size_t served_bytes(const ck_tensor *t) { return elems(t) * (t->out == FK_DTYPE_BF16 ? 2u : 4u); }
+
+fk_status fk_ckpt_convert(fk_model *m, fk_error *err) {
+  size_t total = 0;
+  for (int i = 0; i < m->nt; i++) {
+    const ck_tensor *t = &m->t[i];
+    if (t->role == CK_USED && !in_place(t)) total += (served_bytes(t) + 63) / 64 * 64;
+  }
+  if (total) {
+    m->owned = aligned_alloc(64, total);
+    FK_RETURN_ERROR_IF(!m->owned, err, FK_ENOMEM, "fk_model_open: %zu bytes for the converted tensors", total);
+  }
+  unsigned char *at = m->owned;
+  for (int i = 0; i < m->nt; i++) {
+    ck_tensor *t = &m->t[i];
+    if (t->role != CK_USED) continue;
+    if (in_place(t)) {
+      t->data = t->src;
+      continue;
+    }
+    const size_t n = elems(t);
+    if (t->out == FK_DTYPE_BF16) {
+      uint16_t *d = (uint16_t *)(void *)at;
+      if (t->dtype == CK_BF16) memcpy(d, t->src, t->nbytes);
+      else
+        for (size_t k = 0; k < n; k++) d[k] = fk_bf16_from_f32(fk_ckpt_f32_at(t, k));
+    } else {
+      float *d = (float *)(void *)at;
+      for (size_t k = 0; k < n; k++) d[k] = fk_ckpt_f32_at(t, k);
+    }
+    t->data = at;
+    m->owned_bytes += served_bytes(t);
+    at += (served_bytes(t) + 63) / 64 * 64;
+  }
+  for (int i = 0; i < m->nbind; i++) {
+    const ck_bind *b = &m->bind[i];
+    if (b->bf16) *b->bf16 = b->t->data;
+    if (b->f32) *b->f32 = b->t->data;
+  }
+  return FK_OK;
+}
