@@ -241,67 +241,10 @@ static fkm_tally detok_against_trace(int threads, const int *chunks, fkm_perturb
   load_trace(&tr, "detok/detok_t12.manifest");
   char err[256];
   cr_assert_eq(fkm_trace_check_weights(&tr, &M.detok, err, sizeof err), 0, "%s", err);
-  const fkfix_tensor *codes = fkfix_tensor_get(&tr.fx, "codes"); /* (8, 12) */
-  const fk_stack_rt *st = &fk_detok_of(p)->stack;
-  int64_t kd = st->kv * 64, h = st->h;
-  static uint16_t kk[LMAX][DT_ROWS * 8 * 64], vv[LMAX][DT_ROWS * 8 * 64], bx[LMAX][4 * DT_FRAMES * HMAX];
   static float pcm[DT_FRAMES * 1920 + 480];
-  int64_t n = 0, nbx = 0;
   fkm_tally t = { 0 };
-  int f = 0;
-  for (int k = 0; f < DT_FRAMES; k++) {
-    int fr = chunks[k];
-    int32_t cc[4 * 8];
-    for (int j = 0; j < fr; j++)
-      for (int cb = 0; cb < 8; cb++) cc[j * 8 + cb] = (int32_t)((const int64_t *)codes->data)[cb * DT_FRAMES + f + j];
-    c->row0 = 6 * f;
-    c->cur = k;
-    int64_t pos0 = st->pos;
-    fk_io io = { .rows = fr, .codes = cc, .pcm = pcm + n, .pcm_cap = (int64_t)(sizeof pcm / 4) - n };
-    run(p, FK_PROG_DETOK, &io);
-    n += io.pcm_count;
-    /* the call's new K and V rows, from their ring slots; the conv states */
-    for (int i = 0; i < st->layers; i++) {
-      const fk_layer_rt *l = &st->layer[i];
-      if (l->kind == FK_LAYER_ATTN) {
-        for (int64_t r = 0; r < 6 * fr; r++) {
-          int64_t slot = (pos0 + r) % st->ring;
-          memcpy(kk[i] + (pos0 + r) * kd, l->kc + slot * kd, (size_t)kd * 2);
-          memcpy(vv[i] + (pos0 + r) * kd, l->vc + slot * kd, (size_t)kd * 2);
-        }
-      } else {
-        memcpy(bx[i] + nbx * h, l->carry, (size_t)(2 * h) * 2);
-      }
-    }
-    /* the carry after the call holds Bx of rows pos - 2, pos - 1 */
-    for (int i = 0; i < st->layers; i++)
-      if (st->layer[i].kind == FK_LAYER_CONV) {
-        char b[16];
-        snprintf(b, sizeof b, "bx%d", i);
-        fkm_cmp_rows(&t, &tr, b, FKFIX_BF16, bx[i] + nbx * h, st->pos - 2, 2, h);
-      }
-    nbx += 2;
-    f += fr;
-  }
-  fk_io io = { .pcm = pcm + n, .pcm_cap = 480 };
-  run(p, FK_PROG_DETOK_FLUSH, &io);
-  n += io.pcm_count;
-  cr_assert_eq(n, DT_FRAMES * 1920, "PCM samples %lld", (long long)n);
-  fkm_cmp_full(&t, &tr, "emb", FKFIX_BF16, c->emb, rep);
-  for (int i = 0; i < st->layers; i++) {
-    char b[16];
-    snprintf(b, sizeof b, "h%d", i);
-    fkm_cmp_full(&t, &tr, b, FKFIX_BF16, c->hid[i], rep);
-    if (st->layer[i].kind == FK_LAYER_ATTN) {
-      snprintf(b, sizeof b, "k%d", i);
-      fkm_cmp_full(&t, &tr, b, FKFIX_BF16, kk[i], rep);
-      snprintf(b, sizeof b, "v%d", i);
-      fkm_cmp_full(&t, &tr, b, FKFIX_BF16, vv[i], rep);
-    }
-  }
-  fkm_cmp_full(&t, &tr, "norm", FKFIX_F32, c->norm, rep);
-  fkm_cmp_full(&t, &tr, "lin", FKFIX_F32, c->lin, rep);
-  fkm_cmp_full(&t, &tr, "pcm", FKFIX_F32, pcm, rep);
+  int64_t n = fkm_detok_trace(p, &tr, "", chunks, c, &t, pcm, DT_FRAMES * 1920 + 480, rep, err, sizeof err);
+  cr_assert_eq(n, DT_FRAMES * 1920, "PCM samples %lld: %s", (long long)n, n < 0 ? err : "");
   fkm_trace_free(&tr);
   fk_plan_destroy(p);
   free(c);

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* the runtime's planes, for the capture: the tests' window into a plan (fk_model_trace has no include
@@ -289,4 +290,99 @@ void fkm_observe(void *ctx, const fk_plan *p, const fk_step *st) {
   if (!strcmp(st->name, "head"))
     for (int64_t r = 0; r < rows; r++)
       memcpy(c->lin + (c->row0 + r) * FK_ISTFT_SPEC, dt->sp.spec + r * FK_SPEC_LD, FK_ISTFT_SPEC * 4);
+}
+
+/* ---- the detokenizer's trace ------------------------------------------------------------------- */
+
+int64_t fkm_detok_trace(fk_plan *p, const fkm_trace *tr, const char *prefix, const int *chunks, fkm_capture *c,
+                        fkm_tally *t, float *pcm, int64_t pcm_cap, FILE *report, char *err, size_t errlen) {
+  char b[64];
+  snprintf(b, sizeof b, "%scodes", prefix);
+  const fkfix_tensor *codes = fkfix_tensor_get(&tr->fx, b);
+  const fk_detok_rt *dr = fk_detok_of(p);
+  if (!codes || codes->dtype != FKFIX_I64 || codes->ndim != 2 || codes->shape[0] != 8 || !dr)
+    return fkm_fail(err, errlen, "%s: no %s (8 x frames, i64), or the plan runs no detokenizer", tr->fx.path, b);
+  const fk_stack_rt *st = &dr->stack;
+  int64_t frames = codes->shape[1], rows = 6 * frames, kd = st->kv * 64, h = st->h, n = 0, nbx = 0;
+  if (rows > FKM_CAP_ROWS || h > FKM_CAP_H || st->layers > FKM_CAP_LAYERS)
+    return fkm_fail(err, errlen, "%s: %lld rows of %lld, %lld layers: beyond the capture", tr->fx.path, (long long)rows,
+                    (long long)h, (long long)st->layers);
+  uint16_t *kk = calloc((size_t)(st->layers * rows * kd), 2), *vv = calloc((size_t)(st->layers * rows * kd), 2);
+  uint16_t *bx = calloc((size_t)(st->layers * 2 * frames * h), 2);
+  int64_t ret = -1;
+  if (!kk || !vv || !bx) {
+    fkm_fail(err, errlen, "out of memory");
+    goto done;
+  }
+  fk_error e;
+  for (int k = 0, f = 0; f < frames; k++) {
+    int fr = chunks ? chunks[k] : 1;
+    int32_t cc[16 * 8];
+    if (fr < 1 || fr > 16 || f + fr > frames) {
+      fkm_fail(err, errlen, "call %d: a chunk of %d frames at frame %d of %lld", k, fr, f, (long long)frames);
+      goto done;
+    }
+    for (int j = 0; j < fr; j++)
+      for (int cb = 0; cb < 8; cb++) cc[j * 8 + cb] = (int32_t)((const int64_t *)codes->data)[cb * frames + f + j];
+    c->row0 = 6 * f;
+    c->cur = k;
+    int64_t pos0 = st->pos;
+    fk_io io = { .rows = fr, .codes = cc, .pcm = pcm + n, .pcm_cap = pcm_cap - n };
+    if (fk_run(p, FK_PROG_DETOK, &io, &e) != FK_OK) {
+      fkm_fail(err, errlen, "call %d: fk_run: %s", k, e.message);
+      goto done;
+    }
+    n += io.pcm_count;
+    /* the call's new K and V rows, from their ring slots; the conv states */
+    for (int i = 0; i < st->layers; i++) {
+      const fk_layer_rt *l = &st->layer[i];
+      if (l->kind == FK_LAYER_ATTN) {
+        for (int64_t r = 0; r < 6 * fr; r++) {
+          int64_t slot = (pos0 + r) % st->ring;
+          memcpy(kk + (i * rows + pos0 + r) * kd, l->kc + slot * kd, (size_t)kd * 2);
+          memcpy(vv + (i * rows + pos0 + r) * kd, l->vc + slot * kd, (size_t)kd * 2);
+        }
+      } else {
+        memcpy(bx + (i * 2 * frames + nbx) * h, l->carry, (size_t)(2 * h) * 2);
+      }
+    }
+    /* the carry after the call holds Bx of rows pos - 2, pos - 1 */
+    for (int i = 0; i < st->layers; i++)
+      if (st->layer[i].kind == FK_LAYER_CONV) {
+        snprintf(b, sizeof b, "%sbx%d", prefix, i);
+        fkm_cmp_rows(t, tr, b, FKFIX_BF16, bx + (i * 2 * frames + nbx) * h, st->pos - 2, 2, h);
+      }
+    nbx += 2;
+    f += fr;
+  }
+  fk_io io = { .pcm = pcm + n, .pcm_cap = pcm_cap - n };
+  if (fk_run(p, FK_PROG_DETOK_FLUSH, &io, &e) != FK_OK) {
+    fkm_fail(err, errlen, "flush: fk_run: %s", e.message);
+    goto done;
+  }
+  n += io.pcm_count;
+  snprintf(b, sizeof b, "%semb", prefix);
+  fkm_cmp_full(t, tr, b, FKFIX_BF16, c->emb, report);
+  for (int i = 0; i < st->layers; i++) {
+    snprintf(b, sizeof b, "%sh%d", prefix, i);
+    fkm_cmp_full(t, tr, b, FKFIX_BF16, c->hid[i], report);
+    if (st->layer[i].kind == FK_LAYER_ATTN) {
+      snprintf(b, sizeof b, "%sk%d", prefix, i);
+      fkm_cmp_full(t, tr, b, FKFIX_BF16, kk + i * rows * kd, report);
+      snprintf(b, sizeof b, "%sv%d", prefix, i);
+      fkm_cmp_full(t, tr, b, FKFIX_BF16, vv + i * rows * kd, report);
+    }
+  }
+  snprintf(b, sizeof b, "%snorm", prefix);
+  fkm_cmp_full(t, tr, b, FKFIX_F32, c->norm, report);
+  snprintf(b, sizeof b, "%slin", prefix);
+  fkm_cmp_full(t, tr, b, FKFIX_F32, c->lin, report);
+  snprintf(b, sizeof b, "%spcm", prefix);
+  fkm_cmp_full(t, tr, b, FKFIX_F32, pcm, report);
+  ret = n;
+done:
+  free(kk);
+  free(vv);
+  free(bx);
+  return ret;
 }

@@ -105,6 +105,15 @@ struct fk_step;
 /* The observer fk_plan_set_trace(p, fkm_observe, capture) installs: member 0 calls it after every step. */
 void fkm_observe(void *ctx, const fk_plan *p, const struct fk_step *st);
 
+/* Runs a detokenizer trace on plan p (FK_PROGRAMS_DETOK, its state as fk_plan_create left it, p's trace set to
+ * fkm_observe with c): the code frames of tensor <prefix>codes (8 x frames), chunks[k] frames in call k (at most
+ * 16; NULL: one per call; they must add up to the frames), then the flush, writing the PCM to pcm[0, pcm_cap).
+ * Judges, with the boundaries named <prefix><b>: the conv states after every call (bx<i>, two rows), then the
+ * whole emb, every h<i> and k<i> / v<i> (the rows each call added to the ring), norm, lin and pcm.
+ * Returns the PCM samples written, or -1 with a message in err (a refused run, a missing tensor). */
+int64_t fkm_detok_trace(fk_plan *p, const fkm_trace *tr, const char *prefix, const int *chunks, fkm_capture *c,
+                        fkm_tally *t, float *pcm, int64_t pcm_cap, FILE *report, char *err, size_t errlen);
+
 /* Checks the manifest's weight_names / weight_digests against the synthesised weights w: same count,
  * same names, same XXH3-64 of every tensor. Returns the number of mismatching tensors (0: all equal),
  * or -1 on error; a message naming the first mismatch (or the error) goes to err. */
