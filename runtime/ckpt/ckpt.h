@@ -2,8 +2,9 @@
  * the safetensors dtypes, a parsed safetensors header and a sharded checkpoint's index, the
  * configurations of an LFM2 stack and of LFM2.5-Audio's other parts, the model record behind
  * fk_model, and the entry points of each file:
- *   json.c         reading and decoding JSON files (jansson), error positions
- *   safetensors.c  mapping a file; its header (dtypes, shapes, data offsets)
+ *   json.c         decoding JSON (jansson): duplicate keys refused, error positions
+ *   safetensors.c  mapping a file (any of the checkpoint's); a safetensors header (dtypes, shapes,
+ *                  data offsets)
  *   index.c        model.safetensors.index.json (weight_map: tensor -> shard)
  *   config.c       config.json: Lfm2Config in both styles, LFM2.5-Audio's sections, the kind
  *   names.c        the name maps: which tensor feeds which descriptor field, which are ignored
@@ -21,6 +22,15 @@
 
 #include "fk_checkpoint.h"
 #include "fk_internal.h"
+
+/* A refusal of the open: FK_EINVAL from the enclosing function (an `fk_error *err` in scope), the
+ * message "fk_model_open: " and the format's; and a call whose refusal is returned as it is. */
+#define CK_BAD(...) FK_RETURN_ERROR_IF(1, err, FK_EINVAL, "fk_model_open: " __VA_ARGS__)
+#define CK_TRY(x) \
+  do { \
+    fk_status s_ = (x); \
+    if (s_ != FK_OK) return s_; \
+  } while (0)
 
 /* ---- safetensors ---------------------------------------------------------------------------- */
 
@@ -88,7 +98,8 @@ int fk_ckpt_exists(const char *dir, const char *rel);
  * it in messages ("config.json", "model.safetensors: header"). FK_EINVAL with the line, column
  * and byte of the error. */
 fk_status fk_ckpt_json_decode(const void *buf, size_t len, const char *what, json_t **out, fk_error *err);
-/* fk_ckpt_json_file(): dir/rel read whole and decoded; FK_ENOTFOUND when missing. */
+/* fk_ckpt_json_file(): dir/rel mapped (fk_ckpt_map's refusals: FK_ENOTFOUND when missing) and
+ * decoded; at most 64 MiB. */
 fk_status fk_ckpt_json_file(const char *dir, const char *rel, json_t **out, fk_error *err);
 
 /* ---- the index of a sharded checkpoint ------------------------------------------------------ */

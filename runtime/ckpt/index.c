@@ -8,8 +8,6 @@
 
 #include "ckpt.h"
 
-#define BAD(...) FK_RETURN_ERROR_IF(1, err, FK_EINVAL, "fk_model_open: " __VA_ARGS__)
-
 /* A shard is a file beside the index: a plain name (no directory, not hidden) ending .safetensors. */
 static int plain_shard(const char *s) {
   size_t n = strlen(s), k = strlen(".safetensors");
@@ -22,24 +20,24 @@ static int by_tensor(const void *a, const void *b) {
 }
 
 static fk_status parse(const json_t *j, const char *fname, ck_index *ix, fk_error *err) {
-  if (!json_is_object(j)) BAD("%s: not a JSON object", fname);
+  if (!json_is_object(j)) CK_BAD("%s: not a JSON object", fname);
   const char *key;
   const json_t *v;
   json_object_foreach((json_t *)j, key, v) {
     if (strcmp(key, "weight_map") && strcmp(key, "metadata"))
-      BAD("%s: key '%s' (an index has weight_map and metadata only)", fname, key);
+      CK_BAD("%s: key '%s' (an index has weight_map and metadata only)", fname, key);
   }
   const json_t *meta = json_object_get(j, "metadata"), *wm = json_object_get(j, "weight_map");
-  if (meta && !json_is_object(meta)) BAD("%s: metadata is not an object", fname);
+  if (meta && !json_is_object(meta)) CK_BAD("%s: metadata is not an object", fname);
   const json_t *ts = meta ? json_object_get(meta, "total_size") : NULL;
   if (ts) {
-    if (!json_is_integer(ts) || json_integer_value(ts) < 0) BAD("%s: metadata.total_size is not a non-negative integer", fname);
+    if (!json_is_integer(ts) || json_integer_value(ts) < 0) CK_BAD("%s: metadata.total_size is not a non-negative integer", fname);
     ix->total_size = (uint64_t)json_integer_value(ts);
   }
-  if (!wm) BAD("%s: no weight_map", fname);
-  if (!json_is_object(wm)) BAD("%s: weight_map is not an object", fname);
+  if (!wm) CK_BAD("%s: no weight_map", fname);
+  if (!json_is_object(wm)) CK_BAD("%s: weight_map is not an object", fname);
   size_t n = json_object_size(wm);
-  if (n == 0) BAD("%s: weight_map names no tensor", fname);
+  if (n == 0) CK_BAD("%s: weight_map names no tensor", fname);
   ix->e = calloc(n, sizeof *ix->e);
   ix->shard = calloc(n, sizeof *ix->shard);
   char **names = calloc(n, sizeof *names); /* each entry's shard name, borrowed from the JSON */

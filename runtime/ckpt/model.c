@@ -19,13 +19,6 @@
 
 #include "ckpt.h"
 
-#define BAD(...) FK_RETURN_ERROR_IF(1, err, FK_EINVAL, "fk_model_open: " __VA_ARGS__)
-#define TRY(x) \
-  do { \
-    fk_status s_ = (x); \
-    if (s_ != FK_OK) return s_; \
-  } while (0)
-
 #define DETOK_DIR "audio_detokenizer"
 /* fk_model_describe's defaults for the host's zero fields */
 enum { DEFAULT_ROWS = 64, DEFAULT_FRAMES = 64, DEFAULT_MAX_POS = 4096 };
@@ -62,10 +55,10 @@ static fk_status add_file(fk_model *m, const char *rel, const char *prefix, cons
   memset(f, 0, sizeof *f);
   FK_RETURN_ERROR_IF(!(f->name = strdup(rel)), err, FK_ENOMEM, "fk_model_open: %s", rel);
   m->nfiles++;
-  TRY(fk_ckpt_map(m->dir, rel, &f->map, err));
+  CK_TRY(fk_ckpt_map(m->dir, rel, &f->map, err));
   m->file_bytes += f->map.size;
   ck_st_header h;
-  TRY(fk_ckpt_st_parse(f->map.map, f->map.size, rel, &h, err));
+  CK_TRY(fk_ckpt_st_parse(f->map.map, f->map.size, rel, &h, err));
   fk_status s = FK_OK;
   ck_tensor *t = realloc(m->t, (size_t)(m->nt + h.n + 1) * sizeof *t);
   if (!t) s = fk_error_set(err, FK_ENOMEM, __FILE__, __LINE__, "fk_model_open: %s: %d tensors", rel, h.n);
@@ -109,7 +102,7 @@ static fk_status add_file(fk_model *m, const char *rel, const char *prefix, cons
 static fk_status main_weights(fk_model *m, fk_error *err) {
   const char *single = "model.safetensors", *index = "model.safetensors.index.json";
   int has_single = fk_ckpt_exists(m->dir, single), has_index = fk_ckpt_exists(m->dir, index);
-  if (has_single && has_index) BAD("%s and %s are both here: which one is the checkpoint is ambiguous (in %s)", single, index, m->dir);
+  if (has_single && has_index) CK_BAD("%s and %s are both here: which one is the checkpoint is ambiguous (in %s)", single, index, m->dir);
   FK_RETURN_ERROR_IF(!has_single && !has_index, err, FK_ENOTFOUND, "fk_model_open: no %s nor %s (in %s)", single,
                      index, m->dir);
   if (has_single) {
@@ -118,7 +111,7 @@ static fk_status main_weights(fk_model *m, fk_error *err) {
   }
   m->where = index;
   ck_map map;
-  TRY(fk_ckpt_map(m->dir, index, &map, err));
+  CK_TRY(fk_ckpt_map(m->dir, index, &map, err));
   ck_index ix;
   fk_status s = fk_ckpt_index_parse(map.map, map.size, index, &ix, err);
   fk_ckpt_unmap(&map);
@@ -162,7 +155,7 @@ static fk_status detokenizer(fk_model *m, const char *sub, const char *prefix, f
   snprintf(cfg, sizeof cfg, "%s%sconfig.json", sub, *sub ? "/" : "");
   snprintf(st, sizeof st, "%s%smodel.safetensors", sub, *sub ? "/" : "");
   json_t *j;
-  TRY(fk_ckpt_json_file(m->dir, cfg, &j, err));
+  CK_TRY(fk_ckpt_json_file(m->dir, cfg, &j, err));
   fk_status s = fk_ckpt_config_lfm2(j, cfg, "", 1, &m->det, err);
   json_decref(j);
   if (s == FK_OK) s = add_file(m, st, prefix, NULL, 0, err);
@@ -182,7 +175,7 @@ static const char *dtype_of(const fk_model *m) {
 
 static fk_status load(fk_model *m, fk_model_kind want, fk_error *err) {
   json_t *cfg;
-  TRY(fk_ckpt_json_file(m->dir, "config.json", &cfg, err));
+  CK_TRY(fk_ckpt_json_file(m->dir, "config.json", &cfg, err));
   fk_status s = fk_ckpt_config_kind(cfg, "config.json", want, &m->kind, &m->arch, err);
   if (s == FK_OK) {
     switch (m->kind) {
@@ -195,21 +188,21 @@ static fk_status load(fk_model *m, fk_model_kind want, fk_error *err) {
   if (s != FK_OK) return s;
   if (m->kind == FK_MODEL_DETOK) {
     m->where = "model.safetensors";
-    TRY(detokenizer(m, "", "", err));
+    CK_TRY(detokenizer(m, "", "", err));
   } else {
     m->has_lm = 1;
-    TRY(main_weights(m, err));
-    if (m->kind == FK_MODEL_LFM2_AUDIO && fk_ckpt_exists(m->dir, DETOK_DIR)) TRY(detokenizer(m, DETOK_DIR, DETOK_DIR "/", err));
+    CK_TRY(main_weights(m, err));
+    if (m->kind == FK_MODEL_LFM2_AUDIO && fk_ckpt_exists(m->dir, DETOK_DIR)) CK_TRY(detokenizer(m, DETOK_DIR, DETOK_DIR "/", err));
   }
   qsort(m->t, (size_t)m->nt, sizeof *m->t, by_name);
   for (int i = 1; i < m->nt; i++)
     if (!strcmp(m->t[i].name, m->t[i - 1].name))
-      BAD("tensor '%s' is in %s and in %s", m->t[i].name, m->files[m->t[i - 1].file].name, m->files[m->t[i].file].name);
-  if (m->kind == FK_MODEL_LFM2_LM) TRY(fk_ckpt_names_lm(m, err));
-  if (m->kind == FK_MODEL_LFM2_AUDIO) TRY(fk_ckpt_names_audio(m, err));
-  if (m->has_det) TRY(fk_ckpt_names_detok(m, m->kind == FK_MODEL_DETOK ? "" : DETOK_DIR "/", err));
-  TRY(fk_ckpt_names_unclaimed(m, err));
-  TRY(fk_ckpt_convert(m, err));
+      CK_BAD("tensor '%s' is in %s and in %s", m->t[i].name, m->files[m->t[i - 1].file].name, m->files[m->t[i].file].name);
+  if (m->kind == FK_MODEL_LFM2_LM) CK_TRY(fk_ckpt_names_lm(m, err));
+  if (m->kind == FK_MODEL_LFM2_AUDIO) CK_TRY(fk_ckpt_names_audio(m, err));
+  if (m->has_det) CK_TRY(fk_ckpt_names_detok(m, m->kind == FK_MODEL_DETOK ? "" : DETOK_DIR "/", err));
+  CK_TRY(fk_ckpt_names_unclaimed(m, err));
+  CK_TRY(fk_ckpt_convert(m, err));
   for (int i = 0; i < m->nt; i++) {
     m->used += m->t[i].role == CK_USED;
     m->ignored += m->t[i].role == CK_IGNORED;

@@ -16,13 +16,6 @@
 
 #include "ckpt.h"
 
-#define BAD(...) FK_RETURN_ERROR_IF(1, err, FK_EINVAL, "fk_model_open: " __VA_ARGS__)
-#define TRY(x) \
-  do { \
-    fk_status s_ = (x); \
-    if (s_ != FK_OK) return s_; \
-  } while (0)
-
 /* liquid_audio/detokenizer.py: FusedEmbedding(512) has 8 codebooks of 2048 codes, lin is
  * Linear(512, 1282), ISTFT(1280, 320, 1280) registers its Hann window; lfm2_audio.py: an audio
  * codebook has 2048 codes + EOAudio */
@@ -101,13 +94,13 @@ static fk_status claim(fk_model *m, const char *name, int nd, const dim *d, unsi
   }
   const char *file = m->files[t->file].name;
   if (!(flags & ANY_DTYPE) && t->dtype != CK_BF16 && t->dtype != CK_F16 && t->dtype != CK_F32)
-    BAD("%s: tensor '%s': dtype %s, expected BF16, F16 or F32", file, name, fk_ckpt_dtype_name(t->dtype));
+    CK_BAD("%s: tensor '%s': dtype %s, expected BF16, F16 or F32", file, name, fk_ckpt_dtype_name(t->dtype));
   int same = t->ndim == nd;
   for (int i = 0; same && i < nd; i++) same = t->shape[i] == d[i].n;
   if (!same) {
     char found[160];
     fmt_dims(found, sizeof found, t->shape, NULL, t->ndim, 0);
-    BAD("%s: tensor '%s': shape [%s], expected [%s] (%s)", file, name, found, want, why);
+    CK_BAD("%s: tensor '%s': shape [%s], expected [%s] (%s)", file, name, found, want, why);
   }
   t->role = flags & IGNORE ? CK_IGNORED : CK_USED;
   t->out = flags & KEEP_F32 ? FK_DTYPE_F32 : FK_DTYPE_BF16;
@@ -143,22 +136,22 @@ static const char *nm(char *buf, size_t size, const char *fmt, ...) {
 #define USE(name, field, ...) \
   do { \
     ck_tensor *t_; \
-    TRY(claim(m, (name), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__), 0, &t_, err)); \
-    TRY(bind(m, t_, (field), NULL, err)); \
+    CK_TRY(claim(m, (name), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__), 0, &t_, err)); \
+    CK_TRY(bind(m, t_, (field), NULL, err)); \
   } while (0)
 /* a tensor served by fk_model_tensor (flags: KEEP_F32, ...) */
 #define SERVE(name, flags, ...) \
   do { \
     ck_tensor *t_; \
-    TRY(claim(m, (name), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__), (flags), &t_, err)); \
+    CK_TRY(claim(m, (name), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__), (flags), &t_, err)); \
   } while (0)
 
 /* A tied copy: absent, or the same dtype and bytes as `of` (what the reference would tie). */
 static fk_status tied_copy(fk_model *m, const char *name, const ck_tensor *of, const char *by, fk_error *err) {
   ck_tensor *t;
-  TRY(claim(m, name, of->ndim, DIMS({ of->shape[0], "as tied" }, { of->shape[1], "as tied" }), OPT | IGNORE, &t, err));
+  CK_TRY(claim(m, name, of->ndim, DIMS({ of->shape[0], "as tied" }, { of->shape[1], "as tied" }), OPT | IGNORE, &t, err));
   if (t && (t->dtype != of->dtype || memcmp(t->src, of->src, of->nbytes) != 0))
-    BAD("%s: tensor '%s' differs from '%s' (%s %s) but %s ties them", m->files[t->file].name, name, of->name,
+    CK_BAD("%s: tensor '%s' differs from '%s' (%s %s) but %s ties them", m->files[t->file].name, name, of->name,
         t->dtype != of->dtype ? "dtype" : "bytes", t->dtype != of->dtype ? fk_ckpt_dtype_name(t->dtype) : "differ", by);
   return FK_OK;
 }
@@ -217,7 +210,7 @@ static fk_status stack(fk_model *m, const char *p, const ck_lfm2 *c, fk_lfm2_lay
 fk_status fk_ckpt_names_lm(fk_model *m, fk_error *err) {
   const ck_lfm2 *c = &m->lm;
   const dim V = { c->vocab, "vocab_size" }, H = { c->hidden, "hidden_size" };
-  TRY(stack(m, "model.", c, m->lm_layer, &m->lmd.stack, err));
+  CK_TRY(stack(m, "model.", c, m->lm_layer, &m->lmd.stack, err));
   USE("model.embed_tokens.weight", &m->lmd.embed, V, H);
   m->lmd.vocab = c->vocab;
   if (!c->tied) {
@@ -238,15 +231,15 @@ fk_status fk_ckpt_names_audio(fk_model *m, fk_error *err) {
             DL = { a->depth_dim * a->codebooks, "depthformer.dim * codebooks" }, CB = { a->codebooks, "codebooks" };
   char n[256];
   /* the backbone: an Lfm2Model whose text logits are lfm.embed_tokens.weight (lfm2_audio.py) */
-  TRY(stack(m, "lfm.", c, m->lm_layer, &m->lmd.stack, err));
+  CK_TRY(stack(m, "lfm.", c, m->lm_layer, &m->lmd.stack, err));
   USE("lfm.embed_tokens.weight", &m->lmd.embed, V, H);
   m->lmd.vocab = c->vocab;
   m->lmd.lm_head = NULL;
   /* the audio embedding (SharedEmbedding over every codebook) */
   ck_tensor *emb;
-  TRY(claim(m, "audio_embedding.embedding.weight", 2, DIMS(AV, H), 0, &emb, err));
+  CK_TRY(claim(m, "audio_embedding.embedding.weight", 2, DIMS(AV, H), 0, &emb, err));
   SERVE("audio_embedding.embedding_norm.weight", 0, H);
-  if (a->tie_audio) TRY(tied_copy(m, "audio_embedding.to_logits.weight", emb, "tie_audio_embeddings", err));
+  if (a->tie_audio) CK_TRY(tied_copy(m, "audio_embedding.to_logits.weight", emb, "tie_audio_embeddings", err));
   else SERVE("audio_embedding.to_logits.weight", 0, AV, H);
   /* the Depthformer: StandardBlock(MHA(dim)) x layers, depth_linear, one SharedEmbedding per codebook */
   for (int i = 0; i < (int)a->depth_layers; i++) {
@@ -263,10 +256,10 @@ fk_status fk_ckpt_names_audio(fk_model *m, fk_error *err) {
   SERVE("depth_linear.weight", 0, DL, H);
   SERVE("depth_linear.bias", KEEP_F32, DL);
   for (int i = 0; i < (int)a->codebooks; i++) {
-    TRY(claim(m, nm(n, sizeof n, "depth_embeddings.%d.embedding.weight", i), 2, DIMS(CV, DD), 0, &emb, err));
+    CK_TRY(claim(m, nm(n, sizeof n, "depth_embeddings.%d.embedding.weight", i), 2, DIMS(CV, DD), 0, &emb, err));
     SERVE(nm(n, sizeof n, "depth_embeddings.%d.embedding_norm.weight", i), 0, DD);
     nm(n, sizeof n, "depth_embeddings.%d.to_logits.weight", i);
-    if (a->depth_tie) TRY(tied_copy(m, n, emb, "depthformer.tie", err));
+    if (a->depth_tie) CK_TRY(tied_copy(m, n, emb, "depthformer.tie", err));
     else SERVE(n, 0, CV, DD);
   }
   /* buffers a state_dict may hold, and the encoder: ignored by name */
@@ -282,21 +275,21 @@ fk_status fk_ckpt_names_detok(fk_model *m, const char *q, fk_error *err) {
             CBV = { DET_CODEBOOKS * DET_CODES, "8 codebooks * 2048 codes" }, SPEC = { DET_SPEC, "1282 (lin)" },
             WIN = { DET_WINDOW, "n_fft 1280" };
   char n[256], p[128];
-  TRY(stack(m, nm(p, sizeof p, "%slfm.", q), c, m->det_layer, &m->detd.stack, err));
+  CK_TRY(stack(m, nm(p, sizeof p, "%slfm.", q), c, m->det_layer, &m->detd.stack, err));
   USE(nm(n, sizeof n, "%semb.emb.weight", q), &m->detd.codebooks, CBV, H);
   m->detd.codebook_vocab = DET_CODES;
   USE(nm(n, sizeof n, "%slin.weight", q), &m->tail.lin, SPEC, H);
   ck_tensor *t;
-  TRY(claim(m, nm(n, sizeof n, "%slin.bias", q), 1, DIMS(SPEC), KEEP_F32, &t, err));
-  TRY(bind(m, t, NULL, &m->tail.bias, err));
+  CK_TRY(claim(m, nm(n, sizeof n, "%slin.bias", q), 1, DIMS(SPEC), KEEP_F32, &t, err));
+  CK_TRY(bind(m, t, NULL, &m->tail.bias, err));
   /* load_state_dict is strict: the unused embedding and the window are in the file */
   SERVE(nm(n, sizeof n, "%slfm.embed_tokens.weight", q), IGNORE, V, H);
-  TRY(claim(m, nm(n, sizeof n, "%sistft.window", q), 1, DIMS(WIN), IGNORE, &t, err));
+  CK_TRY(claim(m, nm(n, sizeof n, "%sistft.window", q), 1, DIMS(WIN), IGNORE, &t, err));
   /* torch.hann_window(1280) (periodic), within bf16's rounding: the stamps' window is the same */
   for (size_t i = 0; i < DET_WINDOW; i++) {
     double want = 0.5 - 0.5 * cos(2.0 * 3.14159265358979323846 * (double)i / DET_WINDOW), got = fk_ckpt_f32_at(t, i);
     if (!(fabs(got - want) <= 0x1p-8))
-      BAD("%s: tensor '%s': element %zu = %g, the periodic Hann window of 1280 has %g: the ISTFT stamps apply that one",
+      CK_BAD("%s: tensor '%s': element %zu = %g, the periodic Hann window of 1280 has %g: the ISTFT stamps apply that one",
           m->files[t->file].name, n, i, got, want);
   }
   return FK_OK;
@@ -305,7 +298,7 @@ fk_status fk_ckpt_names_detok(fk_model *m, const char *q, fk_error *err) {
 fk_status fk_ckpt_names_unclaimed(const fk_model *m, fk_error *err) {
   for (int i = 0; i < m->nt; i++)
     if (m->t[i].role == CK_UNCLAIMED)
-      BAD("%s: tensor '%s' is not a tensor of %s (neither used nor ignored by name)", m->files[m->t[i].file].name,
+      CK_BAD("%s: tensor '%s' is not a tensor of %s (neither used nor ignored by name)", m->files[m->t[i].file].name,
           m->t[i].name, m->arch);
   return FK_OK;
 }

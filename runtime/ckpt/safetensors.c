@@ -80,32 +80,31 @@ void fk_ckpt_unmap(ck_map *m) {
 
 /* ---- the header ------------------------------------------------------------------------------- */
 
-#define BAD(...) FK_RETURN_ERROR_IF(1, err, FK_EINVAL, "fk_model_open: " __VA_ARGS__)
 
 static fk_status read_dtype(const json_t *v, const char *fname, const char *name, ck_dtype *out, fk_error *err) {
-  if (!json_is_string(v)) BAD("%s: tensor '%s': dtype is not a string", fname, name);
+  if (!json_is_string(v)) CK_BAD("%s: tensor '%s': dtype is not a string", fname, name);
   const char *s = json_string_value(v);
   for (int d = 0; d < CK_DTYPES; d++)
     if (!strcmp(s, dtypes[d].name)) {
       *out = (ck_dtype)d;
       return FK_OK;
     }
-  BAD("%s: tensor '%s': dtype '%s' is not a safetensors dtype", fname, name, s);
+  CK_BAD("%s: tensor '%s': dtype '%s' is not a safetensors dtype", fname, name, s);
 }
 
 /* shape -> t->ndim, t->shape, and its size in bytes (*bytes) without overflow */
 static fk_status read_shape(const json_t *v, const char *fname, ck_st_tensor *t, uint64_t *bytes, fk_error *err) {
-  if (!json_is_array(v)) BAD("%s: tensor '%s': shape is not an array", fname, t->name);
+  if (!json_is_array(v)) CK_BAD("%s: tensor '%s': shape is not an array", fname, t->name);
   size_t nd = json_array_size(v);
-  if (nd > CK_MAX_DIMS) BAD("%s: tensor '%s': shape has %zu dimensions, at most %d", fname, t->name, nd, CK_MAX_DIMS);
+  if (nd > CK_MAX_DIMS) CK_BAD("%s: tensor '%s': shape has %zu dimensions, at most %d", fname, t->name, nd, CK_MAX_DIMS);
   uint64_t n = fk_ckpt_dtype_bytes(t->dtype);
   for (size_t i = 0; i < nd; i++) {
     const json_t *d = json_array_get(v, i);
     if (!json_is_integer(d) || json_integer_value(d) < 0)
-      BAD("%s: tensor '%s': shape[%zu] is not a non-negative integer", fname, t->name, i);
+      CK_BAD("%s: tensor '%s': shape[%zu] is not a non-negative integer", fname, t->name, i);
     t->shape[i] = json_integer_value(d);
     if (__builtin_mul_overflow(n, (uint64_t)t->shape[i], &n))
-      BAD("%s: tensor '%s': shape[%zu] = %lld: the size in bytes overflows", fname, t->name, i, (long long)t->shape[i]);
+      CK_BAD("%s: tensor '%s': shape[%zu] = %lld: the size in bytes overflows", fname, t->name, i, (long long)t->shape[i]);
   }
   t->ndim = (int)nd;
   *bytes = n;
@@ -113,32 +112,32 @@ static fk_status read_shape(const json_t *v, const char *fname, ck_st_tensor *t,
 }
 
 static fk_status read_offsets(const json_t *v, const char *fname, ck_st_tensor *t, fk_error *err) {
-  if (!json_is_array(v) || json_array_size(v) != 2) BAD("%s: tensor '%s': data_offsets is not [begin, end]", fname, t->name);
+  if (!json_is_array(v) || json_array_size(v) != 2) CK_BAD("%s: tensor '%s': data_offsets is not [begin, end]", fname, t->name);
   const json_t *b = json_array_get(v, 0), *e = json_array_get(v, 1);
   if (!json_is_integer(b) || !json_is_integer(e) || json_integer_value(b) < 0 || json_integer_value(e) < 0)
-    BAD("%s: tensor '%s': data_offsets are not non-negative integers", fname, t->name);
+    CK_BAD("%s: tensor '%s': data_offsets are not non-negative integers", fname, t->name);
   t->begin = (uint64_t)json_integer_value(b);
   t->end = (uint64_t)json_integer_value(e);
   if (t->begin > t->end)
-    BAD("%s: tensor '%s': data_offsets [%llu, %llu): begin after end", fname, t->name, (unsigned long long)t->begin,
+    CK_BAD("%s: tensor '%s': data_offsets [%llu, %llu): begin after end", fname, t->name, (unsigned long long)t->begin,
         (unsigned long long)t->end);
   return FK_OK;
 }
 
 static fk_status read_tensor(const char *key, const json_t *v, const char *fname, uint64_t data_len, ck_st_tensor *t,
                              fk_error *err) {
-  if (!json_is_object(v)) BAD("%s: tensor '%s': not an object", fname, key);
+  if (!json_is_object(v)) CK_BAD("%s: tensor '%s': not an object", fname, key);
   t->name = strdup(key);
   FK_RETURN_ERROR_IF(!t->name, err, FK_ENOMEM, "fk_model_open: %s: tensor names", fname);
   const char *k;
   const json_t *f;
   json_object_foreach((json_t *)v, k, f) {
     if (strcmp(k, "dtype") && strcmp(k, "shape") && strcmp(k, "data_offsets"))
-      BAD("%s: tensor '%s': key '%s' (a tensor has dtype, shape and data_offsets only)", fname, key, k);
+      CK_BAD("%s: tensor '%s': key '%s' (a tensor has dtype, shape and data_offsets only)", fname, key, k);
   }
   const json_t *dt = json_object_get(v, "dtype"), *sh = json_object_get(v, "shape"), *off = json_object_get(v, "data_offsets");
   if (!dt || !sh || !off)
-    BAD("%s: tensor '%s': no %s", fname, key, !dt ? "dtype" : !sh ? "shape" : "data_offsets");
+    CK_BAD("%s: tensor '%s': no %s", fname, key, !dt ? "dtype" : !sh ? "shape" : "data_offsets");
   uint64_t bytes = 0;
   fk_status s = read_dtype(dt, fname, key, &t->dtype, err);
   if (s == FK_OK) s = read_shape(sh, fname, t, &bytes, err);
@@ -149,11 +148,11 @@ static fk_status read_tensor(const char *key, const json_t *v, const char *fname
   for (int i = 0; i < t->ndim && o < sizeof shape; i++)
     o += (size_t)snprintf(shape + o, sizeof shape - o, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
   if (t->end - t->begin != bytes)
-    BAD("%s: tensor '%s': data_offsets [%llu, %llu) hold %llu bytes, dtype %s x shape [%s] needs %llu", fname, key,
+    CK_BAD("%s: tensor '%s': data_offsets [%llu, %llu) hold %llu bytes, dtype %s x shape [%s] needs %llu", fname, key,
         (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)(t->end - t->begin),
         dtypes[t->dtype].name, shape, (unsigned long long)bytes);
   if (t->end > data_len)
-    BAD("%s: tensor '%s': data_offsets [%llu, %llu) run past the data area (%llu bytes): the file is truncated", fname,
+    CK_BAD("%s: tensor '%s': data_offsets [%llu, %llu) run past the data area (%llu bytes): the file is truncated", fname,
         key, (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)data_len);
   return FK_OK;
 }
@@ -167,19 +166,19 @@ static int by_offset(const void *pa, const void *pb) {
 
 static fk_status parse(const unsigned char *b, size_t len, const char *fname, ck_st_header *out, json_t **hj,
                        fk_error *err) {
-  if (len < 8) BAD("%s: %zu bytes: shorter than the 8-byte header length", fname, len);
+  if (len < 8) CK_BAD("%s: %zu bytes: shorter than the 8-byte header length", fname, len);
   uint64_t n = 0;
   for (int i = 7; i >= 0; i--) n = n << 8 | b[i];
   if (n > len - 8)
-    BAD("%s: header length %llu runs past the end of the file (%zu bytes)", fname, (unsigned long long)n, len);
+    CK_BAD("%s: header length %llu runs past the end of the file (%zu bytes)", fname, (unsigned long long)n, len);
   if (n > CK_HEADER_MAX)
-    BAD("%s: header length %llu is more than the format allows (%llu)", fname, (unsigned long long)n,
+    CK_BAD("%s: header length %llu is more than the format allows (%llu)", fname, (unsigned long long)n,
         (unsigned long long)CK_HEADER_MAX);
   char what[512];
   snprintf(what, sizeof what, "%s: header", fname);
   fk_status s = fk_ckpt_json_decode(b + 8, (size_t)n, what, hj, err);
   if (s != FK_OK) return s;
-  if (!json_is_object(*hj)) BAD("%s: the header is not a JSON object", fname);
+  if (!json_is_object(*hj)) CK_BAD("%s: the header is not a JSON object", fname);
   const uint64_t data_len = len - 8 - n;
   out->data_off = 8 + n;
   out->t = calloc(json_object_size(*hj) + 1, sizeof *out->t);
@@ -188,11 +187,11 @@ static fk_status parse(const unsigned char *b, size_t len, const char *fname, ck
   const json_t *v;
   json_object_foreach(*hj, key, v) {
     if (!strcmp(key, "__metadata__")) {
-      if (!json_is_object(v)) BAD("%s: __metadata__ is not an object", fname);
+      if (!json_is_object(v)) CK_BAD("%s: __metadata__ is not an object", fname);
       const char *mk;
       const json_t *mv;
       json_object_foreach((json_t *)v, mk, mv) {
-        if (!json_is_string(mv)) BAD("%s: __metadata__['%s'] is not a string", fname, mk);
+        if (!json_is_string(mv)) CK_BAD("%s: __metadata__['%s'] is not a string", fname, mk);
       }
       out->metadata = (int)json_object_size(v);
       continue;
@@ -206,17 +205,17 @@ static fk_status parse(const unsigned char *b, size_t len, const char *fname, ck
   for (int i = 0; i < out->n; i++) {
     const ck_st_tensor *t = &out->t[i];
     if (t->begin < at)
-      BAD("%s: tensor '%s': data_offsets [%llu, %llu) overlap tensor '%s' [%llu, %llu)", fname, t->name,
+      CK_BAD("%s: tensor '%s': data_offsets [%llu, %llu) overlap tensor '%s' [%llu, %llu)", fname, t->name,
           (unsigned long long)t->begin, (unsigned long long)t->end, out->t[i - 1].name,
           (unsigned long long)out->t[i - 1].begin, (unsigned long long)out->t[i - 1].end);
     if (t->begin > at)
-      BAD("%s: tensor '%s': data_offsets [%llu, %llu) leave bytes [%llu, %llu) of the data area to no tensor", fname,
+      CK_BAD("%s: tensor '%s': data_offsets [%llu, %llu) leave bytes [%llu, %llu) of the data area to no tensor", fname,
           t->name, (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)at,
           (unsigned long long)t->begin);
     at = t->end;
   }
   if (at != data_len)
-    BAD("%s: %llu bytes after the last tensor's data (the data area has %llu, the tensors cover %llu)", fname,
+    CK_BAD("%s: %llu bytes after the last tensor's data (the data area has %llu, the tensors cover %llu)", fname,
         (unsigned long long)(data_len - at), (unsigned long long)data_len, (unsigned long long)at);
   return FK_OK;
 }
