@@ -13,15 +13,18 @@
 # LOCK: `#` comment lines, then one line per manifest, sorted by path:
 #   <manifest path> <sha256 of the manifest> <payloads> <provenance key>
 # <payloads> is the sha256 of the `sha256sum` lines (hash, two spaces, file name) of the manifest's
-# payloads <case>.<tensor>.zst in name order. <provenance key> is what the manifest records about
-# its origin, one token:
-#   schema=fkfix<version>;script=<path>@<script_blob>;helper=<path>@<blob>;torch_cpu=<capability>;ref=<pkg=ver,...>
-# (the `# helper` comment names the shared writer fixtures/ref/fkfix.py; `# torch cpu capability`
-# decides torch's code path and so the y_torch digests; `reference` pins every package version).
+# payloads <case>.<tensor>.zst in name order, then, where a directory <case>/ stands beside the
+# manifest (the checkpoint a fixture was traced from: fixtures/ckpt/), of every file under it as
+# <case>/<path>, in path order: a byte, a file added or a file removed there changes the fixture.
+# <provenance key> is what the manifest records about its origin, one token:
+#   schema=fkfix<version>;script=<path>@<script_blob>;helper=<path>@<blob>[,<path>@<blob>];torch_cpu=<capability>;ref=<pkg=ver,...>
+# (the `# helper` comments name the shared modules the script ran: the writer fixtures/ref/fkfix.py,
+# and for the whole-model traces fixtures/ref/fktrace.py; `# torch cpu capability` decides torch's
+# code path and so the y_torch digests; `reference` pins every package version).
 #
 # Failures: (a) a fixture's content (manifest or payloads) changed while its provenance key did
 # not: "fixtures/X changed without a provenance or schema change"; (b) a fixture not in LOCK, a
-# LOCK entry without its fixture, or a payload no manifest references: "run tests/fixture_lock.sh
+# LOCK entry without its fixture, or a payload (or a file under a directory) no manifest references: "run tests/fixture_lock.sh
 # --update after regenerating fixtures with their script"; (c) content AND provenance changed:
 # regenerated, only LOCK is stale: "run tests/fixture_lock.sh --update" (still a failure: LOCK is
 # committed with the fixtures). That every payload's XXH3-128 matches its manifest is checked by
@@ -36,18 +39,23 @@ me=tests/fixture_lock.sh
 work=$(mktemp -d /tmp/fk_fixture_lock.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# gen_lock ROOT ORPHANS MISSING: the LOCK of ROOT/fixtures on stdout; appends the payloads no
-# manifest references to ORPHANS and the payloads manifests name but lack to MISSING
+# gen_lock ROOT ORPHANS MISSING: the LOCK of ROOT/fixtures on stdout; appends the payloads (and the
+# files under fixtures/<leaf>/<dir>/) no manifest references to ORPHANS and the payloads manifests
+# name but lack to MISSING
 gen_lock() {
   local root=$1 orphans=$2 missing=$3 t
   t=$(mktemp -d "$work/gen.XXXXXX")
   mkdir "$t/c"
-  (cd "$root" && find fixtures -mindepth 2 -maxdepth 2 -type f \( -name '*.manifest' -o -name '*.zst' \) -print0 |
+  (cd "$root" && { find fixtures -mindepth 2 -maxdepth 2 -type f \( -name '*.manifest' -o -name '*.zst' \) -print0
+                   find fixtures -mindepth 3 -type f -not -path 'fixtures/ref/*' -print0; } |
     sort -z | xargs -0 -r sha256sum) > "$t/sums" || return 2
   # one record per manifest: "<i> <path> <manifest sha256> <key>", and $t/c/<i> holding the
   # sha256sum lines of its payloads, for one sha256sum over all of them below
   awk -v root="$root" -v cdir="$t/c" -v orphans="$orphans" -v missing="$missing" '
-    { h[$2] = $1; if ($2 ~ /\.manifest$/) m[++n] = $2; else if ($2 ~ /\.zst$/) z[$2] = 1 }
+    { h[$2] = $1; depth = split($2, part, "/")
+      if (depth > 3) ck[++nc] = $2            # fixtures/<leaf>/<dir>/...: a checkpoint beside its manifest
+      else if ($2 ~ /\.manifest$/) m[++n] = $2
+      else if ($2 ~ /\.zst$/) z[$2] = 1 }
     END {
       for (i = 1; i <= n; i++) {
         p = m[i]; dir = p; sub(/\/[^\/]*$/, "", dir); cs = p; sub(/^.*\//, "", cs); sub(/\.manifest$/, "", cs)
@@ -55,7 +63,7 @@ gen_lock() {
         while ((getline line < (root "/" p)) > 0) {
           nf = split(line, f, " ")
           if (line ~ /^#/) {
-            if (f[2] == "helper" && nf >= 5) helper = f[3] "@" f[5]
+            if (f[2] == "helper" && nf >= 5) helper = (helper == "-" ? "" : helper ",") f[3] "@" f[5]
             else if (f[2] == "torch" && f[3] == "cpu" && f[4] == "capability") { cpu = f[5]; sub(/[,;]$/, "", cpu) }
             continue
           }
@@ -76,11 +84,14 @@ gen_lock() {
           if (!(q in h)) { print q, p >> missing; printf "MISSING  %s.%s.zst\n", cs, tn[a] > out }
           else printf "%s  %s.%s.zst\n", h[q], cs, tn[a] > out
         }
+        for (a = 1; a <= nc; a++)
+          if (index(ck[a], dir "/" cs "/") == 1) { used[ck[a]] = 1; printf "%s  %s\n", h[ck[a]], substr(ck[a], length(dir) + 2) > out }
         close(out)
         delete tn
         printf "%d %s %s schema=%s;script=%s@%s;helper=%s;torch_cpu=%s;ref=%s\n", i, p, h[p], schema, script, blob, helper, cpu, ref
       }
       for (q in z) if (!(q in used)) print q >> orphans
+      for (a = 1; a <= nc; a++) if (!(ck[a] in used)) print ck[a] >> orphans
     }' "$t/sums" > "$t/records" || return 2
   # payload digests, joined by record number
   (cd "$t/c" && find . -type f -printf '%f\n' | sort -n | xargs -r sha256sum) | awk '{ print $2, $1 }' > "$t/payloads"
@@ -235,6 +246,26 @@ controls() {
   { grep '^#' "$root/fixtures/LOCK"; grep -v '^#' "$root/fixtures/LOCK" | sort -r; } > "$work/l" && mv "$work/l" "$root/fixtures/LOCK"
   expect "LOCK out of order" "fixtures/LOCK is not in the form"
   restore
+  # a directory of raw files beside a manifest (a checkpoint the fixture was traced from, as in
+  # fixtures/ckpt/): its files are the fixture's too
+  local cdir=${m%.manifest} cname
+  cname=fixtures/$leaf/$(basename "$cdir")
+  mkdir -p "$cdir/sub" && printf '{}' > "$cdir/config.json" && head -c 4096 /dev/zero > "$cdir/sub/model.bin"
+  gen_lock "$root" /dev/null /dev/null > "$root/fixtures/LOCK"
+  snapshot
+  if ! out=$(check "$root"); then echo "FAIL the copy with a checkpoint directory does not pass:"; echo "$out"; ok=1; fi
+  printf '\x01' | dd of="$cdir/sub/model.bin" bs=1 seek=100 count=1 conv=notrunc status=none
+  expect "checkpoint byte flipped" "$cname changed without a provenance or schema change (the payloads differ"
+  restore
+  rm -f "$cdir/config.json"
+  expect "checkpoint file removed" "$cname changed without a provenance or schema change (the payloads differ"
+  restore
+  printf 'x' > "$cdir/sub/extra.json"
+  expect "checkpoint file added" "$cname changed without a provenance or schema change (the payloads differ"
+  restore
+  mkdir -p "$root/fixtures/$leaf/orphan_dir" && printf 'x' > "$root/fixtures/$leaf/orphan_dir/model.bin"
+  expect "directory beside no manifest" "fixtures/$leaf/orphan_dir/model.bin belongs to no manifest"
+  restore
   return $ok
 }
 
@@ -246,11 +277,11 @@ gated() {
     [ "$leaf" = ref ] && continue
     # a leaf of the registry with a fixture gate: tests/test_leaf.c runs it on every target
     if grep -qE "^  X\($leaf, \"[^\"]*\", FK_GATE_(CALLS|SEQUENCE|STREAM)," "$src/generated/fk_leaves.h" ||
-       grep -qE "\"%s/$leaf\"" "$src"/tests/test_*.c "$src"/tests/model/test_*.c; then
+       grep -qE "\"%s/$leaf\"" "$src"/tests/test_*.c "$src"/tests/*/test_*.c; then
       continue
     fi
     echo "FAIL fixtures/$leaf/ is loaded by no fixture gate (a leaf with a fixture_gate in its template, or an fkfix_list of"\
-      "\"%s/$leaf\" in tests/test_*.c or tests/model/test_*.c): its digests are verified nowhere"
+      "\"%s/$leaf\" in tests/test_*.c or tests/*/test_*.c): its digests are verified nowhere"
     bad=1
   done
   return $bad

@@ -170,6 +170,7 @@ endforeach()
 include(${CMAKE_SOURCE_DIR}/tests/api/api.cmake)  # the public header, the host helpers, fk_hello's arguments
 if(FK_BUILD_CHECKPOINTS)
   include(${CMAKE_SOURCE_DIR}/tests/ckpt/ckpt.cmake)  # the checkpoint loader; its rows in badinput, noalloc
+  include(${CMAKE_SOURCE_DIR}/tests/ckpt/fixtures.cmake)  # the checkpoints of fixtures/ckpt/ against their traces
 endif()
 set_tests_properties(stamp_scan stamp_assemble gen_determinism gen_errors dsl_ops fixture_provenance install_host scan_archive
   census_tool asmdiff PROPERTIES ENVIRONMENT "${FK_SCRIPT_ENV}")

@@ -26,6 +26,8 @@
 #include "../contract/contract.h"
 
 enum { LM_CALLS = 9, LM_PROMPT = 12, DT_FRAMES = 12, DT_ROWS = 72, HMAX = 512, LMAX = 8 };
+_Static_assert((int)DT_ROWS <= (int)FKM_CAP_ROWS && (int)HMAX <= (int)FKM_CAP_H && (int)LMAX <= (int)FKM_CAP_LAYERS,
+               "fkm_capture holds the traces");
 
 static fkt_models M;
 
@@ -52,100 +54,6 @@ static void run(fk_plan *p, fk_program prog, fk_io *io) {
   cr_assert_eq(s, FK_OK, "fk_run(%s): %s", fk_program_name(prog), err.message);
 }
 
-/* ---- capture: the planes after the steps that end a boundary ------------------------------ */
-
-typedef enum { PERTURB_NONE, PERTURB_CARRY, PERTURB_KV_SLOT, PERTURB_SWAP_ROWS, PERTURB_BIT } perturb;
-
-typedef struct capture {
-  int64_t row0;                 /* rows of earlier calls (detok: 6 per frame) */
-  uint16_t emb[DT_ROWS * HMAX];
-  uint16_t hid[LMAX][DT_ROWS * HMAX];
-  float norm[DT_ROWS * HMAX];
-  float lin[DT_ROWS * FK_ISTFT_SPEC];
-  perturb what;
-  int call;                     /* the call the perturbation hits */
-  int cur;                      /* the running call */
-} capture;
-
-static void observe(void *ctx, const fk_plan *p, const fk_step *st) {
-  capture *c = ctx;
-  fk_stack_rt *t = st->ctx; /* a model family's record begins with its stack */
-  int lm = st->ctx == (void *)fk_lm_of(p);
-  const fk_detok_rt *dt = st->ctx; /* read on the detokenizer's steps only */
-  int64_t rows = fk_lfm2_rows(p, t), h = t->h;
-  size_t off = (size_t)(c->row0 * h);
-  if (c->what != PERTURB_NONE && c->cur == c->call) { /* the perturbations write the planes */
-    fk_layer_rt *l = st->layer >= 0 ? &t->layer[st->layer] : NULL;
-    if (c->what == PERTURB_CARRY && !strcmp(st->name, "conv") && st->layer == 0)
-      memset(l->carry, 0, (size_t)(2 * h) * 2); /* the carry not committed */
-    if (c->what == PERTURB_KV_SLOT && !strcmp(st->name, "qk_norm_rope") && l) {
-      /* the new rows' K written one slot late: shift the block's rows by one slot */
-      int64_t kd = t->kv * 64, s0 = t->ring ? t->pos % t->ring : t->pos;
-      for (int64_t r = rows - 1; r >= 0; r--) {
-        int64_t a = s0 + r, b = s0 + r + 1;
-        if (t->ring) a %= t->ring, b %= t->ring;
-        if (!t->ring && b >= t->slots) continue;
-        memcpy(l->kc + b * kd, l->kc + a * kd, (size_t)kd * 2);
-      }
-    }
-    if (c->what == PERTURB_SWAP_ROWS && (!strcmp(st->name, "embed") || !strcmp(st->name, "codebooks")) && rows > 1) {
-      uint16_t tmp[HMAX];
-      memcpy(tmp, t->res, (size_t)h * 2);
-      memcpy(t->res, t->res + (rows - 1) * h, (size_t)h * 2);
-      memcpy(t->res + (rows - 1) * h, tmp, (size_t)h * 2);
-    }
-    if (c->what == PERTURB_BIT && !strcmp(st->name, "w2") && st->layer == 1) t->res[3] ^= 1; /* one ulp */
-  }
-  if (!strcmp(st->name, "embed") || !strcmp(st->name, "codebooks")) memcpy(c->emb + off, t->res, (size_t)(rows * h) * 2);
-  if (!strcmp(st->name, "w2")) memcpy(c->hid[st->layer] + off, t->res, (size_t)(rows * h) * 2);
-  if (!strcmp(st->name, "final_norm")) {
-    if (lm) memcpy(c->norm, t->xn, (size_t)h * 4); /* the LM norms its last row */
-    else memcpy(c->norm + off, dt->feat, (size_t)(rows * h) * 4);
-  }
-  if (!strcmp(st->name, "head"))
-    for (int64_t r = 0; r < rows; r++)
-      memcpy(c->lin + (c->row0 + r) * FK_ISTFT_SPEC, dt->sp.spec + r * FK_SPEC_LD, FK_ISTFT_SPEC * 4);
-}
-
-/* ---- comparisons --------------------------------------------------------------------------- */
-
-typedef struct tally {
-  int checked, failed;
-  char first[256];
-} tally;
-
-static void judge(tally *t, const char *what, int ok, double e, double bound) {
-  t->checked++;
-  if (!ok) {
-    if (!t->failed) snprintf(t->first, sizeof t->first, "%s: %.3g > bound %.3g", what, e, bound);
-    t->failed++;
-  }
-}
-
-static void cmp_full(tally *t, const fkm_trace *tr, const char *b, fkfix_dtype dt, const void *x, FILE *rep) {
-  fkm_cmp c;
-  int r = fkm_trace_compare(tr, b, dt, x, &c, rep);
-  cr_assert_geq(r, 0, "%s: boundary %s not comparable", tr->fx.casename, b);
-  char what[192];
-  snprintf(what, sizeof what, "%s %s", tr->fx.casename, b);
-  judge(t, what, r == 1, c.max_rel, c.bound);
-}
-
-/* rows [r0, r0 + n) of boundary b (rows of `cols` elements) against x's n rows */
-static void cmp_rows(tally *t, const fkm_trace *tr, const char *b, fkfix_dtype dt, const void *x, int64_t r0, int64_t n,
-                     int64_t cols) {
-  const fkfix_tensor *ref = fkm_trace_ref(tr, b, 1);
-  cr_assert(ref, "%s: no %s_f64", tr->fx.casename, b);
-  float eref, bound;
-  cr_assert_eq(fkm_trace_bound(tr, b, &eref, &bound), 0);
-  size_t el = ref->dtype == FKFIX_F64 ? 8 : 4;
-  int64_t worst;
-  double e = fkm_row_rel_l2(dt, x, ref->dtype, (const char *)ref->data + (size_t)(r0 * cols) * el, n, cols, &worst);
-  char what[192];
-  snprintf(what, sizeof what, "%s %s rows %lld..%lld", tr->fx.casename, b, (long long)r0, (long long)(r0 + n - 1));
-  judge(t, what, e <= bound, e, bound);
-}
-
 static void load_trace(fkm_trace *tr, const char *rel) {
   char path[512], err[512];
   snprintf(path, sizeof path, "%s/%s", FKT_FIXTURE_DIR, rel);
@@ -156,13 +64,13 @@ static void load_trace(fkm_trace *tr, const char *rel) {
 
 /* Runs the 9 calls of the LM trace (teacher forced with the trace's tokens) and judges every
  * boundary; returns the tally. */
-static tally lm_against_trace(int threads, perturb what, int call, FILE *rep) {
+static fkm_tally lm_against_trace(int threads, fkm_perturb what, int call, FILE *rep) {
   fk_plan *p = make_plan(FK_PROGRAMS_LM, threads);
-  capture *c = calloc(1, sizeof *c);
+  fkm_capture *c = calloc(1, sizeof *c);
   c->what = what;
   c->call = call;
-  fk_plan_set_trace(p, observe, c);
-  tally t = { 0 };
+  fk_plan_set_trace(p, fkm_observe, c);
+  fkm_tally t = { 0 };
   const fk_stack_rt *st = &fk_lm_of(p)->stack;
   int64_t h = st->h;
   for (int k = 0; k < LM_CALLS; k++) {
@@ -183,14 +91,14 @@ static tally lm_against_trace(int threads, perturb what, int call, FILE *rep) {
     c->cur = k;
     fk_io io = { .rows = rows, .tokens = tok, .logits = logits };
     run(p, k == 0 ? FK_PROG_LM_PREFILL : FK_PROG_LM_DECODE, &io);
-    cmp_full(&t, &tr, "emb", FKFIX_BF16, c->emb, rep);
+    fkm_cmp_full(&t, &tr, "emb", FKFIX_BF16, c->emb, rep);
     for (int i = 0; i < st->layers; i++) {
       char b[16];
       snprintf(b, sizeof b, "h%d", i);
-      cmp_full(&t, &tr, b, FKFIX_BF16, c->hid[i], rep);
+      fkm_cmp_full(&t, &tr, b, FKFIX_BF16, c->hid[i], rep);
     }
-    cmp_rows(&t, &tr, "norm", FKFIX_F32, c->norm, rows - 1, 1, h);
-    cmp_full(&t, &tr, "logits", FKFIX_F32, logits, rep);
+    fkm_cmp_rows(&t, &tr, "norm", FKFIX_F32, c->norm, rows - 1, 1, h);
+    fkm_cmp_full(&t, &tr, "logits", FKFIX_F32, logits, rep);
     /* state after the call */
     int64_t pos = st->pos;
     for (int i = 0; i < st->layers; i++) {
@@ -198,30 +106,20 @@ static tally lm_against_trace(int threads, perturb what, int call, FILE *rep) {
       char b[16];
       if (l->kind == FK_LAYER_CONV) {
         snprintf(b, sizeof b, "bx%d", i);
-        cmp_full(&t, &tr, b, FKFIX_BF16, l->carry, rep);
+        fkm_cmp_full(&t, &tr, b, FKFIX_BF16, l->carry, rep);
       } else {
         snprintf(b, sizeof b, "k%d", i);
-        cmp_rows(&t, &tr, b, FKFIX_BF16, l->kc, 0, pos * st->kv, 64);
+        fkm_cmp_rows(&t, &tr, b, FKFIX_BF16, l->kc, 0, pos * st->kv, 64);
         snprintf(b, sizeof b, "v%d", i);
-        cmp_rows(&t, &tr, b, FKFIX_BF16, l->vc, 0, pos * st->kv, 64);
+        fkm_cmp_rows(&t, &tr, b, FKFIX_BF16, l->vc, 0, pos * st->kv, 64);
       }
     }
-    int64_t need = 0, want = -1;
+    int64_t need = 0;
+    float labs = 0;
     fkfix_scalar_i64(&tr.fx, "tok_required", &need);
-    want = ((const int64_t *)fkfix_tensor_get(&tr.fx, "tok")->data)[0];
-    t.checked++;
-    if (!need && io.next != want) { /* not required: our token's float64 logit must be within the bound of the max */
-      const fkfix_tensor *lf = fkm_trace_ref(&tr, "logits", 1);
-      const double *l64 = lf->data;
-      float labs = 0;
-      fkfix_scalar_f32(&tr.fx, "logits_abs", &labs);
-      if (l64[io.next] < l64[want] - 2.0 * labs) need = 1;
-    }
-    if (need && io.next != want) {
-      if (!t.failed) snprintf(t.first, sizeof t.first, "%s: token %d, the reference's %lld (margin requires it)",
-                              tr.fx.casename, (int)io.next, (long long)want);
-      t.failed++;
-    }
+    fkfix_scalar_f32(&tr.fx, "logits_abs", &labs);
+    fkm_judge_token(&t, tr.fx.casename, io.next, ((const int64_t *)fkfix_tensor_get(&tr.fx, "tok")->data)[0], (int)need,
+                    fkm_trace_ref(&tr, "logits", 1)->data, labs);
     fkm_trace_free(&tr);
   }
   fk_plan_destroy(p);
@@ -230,7 +128,7 @@ static tally lm_against_trace(int threads, perturb what, int call, FILE *rep) {
 }
 
 Test(model, lm_faithful, .init = setup, .fini = teardown, .timeout = 300) {
-  tally t = lm_against_trace(2, PERTURB_NONE, 0, stdout);
+  fkm_tally t = lm_against_trace(2, FKM_PERTURB_NONE, 0, stdout);
   cr_assert_eq(t.failed, 0, "%d of %d boundaries outside their bound; first: %s", t.failed, t.checked, t.first);
   cr_log_info("lm: %d boundaries within their bounds over 9 calls", t.checked);
 }
@@ -333,77 +231,20 @@ Test(model, lm_sampled_tokens_follow_the_reference, .init = setup, .fini = teard
 
 /* ---- the detokenizer against its trace ---------------------------------------------------------- */
 
-static tally detok_against_trace(int threads, const int *chunks, perturb what, int call, FILE *rep) {
+static fkm_tally detok_against_trace(int threads, const int *chunks, fkm_perturb what, int call, FILE *rep) {
   fk_plan *p = make_plan(FK_PROGRAMS_DETOK, threads);
-  capture *c = calloc(1, sizeof *c);
+  fkm_capture *c = calloc(1, sizeof *c);
   c->what = what;
   c->call = call;
-  fk_plan_set_trace(p, observe, c);
+  fk_plan_set_trace(p, fkm_observe, c);
   fkm_trace tr;
   load_trace(&tr, "detok/detok_t12.manifest");
   char err[256];
   cr_assert_eq(fkm_trace_check_weights(&tr, &M.detok, err, sizeof err), 0, "%s", err);
-  const fkfix_tensor *codes = fkfix_tensor_get(&tr.fx, "codes"); /* (8, 12) */
-  const fk_stack_rt *st = &fk_detok_of(p)->stack;
-  int64_t kd = st->kv * 64, h = st->h;
-  static uint16_t kk[LMAX][DT_ROWS * 8 * 64], vv[LMAX][DT_ROWS * 8 * 64], bx[LMAX][4 * DT_FRAMES * HMAX];
   static float pcm[DT_FRAMES * 1920 + 480];
-  int64_t n = 0, nbx = 0;
-  tally t = { 0 };
-  int f = 0;
-  for (int k = 0; f < DT_FRAMES; k++) {
-    int fr = chunks[k];
-    int32_t cc[4 * 8];
-    for (int j = 0; j < fr; j++)
-      for (int cb = 0; cb < 8; cb++) cc[j * 8 + cb] = (int32_t)((const int64_t *)codes->data)[cb * DT_FRAMES + f + j];
-    c->row0 = 6 * f;
-    c->cur = k;
-    int64_t pos0 = st->pos;
-    fk_io io = { .rows = fr, .codes = cc, .pcm = pcm + n, .pcm_cap = (int64_t)(sizeof pcm / 4) - n };
-    run(p, FK_PROG_DETOK, &io);
-    n += io.pcm_count;
-    /* the call's new K and V rows, from their ring slots; the conv states */
-    for (int i = 0; i < st->layers; i++) {
-      const fk_layer_rt *l = &st->layer[i];
-      if (l->kind == FK_LAYER_ATTN) {
-        for (int64_t r = 0; r < 6 * fr; r++) {
-          int64_t slot = (pos0 + r) % st->ring;
-          memcpy(kk[i] + (pos0 + r) * kd, l->kc + slot * kd, (size_t)kd * 2);
-          memcpy(vv[i] + (pos0 + r) * kd, l->vc + slot * kd, (size_t)kd * 2);
-        }
-      } else {
-        memcpy(bx[i] + nbx * h, l->carry, (size_t)(2 * h) * 2);
-      }
-    }
-    /* the carry after the call holds Bx of rows pos - 2, pos - 1 */
-    for (int i = 0; i < st->layers; i++)
-      if (st->layer[i].kind == FK_LAYER_CONV) {
-        char b[16];
-        snprintf(b, sizeof b, "bx%d", i);
-        cmp_rows(&t, &tr, b, FKFIX_BF16, bx[i] + nbx * h, st->pos - 2, 2, h);
-      }
-    nbx += 2;
-    f += fr;
-  }
-  fk_io io = { .pcm = pcm + n, .pcm_cap = 480 };
-  run(p, FK_PROG_DETOK_FLUSH, &io);
-  n += io.pcm_count;
-  cr_assert_eq(n, DT_FRAMES * 1920, "PCM samples %lld", (long long)n);
-  cmp_full(&t, &tr, "emb", FKFIX_BF16, c->emb, rep);
-  for (int i = 0; i < st->layers; i++) {
-    char b[16];
-    snprintf(b, sizeof b, "h%d", i);
-    cmp_full(&t, &tr, b, FKFIX_BF16, c->hid[i], rep);
-    if (st->layer[i].kind == FK_LAYER_ATTN) {
-      snprintf(b, sizeof b, "k%d", i);
-      cmp_full(&t, &tr, b, FKFIX_BF16, kk[i], rep);
-      snprintf(b, sizeof b, "v%d", i);
-      cmp_full(&t, &tr, b, FKFIX_BF16, vv[i], rep);
-    }
-  }
-  cmp_full(&t, &tr, "norm", FKFIX_F32, c->norm, rep);
-  cmp_full(&t, &tr, "lin", FKFIX_F32, c->lin, rep);
-  cmp_full(&t, &tr, "pcm", FKFIX_F32, pcm, rep);
+  fkm_tally t = { 0 };
+  int64_t n = fkm_detok_trace(p, &tr, "", chunks, c, &t, pcm, DT_FRAMES * 1920 + 480, rep, err, sizeof err);
+  cr_assert_eq(n, DT_FRAMES * 1920, "PCM samples %lld: %s", (long long)n, n < 0 ? err : "");
   fkm_trace_free(&tr);
   fk_plan_destroy(p);
   free(c);
@@ -414,7 +255,7 @@ static const int ONE_BY_ONE[DT_FRAMES] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
 static const int CHUNKS[] = { 1, 3, 2, 4, 2 };
 
 Test(model, detok_faithful, .init = setup, .fini = teardown, .timeout = 300) {
-  tally t = detok_against_trace(2, ONE_BY_ONE, PERTURB_NONE, 0, stdout);
+  fkm_tally t = detok_against_trace(2, ONE_BY_ONE, FKM_PERTURB_NONE, 0, stdout);
   cr_assert_eq(t.failed, 0, "%d of %d boundaries outside their bound; first: %s", t.failed, t.checked, t.first);
   cr_log_info("detok: %d boundaries within their bounds over 12 frames", t.checked);
 }
@@ -422,23 +263,23 @@ Test(model, detok_faithful, .init = setup, .fini = teardown, .timeout = 300) {
 /* ---- perturbations: the gates see errors ------------------------------------------------------ */
 
 Test(model, perturb_carry_not_committed, .init = setup, .fini = teardown, .timeout = 300) {
-  tally t = lm_against_trace(2, PERTURB_CARRY, 0, NULL);
+  fkm_tally t = lm_against_trace(2, FKM_PERTURB_CARRY, 0, NULL);
   cr_assert_gt(t.failed, 0, "a lost conv carry passed the LM trace");
   cr_log_info("lm, carry of layer 0 lost at the prefill: %d of %d boundaries fail (%s)", t.failed, t.checked, t.first);
 }
 
 Test(model, perturb_kv_slot_off_by_one, .init = setup, .fini = teardown, .timeout = 300) {
-  tally t = detok_against_trace(2, ONE_BY_ONE, PERTURB_KV_SLOT, 3, NULL);
+  fkm_tally t = detok_against_trace(2, ONE_BY_ONE, FKM_PERTURB_KV_SLOT, 3, NULL);
   cr_assert_gt(t.failed, 0, "K one slot late passed the detokenizer trace");
   cr_log_info("detok, K one slot late at frame 3: %d of %d fail (%s)", t.failed, t.checked, t.first);
-  t = lm_against_trace(2, PERTURB_KV_SLOT, 0, NULL);
+  t = lm_against_trace(2, FKM_PERTURB_KV_SLOT, 0, NULL);
   cr_assert_gt(t.failed, 0, "K one slot late passed the LM trace");
 }
 
 Test(model, perturb_rows_swapped, .init = setup, .fini = teardown, .timeout = 300) {
-  tally t = lm_against_trace(2, PERTURB_SWAP_ROWS, 0, NULL);
+  fkm_tally t = lm_against_trace(2, FKM_PERTURB_SWAP_ROWS, 0, NULL);
   cr_assert_gt(t.failed, 0, "swapped prompt rows passed the LM trace");
-  t = detok_against_trace(2, CHUNKS, PERTURB_SWAP_ROWS, 1, NULL); /* a call of 3 frames: rows of two frames swap */
+  t = detok_against_trace(2, CHUNKS, FKM_PERTURB_SWAP_ROWS, 1, NULL); /* a call of 3 frames: rows of two frames swap */
   cr_assert_gt(t.failed, 0, "swapped rows passed the detokenizer trace");
 }
 
@@ -461,8 +302,8 @@ Test(model, perturb_position_skipped, .init = setup, .fini = teardown, .timeout 
   float logits[1024];
   io = (fk_io){ .rows = 1, .tokens = tok, .logits = logits };
   run(p, FK_PROG_LM_DECODE, &io);
-  tally t = { 0 };
-  cmp_full(&t, &tr, "logits", FKFIX_F32, logits, NULL);
+  fkm_tally t = { 0 };
+  fkm_cmp_full(&t, &tr, "logits", FKFIX_F32, logits, NULL);
   fkm_trace_free(&tr);
   fk_plan_destroy(p);
   cr_assert_gt(t.failed, 0, "a skipped position passed the LM trace's logits");
@@ -516,9 +357,9 @@ Test(model, perturb_bit_seen_by_digests, .init = setup, .fini = teardown, .timeo
   /* a one-ulp change of one residual element: within every faithfulness bound, but not the same
    * bits, which the cross-ISA and team-size gates compare */
   fk_plan *p = make_plan(FK_PROGRAMS_LM, 2), *q = make_plan(FK_PROGRAMS_LM, 2);
-  capture *c = calloc(1, sizeof *c);
-  c->what = PERTURB_BIT;
-  fk_plan_set_trace(q, observe, c);
+  fkm_capture *c = calloc(1, sizeof *c);
+  c->what = FKM_PERTURB_BIT;
+  fk_plan_set_trace(q, fkm_observe, c);
   int32_t tok[LM_PROMPT];
   for (int r = 0; r < LM_PROMPT; r++) tok[r] = (int32_t)((r * 389 + 17) % 1024);
   float l1[1024], l2[1024];
@@ -586,7 +427,7 @@ Test(model, turns_continue_exactly, .init = setup, .fini = teardown, .timeout = 
 }
 
 Test(model, detok_chunks_equal_frames, .init = setup, .fini = teardown, .timeout = 300) {
-  tally t = detok_against_trace(1, CHUNKS, PERTURB_NONE, 0, NULL);
+  fkm_tally t = detok_against_trace(1, CHUNKS, FKM_PERTURB_NONE, 0, NULL);
   cr_assert_eq(t.failed, 0, "%s", t.first);
   /* bit identity of the two schedules: every boundary plane and the PCM */
   fk_plan *a = make_plan(FK_PROGRAMS_DETOK, 2), *b = make_plan(FK_PROGRAMS_DETOK, 1);

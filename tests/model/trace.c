@@ -1,9 +1,15 @@
-/* tests/model/trace.c - whole-model reference traces: load, fetch, compare (trace.h). */
+/* tests/model/trace.c - whole-model reference traces: load, fetch, compare, judge, capture (trace.h). */
 #include "trace.h"
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* the runtime's planes, for the capture: the tests' window into a plan (fk_model_trace has no include
+ * path into runtime/, only the public headers) */
+#include "../../runtime/fk_prog_detok.h"
+#include "../../runtime/fk_prog_lm.h"
 
 static const fkfix_tensor *named(const fkfix *f, const char *b, const char *suffix) {
   char nm[64];
@@ -42,8 +48,10 @@ int fkm_trace_load(const char *manifest_path, fkm_trace *t, char *err, size_t er
     t->tag = "lm";
   else if (!strcmp(f->leaf, "detok"))
     t->tag = "detok";
+  else if (!strcmp(f->leaf, "ckpt"))
+    t->tag = "ckpt";
   else {
-    fkm_fail(err, errlen, "%s: leaf %s is not a model trace (lfm2, detok)", manifest_path, f->leaf);
+    fkm_fail(err, errlen, "%s: leaf %s is not a model trace (lfm2, detok, ckpt)", manifest_path, f->leaf);
     goto bad;
   }
   if (strcmp(f->form, "trace")) {
@@ -188,4 +196,193 @@ int fkm_trace_check_weights(const fkm_trace *t, const fkm_weights *w, char *err,
   }
   if (!bad && err && errlen) err[0] = 0;
   return bad;
+}
+
+/* ---- gates ----------------------------------------------------------------------------------- */
+
+void fkm_judge(fkm_tally *t, const char *what, int ok, double e, double bound) {
+  t->checked++;
+  if (!ok) {
+    if (!t->failed) snprintf(t->first, sizeof t->first, "%s: %.3g > bound %.3g", what, e, bound);
+    t->failed++;
+  }
+}
+
+int fkm_cmp_full(fkm_tally *t, const fkm_trace *tr, const char *b, fkfix_dtype dt, const void *x, FILE *report) {
+  fkm_cmp c;
+  int r = fkm_trace_compare(tr, b, dt, x, &c, report);
+  char what[192];
+  snprintf(what, sizeof what, "%s %s%s", tr->fx.casename, b, r < 0 ? " (not comparable)" : "");
+  fkm_judge(t, what, r == 1, r < 0 ? INFINITY : c.max_rel, c.bound);
+  return r;
+}
+
+int fkm_cmp_rows(fkm_tally *t, const fkm_trace *tr, const char *b, fkfix_dtype dt, const void *x, int64_t r0, int64_t n,
+                 int64_t cols) {
+  const fkfix_tensor *ref = fkm_trace_ref(tr, b, 1);
+  float eref, bound;
+  char what[192];
+  snprintf(what, sizeof what, "%s %s rows %lld..%lld", tr->fx.casename, b, (long long)r0, (long long)(r0 + n - 1));
+  if (!ref || fkm_trace_bound(tr, b, &eref, &bound) || cols != ref->shape[ref->ndim - 1] || r0 < 0 ||
+      (r0 + n) * cols > ref->span) {
+    fkm_judge(t, what, 0, INFINITY, 0);
+    return -1;
+  }
+  size_t el = ref->dtype == FKFIX_F64 ? 8 : 4;
+  int64_t worst;
+  double e = fkm_row_rel_l2(dt, x, ref->dtype, (const char *)ref->data + (size_t)(r0 * cols) * el, n, cols, &worst);
+  fkm_judge(t, what, e <= bound, e, bound);
+  return e <= bound;
+}
+
+void fkm_judge_token(fkm_tally *t, const char *what, int64_t got, int64_t want, int required, const double *l64,
+                     double logits_abs) {
+  t->checked++;
+  if (got == want) return;
+  /* not required: our token's float64 logit must be within the bound of the maximum's */
+  if (!required && !(l64[got] >= l64[want] - 2.0 * logits_abs)) required = 1;
+  if (required) {
+    if (!t->failed)
+      snprintf(t->first, sizeof t->first, "%s: token %lld, the reference's %lld (margin requires it)", what,
+               (long long)got, (long long)want);
+    t->failed++;
+  }
+}
+
+/* ---- capture --------------------------------------------------------------------------------- */
+
+void fkm_observe(void *ctx, const fk_plan *p, const fk_step *st) {
+  fkm_capture *c = ctx;
+  fk_stack_rt *t = st->ctx; /* a model family's record begins with its stack */
+  int lm = st->ctx == (void *)fk_lm_of(p);
+  const fk_detok_rt *dt = st->ctx; /* read on the detokenizer's steps only */
+  int64_t rows = fk_lfm2_rows(p, t), h = t->h;
+  size_t off = (size_t)(c->row0 * h);
+  if (c->what != FKM_PERTURB_NONE && c->cur == c->call) { /* the perturbations write the planes */
+    fk_layer_rt *l = st->layer >= 0 ? &t->layer[st->layer] : NULL;
+    if (c->what == FKM_PERTURB_CARRY && !strcmp(st->name, "conv") && st->layer == 0)
+      memset(l->carry, 0, (size_t)(2 * h) * 2); /* the carry not committed */
+    if (c->what == FKM_PERTURB_KV_SLOT && !strcmp(st->name, "qk_norm_rope") && l) {
+      /* the new rows' K written one slot late: shift the block's rows by one slot */
+      int64_t kd = t->kv * 64, s0 = t->ring ? t->pos % t->ring : t->pos;
+      for (int64_t r = rows - 1; r >= 0; r--) {
+        int64_t a = s0 + r, b = s0 + r + 1;
+        if (t->ring) a %= t->ring, b %= t->ring;
+        if (!t->ring && b >= t->slots) continue;
+        memcpy(l->kc + b * kd, l->kc + a * kd, (size_t)kd * 2);
+      }
+    }
+    if (c->what == FKM_PERTURB_SWAP_ROWS && (!strcmp(st->name, "embed") || !strcmp(st->name, "codebooks")) &&
+        rows > 1) {
+      uint16_t tmp[FKM_CAP_H];
+      memcpy(tmp, t->res, (size_t)h * 2);
+      memcpy(t->res, t->res + (rows - 1) * h, (size_t)h * 2);
+      memcpy(t->res + (rows - 1) * h, tmp, (size_t)h * 2);
+    }
+    if (c->what == FKM_PERTURB_BIT && !strcmp(st->name, "w2") && st->layer == 1) t->res[3] ^= 1; /* one ulp */
+  }
+  if (!strcmp(st->name, "embed") || !strcmp(st->name, "codebooks")) memcpy(c->emb + off, t->res, (size_t)(rows * h) * 2);
+  if (!strcmp(st->name, "w2")) memcpy(c->hid[st->layer] + off, t->res, (size_t)(rows * h) * 2);
+  if (!strcmp(st->name, "final_norm")) {
+    if (lm) memcpy(c->norm, t->xn, (size_t)h * 4); /* the LM norms its last row */
+    else memcpy(c->norm + off, dt->feat, (size_t)(rows * h) * 4);
+  }
+  if (!strcmp(st->name, "head"))
+    for (int64_t r = 0; r < rows; r++)
+      memcpy(c->lin + (c->row0 + r) * FK_ISTFT_SPEC, dt->sp.spec + r * FK_SPEC_LD, FK_ISTFT_SPEC * 4);
+}
+
+/* ---- the detokenizer's trace ------------------------------------------------------------------- */
+
+int64_t fkm_detok_trace(fk_plan *p, const fkm_trace *tr, const char *prefix, const int *chunks, fkm_capture *c,
+                        fkm_tally *t, float *pcm, int64_t pcm_cap, FILE *report, char *err, size_t errlen) {
+  char b[64];
+  snprintf(b, sizeof b, "%scodes", prefix);
+  const fkfix_tensor *codes = fkfix_tensor_get(&tr->fx, b);
+  const fk_detok_rt *dr = fk_detok_of(p);
+  if (!codes || codes->dtype != FKFIX_I64 || codes->ndim != 2 || codes->shape[0] != 8 || !dr)
+    return fkm_fail(err, errlen, "%s: no %s (8 x frames, i64), or the plan runs no detokenizer", tr->fx.path, b);
+  const fk_stack_rt *st = &dr->stack;
+  int64_t frames = codes->shape[1], rows = 6 * frames, kd = st->kv * 64, h = st->h, n = 0, nbx = 0;
+  if (rows > FKM_CAP_ROWS || h > FKM_CAP_H || st->layers > FKM_CAP_LAYERS)
+    return fkm_fail(err, errlen, "%s: %lld rows of %lld, %lld layers: beyond the capture", tr->fx.path, (long long)rows,
+                    (long long)h, (long long)st->layers);
+  uint16_t *kk = calloc((size_t)(st->layers * rows * kd), 2), *vv = calloc((size_t)(st->layers * rows * kd), 2);
+  uint16_t *bx = calloc((size_t)(st->layers * 2 * frames * h), 2);
+  int64_t ret = -1;
+  if (!kk || !vv || !bx) {
+    fkm_fail(err, errlen, "out of memory");
+    goto done;
+  }
+  fk_error e;
+  for (int k = 0, f = 0; f < frames; k++) {
+    int fr = chunks ? chunks[k] : 1;
+    int32_t cc[16 * 8];
+    if (fr < 1 || fr > 16 || f + fr > frames) {
+      fkm_fail(err, errlen, "call %d: a chunk of %d frames at frame %d of %lld", k, fr, f, (long long)frames);
+      goto done;
+    }
+    for (int j = 0; j < fr; j++)
+      for (int cb = 0; cb < 8; cb++) cc[j * 8 + cb] = (int32_t)((const int64_t *)codes->data)[cb * frames + f + j];
+    c->row0 = 6 * f;
+    c->cur = k;
+    int64_t pos0 = st->pos;
+    fk_io io = { .rows = fr, .codes = cc, .pcm = pcm + n, .pcm_cap = pcm_cap - n };
+    if (fk_run(p, FK_PROG_DETOK, &io, &e) != FK_OK) {
+      fkm_fail(err, errlen, "call %d: fk_run: %s", k, e.message);
+      goto done;
+    }
+    n += io.pcm_count;
+    /* the call's new K and V rows, from their ring slots; the conv states */
+    for (int i = 0; i < st->layers; i++) {
+      const fk_layer_rt *l = &st->layer[i];
+      if (l->kind == FK_LAYER_ATTN) {
+        for (int64_t r = 0; r < 6 * fr; r++) {
+          int64_t slot = (pos0 + r) % st->ring;
+          memcpy(kk + (i * rows + pos0 + r) * kd, l->kc + slot * kd, (size_t)kd * 2);
+          memcpy(vv + (i * rows + pos0 + r) * kd, l->vc + slot * kd, (size_t)kd * 2);
+        }
+      } else {
+        memcpy(bx + (i * 2 * frames + nbx) * h, l->carry, (size_t)(2 * h) * 2);
+      }
+    }
+    /* the carry after the call holds Bx of rows pos - 2, pos - 1 */
+    for (int i = 0; i < st->layers; i++)
+      if (st->layer[i].kind == FK_LAYER_CONV) {
+        snprintf(b, sizeof b, "%sbx%d", prefix, i);
+        fkm_cmp_rows(t, tr, b, FKFIX_BF16, bx + (i * 2 * frames + nbx) * h, st->pos - 2, 2, h);
+      }
+    nbx += 2;
+    f += fr;
+  }
+  fk_io io = { .pcm = pcm + n, .pcm_cap = pcm_cap - n };
+  if (fk_run(p, FK_PROG_DETOK_FLUSH, &io, &e) != FK_OK) {
+    fkm_fail(err, errlen, "flush: fk_run: %s", e.message);
+    goto done;
+  }
+  n += io.pcm_count;
+  snprintf(b, sizeof b, "%semb", prefix);
+  fkm_cmp_full(t, tr, b, FKFIX_BF16, c->emb, report);
+  for (int i = 0; i < st->layers; i++) {
+    snprintf(b, sizeof b, "%sh%d", prefix, i);
+    fkm_cmp_full(t, tr, b, FKFIX_BF16, c->hid[i], report);
+    if (st->layer[i].kind == FK_LAYER_ATTN) {
+      snprintf(b, sizeof b, "%sk%d", prefix, i);
+      fkm_cmp_full(t, tr, b, FKFIX_BF16, kk + i * rows * kd, report);
+      snprintf(b, sizeof b, "%sv%d", prefix, i);
+      fkm_cmp_full(t, tr, b, FKFIX_BF16, vv + i * rows * kd, report);
+    }
+  }
+  snprintf(b, sizeof b, "%snorm", prefix);
+  fkm_cmp_full(t, tr, b, FKFIX_F32, c->norm, report);
+  snprintf(b, sizeof b, "%slin", prefix);
+  fkm_cmp_full(t, tr, b, FKFIX_F32, c->lin, report);
+  snprintf(b, sizeof b, "%spcm", prefix);
+  fkm_cmp_full(t, tr, b, FKFIX_F32, pcm, report);
+  ret = n;
+done:
+  free(kk);
+  free(vv);
+  free(bx);
+  return ret;
 }

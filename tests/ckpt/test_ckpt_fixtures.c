@@ -1,0 +1,559 @@
+/* tests/ckpt/test_ckpt_fixtures.c: the checkpoint fixtures (fixtures/ckpt/: directories written by
+ * transformers and liquid-audio themselves, each beside the trace of the model that code loads back
+ * from it; fixtures/ref/gen_ckpt.py, fixtures/README.md "Checkpoints") against the checkpoint loader
+ * (libflashkern_ckpt, fk_checkpoint.h). Every manifest of fixtures/ckpt/ is a case:
+ *   files_and_tensors: the directory holds exactly the files its manifest lists (paths, sizes,
+ *     XXH3-64); fk_model_open reads it as its config.json says; fk_model_query reports the
+ *     manifest's stack, files and tensor count; fk_model_tensor serves every tensor the model uses
+ *     with the bytes the manifest digests (bf16 as stored, f32 rounded by the contract's RNE, a
+ *     kept-f32 tensor as stored or widened) and refuses the others, which are the ignored ones.
+ *   traces: fk_model_describe into plans of 1, 2 and 3 members; the trace's calls (the prompt, then
+ *     the decodes fed the trace's tokens) within the manifest's bound at every boundary (the
+ *     embedding, every layer, the final norm, the logits, the K/V caches and conv states after every
+ *     call), the greedy tokens where the margin requires them; an audio directory's detokenizer on
+ *     its code frames (dt_ boundaries, the PCM at the end). The outputs (logits, the planes, PCM, the
+ *     state) are the same bits for every team size, and for the four directories of one model
+ *     (bf16 and f32, whole and sharded: the f32 weights round to the bf16 ones by the contract's RNE).
+ *   perturb_*: a flipped checkpoint byte fails the files' check; weights changed in a copy of a
+ *     checkpoint (which opens) fail the trace's boundaries.
+ *   same_on_aarch64: fk_ckpt_scenario (tests/ckpt/fk_ckpt_scenario.c) opens a checkpoint and prints
+ *     the session's digests (tests/model/session.c) and its tensors'; under qemu-aarch64 it must print
+ *     what the host prints. */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "fk_checkpoint.h"
+#include "fk_prog_lm.h"
+#include "model_desc.h"
+#include "trace.h"
+
+enum { NAME_W = 96, MAX_CASES = 16, MAX_FILES = 64 };
+
+/* ---- the cases: every manifest of fixtures/ckpt/ -------------------------------------------------- */
+
+typedef struct ckcase {
+  fkm_trace tr;
+  char dir[512];            /* the checkpoint directory beside the manifest */
+} ckcase;
+
+/* one case: a manifest's path (the parameter of the per-case tests) */
+typedef struct ckparam {
+  char manifest[512];
+} ckparam;
+
+static int list_cases(char ***paths) {
+  char dir[512], err[256];
+  snprintf(dir, sizeof dir, "%s/ckpt", FKT_FIXTURE_DIR);
+  int n = fkfix_list(dir, paths, err, sizeof err);
+  cr_assert_gt(n, 0, "no manifest in %s: %s", dir, n < 0 ? err : "");
+  cr_assert_leq(n, MAX_CASES);
+  return n;
+}
+
+static void load_case(ckcase *c, const char *manifest) {
+  char err[512];
+  cr_assert_eq(fkm_trace_load(manifest, &c->tr, err, sizeof err), 0, "%s", err);
+  cr_assert_str_eq(c->tr.tag, "ckpt", "%s: not a checkpoint's trace", manifest);
+  size_t n = strlen(manifest) - strlen(".manifest");
+  cr_assert_lt(n, sizeof c->dir);
+  memcpy(c->dir, manifest, n);
+  c->dir[n] = 0;
+}
+
+static const fkfix_tensor *need(const ckcase *c, const char *name, fkfix_dtype dt) {
+  const fkfix_tensor *t = fkfix_tensor_get(&c->tr.fx, name);
+  cr_assert(t && t->dtype == dt, "%s: tensor %s missing or of another dtype", c->tr.fx.casename, name);
+  return t;
+}
+
+static int64_t scalar(const ckcase *c, const char *name) {
+  int64_t v;
+  cr_assert_eq(fkfix_scalar_i64(&c->tr.fx, name, &v), 0, "%s: scalar %s", c->tr.fx.casename, name);
+  return v;
+}
+
+static int has_scalar(const ckcase *c, const char *name) {
+  int64_t v;
+  return fkfix_scalar_i64(&c->tr.fx, name, &v) == 0;
+}
+
+/* row i of a u16 name tensor (names x NAME_W, ASCII) */
+static void name_at(const fkfix_tensor *t, int64_t i, char *out) {
+  cr_assert_eq(t->shape[1], NAME_W);
+  const uint16_t *r = (const uint16_t *)t->data + i * NAME_W;
+  int k = 0;
+  for (; k < NAME_W - 1 && r[k]; k++) out[k] = (char)r[k];
+  out[k] = 0;
+}
+
+static fk_model *open_model(const char *dir) {
+  fk_model *m = NULL;
+  fk_error e;
+  fk_status s = fk_model_open(dir, FK_MODEL_AUTO, &m, &e);
+  cr_assert_eq(s, FK_OK, "fk_model_open(%s): %s: %s", dir, fk_strerror(s), e.message);
+  return m;
+}
+
+/* ---- the directory: its files, what the loader makes of it ------------------------------------------ */
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* every regular file under root/rel, as paths relative to root */
+static void walk(const char *root, const char *rel, char **out, int *n) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
+  DIR *d = opendir(path);
+  cr_assert(d, "cannot read %s", path);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char sub[512], full[1536];
+    snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+    snprintf(full, sizeof full, "%s/%s", root, sub);
+    struct stat st;
+    cr_assert_eq(stat(full, &st), 0, "stat %s", full);
+    if (S_ISDIR(st.st_mode)) {
+      walk(root, sub, out, n);
+    } else {
+      cr_assert_lt(*n, MAX_FILES);
+      out[(*n)++] = strdup(sub);
+    }
+  }
+  closedir(d);
+}
+
+/* The directory holds exactly the manifest's files, each of its size and XXH3-64. Returns the number of
+ * mismatches (0: all equal); the first goes to first. */
+static int check_files(const ckcase *c, const char *dir, char *first, size_t firstlen) {
+  const fkfix_tensor *names = need(c, "file_names", FKFIX_U16), *sizes = need(c, "file_sizes", FKFIX_I64),
+                     *digs = need(c, "file_digests", FKFIX_I64);
+  char *got[MAX_FILES];
+  int n = 0, bad = 0;
+  walk(dir, "", got, &n);
+  qsort(got, (size_t)n, sizeof got[0], cmp_str);
+  if (n != names->shape[0]) {
+    snprintf(first, firstlen, "%s: %d files, the manifest lists %lld", dir, n, (long long)names->shape[0]);
+    bad++;
+  }
+  for (int i = 0; i < n && i < names->shape[0]; i++) {
+    char want[NAME_W], path[1024];
+    name_at(names, i, want);
+    snprintf(path, sizeof path, "%s/%s", dir, got[i]);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "open %s", path);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = malloc((size_t)size + 1);
+    cr_assert_eq(fread(buf, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    uint64_t h = XXH3_64bits(buf, (size_t)size);
+    free(buf);
+    int ok = !strcmp(want, got[i]) && size == ((const int64_t *)sizes->data)[i] &&
+             h == (uint64_t)((const int64_t *)digs->data)[i];
+    if (!ok && !bad++)
+      snprintf(first, firstlen, "%s: file %d is %s (%ld bytes, xxh3 %016llx), the manifest's %s", dir, i, got[i], size,
+               (unsigned long long)h, want);
+  }
+  for (int i = 0; i < n; i++) free(got[i]);
+  return bad;
+}
+
+static void files_and_tensors(const ckcase *c) {
+  const char *cs = c->tr.fx.casename;
+  char first[512] = "";
+  cr_assert_eq(check_files(c, c->dir, first, sizeof first), 0, "%s", first);
+  fk_model *m = open_model(c->dir);
+  fk_model_info in;
+  fk_error e;
+  cr_assert_eq(fk_model_query(m, &in, &e), FK_OK);
+  int audio = has_scalar(c, "ckpt_codebooks");
+  cr_assert_eq(in.kind, audio ? FK_MODEL_LFM2_AUDIO : FK_MODEL_LFM2_LM, "%s: kind %d", cs, in.kind);
+  static const struct { const char *name; size_t off; } fields[] = {
+    { "ckpt_vocab", offsetof(fk_model_info, vocab) }, { "ckpt_hidden", offsetof(fk_model_info, hidden) },
+    { "ckpt_ffn", offsetof(fk_model_info, ffn) }, { "ckpt_layers", offsetof(fk_model_info, layers) },
+    { "ckpt_attn_layers", offsetof(fk_model_info, attn_layers) }, { "ckpt_heads", offsetof(fk_model_info, heads) },
+    { "ckpt_kv_heads", offsetof(fk_model_info, kv_heads) }, { "ckpt_head_dim", offsetof(fk_model_info, head_dim) },
+    { "ckpt_max_pos", offsetof(fk_model_info, max_pos) },
+  };
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    int64_t got;
+    memcpy(&got, (const char *)&in + fields[i].off, sizeof got);
+    cr_assert_eq(got, scalar(c, fields[i].name), "%s: %s %lld, the manifest's %lld", cs, fields[i].name + 5,
+                 (long long)got, (long long)scalar(c, fields[i].name));
+  }
+  float theta, eps;
+  fkfix_scalar_f32(&c->tr.fx, "ckpt_rope_theta", &theta);
+  fkfix_scalar_f32(&c->tr.fx, "ckpt_norm_eps", &eps);
+  cr_assert(in.rope_theta == theta && in.norm_eps == eps, "%s: rope_theta %g eps %g, the manifest's %g %g", cs,
+            (double)in.rope_theta, (double)in.norm_eps, (double)theta, (double)eps);
+  cr_assert_eq(in.tied, (int)scalar(c, "ckpt_tied"), "%s: tied %d", cs, in.tied);
+  cr_assert_eq(in.files, (int)scalar(c, "ckpt_files"), "%s: %d safetensors files", cs, in.files);
+  if (audio) {
+    static const struct { const char *name; size_t off; } afields[] = {
+      { "ckpt_codebooks", offsetof(fk_model_info, codebooks) },
+      { "ckpt_codebook_vocab", offsetof(fk_model_info, codebook_vocab) },
+      { "ckpt_depth_layers", offsetof(fk_model_info, depth_layers) },
+      { "ckpt_depth_dim", offsetof(fk_model_info, depth_dim) }, { "ckpt_det_hidden", offsetof(fk_model_info, det_hidden) },
+      { "ckpt_det_layers", offsetof(fk_model_info, det_layers) }, { "ckpt_det_window", offsetof(fk_model_info, det_window) },
+    };
+    for (size_t i = 0; i < sizeof afields / sizeof afields[0]; i++) {
+      int64_t got;
+      memcpy(&got, (const char *)&in + afields[i].off, sizeof got);
+      cr_assert_eq(got, scalar(c, afields[i].name), "%s: %s %lld", cs, afields[i].name + 5, (long long)got);
+    }
+  } else {
+    int f32 = (int)scalar(c, "ckpt_f32");
+    cr_assert_str_eq(in.dtype, f32 ? "f32" : "bf16", "%s: dtype %s", cs, in.dtype);
+    cr_assert_eq(in.owned_bytes > 0, f32, "%s: %llu bytes converted", cs, (unsigned long long)in.owned_bytes);
+  }
+  /* every tensor: served with the manifest's bytes, or refused as ignored */
+  const fkfix_tensor *names = need(c, "weight_names", FKFIX_U16), *dts = need(c, "weight_dtypes", FKFIX_I64),
+                     *digs = need(c, "weight_digests", FKFIX_I64), *d16 = need(c, "weight_digests_bf16", FKFIX_I64);
+  int64_t nt = names->shape[0], used = 0, ignored = 0;
+  cr_assert_eq(nt, scalar(c, "ckpt_tensors"));
+  for (int64_t i = 0; i < nt; i++) {
+    char name[NAME_W];
+    name_at(names, i, name);
+    fk_tensor_view v;
+    fk_status s = fk_model_tensor(m, name, &v, &e);
+    if (s == FK_ENOTFOUND) {
+      ignored++;
+      continue;
+    }
+    cr_assert_eq(s, FK_OK, "%s: fk_model_tensor(%s): %s", cs, name, e.message);
+    used++;
+    size_t count = 1;
+    for (int k = 0; k < v.ndim; k++) count *= (size_t)v.shape[k];
+    int64_t stored = ((const int64_t *)dts->data)[i];
+    uint64_t h, want;
+    if (v.dtype == FK_DTYPE_F32 && stored == 32) { /* kept f32: the stored bytes */
+      h = XXH3_64bits(v.data, count * 4);
+      want = (uint64_t)((const int64_t *)digs->data)[i];
+    } else { /* bf16 data, or f32 widened from bf16 (exact: back to the same bits) */
+      uint16_t *b = malloc(count * 2);
+      if (v.dtype == FK_DTYPE_BF16) memcpy(b, v.data, count * 2);
+      else cr_assert_eq(fk_bf16_from_f32_n(v.data, b, count, &e), FK_OK);
+      h = XXH3_64bits(b, count * 2);
+      free(b);
+      want = (uint64_t)((const int64_t *)d16->data)[i];
+    }
+    cr_assert_eq(h, want, "%s: tensor %s: xxh3 %016llx, the manifest's %016llx (%s %s)", cs, name, (unsigned long long)h,
+                 (unsigned long long)want, v.dtype == FK_DTYPE_BF16 ? "bf16" : "f32",
+                 stored == 32 ? "stored f32" : stored == 16 ? "stored bf16" : "stored i64");
+  }
+  cr_assert_eq(used, in.tensors, "%s: %lld tensors served, the model reports %lld used", cs, (long long)used,
+               (long long)in.tensors);
+  cr_assert_eq(ignored, in.ignored, "%s: %lld tensors refused, the model reports %lld ignored", cs, (long long)ignored,
+               (long long)in.ignored);
+  cr_log_info("%s: %d files, %lld tensors (%lld used, %lld ignored), %s, as the manifest says", cs,
+              (int)need(c, "file_names", FKFIX_U16)->shape[0], (long long)nt, (long long)used, (long long)ignored,
+              in.architecture);
+  fk_model_close(m);
+}
+
+static ckparam params[MAX_CASES];
+
+static struct criterion_test_params case_params(void) {
+  char **paths;
+  int n = list_cases(&paths);
+  for (int i = 0; i < n; i++) snprintf(params[i].manifest, sizeof params[i].manifest, "%s", paths[i]);
+  fkfix_list_free(paths, n);
+  return cr_make_param_array(ckparam, params, (size_t)n);
+}
+
+ParameterizedTestParameters(ckpt_fixtures, files_and_tensors) { return case_params(); }
+
+ParameterizedTest(ckparam *cp, ckpt_fixtures, files_and_tensors, .timeout = 300) {
+  ckcase c;
+  load_case(&c, cp->manifest);
+  files_and_tensors(&c);
+  fkm_trace_free(&c.tr);
+}
+
+/* ---- the traces ------------------------------------------------------------------------------------- */
+
+/* A plan of the families `programs` of the checkpoint in dir, on `threads` members, exact tier; the model
+ * is closed once the plan is made (fk_checkpoint.h: the plan keeps nothing of it). */
+static fk_plan *plan_of(const char *dir, uint32_t programs, int threads) {
+  fk_model *m = open_model(dir);
+  fk_plan_desc d;
+  memset(&d, 0, sizeof d);
+  d.programs = programs;
+  d.threads = threads;
+  d.tier = FK_TIER_EXACT;
+  fk_error e;
+  fk_status s = fk_model_describe(m, &d, &e);
+  cr_assert_eq(s, FK_OK, "fk_model_describe(%s): %s", dir, e.message);
+  fk_plan *p = NULL;
+  s = fk_plan_create(&d, &p, &e);
+  cr_assert_eq(s, FK_OK, "fk_plan_create(%s, %d members): %s", dir, threads, e.message);
+  fk_model_close(m);
+  return p;
+}
+
+static uint64_t state_digest(fk_plan *p, uint64_t h) {
+  size_t len = fk_state_bytes(p);
+  void *snap = malloc(len);
+  fk_error e;
+  cr_assert_eq(fk_state_save(p, snap, len, &e), FK_OK, "%s", e.message);
+  h = fkt_fnv(snap, len, h);
+  free(snap);
+  return h;
+}
+
+/* The LM trace of case c on a plan of `threads` members: every call judged into t; returns a digest of
+ * every output (logits, tokens, the captured planes, the state after the last call). The plan runs
+ * FK_PROGRAMS_LM (an audio directory's backbone, its head tied). */
+static uint64_t lm_against(const ckcase *c, const char *dir, int threads, fkm_tally *t, FILE *rep) {
+  fk_plan *p = plan_of(dir, FK_PROGRAMS_LM, threads);
+  fkm_capture *cap = calloc(1, sizeof *cap);
+  fk_plan_set_trace(p, fkm_observe, cap);
+  const fk_stack_rt *st = &fk_lm_of(p)->stack;
+  const fkm_trace *tr = &c->tr;
+  const int64_t *tokens = need(c, "tokens", FKFIX_I64)->data, *rows = need(c, "call_rows", FKFIX_I64)->data,
+                *tok = need(c, "tok", FKFIX_I64)->data, *req = need(c, "tok_required", FKFIX_I64)->data;
+  const float *labs = need(c, "logits_abs", FKFIX_F32)->data;
+  const fkfix_tensor *l64 = fkm_trace_ref(tr, "logits", 1);
+  int64_t calls = scalar(c, "calls"), vocab = l64->shape[1], h = st->h, pos = 0;
+  cr_assert_eq(need(c, "call_rows", FKFIX_I64)->shape[0], calls);
+  cr_assert_leq(rows[0], FKM_CAP_ROWS);
+  float *logits = malloc((size_t)vocab * 4);
+  uint64_t dig = 0;
+  for (int64_t k = 0; k < calls; k++) {
+    int32_t ids[FKM_CAP_ROWS];
+    for (int64_t r = 0; r < rows[k]; r++) ids[r] = (int32_t)tokens[pos + r];
+    fk_io io = { .rows = rows[k], .tokens = ids, .logits = logits };
+    fk_error e;
+    fk_status s = fk_run(p, k == 0 ? FK_PROG_LM_PREFILL : FK_PROG_LM_DECODE, &io, &e);
+    cr_assert_eq(s, FK_OK, "%s call %lld: %s", tr->fx.casename, (long long)k, e.message);
+    char b[32], what[192];
+    fkm_cmp_rows(t, tr, "emb", FKFIX_BF16, cap->emb, pos, rows[k], h);
+    dig = fkt_fnv(cap->emb, (size_t)(rows[k] * h) * 2, dig);
+    for (int i = 0; i < st->layers; i++) {
+      snprintf(b, sizeof b, "h%d", i);
+      fkm_cmp_rows(t, tr, b, FKFIX_BF16, cap->hid[i], pos, rows[k], h);
+      dig = fkt_fnv(cap->hid[i], (size_t)(rows[k] * h) * 2, dig);
+    }
+    fkm_cmp_rows(t, tr, "norm", FKFIX_F32, cap->norm, pos + rows[k] - 1, 1, h); /* the LM norms its last row */
+    fkm_cmp_rows(t, tr, "logits", FKFIX_F32, logits, k, 1, vocab);
+    dig = fkt_fnv(logits, (size_t)vocab * 4, dig);
+    pos += rows[k];
+    cr_assert_eq(st->pos, pos);
+    for (int i = 0; i < st->layers; i++) { /* the state after the call */
+      const fk_layer_rt *l = &st->layer[i];
+      if (l->kind == FK_LAYER_CONV) {
+        snprintf(b, sizeof b, "bx%d", i);
+        fkm_cmp_rows(t, tr, b, FKFIX_BF16, l->carry, pos - 2, 2, h); /* B*x of the last two positions */
+      } else {
+        snprintf(b, sizeof b, "k%d", i);
+        fkm_cmp_rows(t, tr, b, FKFIX_BF16, l->kc, 0, pos * st->kv, 64);
+        snprintf(b, sizeof b, "v%d", i);
+        fkm_cmp_rows(t, tr, b, FKFIX_BF16, l->vc, 0, pos * st->kv, 64);
+      }
+    }
+    snprintf(what, sizeof what, "%s call %lld", tr->fx.casename, (long long)k);
+    fkm_judge_token(t, what, io.next, tok[k], (int)req[k], (const double *)l64->data + k * vocab, labs[k]);
+    dig = fkt_fnv(&io.next, sizeof io.next, dig);
+    if (rep)
+      fprintf(rep, "%s call %lld: %lld row(s), greedy %d (the trace's %lld)\n", tr->fx.casename, (long long)k,
+              (long long)rows[k], (int)io.next, (long long)tok[k]);
+  }
+  dig = state_digest(p, dig);
+  free(logits);
+  free(cap);
+  fk_plan_destroy(p);
+  return dig;
+}
+
+/* The detokenizer of an audio directory on its trace's code frames (one per call): judged into t;
+ * returns a digest of the PCM, the captured planes and the state. */
+static uint64_t detok_against(const ckcase *c, int threads, fkm_tally *t, FILE *rep) {
+  fk_plan *p = plan_of(c->dir, FK_PROGRAMS_DETOK, threads);
+  fkm_capture *cap = calloc(1, sizeof *cap);
+  fk_plan_set_trace(p, fkm_observe, cap);
+  int64_t samples = scalar(c, "dt_samples"), cappcm = samples + 480;
+  float *pcm = calloc((size_t)cappcm, 4);
+  char err[256];
+  int64_t n = fkm_detok_trace(p, &c->tr, "dt_", NULL, cap, t, pcm, cappcm, rep, err, sizeof err);
+  cr_assert_eq(n, samples, "%s: %lld PCM samples: %s", c->tr.fx.casename, (long long)n, n < 0 ? err : "");
+  uint64_t dig = fkt_fnv(pcm, (size_t)n * 4, 0);
+  dig = fkt_fnv(cap->emb, sizeof cap->emb, dig);
+  dig = fkt_fnv(cap->lin, sizeof cap->lin, dig);
+  dig = state_digest(p, dig);
+  free(pcm);
+  free(cap);
+  fk_plan_destroy(p);
+  return dig;
+}
+
+ParameterizedTestParameters(ckpt_fixtures, traces) { return case_params(); }
+
+/* every boundary of the trace on 1, 2 and 3 members, the same bits for each */
+ParameterizedTest(ckparam *cp, ckpt_fixtures, traces, .timeout = 600) {
+  ckcase c;
+  load_case(&c, cp->manifest);
+  uint64_t first = 0;
+  for (int threads = 1; threads <= 3; threads++) {
+    fkm_tally t = { 0 };
+    uint64_t dig = lm_against(&c, c.dir, threads, &t, threads == 1 ? stdout : NULL);
+    if (has_scalar(&c, "dt_frames")) {
+      uint64_t dt = detok_against(&c, threads, &t, threads == 1 ? stdout : NULL);
+      dig = fkt_fnv(&dt, sizeof dt, dig);
+    }
+    cr_assert_eq(t.failed, 0, "%s, %d member(s): %d of %d checks fail; first: %s", c.tr.fx.casename, threads, t.failed,
+                 t.checked, t.first);
+    if (threads == 1) {
+      first = dig;
+      cr_log_info("%s: %d checks within their bounds", c.tr.fx.casename, t.checked);
+    }
+    cr_assert_eq(dig, first, "%s: %d members give other bits than 1", c.tr.fx.casename, threads);
+  }
+  fkm_trace_free(&c.tr);
+}
+
+/* The directories of one model (their manifests share the seed that names the model and its prompt: the
+ * four of fixtures/ckpt/lfm2_*, bf16 and f32, whole and sharded) give the same bits: the f32 weights round
+ * to the bf16 ones by the contract's RNE, which the loader's conversion must be. */
+Test(ckpt_fixtures, one_model_same_bits, .timeout = 600) {
+  char **paths;
+  int n = list_cases(&paths), same = 0;
+  uint64_t seed[MAX_CASES], dig[MAX_CASES];
+  for (int i = 0; i < n; i++) {
+    ckcase c;
+    load_case(&c, paths[i]);
+    seed[i] = c.tr.fx.seed;
+    dig[i] = 0;
+    for (int j = 0; j < i; j++)
+      if (seed[j] == seed[i]) {
+        fkm_tally t = { 0 };
+        if (!dig[i]) dig[i] = lm_against(&c, c.dir, 2, &t, NULL);
+        if (!dig[j]) {
+          ckcase o;
+          load_case(&o, paths[j]);
+          dig[j] = lm_against(&o, o.dir, 2, &t, NULL);
+          fkm_trace_free(&o.tr);
+        }
+        cr_assert_eq(dig[i], dig[j], "%s gives other bits than %s, a directory of the same model", paths[i], paths[j]);
+        same++;
+      }
+    fkm_trace_free(&c.tr);
+  }
+  fkfix_list_free(paths, n);
+  cr_assert_geq(same, 3, "only %d pairs of directories of one model", same);
+}
+
+/* ---- perturbations: the gates see a changed checkpoint ------------------------------------------------ */
+
+static void copy_tree(const char *from, const char *to) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", from, to);
+  cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void rm_tree(const char *dir) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+/* flips bit `bit` of every byte in [from, to) of file path */
+static void flip(const char *path, long from, long to, int bit) {
+  FILE *f = fopen(path, "r+b");
+  cr_assert(f, "open %s", path);
+  for (long o = from; o < to; o++) {
+    fseek(f, o, SEEK_SET);
+    int ch = fgetc(f);
+    fseek(f, o, SEEK_SET);
+    fputc(ch ^ (1 << bit), f);
+  }
+  fclose(f);
+}
+
+static void case_named(ckcase *c, const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/ckpt/%s.manifest", FKT_FIXTURE_DIR, name);
+  load_case(c, path);
+}
+
+Test(ckpt_fixtures, perturb_checkpoint_byte_seen_by_files, .timeout = 120) {
+  ckcase c;
+  case_named(&c, "lfm2_bf16");
+  char tmp[] = "/tmp/fk_ckpt_fixtures.XXXXXX", dir[600], st[700], first[512] = "";
+  cr_assert_not_null(mkdtemp(tmp));
+  snprintf(dir, sizeof dir, "%s/lfm2_bf16", tmp);
+  copy_tree(c.dir, dir);
+  cr_assert_eq(check_files(&c, dir, first, sizeof first), 0, "the intact copy: %s", first);
+  snprintf(st, sizeof st, "%s/model.safetensors", dir);
+  flip(st, 4096, 4097, 0);
+  cr_assert_gt(check_files(&c, dir, first, sizeof first), 0, "a flipped byte passed the files' check");
+  cr_log_info("one flipped byte: %s", first);
+  rm_tree(tmp);
+  fkm_trace_free(&c.tr);
+}
+
+Test(ckpt_fixtures, perturb_weights_seen_by_the_trace, .timeout = 300) {
+  ckcase c;
+  case_named(&c, "lfm2_bf16");
+  char tmp[] = "/tmp/fk_ckpt_fixtures.XXXXXX", dir[600], st[700];
+  cr_assert_not_null(mkdtemp(tmp));
+  snprintf(dir, sizeof dir, "%s/lfm2_bf16", tmp);
+  copy_tree(c.dir, dir);
+  /* the sign of every weight in the file's last 64 KiB (the tail of its data: the layers' tensors, which
+   * the loader still opens) */
+  snprintf(st, sizeof st, "%s/model.safetensors", dir);
+  struct stat sb;
+  cr_assert_eq(stat(st, &sb), 0);
+  flip(st, (long)sb.st_size - 65536, (long)sb.st_size, 7);
+  fkm_tally t = { 0 };
+  lm_against(&c, dir, 2, &t, NULL);
+  cr_assert_gt(t.failed, 0, "weights with flipped signs passed the trace");
+  cr_log_info("64 KiB of weights negated: %d of %d checks fail (%s)", t.failed, t.checked, t.first);
+  rm_tree(tmp);
+  fkm_trace_free(&c.tr);
+}
+
+/* ---- the same bits on AArch64 -------------------------------------------------------------------------- */
+
+static char *run_cmd(const char *cmd) {
+  FILE *f = popen(cmd, "r");
+  cr_assert(f, "popen %s", cmd);
+  size_t cap = 1 << 16, n = 0, r;
+  char *out = malloc(cap);
+  while ((r = fread(out + n, 1, cap - 1 - n, f)) > 0) n += r;
+  out[n] = 0;
+  int st = pclose(f);
+  cr_assert_eq(st, 0, "%s exited with %d:\n%s", cmd, st, out);
+  return out;
+}
+
+Test(ckpt_fixtures, same_on_aarch64, .timeout = 1800) {
+  if (access(FKT_CKPT_SCENARIO_AARCH64, X_OK) != 0)
+    cr_skip_test("no AArch64 checkpoint scenario at %s: the cross build makes it where it builds the checkpoint "
+                 "loader (an AArch64 jansson; tests/ckpt/fixtures.cmake)", FKT_CKPT_SCENARIO_AARCH64);
+  char **paths;
+  int n = list_cases(&paths);
+  for (int i = 0; i < n; i++) {
+    char dir[512], cmd[2048];
+    size_t len = strlen(paths[i]) - strlen(".manifest");
+    memcpy(dir, paths[i], len);
+    dir[len] = 0;
+    snprintf(cmd, sizeof cmd, "%s '%s' 2", FKT_CKPT_SCENARIO_HOST, dir);
+    char *host = run_cmd(cmd);
+    snprintf(cmd, sizeof cmd, "%s -cpu max %s '%s' 2", FKH_QEMU, FKT_CKPT_SCENARIO_AARCH64, dir);
+    char *arm = run_cmd(cmd);
+    cr_assert_str_eq(arm, host, "%s: aarch64:\n%s\nhost:\n%s", dir, arm, host);
+    cr_log_info("aarch64 (qemu -cpu max) == x86_64:\n%s", host);
+    free(host);
+    free(arm);
+  }
+  fkfix_list_free(paths, n);
+}
