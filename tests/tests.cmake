@@ -31,6 +31,16 @@ if(FK_AARCH64_TOOLS)
   target_include_directories(fk_model_scenario PRIVATE ${CMAKE_SOURCE_DIR}/runtime ${CMAKE_SOURCE_DIR}/tests/model)
   target_link_libraries(fk_model_scenario PRIVATE flashkern m)
   target_link_options(fk_model_scenario PRIVATE -static)
+  if(FK_BUILD_CHECKPOINTS)
+    # a checkpoint opened by the loader and run (tests/ckpt/test_ckpt_fixtures.c compares its digests)
+    add_executable(fk_ckpt_scenario tests/ckpt/fk_ckpt_scenario.c tests/model/session.c tests/model/model_desc.c
+      tests/model/synth.c)
+    target_compile_options(fk_ckpt_scenario PRIVATE ${FK_WARNINGS} -ffp-contract=off)
+    target_compile_definitions(fk_ckpt_scenario PRIVATE FKM_NO_XXHASH)
+    target_include_directories(fk_ckpt_scenario PRIVATE ${CMAKE_SOURCE_DIR}/runtime ${CMAKE_SOURCE_DIR}/tests/model)
+    target_link_libraries(fk_ckpt_scenario PRIVATE flashkern_ckpt m)
+    target_link_options(fk_ckpt_scenario PRIVATE -static)
+  endif()
   return()
 endif()
 # ---- the AArch64 cross build: this tree configured again with the AArch64 toolchain -----------
@@ -43,10 +53,11 @@ if(FK_BUILD_CROSS)
     BINARY_DIR ${CMAKE_BINARY_DIR}/aarch64
     CMAKE_ARGS -DCMAKE_TOOLCHAIN_FILE=${CMAKE_SOURCE_DIR}/cmake/aarch64-linux-gnu.cmake
                -DFK_AARCH64_TOOLS=ON -DFK_BUILD_EXAMPLES=OFF -DFK_WERROR=${FK_WERROR} -DCMAKE_BUILD_TYPE=Release
+               -DFK_BUILD_CHECKPOINTS=${FK_BUILD_CHECKPOINTS}
     BUILD_ALWAYS ON
     INSTALL_COMMAND ""
     BUILD_BYPRODUCTS ${CMAKE_BINARY_DIR}/aarch64/fk_stamp_runner ${CMAKE_BINARY_DIR}/aarch64/fk_plan_scenario
-                     ${CMAKE_BINARY_DIR}/aarch64/fk_model_scenario)
+                     ${CMAKE_BINARY_DIR}/aarch64/fk_model_scenario ${CMAKE_BINARY_DIR}/aarch64/fk_ckpt_scenario)
 else()
   # no cross build: the AArch64 targets report themselves unavailable and their tests skip
   add_custom_target(fk_aarch64)

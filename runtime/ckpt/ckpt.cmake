@@ -4,8 +4,16 @@
 # stays free of any dependency (tests/lib_only.sh). Targets: flashkern_ckpt (static),
 # flashkern_ckpt_shared (libflashkern_ckpt.so, the core's soname rule); installed with the header
 # and exported as flashkern::flashkern_ckpt and flashkern::flashkern_ckpt_shared.
-find_path(FK_JANSSON_INCLUDE jansson.h)
-find_library(FK_JANSSON_LIB jansson)
+if(CMAKE_CROSSCOMPILING)
+  # the AArch64 cross build (the tests' scenario) takes the target's multiarch jansson
+  # (Debian: dpkg --add-architecture arm64; libjansson-dev:arm64), statically
+  find_path(FK_JANSSON_INCLUDE jansson.h PATHS /usr/include NO_CMAKE_FIND_ROOT_PATH NO_DEFAULT_PATH)
+  find_library(FK_JANSSON_LIB NAMES libjansson.a PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}
+               NO_CMAKE_FIND_ROOT_PATH NO_DEFAULT_PATH)
+else()
+  find_path(FK_JANSSON_INCLUDE jansson.h)
+  find_library(FK_JANSSON_LIB jansson)
+endif()
 if(NOT FK_JANSSON_INCLUDE OR NOT FK_JANSSON_LIB)
   message(FATAL_ERROR "FK_BUILD_CHECKPOINTS=ON needs jansson (Debian 12: apt-get install libjansson-dev)")
 endif()
@@ -35,3 +43,18 @@ install(TARGETS flashkern_ckpt flashkern_ckpt_shared EXPORT flashkernTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES runtime/include/fk_checkpoint.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashkern)
+
+# flashkern-run (runtime/cli/flashkern_run.c): a checkpoint directory to tokens, or code frames to a
+# WAV file through libsndfile (Debian libsndfile1-dev); installed beside the libraries
+if(NOT FK_AARCH64_TOOLS)
+  find_path(FK_SNDFILE_INCLUDE sndfile.h)
+  find_library(FK_SNDFILE_LIB sndfile)
+  if(NOT FK_SNDFILE_INCLUDE OR NOT FK_SNDFILE_LIB)
+    message(FATAL_ERROR "FK_BUILD_CHECKPOINTS=ON builds flashkern-run, which needs libsndfile (Debian 12: apt-get install libsndfile1-dev)")
+  endif()
+  add_executable(flashkern-run runtime/cli/flashkern_run.c)
+  target_include_directories(flashkern-run PRIVATE ${FK_SNDFILE_INCLUDE})
+  target_compile_options(flashkern-run PRIVATE ${FK_WARNINGS})
+  target_link_libraries(flashkern-run PRIVATE flashkern_ckpt ${FK_SNDFILE_LIB} m)
+  install(TARGETS flashkern-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()

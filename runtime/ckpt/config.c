@@ -114,9 +114,12 @@ fk_status fk_ckpt_config_kind(const json_t *j, const char *fname, fk_model_kind 
   }
   fk_model_kind k;
   if (json_is_object(get(&c, "lfm"))) {
-    /* liquid-audio's LFM2AudioConfig: its backbone under "lfm" */
-    if (first && strcmp(first, "LFM2AudioModel"))
-      CK_BAD("%s: architectures[0] = '%s' beside an lfm section: not LFM2AudioModel", fname, first);
+    /* liquid-audio's LFM2AudioConfig: its backbone under "lfm". The released LFM2.5-Audio's
+     * config names its class Lfm2AudioForConditionalGeneration (as llama.cpp's converter of it
+     * requires); liquid-audio's own module is LFM2AudioModel: either is this layout */
+    if (first && strcmp(first, "LFM2AudioModel") && strcmp(first, "Lfm2AudioForConditionalGeneration"))
+      CK_BAD("%s: architectures[0] = '%s' beside an lfm section: not Lfm2AudioForConditionalGeneration or "
+             "LFM2AudioModel", fname, first);
     k = FK_MODEL_LFM2_AUDIO;
   } else if (!lfm2) {
     CK_BAD("%s: architectures[0] = %s%s%s, model_type %s%s%s: not Lfm2ForCausalLM, LFM2AudioModel or an lfm2 "

@@ -4,9 +4,9 @@
 #   ckpt_fixtures   tests/ckpt/test_ckpt_fixtures.c: the files, fk_model_query and every tensor against
 #                   the manifests; every trace at every boundary on plans of 1, 2 and 3 members, the same
 #                   bits for every team size and for one model's bf16 and f32, whole and sharded,
-#                   directories; perturbations; fk_ckpt_scenario natively and under qemu-aarch64 (skipped,
-#                   with the reason, while the cross build makes no AArch64 scenario: it needs the loader
-#                   built for AArch64, and so an AArch64 jansson)
+#                   directories; perturbations; fk_ckpt_scenario natively and under qemu-aarch64 (the cross
+#                   build's loader links Debian's multiarch libjansson-dev:arm64); flashkern-run on every
+#                   checkpoint (the trace's greedy tokens; a WAV bit for bit the plan's PCM; its refusals)
 add_executable(fk_ckpt_scenario tests/ckpt/fk_ckpt_scenario.c tests/model/session.c tests/model/model_desc.c)
 target_compile_options(fk_ckpt_scenario PRIVATE ${FK_WARNINGS})
 target_include_directories(fk_ckpt_scenario PRIVATE ${CMAKE_SOURCE_DIR}/runtime ${CMAKE_SOURCE_DIR}/tests/model)
@@ -17,7 +17,9 @@ target_compile_options(test_ckpt_fixtures PRIVATE ${FK_WARNINGS})
 target_include_directories(test_ckpt_fixtures PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
 target_compile_definitions(test_ckpt_fixtures PRIVATE FKT_CKPT_SCENARIO_HOST="$<TARGET_FILE:fk_ckpt_scenario>"
   FKT_CKPT_SCENARIO_AARCH64="${CMAKE_BINARY_DIR}/aarch64/fk_ckpt_scenario" FKH_QEMU="${FK_QEMU}")
-target_link_libraries(test_ckpt_fixtures PRIVATE fk_model_trace flashkern_ckpt ${FK_CRITERION} m)
-add_dependencies(test_ckpt_fixtures fk_ckpt_scenario fk_aarch64)
+target_compile_definitions(test_ckpt_fixtures PRIVATE FKT_FLASHKERN_RUN="$<TARGET_FILE:flashkern-run>")
+target_include_directories(test_ckpt_fixtures PRIVATE ${FK_SNDFILE_INCLUDE})
+target_link_libraries(test_ckpt_fixtures PRIVATE fk_model_trace flashkern_ckpt ${FK_SNDFILE_LIB} ${FK_CRITERION} m)
+add_dependencies(test_ckpt_fixtures fk_ckpt_scenario fk_aarch64 flashkern-run)
 add_test(NAME ckpt_fixtures COMMAND test_ckpt_fixtures --jobs 1)
 set_tests_properties(ckpt_fixtures PROPERTIES LABELS "slow;aarch64" TIMEOUT 1800)

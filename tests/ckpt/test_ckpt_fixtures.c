@@ -23,10 +23,12 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <dirent.h>
+#include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -556,4 +558,148 @@ Test(ckpt_fixtures, same_on_aarch64, .timeout = 1800) {
     free(arm);
   }
   fkfix_list_free(paths, n);
+}
+
+/* ---- flashkern-run: the command on the committed checkpoints ----------------------------------------- */
+
+/* The trace's prompt through `flashkern-run --tokens`, as many new tokens as the trace has calls: the ids it
+ * prints are the trace's greedy tokens, in order, up to a token the margin rule lets differ (the trace feeds
+ * its own tokens after that, the command its own: nothing after it is comparable). */
+ParameterizedTestParameters(ckpt_fixtures, flashkern_run_tokens) { return case_params(); }
+
+ParameterizedTest(ckparam *cp, ckpt_fixtures, flashkern_run_tokens, .timeout = 300) {
+  ckcase c;
+  load_case(&c, cp->manifest);
+  const int64_t *tokens = need(&c, "tokens", FKFIX_I64)->data, *rows = need(&c, "call_rows", FKFIX_I64)->data,
+                *tok = need(&c, "tok", FKFIX_I64)->data, *req = need(&c, "tok_required", FKFIX_I64)->data;
+  const float *labs = need(&c, "logits_abs", FKFIX_F32)->data;
+  const fkfix_tensor *l64 = fkm_trace_ref(&c.tr, "logits", 1);
+  const int64_t calls = scalar(&c, "calls"), vocab = l64->shape[1];
+  char cmd[8192];
+  int at = snprintf(cmd, sizeof cmd, "%s --model '%s' --max-new %lld --threads 2 --tokens ", FKT_FLASHKERN_RUN, c.dir,
+                    (long long)calls);
+  for (int64_t r = 0; r < rows[0]; r++) at += snprintf(cmd + at, sizeof cmd - (size_t)at, "%s%lld", r ? "," : "", (long long)tokens[r]);
+  snprintf(cmd + at, sizeof cmd - (size_t)at, " 2>/dev/null");
+  char *out = run_cmd(cmd);
+  fkm_tally t = { 0 };
+  int64_t k = 0, same = 0;
+  for (char *p = out, *e; k < calls; p = e, k++) {
+    long long id = strtoll(p, &e, 10);
+    cr_assert(e != p, "%s: flashkern-run printed %lld ids, want %lld: '%s'", c.tr.fx.casename, (long long)k,
+              (long long)calls, out);
+    char what[192];
+    snprintf(what, sizeof what, "%s: flashkern-run's token %lld", c.tr.fx.casename, (long long)k);
+    fkm_judge_token(&t, what, id, tok[k], (int)req[k], (const double *)l64->data + k * vocab, labs[k]);
+    if (id != tok[k]) break;   /* allowed by the margin (else judged failed): the sequences part here */
+    same++;
+  }
+  cr_assert_eq(t.failed, 0, "%s", t.first);
+  cr_log_info("%s: flashkern-run printed the trace's %lld greedy tokens (%lld of %lld equal)", c.tr.fx.casename,
+              (long long)same, (long long)same, (long long)calls);
+  free(out);
+  fkm_trace_free(&c.tr);
+}
+
+/* An audio directory's detokenizer through `flashkern-run --codes --wav`: the WAV holds, sample for sample
+ * and bit for bit, the PCM the plan gives in process, and that PCM passes the trace's gates. */
+Test(ckpt_fixtures, flashkern_run_wav, .timeout = 300) {
+  char **paths;
+  int n = list_cases(&paths), done = 0;
+  for (int i = 0; i < n; i++) {
+    ckcase c;
+    load_case(&c, paths[i]);
+    const fkfix_tensor *codes = fkfix_tensor_get(&c.tr.fx, "dt_codes");
+    if (!codes) {
+      fkm_trace_free(&c.tr);
+      continue;
+    }
+    /* the code frames, one per line (the tensor is codebook-major: 8 x frames) */
+    const int64_t frames = codes->shape[1];
+    char codes_path[] = "/tmp/fkt_codes_XXXXXX", wav_path[64];
+    int fd = mkstemp(codes_path);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "# %s: %lld code frames, codebooks 0..7\n", c.tr.fx.casename, (long long)frames);
+    for (int64_t j = 0; j < frames; j++)
+      for (int k = 0; k < 8; k++)
+        fprintf(f, "%lld%c", (long long)((const int64_t *)codes->data)[k * frames + j], k == 7 ? '\n' : ' ');
+    fclose(f);
+    snprintf(wav_path, sizeof wav_path, "%s.wav", codes_path);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s --model '%s' --codes %s --wav %s --threads 2 2>&1", FKT_FLASHKERN_RUN, c.dir,
+             codes_path, wav_path);
+    free(run_cmd(cmd));
+    SF_INFO info = { 0 };
+    SNDFILE *sf = sf_open(wav_path, SFM_READ, &info);
+    cr_assert(sf, "%s: %s", wav_path, sf_strerror(NULL));
+    cr_assert_eq(info.samplerate, 24000);
+    cr_assert_eq(info.channels, 1);
+    cr_assert_eq(info.format & SF_FORMAT_SUBMASK, SF_FORMAT_FLOAT);
+    float *wav = malloc((size_t)info.frames * 4);
+    cr_assert_eq(sf_read_float(sf, wav, info.frames), info.frames);
+    sf_close(sf);
+    unlink(codes_path);
+    unlink(wav_path);
+    /* in process: the same checkpoint's plan on the trace's frames, gated */
+    fk_plan *p = plan_of(c.dir, FK_PROGRAMS_DETOK, 1);
+    fkm_capture *cap = calloc(1, sizeof *cap);
+    fk_plan_set_trace(p, fkm_observe, cap);
+    int64_t samples = scalar(&c, "dt_samples");
+    float *pcm = calloc((size_t)samples + 480, 4);
+    fkm_tally t = { 0 };
+    char err[256];
+    int64_t got = fkm_detok_trace(p, &c.tr, "dt_", NULL, cap, &t, pcm, samples + 480, NULL, err, sizeof err);
+    cr_assert_eq(got, samples, "%s: %s", c.tr.fx.casename, got < 0 ? err : "PCM samples");
+    cr_assert_eq(t.failed, 0, "%s: %s", c.tr.fx.casename, t.first);
+    cr_assert_eq(info.frames, samples, "%s: the WAV holds %lld samples, the plan gave %lld", c.tr.fx.casename,
+                 (long long)info.frames, (long long)samples);
+    int64_t first_diff = -1;
+    for (int64_t s = 0; s < samples && first_diff < 0; s++)
+      if (memcmp(&wav[s], &pcm[s], 4)) first_diff = s;
+    cr_assert_eq(first_diff, -1, "%s: WAV sample %lld differs from the plan's PCM", c.tr.fx.casename,
+                 (long long)first_diff);
+    cr_log_info("%s: flashkern-run's WAV: %lld float samples at 24 kHz, bit for bit the plan's PCM (%d gate checks)",
+                c.tr.fx.casename, (long long)samples, t.checked);
+    fk_plan_destroy(p);
+    free(cap), free(pcm), free(wav);
+    fkm_trace_free(&c.tr);
+    done++;
+  }
+  fkfix_list_free(paths, n);
+  cr_assert_gt(done, 0, "no checkpoint with a detokenizer trace (dt_codes) in fixtures/ckpt");
+}
+
+/* The command's refusals: a bad argument exits 2 naming it, a bad directory 1 naming it. */
+Test(ckpt_fixtures, flashkern_run_refusals) {
+  static const struct { const char *args; int code; const char *says; } rows[] = {
+    { "--help", 0, "usage: flashkern-run" },
+    { "", 2, "--model DIR is required" },
+    { "--model D --tokens 1,2 --tier bogus", 2, "--tier 'bogus'" },
+    { "--model D --tokens 1,x", 2, "'x' is not a token id" },
+    { "--model D --tokens 1 --codes c --wav w", 2, "either a prompt" },
+    { "--model D --tokens 1 --top-k 3", 2, "--top-k needs --temperature" },
+    { "--model D --tokens 1 --threads 0", 2, "--threads '0'" },
+    { "--model /nonexistent --tokens 1", 1, "/nonexistent" },
+    { "--model D --tokens 99999", 1, "outside the vocabulary" },
+  };
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/ckpt/lfm2_bf16", FKT_FIXTURE_DIR);
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    char args[512], cmd[2048], out[4096];
+    const char *a = rows[i].args;
+    size_t w = 0;
+    for (; *a && w < sizeof args - 600; a++) {   /* D: the fixture directory */
+      if (*a == 'D' && (a[1] == ' ' || !a[1]) && a > rows[i].args && a[-1] == ' ') w += (size_t)snprintf(args + w, sizeof args - w, "%s", dir);
+      else args[w++] = *a;
+    }
+    args[w] = 0;
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", FKT_FLASHKERN_RUN, args);
+    FILE *f = popen(cmd, "r");
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    int st = pclose(f);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == rows[i].code, "flashkern-run %s: exit %d, want %d:\n%s", args,
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1, rows[i].code, out);
+    cr_assert(strstr(out, rows[i].says), "flashkern-run %s: no '%s' in:\n%s", args, rows[i].says, out);
+  }
 }

@@ -1,0 +1,353 @@
+/* runtime/cli/flashkern_run.c: flashkern-run, a checkpoint directory to tokens or to a WAV file.
+ *
+ *   flashkern-run --model DIR (--tokens 1,2,3 | --tokens-file F) [--max-new N] [--temperature T]
+ *                 [--top-k K] [--seed S] [--stop ID] [--threads N] [--tier exact|fast] [--progress]
+ *   flashkern-run --model DIR --codes FILE --wav OUT.wav [--pcm16] [--threads N] [--tier exact|fast]
+ *
+ * The first form opens an LFM2 language model (or an LFM2.5-Audio backbone as a text model), feeds
+ * the prompt's ids (prefill in chunks of max_rows), then generates up to N tokens, greedy or with a
+ * temperature / top-k draw; it prints the generated ids on stdout (one line, space-separated) and
+ * the timing on stderr: readiness (open + plan), the prefill, and decode tokens/s. The second form
+ * opens a detokenizer (an audio_detokenizer/ folder, or an LFM2.5-Audio directory), reads code
+ * frames from FILE (8 integers per line, codebooks 0..7; blank lines and '#' comments skipped) and
+ * writes the PCM (24 kHz mono; float samples, exactly the program's, or 16-bit with --pcm16)
+ * through libsndfile. Tokenization stays with the host (README: ids from the checkpoint's own
+ * tokenizer.json). Exit status: 0, 1 on a runtime or file error (one line naming it), 2 on a bad
+ * argument. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <sndfile.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fk_checkpoint.h"
+
+enum { CODEBOOKS = 8, SAMPLE_RATE = 24000, MAX_TOKENS = 1 << 20 };
+
+static const char *const USAGE =
+  "usage: flashkern-run --model DIR (--tokens 1,2,3 | --tokens-file FILE) [--max-new N] [--temperature T]\n"
+  "                     [--top-k K] [--seed S] [--stop ID] [--threads N] [--tier exact|fast] [--progress]\n"
+  "       flashkern-run --model DIR --codes FILE --wav OUT.wav [--pcm16] [--threads N] [--tier exact|fast]\n"
+  "\n"
+  "  --model DIR        a checkpoint directory: transformers' Lfm2ForCausalLM, liquid-audio's LFM2.5-Audio,\n"
+  "                     or an audio_detokenizer/ folder (fk_model_open)\n"
+  "  --tokens LIST      the prompt's token ids, comma-separated (tokenize with the checkpoint's tokenizer.json)\n"
+  "  --tokens-file F    the prompt's ids from a file, separated by commas or white space\n"
+  "  --max-new N        tokens to generate after the prompt (default 32)\n"
+  "  --temperature T    > 0: sample (x / T, top-k, softmax, a draw); default: greedy (argmax)\n"
+  "  --top-k K          with --temperature: keep the K most likely tokens (ties at the K-th kept); 0: all\n"
+  "  --seed S           the sampler's seed (default 0); the draws are reproducible on every CPU\n"
+  "  --stop ID          stop after generating this id (e.g. the config's eos); default: never\n"
+  "  --threads N        the plan's team, 1..64 (default 1)\n"
+  "  --tier exact|fast  exact: bit-identical on every ISA (default); fast: native bf16 dot products\n"
+  "  --progress         a progress line on stderr (default: when stderr is a terminal)\n"
+  "  --codes FILE       code frames for the detokenizer: 8 integers per line, codebooks 0..7\n"
+  "  --wav OUT.wav      where the PCM goes (24 kHz mono, float samples; --pcm16: 16-bit)\n"
+  "\n"
+  "Prints the generated ids on stdout; readiness, prefill and tokens/s (or frames and the real-time\n"
+  "factor) on stderr. Exit 0; 1: an error at run time; 2: a bad argument.\n";
+
+static void die_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die_arg(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("flashkern-run: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs(" (flashkern-run --help)\n", stderr);
+  va_end(ap);
+  exit(2);
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("flashkern-run: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A whole decimal integer in [lo, hi], or a bad-argument exit naming the option. */
+static long long int_arg(const char *opt, const char *s, long long lo, long long hi) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (!*s || *end || errno || v < lo || v > hi) die_arg("%s '%s': want an integer in [%lld, %lld]", opt, s, lo, hi);
+  return v;
+}
+
+/* Ids separated by commas and/or white space into *ids (grown); `what` names the source. */
+static int64_t parse_ids(const char *text, int32_t **ids, const char *what) {
+  int64_t n = 0, cap = 0;
+  const char *p = text;
+  for (;;) {
+    while (*p == ',' || *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    if (!*p) break;
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || errno || v < 0 || v > INT32_MAX) die_arg("%s: '%.20s' is not a token id", what, p);
+    if (n == cap) {
+      cap = cap ? 2 * cap : 64;
+      if (cap > MAX_TOKENS) die_arg("%s: more than %d ids", what, MAX_TOKENS);
+      *ids = realloc(*ids, (size_t)cap * sizeof **ids);
+      if (!*ids) die("out of memory");
+    }
+    (*ids)[n++] = (int32_t)v;
+    p = end;
+  }
+  if (!n) die_arg("%s: no token ids", what);
+  return n;
+}
+
+static char *read_file(const char *path, const char *what) {
+  FILE *f = fopen(path, "rb");
+  if (!f) die("%s '%s': %s", what, path, strerror(errno));
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  for (size_t got; buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+    n += got;
+    if (n + 1 == cap) buf = realloc(buf, cap *= 2);
+  }
+  if (!buf || ferror(f)) die("%s '%s': read failed", what, path);
+  fclose(f);
+  buf[n] = 0;
+  return buf;
+}
+
+typedef struct opts {
+  const char *model, *tokens, *tokens_file, *codes, *wav;
+  long long max_new, top_k, threads, stop;
+  unsigned long long seed;
+  double temperature;
+  int fast, pcm16, progress;
+} opts;
+
+static opts parse(int argc, char **argv) {
+  opts o = { .max_new = 32, .threads = 1, .stop = -1, .temperature = 0, .progress = -1 };
+  int seen_tier = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(USAGE, stdout);
+      exit(0);
+    }
+    if (!strcmp(a, "--pcm16")) { o.pcm16 = 1; continue; }
+    if (!strcmp(a, "--progress")) { o.progress = 1; continue; }
+    if (strncmp(a, "--", 2) != 0) die_arg("unexpected argument '%s'", a);
+    if (i + 1 >= argc) die_arg("%s needs a value", a);
+    const char *v = argv[++i];
+    if (!strcmp(a, "--model")) o.model = v;
+    else if (!strcmp(a, "--tokens")) o.tokens = v;
+    else if (!strcmp(a, "--tokens-file")) o.tokens_file = v;
+    else if (!strcmp(a, "--codes")) o.codes = v;
+    else if (!strcmp(a, "--wav")) o.wav = v;
+    else if (!strcmp(a, "--max-new")) o.max_new = int_arg(a, v, 0, MAX_TOKENS);
+    else if (!strcmp(a, "--top-k")) o.top_k = int_arg(a, v, 0, MAX_TOKENS);
+    else if (!strcmp(a, "--threads")) o.threads = int_arg(a, v, 1, 64);
+    else if (!strcmp(a, "--stop")) o.stop = int_arg(a, v, 0, INT32_MAX);
+    else if (!strcmp(a, "--seed")) o.seed = (unsigned long long)int_arg(a, v, 0, LLONG_MAX);
+    else if (!strcmp(a, "--temperature")) {
+      char *end;
+      o.temperature = strtod(v, &end);
+      if (!*v || *end || !(o.temperature > 0) || !isfinite(o.temperature)) die_arg("--temperature '%s': want a number > 0", v);
+    } else if (!strcmp(a, "--tier")) {
+      if (seen_tier++) die_arg("--tier given twice");
+      if (!strcmp(v, "exact")) o.fast = 0;
+      else if (!strcmp(v, "fast")) o.fast = 1;
+      else die_arg("--tier '%s': exact or fast", v);
+    } else die_arg("unknown option '%s'", a);
+  }
+  if (!o.model) die_arg("--model DIR is required");
+  const int lm = o.tokens || o.tokens_file, det = o.codes || o.wav;
+  if (lm == det) die_arg("give either a prompt (--tokens or --tokens-file) or --codes with --wav");
+  if (o.tokens && o.tokens_file) die_arg("--tokens and --tokens-file: one of the two");
+  if (det && (!o.codes || !o.wav)) die_arg("--codes and --wav go together");
+  if (o.top_k && !(o.temperature > 0)) die_arg("--top-k needs --temperature");
+  if (o.pcm16 && !det) die_arg("--pcm16 is for --wav");
+  if (o.progress < 0) o.progress = isatty(2);
+  return o;
+}
+
+static fk_model *open_model(const opts *o, fk_plan_desc *d) {
+  fk_error err;
+  fk_model *m = NULL;
+  fk_status s = fk_model_open(o->model, FK_MODEL_AUTO, &m, &err);
+  if (s != FK_OK) die("%s: %s", fk_strerror(s), err.message);
+  memset(d, 0, sizeof *d);
+  d->threads = (int)o->threads;
+  d->tier = o->fast ? FK_TIER_FAST : FK_TIER_EXACT;
+  if ((s = fk_model_describe(m, d, &err)) != FK_OK) die("%s: %s", fk_strerror(s), err.message);
+  return m;
+}
+
+static int run_lm(const opts *o) {
+  int32_t *prompt = NULL;
+  char *text = o->tokens_file ? read_file(o->tokens_file, "--tokens-file") : NULL;
+  const int64_t np = parse_ids(text ? text : o->tokens, &prompt, text ? o->tokens_file : "--tokens");
+  free(text);
+  const double t0 = now();
+  fk_plan_desc d;
+  fk_model *m = open_model(o, &d);
+  if (!(d.programs & FK_PROGRAMS_LM)) die("%s: no language model in this directory", o->model);
+  for (int64_t i = 0; i < np; i++)
+    if (prompt[i] >= d.lm.vocab) die("--tokens: id %d is outside the vocabulary (%lld)", prompt[i], (long long)d.lm.vocab);
+  d.programs = FK_PROGRAMS_LM;   /* an audio model's detokenizer is not needed for text */
+  const int64_t need = np + o->max_new;
+  if (d.lm.stack.max_pos < need) d.lm.stack.max_pos = need;
+  fk_plan *plan;
+  fk_error err;
+  fk_status s = fk_plan_create(&d, &plan, &err);
+  if (s != FK_OK) die("fk_plan_create: %s: %s", fk_strerror(s), err.message);
+  if (o->seed && fk_sampler_seed(plan, (uint64_t)o->seed) != FK_OK) die("fk_sampler_seed refused the seed");
+  const double t1 = now();
+  fk_sampling sampling = { (float)o->temperature, o->top_k };
+  const fk_sampling *samp = o->temperature > 0 ? &sampling : NULL;
+  fk_io io;
+  int32_t next = 0;
+  for (int64_t at = 0; at < np; at += d.lm.max_rows) {
+    memset(&io, 0, sizeof io);
+    io.rows = np - at < d.lm.max_rows ? np - at : d.lm.max_rows;
+    io.tokens = prompt + at;
+    io.sampling = samp;
+    if ((s = fk_run(plan, FK_PROG_LM_PREFILL, &io, &err)) != FK_OK) die("prefill: %s: %s", fk_strerror(s), err.message);
+    next = io.next;
+  }
+  const double t2 = now();
+  int64_t made = 0;
+  double last = t2;
+  while (made < o->max_new) {
+    printf("%s%d", made ? " " : "", next);
+    made++;
+    if (next == o->stop || made == o->max_new) break;
+    memset(&io, 0, sizeof io);
+    io.rows = 1;
+    io.tokens = &next;
+    io.sampling = samp;
+    if ((s = fk_run(plan, FK_PROG_LM_DECODE, &io, &err)) != FK_OK) die("decode: %s: %s", fk_strerror(s), err.message);
+    next = io.next;
+    if (o->progress && now() - last > 0.5) {
+      last = now();
+      fprintf(stderr, "\r  %lld / %lld tokens, %.1f tokens/s   ", (long long)made, (long long)o->max_new,
+              (double)made / (last - t2));
+    }
+  }
+  printf("\n");
+  fflush(stdout);
+  const double t3 = now();
+  const int64_t decodes = made > 0 ? made - 1 : 0;   /* the first token came from the prefill */
+  if (o->progress) fputc('\n', stderr);
+  fprintf(stderr, "readiness %.1f ms (open + plan); prefill %lld tokens in %.2f ms; %lld tokens generated, "
+          "%lld decode steps in %.3f s: %.1f tokens/s\n", 1e3 * (t1 - t0), (long long)np, 1e3 * (t2 - t1),
+          (long long)made, (long long)decodes, t3 - t2, decodes > 0 ? (double)decodes / (t3 - t2) : 0.0);
+  fk_plan_destroy(plan);
+  fk_model_close(m);
+  free(prompt);
+  return 0;
+}
+
+static int run_detok(const opts *o) {
+  char *text = read_file(o->codes, "--codes");
+  int32_t *codes = NULL;
+  int64_t ncodes = 0, cap = 0, line = 0;
+  for (char *p = text, *eol; *p; p = eol + (*eol != 0)) {
+    eol = strchr(p, '\n');
+    if (!eol) eol = p + strlen(p);
+    line++;
+    char *hash = memchr(p, '#', (size_t)(eol - p));
+    char *end = hash ? hash : eol;
+    int got = 0;
+    for (char *q = p; q < end;) {
+      while (q < end && (*q == ' ' || *q == '\t' || *q == ',' || *q == '\r')) q++;
+      if (q >= end) break;
+      char *e;
+      errno = 0;
+      long v = strtol(q, &e, 10);
+      if (e == q || e > end || errno || v < 0 || v > INT32_MAX) die_arg("--codes %s:%lld: not a code", o->codes, (long long)line);
+      if (ncodes == cap) {
+        cap = cap ? 2 * cap : 1024;
+        codes = realloc(codes, (size_t)cap * sizeof *codes);
+        if (!codes) die("out of memory");
+      }
+      codes[ncodes++] = (int32_t)v;
+      got++;
+      q = e;
+    }
+    if (got && got != CODEBOOKS) die_arg("--codes %s:%lld: %d codes, want %d per line", o->codes, (long long)line, got, CODEBOOKS);
+  }
+  free(text);
+  const int64_t frames = ncodes / CODEBOOKS;
+  if (frames < 2) die_arg("--codes %s: %lld frames, want at least 2", o->codes, (long long)frames);
+  const double t0 = now();
+  fk_plan_desc d;
+  fk_model *m = open_model(o, &d);
+  if (!(d.programs & FK_PROGRAMS_DETOK)) die("%s: no audio detokenizer in this directory", o->model);
+  d.programs = FK_PROGRAMS_DETOK;
+  if (o->pcm16) d.flags |= FK_PLAN_PCM_I16;
+  for (int64_t i = 0; i < ncodes; i++)
+    if (codes[i] >= d.detok.codebook_vocab)
+      die("--codes: code %d (frame %lld) is outside the codebook (%lld)", codes[i], (long long)(i / CODEBOOKS),
+          (long long)d.detok.codebook_vocab);
+  fk_plan *plan;
+  fk_error err;
+  fk_status s = fk_plan_create(&d, &plan, &err);
+  if (s != FK_OK) die("fk_plan_create: %s: %s", fk_strerror(s), err.message);
+  const double t1 = now();
+  const size_t es = o->pcm16 ? 2 : 4;
+  /* the first code frame gives 1440 samples, each later one 1920, the flush 480 */
+  const int64_t total = 1440 + (frames - 1) * 1920 + 480;
+  unsigned char *pcm = malloc((size_t)total * es);
+  if (!pcm) die("out of memory");
+  int64_t have = 0;
+  for (int64_t f = 0; f < frames; f += d.detok.max_frames) {
+    fk_io io;
+    memset(&io, 0, sizeof io);
+    io.rows = frames - f < d.detok.max_frames ? frames - f : d.detok.max_frames;
+    io.codes = codes + f * CODEBOOKS;
+    io.pcm = pcm + (size_t)have * es;
+    io.pcm_cap = total - have;
+    if ((s = fk_run(plan, FK_PROG_DETOK, &io, &err)) != FK_OK) die("detok: %s: %s", fk_strerror(s), err.message);
+    have += io.pcm_count;
+  }
+  fk_io io;
+  memset(&io, 0, sizeof io);
+  io.pcm = pcm + (size_t)have * es;
+  io.pcm_cap = total - have;
+  if ((s = fk_run(plan, FK_PROG_DETOK_FLUSH, &io, &err)) != FK_OK) die("flush: %s: %s", fk_strerror(s), err.message);
+  have += io.pcm_count;
+  const double t2 = now();
+  SF_INFO info = { .samplerate = SAMPLE_RATE, .channels = 1,
+                   .format = SF_FORMAT_WAV | (o->pcm16 ? SF_FORMAT_PCM_16 : SF_FORMAT_FLOAT) };
+  SNDFILE *sf = sf_open(o->wav, SFM_WRITE, &info);
+  if (!sf) die("--wav '%s': %s", o->wav, sf_strerror(NULL));
+  sf_count_t wrote = o->pcm16 ? sf_write_short(sf, (const short *)pcm, have) : sf_write_float(sf, (const float *)pcm, have);
+  if (wrote != have || sf_close(sf) != 0) die("--wav '%s': write failed", o->wav);
+  const double audio = (double)have / SAMPLE_RATE;
+  fprintf(stderr, "readiness %.1f ms (open + plan); %lld code frames -> %lld samples (%.2f s of audio) in %.3f s: "
+          "real-time factor %.4f; wrote %s\n", 1e3 * (t1 - t0), (long long)frames, (long long)have, audio, t2 - t1,
+          (t2 - t1) / audio, o->wav);
+  fk_plan_destroy(plan);
+  fk_model_close(m);
+  free(pcm);
+  free(codes);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const opts o = parse(argc, argv);
+  return o.codes ? run_detok(&o) : run_lm(&o);
+}
