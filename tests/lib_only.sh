@@ -81,9 +81,13 @@ $cc "$src/tests/install/host.c" -o "$tmp/host_a64_static" -static $(pkg-config -
   fail "the arm64 host (static)"
 # shellcheck disable=SC2046
 $cc "$src/tests/install/host.c" -o "$tmp/host_a64_shared" $(pkg-config --cflags --libs flashkern) -lm || fail "the arm64 host (shared)"
-qemu=(qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu)
+# Each run is bounded (it takes well under a second). The shared host's library path names the cross
+# libc's folder after the install: with arm64 multiarch packages present (.ci/setup adds
+# libjansson-dev:arm64), the host's /etc/ld.so.cache points the cross loader (2.36-8cross1) at the
+# multiarch libc.so.6 (2.36-9+deb12u*), a mismatched pair that spins forever in pthread_create.
+qemu=(timeout 120 qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu)
 "${qemu[@]}" "$tmp/host_a64_static" > "$tmp/a64_static.out" 2>&1 || { cat "$tmp/a64_static.out"; fail "the arm64 host (static) under qemu"; }
-"${qemu[@]}" -E LD_LIBRARY_PATH="$prefix/lib" "$tmp/host_a64_shared" > "$tmp/a64_shared.out" 2>&1 ||
+"${qemu[@]}" -E LD_LIBRARY_PATH="$prefix/lib:/usr/aarch64-linux-gnu/lib" "$tmp/host_a64_shared" > "$tmp/a64_shared.out" 2>&1 ||
   { cat "$tmp/a64_shared.out"; fail "the arm64 host (shared) under qemu"; }
 cmp -s "$tmp/a64_static.out" "$tmp/a64_shared.out" || fail "the static and shared arm64 hosts differ"
 grep -q "__aarch64_neon_exact" "$tmp/a64_static.out" || fail "the arm64 host ran no AArch64 stamp"
