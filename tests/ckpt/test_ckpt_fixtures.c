@@ -564,39 +564,69 @@ Test(ckpt_fixtures, same_on_aarch64, .timeout = 1800) {
 
 /* The trace's prompt through `flashkern-run --tokens`, as many new tokens as the trace has calls: the ids it
  * prints are the trace's greedy tokens, in order, up to a token the margin rule lets differ (the trace feeds
- * its own tokens after that, the command its own: nothing after it is comparable). */
+ * its own tokens after that, the command its own: nothing after it is comparable). On lfm2_peaked every token
+ * is decided by the margin, so all of them must be equal; there the prompt's last id changed must fail. */
+static char *run_prompt(const ckcase *c, const int64_t *tokens, int64_t rows, int64_t max_new, int64_t bump) {
+  char cmd[8192];
+  int at = snprintf(cmd, sizeof cmd, "%s --model '%s' --max-new %lld --threads 2 --tokens ", FKT_FLASHKERN_RUN, c->dir,
+                    (long long)max_new);
+  for (int64_t r = 0; r < rows; r++)
+    at += snprintf(cmd + at, sizeof cmd - (size_t)at, "%s%lld", r ? "," : "",
+                   (long long)(tokens[r] + (r == rows - 1 ? bump : 0)));
+  snprintf(cmd + at, sizeof cmd - (size_t)at, " 2>/dev/null");
+  return run_cmd(cmd);
+}
+
+/* judges the ids printed in out against the trace's tokens; -> how many equal before the first difference */
+static int64_t judge_run(const ckcase *c, const char *out, fkm_tally *t) {
+  const int64_t *tok = need(c, "tok", FKFIX_I64)->data, *req = need(c, "tok_required", FKFIX_I64)->data;
+  const float *labs = need(c, "logits_abs", FKFIX_F32)->data;
+  const fkfix_tensor *l64 = fkm_trace_ref(&c->tr, "logits", 1);
+  const int64_t calls = scalar(c, "calls"), vocab = l64->shape[1];
+  int64_t k = 0, same = 0;
+  for (const char *p = out; k < calls; k++) {
+    char *e;
+    long long id = strtoll(p, &e, 10);
+    cr_assert(e != p, "%s: flashkern-run printed %lld ids, want %lld: '%s'", c->tr.fx.casename, (long long)k,
+              (long long)calls, out);
+    p = e;
+    char what[192];
+    snprintf(what, sizeof what, "%s: flashkern-run's token %lld", c->tr.fx.casename, (long long)k);
+    fkm_judge_token(t, what, id, tok[k], (int)req[k], (const double *)l64->data + k * vocab, labs[k]);
+    if (id != tok[k]) break;   /* allowed by the margin (else judged failed): the sequences part here */
+    same++;
+  }
+  return same;
+}
+
 ParameterizedTestParameters(ckpt_fixtures, flashkern_run_tokens) { return case_params(); }
 
 ParameterizedTest(ckparam *cp, ckpt_fixtures, flashkern_run_tokens, .timeout = 300) {
   ckcase c;
   load_case(&c, cp->manifest);
   const int64_t *tokens = need(&c, "tokens", FKFIX_I64)->data, *rows = need(&c, "call_rows", FKFIX_I64)->data,
-                *tok = need(&c, "tok", FKFIX_I64)->data, *req = need(&c, "tok_required", FKFIX_I64)->data;
-  const float *labs = need(&c, "logits_abs", FKFIX_F32)->data;
-  const fkfix_tensor *l64 = fkm_trace_ref(&c.tr, "logits", 1);
-  const int64_t calls = scalar(&c, "calls"), vocab = l64->shape[1];
-  char cmd[8192];
-  int at = snprintf(cmd, sizeof cmd, "%s --model '%s' --max-new %lld --threads 2 --tokens ", FKT_FLASHKERN_RUN, c.dir,
-                    (long long)calls);
-  for (int64_t r = 0; r < rows[0]; r++) at += snprintf(cmd + at, sizeof cmd - (size_t)at, "%s%lld", r ? "," : "", (long long)tokens[r]);
-  snprintf(cmd + at, sizeof cmd - (size_t)at, " 2>/dev/null");
-  char *out = run_cmd(cmd);
+                *req = need(&c, "tok_required", FKFIX_I64)->data;
+  const int64_t calls = scalar(&c, "calls");
+  int64_t required = 0;
+  for (int64_t k = 0; k < calls; k++) required += req[k] != 0;
+  char *out = run_prompt(&c, tokens, rows[0], calls, 0);
   fkm_tally t = { 0 };
-  int64_t k = 0, same = 0;
-  for (char *p = out, *e; k < calls; p = e, k++) {
-    long long id = strtoll(p, &e, 10);
-    cr_assert(e != p, "%s: flashkern-run printed %lld ids, want %lld: '%s'", c.tr.fx.casename, (long long)k,
-              (long long)calls, out);
-    char what[192];
-    snprintf(what, sizeof what, "%s: flashkern-run's token %lld", c.tr.fx.casename, (long long)k);
-    fkm_judge_token(&t, what, id, tok[k], (int)req[k], (const double *)l64->data + k * vocab, labs[k]);
-    if (id != tok[k]) break;   /* allowed by the margin (else judged failed): the sequences part here */
-    same++;
-  }
+  int64_t same = judge_run(&c, out, &t);
   cr_assert_eq(t.failed, 0, "%s", t.first);
-  cr_log_info("%s: flashkern-run printed the trace's %lld greedy tokens (%lld of %lld equal)", c.tr.fx.casename,
-              (long long)same, (long long)same, (long long)calls);
+  if (required == calls) cr_assert_eq(same, calls, "%s: every token is decided, %lld equal", c.tr.fx.casename,
+                                      (long long)same);
+  cr_log_info("%s: flashkern-run printed the trace's first %lld greedy tokens (of %lld; %lld decided by the margin)",
+              c.tr.fx.casename, (long long)same, (long long)calls, (long long)required);
   free(out);
+  if (!strcmp(c.tr.fx.casename, "lfm2_peaked")) {
+    cr_assert_eq(required, calls, "lfm2_peaked: its tokens are no longer all decided by the margin");
+    /* the control: the prompt's last id one higher changes every decided token, and the judge says so */
+    out = run_prompt(&c, tokens, rows[0], calls, 1);
+    fkm_tally bad = { 0 };
+    cr_assert_eq(judge_run(&c, out, &bad), 0, "lfm2_peaked: another prompt, yet the trace's first token");
+    cr_assert_eq(bad.failed, 1, "lfm2_peaked: the judge missed another prompt's tokens");
+    free(out);
+  }
   fkm_trace_free(&c.tr);
 }
 
