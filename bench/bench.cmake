@@ -95,3 +95,20 @@ add_custom_target(bench-model
   USES_TERMINAL VERBATIM)
 # ---- end fk_bench_model ---------------------------------------------------------------------
 
+
+# ---- bench: fk_bench_ckpt, checkpoints: readiness and flashkern-run's tokens/s (bench/README.md) ----
+# It writes LFM2-350M-shaped checkpoints with the tests' writer (tests/ckpt/ckpt_write.c), so it needs
+# the tests and the loader (the default preset has both).
+if(TARGET fk_ckpt_write AND TARGET flashkern-run)
+  add_executable(fk_bench_ckpt bench/fk_bench_ckpt.c bench/fkb_common.c bench/fkb_harness.c bench/bw_probe.c)
+  target_compile_options(fk_bench_ckpt PRIVATE ${FK_WARNINGS} -O2)
+  target_compile_definitions(fk_bench_ckpt PRIVATE FKB_FLASHKERN_VERSION="${PROJECT_VERSION}")
+  target_link_libraries(fk_bench_ckpt PRIVATE fk_ckpt_write flashkern_ckpt flashkern Threads::Threads m)
+  add_custom_target(bench-ckpt
+    COMMAND fk_bench_ckpt --run $<TARGET_FILE:flashkern-run> --model-bench $<TARGET_FILE:fk_bench_model>
+      --out ${FK_BENCH_RESULTS}
+    COMMAND ${FK_BENCH_REPORT} ckpt
+    DEPENDS fk_bench_ckpt flashkern-run fk_bench_model WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+    COMMENT "checkpoint benchmark (minutes; 2.2 GB under /var/tmp): bench/results/ckpt.csv, ckpt.md" USES_TERMINAL VERBATIM)
+endif()
+# ---- end fk_bench_ckpt ----------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
   report.py [--results DIR] [--out DIR] [--plot | --no-plot] [--check] (--all | BENCH ...)
 
-BENCH is gemv, state, fft, runtime or model. For each, reads DIR/<bench>.csv (the rows),
+BENCH is gemv, state, fft, runtime, model or ckpt. For each, reads DIR/<bench>.csv (the rows),
 DIR/<bench>-meta.csv (key,item,value: the machine, versions, noise, probe and the run's facts; the
 bench's C harness writes both) and writes OUT/<bench>.md and the gnuplot data (OUT/<bench>*.dat),
 then, with --plot, runs gnuplot on bench/plot_<bench>.gp for OUT/<bench>.png. model reads
@@ -884,9 +884,89 @@ def render_model(lines, meta):
 
 
 
+# ---- ckpt: fk_bench_ckpt, a checkpoint's readiness and flashkern-run's tokens/s ------------------
+
+CKPT_NAMES = (("bf16", "bf16, one model.safetensors, transformers 5's config"),
+              ("f32", "f32, 3 shards + index, the released config style (converted to bf16 at readiness)"))
+
+
+def render_ckpt(rows, meta):
+    val = {(r["table"], r["case"], r["threads"], r["tier"], r["metric"]): r for r in rows}
+    get = lambda table, case, t, tier, metric, col="median": float(val[(table, case, str(t), tier, metric)][col])
+    has = lambda table, case, t, tier, metric: (table, case, str(t), tier, metric) in val
+    rng = lambda table, case, t, tier, metric, d: "%s [%s, %s]" % tuple(
+        f(get(table, case, t, tier, metric, c), d) for c in ("median", "min", "max"))
+    step_bytes = meta.num("step_bytes")
+    md = []
+    w = md.append
+    w("# Checkpoints: readiness, and flashkern-run's tokens/s against the bench's\n\n")
+    w("Written by `fk_bench_ckpt` (bench/README.md, \"Checkpoints\") from a real run: `%s`, %s, %s s.\n\n" % (
+        meta.get("command"), plural(int(meta.get("rounds")), "round"), f(meta.num("elapsed_s"), 0)))
+    w("**Machine:** %s\n\n" % machine_line(meta))
+    share = meta.num("others_cpu_share")
+    w("**Noise:** other processes used %s%% of the CPUs during the run%s.\n\n" % (
+        f(100 * share, 1), " (above %d%%: the figures are marked noisy)" % int(100 * NOISY) if share > NOISY else ""))
+    w("**Version:** %s.\n\n" % meta.get("version", "flashkern"))
+    w("**Model:** LFM2-350M's shapes (%s), synthetic bf16 weights, written as transformers lays a checkpoint out "
+      "(tests/ckpt/ckpt_write.c):\n\n" % meta.get("shape"))
+    w("| checkpoint | files | safetensors files | tensors | size, GB | converted at readiness, GB | written in, s |\n"
+      "|---|---|---|---|---|---|---|\n")
+    for c, what in CKPT_NAMES:
+        w("| %s | %s | %s | %s | %s | %s | %s |\n" % (
+            what, meta.get("ckpt_files", c), meta.get("ckpt_safetensors", c), meta.get("ckpt_tensors", c),
+            f(meta.num("ckpt_bytes", c) / 1e9, 3), f(meta.num("ckpt_owned_bytes", c) / 1e9, 3),
+            f(meta.num("ckpt_write_s", c), 1)))
+    w("\n## Readiness: open + pack, ms (median [min, max] over the rounds)\n\n"
+      "`fk_model_open`, then `fk_model_describe` + `fk_plan_create` (the language model's programs, 2 threads, exact "
+      "tier: the plan copies and packs every weight). Cold: the files' pages dropped from the page cache first "
+      "(`posix_fadvise(DONTNEED)`; `mincore` counted none resident), so the bytes come from the disk; warm: the "
+      "same again at once.\n\n")
+    w("| checkpoint | cache | fk_model_open | describe + fk_plan_create | readiness | checkpoint GB / readiness s |\n"
+      "|---|---|---|---|---|---|\n")
+    for c, _ in CKPT_NAMES:
+        for cache in ("cold", "warm"):
+            case = "%s %s" % (c, cache)
+            w("| %s | %s | %s | %s | %s | %s |\n" % (
+                c, cache, rng("ready", case, 2, "exact", "open_ms", 0), rng("ready", case, 2, "exact", "plan_ms", 0),
+                rng("ready", case, 2, "exact", "ready_ms", 0),
+                f(meta.num("ckpt_bytes", c) / 1e9 / (get("ready", case, 2, "exact", "ready_ms") / 1e3), 2)))
+    w("\n## Decode tokens/s: flashkern-run on the checkpoint, fk_bench_model on the same shapes\n\n"
+      "Both a 12-token prompt, then %s timed decode steps, greedy; `fk_bench_model --only lm_350m` builds its "
+      "weights in memory, `flashkern-run` opens the checkpoint directory (its own readiness is not in the figure). "
+      "Median [min, max] over the rounds, the two commands taking turns. A decode step streams the plan's %s MB of "
+      "packed bf16 weights from DRAM (more than the L3 holds): GB/s = tokens/s x %s MB, beside the read probe "
+      "(%s, %s GiB) measured in the same rounds.\n\n" % (
+          meta.get("steps"), f(step_bytes / 1e6, 0), f(step_bytes / 1e6, 0), meta.get("probe", "kind"),
+          f(meta.num("probe", "bytes") / 2 ** 30, 3)))
+    w("| threads | tier | fk_bench_model | flashkern-run, bf16 checkpoint | flashkern-run, f32 checkpoint | "
+      "run bf16 / bench | run f32 / bench | run's median inside the bench's [min, max]? | weights GB/s (bench) | "
+      "read probe GB/s | bench / probe |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+    keys = OrderedDict.fromkeys((r["threads"], r["tier"]) for r in rows if r["table"] == "decode")
+    ratios = []
+    for t, tier in keys:
+        if not has("decode", "fk_bench_model", t, tier, "tok_s"):
+            continue
+        b = get("decode", "fk_bench_model", t, tier, "tok_s")
+        lo, hi = get("decode", "fk_bench_model", t, tier, "tok_s", "min"), get("decode", "fk_bench_model", t, tier,
+                                                                               "tok_s", "max")
+        runs = [get("decode", "flashkern-run " + c, t, tier, "tok_s") for c, _ in CKPT_NAMES]
+        inside = all(lo <= v <= hi for v in runs)
+        ratios += [v / b for v in runs]
+        probe = get("probe", "read", t, "-", "gbps")
+        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" % (
+            t, tier, rng("decode", "fk_bench_model", t, tier, "tok_s", 1),
+            *(rng("decode", "flashkern-run " + c, t, tier, "tok_s", 1) for c, _ in CKPT_NAMES),
+            *(f(v / b, 3) for v in runs), "yes" if inside else "no", f(b * step_bytes / 1e9, 1),
+            rng("probe", "read", t, "-", "gbps", 1), f(b * step_bytes / 1e9 / probe, 2)))
+    if ratios:
+        w("\nflashkern-run / fk_bench_model over every row: %s .. %s.\n" % (f(min(ratios), 3), f(max(ratios), 3)))
+    return {"ckpt.md": "".join(md)}, None
+
+
 # ---- main ---------------------------------------------------------------------------------------
 
-RENDERERS = {"gemv": render_gemv, "state": render_state, "fft": render_fft, "runtime": render_runtime, "model": render_model}
+RENDERERS = {"gemv": render_gemv, "state": render_state, "fft": render_fft, "runtime": render_runtime, "model": render_model,
+             "ckpt": render_ckpt}
 
 
 def render(bench, results):

@@ -168,7 +168,9 @@ int fkw_write_raw(const char *path, uint64_t hlen, const char *header, size_t he
   return fclose(fp) == 0 && ok ? 0 : -1;
 }
 
-int fkw_write(const fkw_file *f, const char *path) {
+int fkw_write(const fkw_file *f, const char *path) { return fkw_write_pad(f, path, 0); }
+
+int fkw_write_pad(const fkw_file *f, const char *path, int misalign) {
   str h = { 0 };
   sput(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
   size_t off = 0;
@@ -180,7 +182,7 @@ int fkw_write(const fkw_file *f, const char *path) {
     off += t->nbytes;
   }
   sput(&h, "}");
-  while (h.n % 8) sput(&h, " ");
+  while (h.n % 8 != (size_t)misalign % 8) sput(&h, " ");
   unsigned char *data = xmalloc(off);
   off = 0;
   for (int i = 0; i < f->n; i++) {
@@ -338,7 +340,7 @@ static int write_weights(const char *dir, const char *sub, fkw_file *f, const fk
     snprintf(fname, sizeof fname, "%s%smodel.safetensors", sub, *sub ? "/" : "");
     if (o->edit_file) o->edit_file(f, fname, o->arg);
     snprintf(path, sizeof path, "%s/%s", dir, fname);
-    if (fkw_write(f, path)) return fprintf(stderr, "ckpt_write: cannot write %s\n", path), -1;
+    if (fkw_write_pad(f, path, o->misalign)) return fprintf(stderr, "ckpt_write: cannot write %s\n", path), -1;
     return 0;
   }
   json_t *ix = json_object(), *wm = json_object(), *meta = json_object();
@@ -356,7 +358,7 @@ static int write_weights(const char *dir, const char *sub, fkw_file *f, const fk
     }
     if (o->edit_file) o->edit_file(&part, fname, o->arg);
     snprintf(path, sizeof path, "%s/%s", dir, fname);
-    r = fkw_write(&part, path);
+    r = fkw_write_pad(&part, path, o->misalign);
     fkw_free(&part);
   }
   json_object_set_new(meta, "total_size", json_integer((json_int_t)total));

@@ -46,6 +46,10 @@ void fkw_free(fkw_file *f);
 /* Writes path: the header (__metadata__ {"format": "pt"}, then the tensors in list order with
  * data_offsets in that order), padded with spaces to 8 bytes, then the data. 0 or -1. */
 int fkw_write(const fkw_file *f, const char *path);
+/* The same with the header padded to misalign (mod 8) bytes past a multiple of 8 instead: the data
+ * then starts 8 + misalign bytes past one, so every tensor sits that far off its usual alignment
+ * (safetensors pads to 8; a reader must not rely on it). */
+int fkw_write_pad(const fkw_file *f, const char *path, int misalign);
 /* Writes path byte by byte: the u64 hlen, header_len bytes of header, then n data bytes. */
 int fkw_write_raw(const char *path, uint64_t hlen, const char *header, size_t header_len, const void *data, size_t n);
 /* Writes a text file (config.json, the index). */
@@ -62,6 +66,7 @@ typedef struct fkw_opts {
   int tied;               /* LM: the head tied to embed_tokens: no lm_head.weight ... */
   int store_head;         /* ... unless this: lm_head.weight equal to embed_tokens */
   int no_detok;           /* LFM2.5-Audio: no audio_detokenizer/ folder */
+  int misalign;           /* the safetensors files through fkw_write_pad(misalign) */
   /* hooks: config.json (each one written) before it is written, each safetensors file likewise
    * (fname relative to the directory) */
   void (*edit_config)(json_t *cfg, const char *fname, void *arg);

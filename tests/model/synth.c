@@ -24,10 +24,18 @@ static const fkm_config fkm_detok = {
     .kv_heads = 8, .head_dim = 64, .nlayers = 8, .is_attn = {0, 0, 1, 0, 1, 0, 1, 0}, .head_out = 1282,
     .rope_theta = 1e6f, .norm_eps = 1e-5f, .sliding_window = 30};
 
+/* bench only (bench/fk_bench_ckpt.c writes it as a checkpoint; no trace): LFM2-350M's shapes, as
+ * fk_bench_model's lm_350m (vocab 65536, hidden 1024, ffn 4608, 16 layers, 16 / 8 heads) */
+static const fkm_config fkm_lm_350m = {
+    .tag = "lm_350m", .prefix = "", .vocab = 65536, .codebooks = 0, .hidden = 1024, .ff = 4608, .heads = 16,
+    .kv_heads = 8, .head_dim = 64, .nlayers = 16, .is_attn = {0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0},
+    .head_out = 0, .rope_theta = 1e6f, .norm_eps = 1e-5f, .sliding_window = 0};
+
 const fkm_config *fkm_config_get(const char *tag) {
   if (!tag) return NULL;
   if (!strcmp(tag, "lm")) return &fkm_lm;
   if (!strcmp(tag, "detok")) return &fkm_detok;
+  if (!strcmp(tag, "lm_350m")) return &fkm_lm_350m;
   return NULL;
 }
 

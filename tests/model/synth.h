@@ -59,7 +59,7 @@ typedef struct {
   void **data;               /* data[i]: t[i].nbytes bytes (uint16_t bf16 bits, or float for FKM_BIAS) */
 } fkm_weights;
 
-/* The configuration of tag ("lm", "detok"), or NULL. */
+/* The configuration of tag ("lm", "detok"; "lm_350m": bench only, no trace), or NULL. */
 const fkm_config *fkm_config_get(const char *tag);
 
 uint64_t fkm_fnv1a64(const void *p, size_t n);
