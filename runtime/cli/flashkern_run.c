@@ -213,6 +213,7 @@ static int run_lm(const opts *o) {
   fk_error err;
   fk_status s = fk_plan_create(&d, &plan, &err);
   if (s != FK_OK) die("fk_plan_create: %s: %s", fk_strerror(s), err.message);
+  fk_model_close(m); /* the plan copied what it needs: the mapping and any converted tensors go now */
   if (o->seed && fk_sampler_seed(plan, (uint64_t)o->seed) != FK_OK) die("fk_sampler_seed refused the seed");
   const double t1 = now();
   fk_sampling sampling = { (float)o->temperature, o->top_k };
@@ -255,7 +256,6 @@ static int run_lm(const opts *o) {
           "%lld decode steps in %.3f s: %.1f tokens/s\n", 1e3 * (t1 - t0), (long long)np, 1e3 * (t2 - t1),
           (long long)made, (long long)decodes, t3 - t2, decodes > 0 ? (double)decodes / (t3 - t2) : 0.0);
   fk_plan_destroy(plan);
-  fk_model_close(m);
   free(prompt);
   return 0;
 }
@@ -306,6 +306,7 @@ static int run_detok(const opts *o) {
   fk_error err;
   fk_status s = fk_plan_create(&d, &plan, &err);
   if (s != FK_OK) die("fk_plan_create: %s: %s", fk_strerror(s), err.message);
+  fk_model_close(m); /* the plan copied what it needs */
   const double t1 = now();
   const size_t es = o->pcm16 ? 2 : 4;
   /* the first code frame gives 1440 samples, each later one 1920, the flush 480 */
@@ -341,7 +342,6 @@ static int run_detok(const opts *o) {
           "real-time factor %.4f; wrote %s\n", 1e3 * (t1 - t0), (long long)frames, (long long)have, audio, t2 - t1,
           (t2 - t1) / audio, o->wav);
   fk_plan_destroy(plan);
-  fk_model_close(m);
   free(pcm);
   free(codes);
   return 0;
