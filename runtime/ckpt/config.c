@@ -268,7 +268,9 @@ fk_status fk_ckpt_config_lfm2(const json_t *j, const char *fname, const char *ke
   double eps = 0;
   CK_TRY(get_num(&c, "norm_eps", 0, 1e-5, &eps, err));
   if (!(eps > 0.0) || !(eps < 1.0)) CK_BAD("%s: %snorm_eps = %g: must be in (0, 1)", fname, key, eps);
-  o->norm_eps = (float)eps;
+  o->norm_eps = (float)eps; /* the runtime's eps is a float: one that rounds to 0 is no eps (found by fuzz_ckpt) */
+  if (!(o->norm_eps > 0.0f))
+    CK_BAD("%s: %snorm_eps = %g: rounds to 0 as a float (the runtime's type); must be in (0, 1)", fname, key, eps);
   CK_TRY(rope(&c, &o->rope_theta, err));
   int b = 0;
   CK_TRY(get_bool(&c, "conv_bias", 0, 0, &b, err));

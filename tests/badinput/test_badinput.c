@@ -1802,6 +1802,9 @@ CK_ROW(ckpt_config_layers_beyond, "num_hidden_layers 65 (limit FK_MAX_LAYERS)", 
 CK_ROW(ckpt_config_ffn_beyond, "intermediate_size 70000 (limit 65536)", FK_EINVAL,
        "intermediate_size = 70000 gives a feed-forward width of 70000", setup_ck_lm,
        ck_json(c, "config.json", "intermediate_size", "70000"); return ck_open(c, e, FK_MODEL_AUTO);)
+CK_ROW(ckpt_config_eps_float_zero, "norm_eps 1e-85 (a double > 0 that is 0 as a float)", FK_EINVAL,
+       "config.json: norm_eps = 1e-85: rounds to 0 as a float", setup_ck_lm,
+       ck_json(c, "config.json", "norm_eps", "1e-85"); return ck_open(c, e, FK_MODEL_AUTO);)
 CK_ROW(ckpt_detok_window_zero, "the detokenizer's sliding_window 0", FK_EINVAL, "config.json: sliding_window = 0",
        setup_ck_detok, ck_json(c, "config.json", "sliding_window", "0"); return ck_open(c, e, FK_MODEL_AUTO);)
 CK_ROW(ckpt_audio_unknown_key, "LFM2.5-Audio's config.json with a key LFM2AudioConfig has not", FK_EINVAL,
