@@ -24,6 +24,14 @@ static const fkm_config fkm_detok = {
     .kv_heads = 8, .head_dim = 64, .nlayers = 8, .is_attn = {0, 0, 1, 0, 1, 0, 1, 0}, .head_out = 1282,
     .rope_theta = 1e6f, .norm_eps = 1e-5f, .sliding_window = 30};
 
+/* liquid-audio's LFM2AudioModel as fixtures/ref/gen_audio.py builds it (fixtures/audio/): the lfm backbone, a
+ * Depthformer of 2 layers at dim 1024 (MHA: 32 heads of 32, 8 kv heads; GLU int(2 * 4096 / 3) -> 2816) */
+static const fkm_config fkm_audio = {
+    .tag = "audio", .prefix = "lfm.", .vocab = 512, .codebooks = 8, .hidden = 256, .ff = 768, .heads = 4,
+    .kv_heads = 2, .head_dim = 64, .nlayers = 4, .is_attn = {0, 1, 0, 1}, .head_out = 0, .rope_theta = 1e6f,
+    .norm_eps = 1e-5f, .sliding_window = 0, .audio_vocab = 2049, .depth_dim = 1024, .depth_layers = 2,
+    .depth_heads = 32, .depth_kv_heads = 8, .depth_ff = 2816};
+
 /* bench only (bench/fk_bench_ckpt.c writes it as a checkpoint; no trace): LFM2-350M's shapes, as
  * fk_bench_model's lm_350m (vocab 65536, hidden 1024, ffn 4608, 16 layers, 16 / 8 heads) */
 static const fkm_config fkm_lm_350m = {
@@ -35,6 +43,7 @@ const fkm_config *fkm_config_get(const char *tag) {
   if (!tag) return NULL;
   if (!strcmp(tag, "lm")) return &fkm_lm;
   if (!strcmp(tag, "detok")) return &fkm_detok;
+  if (!strcmp(tag, "audio")) return &fkm_audio;
   if (!strcmp(tag, "lm_350m")) return &fkm_lm_350m;
   return NULL;
 }
@@ -70,6 +79,10 @@ static int ends_with(const char *s, const char *suf) {
 
 int fkm_kind_of(const char *tag, const char *name, int ndim) {
   if (!strcmp(name, "embed_tokens.weight") || !strcmp(name, "emb.emb.weight")) return FKM_EMBED;
+  if (!strcmp(tag, "audio")) { /* gen_audio.py's kind_of; the rules below otherwise */
+    if (!strcmp(name, "lfm.embed_tokens.weight") || ends_with(name, ".embedding.weight")) return FKM_EMBED;
+    if (!strcmp(name, "depth_linear.bias")) return FKM_BIAS16;
+  }
   if (ends_with(name, "conv.conv.weight")) return FKM_CONV;
   static const char *const norms[] = {".operator_norm.weight", ".ffn_norm.weight", ".q_layernorm.weight",
                                       ".k_layernorm.weight", "embedding_norm.weight"};
@@ -82,7 +95,7 @@ int fkm_kind_of(const char *tag, const char *name, int ndim) {
 
 int fkm_synth_tensor(const char *tag, const char *name, fkm_kind kind, int64_t count, int64_t fan_in, void *out) {
   if (!tag || !name || count < 0 || (count && !out)) return -1;
-  if (kind == FKM_LINEAR && fan_in <= 0) return -1;
+  if ((kind == FKM_LINEAR || kind == FKM_BIAS16) && fan_in <= 0) return -1;
   uint64_t key = fkm_synth_key(tag, name);
   if (kind == FKM_BIAS) {
     float *o = out;
@@ -100,7 +113,8 @@ int fkm_synth_tensor(const char *tag, const char *name, fkm_kind kind, int64_t c
   }
   float a;
   switch (kind) {
-    case FKM_LINEAR: a = 1.0f / sqrtf((float)fan_in); break;
+    case FKM_LINEAR:
+    case FKM_BIAS16: a = 1.0f / sqrtf((float)fan_in); break;
     case FKM_CONV: a = 1.0f / sqrtf(3.0f); break;
     case FKM_EMBED: a = 1.0f; break;
     default: return -1;
@@ -157,7 +171,7 @@ int fkm_model_tensors(const char *tag, fkm_tensor **out, int *n) {
   fkm_list l = {0};
   const char *p = c->prefix;
   int64_t h = c->hidden, ff = c->ff, hd = c->head_dim;
-  if (c->codebooks == 0) add(&l, tag, 2, c->vocab, h, 0, "%sembed_tokens.weight", p);
+  if (c->codebooks == 0 || c->depth_dim) add(&l, tag, 2, c->vocab, h, 0, "%sembed_tokens.weight", p);
   if (c->codebooks == 0) add(&l, tag, 2, c->vocab, h, 0, "lm_head.weight"); /* untied: see gen_trace.py */
   add(&l, tag, 1, h, 0, 0, "%sembedding_norm.weight", p);
   for (int i = 0; i < c->nlayers; i++) {
@@ -179,7 +193,29 @@ int fkm_model_tensors(const char *tag, fkm_tensor **out, int *n) {
     add(&l, tag, 1, h, 0, 0, "%slayers.%d.operator_norm.weight", p, i);
     add(&l, tag, 1, h, 0, 0, "%slayers.%d.ffn_norm.weight", p, i);
   }
-  if (c->codebooks) {
+  if (c->depth_dim) { /* LFM2AudioModel's audio parts (gen_audio.py); the text head is tied: no lm_head */
+    const int64_t D = c->depth_dim, dhd = c->depth_dim / c->depth_heads, F = c->depth_ff, AV = c->audio_vocab;
+    add(&l, tag, 2, c->codebooks * AV, h, 0, "audio_embedding.embedding.weight");
+    add(&l, tag, 1, h, 0, 0, "audio_embedding.embedding_norm.weight");
+    for (int i = 0; i < (int)c->depth_layers; i++) {
+      add(&l, tag, 2, D + 2 * dhd * c->depth_kv_heads, D, 0, "depthformer.layers.%d.operator.qkv_proj.weight", i);
+      add(&l, tag, 2, D, D, 0, "depthformer.layers.%d.operator.out_proj.weight", i);
+      add(&l, tag, 1, dhd, 0, 0, "depthformer.layers.%d.operator.bounded_attention.q_layernorm.weight", i);
+      add(&l, tag, 1, dhd, 0, 0, "depthformer.layers.%d.operator.bounded_attention.k_layernorm.weight", i);
+      add(&l, tag, 2, F, D, 0, "depthformer.layers.%d.feed_forward.w1.weight", i);
+      add(&l, tag, 2, D, F, 0, "depthformer.layers.%d.feed_forward.w2.weight", i);
+      add(&l, tag, 2, F, D, 0, "depthformer.layers.%d.feed_forward.w3.weight", i);
+      add(&l, tag, 1, D, 0, 0, "depthformer.layers.%d.operator_norm.weight", i);
+      add(&l, tag, 1, D, 0, 0, "depthformer.layers.%d.ffn_norm.weight", i);
+    }
+    add(&l, tag, 2, c->codebooks * D, h, 0, "depth_linear.weight");
+    add(&l, tag, 1, c->codebooks * D, 0, 0, "depth_linear.bias");
+    if (!l.bad) l.t[l.n - 1].fan_in = h;   /* FKM_BIAS16: depth_linear's in_features */
+    for (int i = 0; i < (int)c->codebooks; i++) {
+      add(&l, tag, 2, AV, D, 0, "depth_embeddings.%d.embedding.weight", i);
+      add(&l, tag, 1, D, 0, 0, "depth_embeddings.%d.embedding_norm.weight", i);
+    }
+  } else if (c->codebooks) {
     add(&l, tag, 2, c->codebooks * c->vocab, h, 0, "emb.emb.weight");
     add(&l, tag, 2, c->head_out, h, 0, "lin.weight");
     add(&l, tag, 1, c->head_out, 0, 0, "lin.bias");

@@ -137,6 +137,16 @@ Test(model_synth, formula) {
   cr_assert(fkm_model_tensors("detok", &t, &n) == 0);
   cr_assert_eq(n, 77);
   free(t);
+  cr_assert(fkm_model_tensors("audio", &t, &n) == 0);
+  cr_assert_eq(n, 78);
+  for (int i = 1; i < n; i++) cr_assert(strcmp(t[i - 1].name, t[i].name) < 0);
+  for (int i = 0; i < n; i++) {
+    const char *nm = t[i].name;
+    if (!strcmp(nm, "depth_linear.bias")) cr_assert(t[i].kind == FKM_BIAS16 && t[i].fan_in == 256 && t[i].nbytes == 8192 * 2);
+    if (strstr(nm, ".embedding.weight") || !strcmp(nm, "lfm.embed_tokens.weight")) cr_assert_eq(t[i].kind, FKM_EMBED, "%s", nm);
+    if (strstr(nm, "feed_forward.w2.weight") && !strncmp(nm, "depthformer.", 12)) cr_assert_eq(t[i].fan_in, 2816, "%s", nm);
+  }
+  free(t);
   cr_assert(fkm_model_tensors("nope", &t, &n) == -1);
 }
 

@@ -50,8 +50,10 @@ int fkm_trace_load(const char *manifest_path, fkm_trace *t, char *err, size_t er
     t->tag = "detok";
   else if (!strcmp(f->leaf, "ckpt"))
     t->tag = "ckpt";
+  else if (!strcmp(f->leaf, "audio"))
+    t->tag = "audio";
   else {
-    fkm_fail(err, errlen, "%s: leaf %s is not a model trace (lfm2, detok, ckpt)", manifest_path, f->leaf);
+    fkm_fail(err, errlen, "%s: leaf %s is not a model trace (lfm2, detok, ckpt, audio)", manifest_path, f->leaf);
     goto bad;
   }
   if (strcmp(f->form, "trace")) {
@@ -171,11 +173,18 @@ int fkm_trace_compare(const fkm_trace *t, const char *b, fkfix_dtype dtype, cons
 }
 
 int fkm_trace_check_weights(const fkm_trace *t, const fkm_weights *w, char *err, size_t errlen) {
-  const fkfix_tensor *nt = fkfix_tensor_get(&t->fx, "weight_names"), *dt = fkfix_tensor_get(&t->fx, "weight_digests");
+  return fkm_trace_check_weights_of(t, "", w, err, errlen);
+}
+
+int fkm_trace_check_weights_of(const fkm_trace *t, const char *prefix, const fkm_weights *w, char *err, size_t errlen) {
+  char nn[64], dn[64];
+  snprintf(nn, sizeof nn, "%sweight_names", prefix);
+  snprintf(dn, sizeof dn, "%sweight_digests", prefix);
+  const fkfix_tensor *nt = fkfix_tensor_get(&t->fx, nn), *dt = fkfix_tensor_get(&t->fx, dn);
   if (!nt || !dt || nt->dtype != FKFIX_I64 || dt->dtype != FKFIX_I64 || nt->ndim != 1 || dt->ndim != 1 ||
       nt->shape[0] != dt->shape[0])
-    return fkm_fail(err, errlen, "%s: weight_names / weight_digests missing or malformed", t->fx.path);
-  if (strcmp(w->cfg->tag, t->tag))
+    return fkm_fail(err, errlen, "%s: %s / %s missing or malformed", t->fx.path, nn, dn);
+  if (!prefix[0] && strcmp(w->cfg->tag, t->tag))
     return fkm_fail(err, errlen, "%s: trace of model %s, weights of %s", t->fx.path, t->tag, w->cfg->tag);
   if (nt->shape[0] != w->n)
     return fkm_fail(err, errlen, "%s: %lld weight tensors recorded, %d synthesised", t->fx.path, (long long)nt->shape[0],

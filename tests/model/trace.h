@@ -1,11 +1,12 @@
-/* tests/model/trace.h - whole-model reference traces (fixtures/lfm2/, fixtures/detok/, fixtures/ckpt/) for
+/* tests/model/trace.h - whole-model reference traces (fixtures/lfm2/, fixtures/detok/, fixtures/ckpt/,
+ * fixtures/audio/: whole LFM2.5-Audio turns, fixtures/README.md) for
  * the runtime's model programs: load a trace manifest through the fixture reader (tests/fixture/fkfix.h,
  * every payload digest verified), fetch a boundary's references, compare a runtime output with the
  * float64 reference under the manifest's bound (tolerance id model_rel_l2, see its derivation line),
  * tally the checks of a run (the gates tests/model/test_model.c and tests/ckpt/test_ckpt_fixtures.c
  * share) and capture the runtime's planes at the boundaries.
  *
- * A trace manifest (leaf lfm2, detok or ckpt, form trace) holds, per boundary b:
+ * A trace manifest (leaf lfm2, detok, ckpt or audio, form trace) holds, per boundary b:
  *   tensor <b>_f64   the float64 run (f64; in detok f32 rounded from f64 except lin, pcm)
  *   tensor <b>_bf16  torch's bf16 run (bf16; logits, lin, pcm: f32)
  *   scalar <b>_eref  f32: max over rows of ||bf16_r - f64_r||_2 / ||f64_r||_2 (rounded up)
@@ -27,7 +28,7 @@
 
 typedef struct {
   fkfix fx;
-  const char *tag;          /* "lm" (leaf lfm2) | "detok" | "ckpt" (a checkpoint's trace: no synthesised weights) */
+  const char *tag;          /* "lm" (leaf lfm2) | "detok" | "audio" | "ckpt" (a checkpoint's trace: no synthesised weights) */
 } fkm_trace;
 
 typedef struct {
@@ -39,7 +40,7 @@ typedef struct {
 } fkm_cmp;
 
 /* Loads and validates a trace manifest (fkfix_load: schema, payload sizes, digests) and checks it is a
- * trace (leaf lfm2, detok or ckpt, form trace, every boundary with its _bf16 / _f64 tensors and its
+ * trace (leaf lfm2, detok, ckpt or audio, form trace, every boundary with its _bf16 / _f64 tensors and its
  * _eref / _bound scalars). Returns 0, or -1 with a message in err. */
 int fkm_trace_load(const char *manifest_path, fkm_trace *t, char *err, size_t errlen);
 void fkm_trace_free(fkm_trace *t);
@@ -118,5 +119,8 @@ int64_t fkm_detok_trace(fk_plan *p, const fkm_trace *tr, const char *prefix, con
  * same names, same XXH3-64 of every tensor. Returns the number of mismatching tensors (0: all equal),
  * or -1 on error; a message naming the first mismatch (or the error) goes to err. */
 int fkm_trace_check_weights(const fkm_trace *t, const fkm_weights *w, char *err, size_t errlen);
+/* The same against the manifest's <prefix>weight_names / <prefix>weight_digests (prefix "": the trace's own model,
+ * whose tag must be w's; "dt_": an audio trace's detokenizer, tag "detok"). */
+int fkm_trace_check_weights_of(const fkm_trace *t, const char *prefix, const fkm_weights *w, char *err, size_t errlen);
 
 #endif
