@@ -1,8 +1,9 @@
 /* tests/model/test_synth.c: the synthetic weights of the whole-model traces (tests/model/synth.h).
- *   digests:   every weight tensor of both models ("lm", "detok"), synthesised here, has the XXH3-64
- *              (and name) that every trace manifest recorded (fixtures/lfm2/, fixtures/detok/, each
- *              manifest loaded and digest-checked by the fixture reader);
- *   perturbed: one ulp more in one weight (a bf16 element of a linear, of a norm, the f32 lin.bias)
+ *   digests:   every weight tensor of the models ("lm", "detok", "audio"), synthesised here, has the XXH3-64
+ *              (and name) that every trace manifest recorded (fixtures/lfm2/, fixtures/detok/, fixtures/audio/
+ *              with its detokenizer's dt_ digests, each manifest loaded and digest-checked by the fixture reader);
+ *   perturbed: one ulp more in one weight (a bf16 element of a linear, of a norm, the f32 lin.bias, the bf16
+ *              depth_linear.bias, a Depthformer k_layernorm, the end code's row of a depth embedding)
  *              is caught, naming the tensor;
  *   formula:   fixed values of the hash, v's range and exactness, the integer RNE;
  *   trace:     the compare helper on the traces' own references: the float64 run against itself is
@@ -66,6 +67,39 @@ Test(model_synth, digests_detok, .timeout = 120) {
   cr_assert_eq(n, 1);
 }
 
+/* fixtures/audio (whole LFM2.5-Audio turns, gen_audio.py): the audio model's weights and the detokenizer's
+ * (dt_weight_names / dt_weight_digests, tag detok) in each of the 4 cases, and the turns' shapes */
+Test(model_synth, digests_audio, .timeout = 300) {
+  int checked = 0;
+  int n = check_dir("%s/audio", "audio", &checked);
+  cr_assert_eq(n, 4, "audio traces: %d cases, expected seq_greedy, seq_sampled, inter_greedy, inter_sampled", n);
+  char **paths;
+  n = list_dir("%s/audio", &paths);
+  fkm_weights det;
+  char err[1024];
+  cr_assert(fkm_synth_model("detok", &det, err, sizeof err) == 0, "%s", err);
+  for (int i = 0; i < n; i++) {
+    fkm_trace t;
+    cr_assert(fkm_trace_load(paths[i], &t, err, sizeof err) == 0, "%s", err);
+    cr_assert_str_eq(t.tag, "audio");
+    int bad = fkm_trace_check_weights_of(&t, "dt_", &det, err, sizeof err);
+    cr_assert(bad == 0, "%s (%d detokenizer tensors differ)", err, bad);
+    int64_t frames = -1, steps = -1;
+    for (int k = 0; k < t.fx.nscalars; k++) {
+      if (!strcmp(t.fx.scalars[k].name, "frames")) frames = t.fx.scalars[k].i64;
+      if (!strcmp(t.fx.scalars[k].name, "steps")) steps = t.fx.scalars[k].i64;
+    }
+    const fkfix_tensor *dl = fkm_trace_ref(&t, "dlogits", 1), *bh = fkm_trace_ref(&t, "bh", 1);
+    cr_assert(dl && bh && frames > 0 && steps > 0, "%s: no dlogits / bh / frames / steps", paths[i]);
+    cr_assert(dl->ndim == 2 && dl->shape[0] == frames * 8 && dl->shape[1] == 2049, "%s: dlogits shape", paths[i]);
+    cr_assert(bh->ndim == 2 && bh->shape[0] == steps && bh->shape[1] == 256, "%s: bh shape", paths[i]);
+    fkm_trace_free(&t);
+  }
+  fkm_weights_free(&det);
+  fkfix_list_free(paths, n);
+  cr_log_info("audio: 4 manifests, %d tensor digests equal\n", checked);
+}
+
 /* one ulp more in element k of tensor name (bf16 bits + 1, or the f32 bits + 1) must be caught */
 static void perturb_one(const char *fmt, const char *tag, const char *name, int64_t k) {
   char **paths;
@@ -96,6 +130,11 @@ static void perturb_one(const char *fmt, const char *tag, const char *name, int6
 Test(model_synth, perturbed_lm_linear) { perturb_one("%s/lfm2", "lm", "layers.2.self_attn.q_proj.weight", 12345); }
 Test(model_synth, perturbed_lm_norm) { perturb_one("%s/lfm2", "lm", "layers.5.ffn_norm.weight", 255); }
 Test(model_synth, perturbed_detok_bias) { perturb_one("%s/detok", "detok", "lin.bias", 1281); }
+Test(model_synth, perturbed_audio_bias16) { perturb_one("%s/audio", "audio", "depth_linear.bias", 8191); }
+Test(model_synth, perturbed_audio_depth) {
+  perturb_one("%s/audio", "audio", "depthformer.layers.1.operator.bounded_attention.k_layernorm.weight", 31);
+}
+Test(model_synth, perturbed_audio_embed) { perturb_one("%s/audio", "audio", "depth_embeddings.7.embedding.weight", 2048 * 1024); }
 Test(model_synth, perturbed_detok_conv) { perturb_one("%s/detok", "detok", "lfm.layers.7.conv.conv.weight", 0); }
 
 Test(model_synth, formula) {
