@@ -2082,6 +2082,50 @@ FK_STATIC_ASSERT(sizeof(fk_attn_prefill_ring64_wide_args) == 160, "fk_attn_prefi
   X(attn_prefill_ring64_wide, yw, 144, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->yw_ld), FK_EXT_MUL(FK_EXT_MUL(a->kv_heads, a->group), 64)) : 0), "") \
   X(attn_prefill_ring64_wide, yw_ld, 152, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
 
+typedef struct fk_attn_decode32_wide_args {
+  const uint16_t *q;  /* kv_heads*group query heads of d bf16 at q + h*d (qkprep's q row); extent: kv_heads * group * 32 */
+  const uint16_t *k;  /* K cache: kv head g of slot s at k + g*k_ld_head + s*k_ld_row; extent: kv_heads > 0 ? (kv_heads - 1) * k_ld_head + pos * k_ld_row + 32 : 0 */
+  const uint16_t *v;  /* V cache: kv head g of slot s at v + g*v_ld_head + s*v_ld_row; extent: kv_heads > 0 ? (kv_heads - 1) * v_ld_head + pos * v_ld_row + 32 : 0 */
+  uint16_t *y;  /* kv_heads*group output heads of d bf16 at y + h*d; extent: kv_heads * group * 32 */
+  float *s;  /* scratch: round_up(n, 16) floats, n the window length; extent: round_up(pos + 1, 16) */
+  int64_t kv_heads;  /* kv heads, >= 0 */
+  int64_t group;  /* query heads per kv head (n_heads / n_kv_heads), >= 1 */
+  int64_t k_ld_head;  /* elements from one k head to the next */
+  int64_t k_ld_row;  /* elements from one k slot to the next */
+  int64_t v_ld_head;  /* elements from one v head to the next */
+  int64_t v_ld_row;  /* elements from one v slot to the next */
+  int64_t pos;  /* position of the new token, >= 0 (its k and v are in the cache) */
+  float *yw;  /* kv_heads*group output heads of d f32 at yw + h*d: y widened (<< 16); extent: kv_heads * group * 32 */
+} fk_attn_decode32_wide_args;
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, q) == 0, "fk_attn_decode32_wide: stamps load q at +0");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, k) == 8, "fk_attn_decode32_wide: stamps load k at +8");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, v) == 16, "fk_attn_decode32_wide: stamps load v at +16");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, y) == 24, "fk_attn_decode32_wide: stamps load y at +24");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, s) == 32, "fk_attn_decode32_wide: stamps load s at +32");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, kv_heads) == 40, "fk_attn_decode32_wide: stamps load kv_heads at +40");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, group) == 48, "fk_attn_decode32_wide: stamps load group at +48");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, k_ld_head) == 56, "fk_attn_decode32_wide: stamps load k_ld_head at +56");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, k_ld_row) == 64, "fk_attn_decode32_wide: stamps load k_ld_row at +64");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, v_ld_head) == 72, "fk_attn_decode32_wide: stamps load v_ld_head at +72");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, v_ld_row) == 80, "fk_attn_decode32_wide: stamps load v_ld_row at +80");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, pos) == 88, "fk_attn_decode32_wide: stamps load pos at +88");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, yw) == 96, "fk_attn_decode32_wide: stamps load yw at +96");
+FK_STATIC_ASSERT(sizeof(fk_attn_decode32_wide_args) == 104, "fk_attn_decode32_wide: struct size");
+#define FK_FIELDS_attn_decode32_wide(X) \
+  X(attn_decode32_wide, q, 0, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, FK_EXT_MUL(FK_EXT_MUL(a->kv_heads, a->group), 32), "") \
+  X(attn_decode32_wide, k, 8, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, ((a->kv_heads > 0) ? FK_EXT_ADD(FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->kv_heads, 1), a->k_ld_head), FK_EXT_MUL(a->pos, a->k_ld_row)), 32) : 0), "") \
+  X(attn_decode32_wide, v, 16, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, ((a->kv_heads > 0) ? FK_EXT_ADD(FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->kv_heads, 1), a->v_ld_head), FK_EXT_MUL(a->pos, a->v_ld_row)), 32) : 0), "") \
+  X(attn_decode32_wide, y, 24, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_OUT, FK_EXT_MUL(FK_EXT_MUL(a->kv_heads, a->group), 32), "") \
+  X(attn_decode32_wide, s, 32, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_SCRATCH, FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(FK_EXT_ADD(a->pos, 1), 15), 16), 16), "") \
+  X(attn_decode32_wide, kv_heads, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, group, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, k_ld_head, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, k_ld_row, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, v_ld_head, 72, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, v_ld_row, 80, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, pos, 88, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, yw, 96, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT, FK_EXT_MUL(FK_EXT_MUL(a->kv_heads, a->group), 32), "")
+
 /* ---- sample (templates/sample.lua): token sampling: greedy argmax (NaN counts as the maximum, ties to the lowest index); topk: temperature, top-k (ties kept), softmax, one splitmix64 draw (counter committed) ---- */
 
 typedef struct fk_sample_argmax_args {
@@ -2201,6 +2245,7 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(attn, decode_ring64_wide, attn_decode_ring64_wide, FK_TIERS_EXACT, FK_FX_VIA, "attn_decode_ring64") \
   X(attn, prefill64_wide, attn_prefill64_wide, FK_TIERS_EXACT, FK_FX_VIA, "attn_prefill64") \
   X(attn, prefill_ring64_wide, attn_prefill_ring64_wide, FK_TIERS_EXACT, FK_FX_VIA, "attn_prefill_ring64") \
+  X(attn, decode32_wide, attn_decode32_wide, FK_TIERS_EXACT, FK_FX_VIA, "attn_decode32") \
   X(sample, argmax, sample_argmax, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(sample, topk, sample_topk, FK_TIERS_EXACT, FK_FX_OWN, "")
 
@@ -2271,6 +2316,7 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(attn_decode_ring64_wide, neon, exact, fk_attn_decode_ring64_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(attn_prefill64_wide, neon, exact, fk_attn_prefill64_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(attn_prefill_ring64_wide, neon, exact, fk_attn_prefill_ring64_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(attn_decode32_wide, neon, exact, fk_attn_decode32_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(sample_argmax, neon, exact, fk_sample_argmax__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(sample_topk, neon, exact, fk_sample_topk__aarch64_neon_exact, FK_CPU_ASIMD)
 
@@ -2344,6 +2390,7 @@ void fk_attn_decode64_wide__aarch64_neon_exact(const fk_attn_decode64_wide_args 
 void fk_attn_decode_ring64_wide__aarch64_neon_exact(const fk_attn_decode_ring64_wide_args *a);
 void fk_attn_prefill64_wide__aarch64_neon_exact(const fk_attn_prefill64_wide_args *a);
 void fk_attn_prefill_ring64_wide__aarch64_neon_exact(const fk_attn_prefill_ring64_wide_args *a);
+void fk_attn_decode32_wide__aarch64_neon_exact(const fk_attn_decode32_wide_args *a);
 void fk_sample_argmax__aarch64_neon_exact(const fk_sample_argmax_args *a);
 void fk_sample_topk__aarch64_neon_exact(const fk_sample_topk_args *a);
 #endif
@@ -2468,6 +2515,8 @@ void fk_sample_topk__aarch64_neon_exact(const fk_sample_topk_args *a);
   X(attn_prefill64_wide, avx512, exact, fk_attn_prefill64_wide__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(attn_prefill_ring64_wide, avx2, exact, fk_attn_prefill_ring64_wide__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(attn_prefill_ring64_wide, avx512, exact, fk_attn_prefill_ring64_wide__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(attn_decode32_wide, avx2, exact, fk_attn_decode32_wide__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(attn_decode32_wide, avx512, exact, fk_attn_decode32_wide__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(sample_argmax, avx2, exact, fk_sample_argmax__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(sample_argmax, avx512, exact, fk_sample_argmax__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(sample_topk, avx2, exact, fk_sample_topk__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
@@ -2596,6 +2645,8 @@ void fk_attn_prefill64_wide__x86_64_avx2_exact(const fk_attn_prefill64_wide_args
 void fk_attn_prefill64_wide__x86_64_avx512_exact(const fk_attn_prefill64_wide_args *a);
 void fk_attn_prefill_ring64_wide__x86_64_avx2_exact(const fk_attn_prefill_ring64_wide_args *a);
 void fk_attn_prefill_ring64_wide__x86_64_avx512_exact(const fk_attn_prefill_ring64_wide_args *a);
+void fk_attn_decode32_wide__x86_64_avx2_exact(const fk_attn_decode32_wide_args *a);
+void fk_attn_decode32_wide__x86_64_avx512_exact(const fk_attn_decode32_wide_args *a);
 void fk_sample_argmax__x86_64_avx2_exact(const fk_sample_argmax_args *a);
 void fk_sample_argmax__x86_64_avx512_exact(const fk_sample_argmax_args *a);
 void fk_sample_topk__x86_64_avx2_exact(const fk_sample_topk_args *a);

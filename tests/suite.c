@@ -736,8 +736,8 @@ int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases) {
     cr_assert(fkt_fixture_call(&fx[i], &calls[i], err, sizeof err) == 0, "%s", err);
   }
   /* the companion forms answer to the same evidence (fkt_companion_calls): each gemv fixture also
-   * runs packed (exact and fast targets) and blocked (fast ones), each attn fixture of d 64
-   * through the wide form, each codebook_mean_x6 fixture through the bf16 form (checked against
+   * runs packed (exact and fast targets) and blocked (fast ones), each attn fixture whose form has
+   * one through the wide form, each codebook_mean_x6 fixture through the bf16 form (checked against
    * RNE of the f32 reference) */
   enum { MAXC = 4 };
   fkh_call *comp = calloc((size_t)n * MAXC, sizeof *comp);

@@ -424,8 +424,8 @@ Test(perturb, attn_prefill_causal_limit, .timeout = 300) {
  * the embed fixture gate sees codebook_mean_x6_bf16's repeat one row short. */
 Test(perturb, wide_outputs_rounding_and_nan_rule, .timeout = 300) {
   static const char *const wf[] = { "attn_decode64_wide", "attn_decode_ring64_wide", "attn_prefill64_wide",
-                                    "attn_prefill_ring64_wide" };
-  for (int i = 0; i < 4; i++) {
+                                    "attn_prefill_ring64_wide", "attn_decode32_wide" };
+  for (int i = 0; i < 5; i++) {
     expect_caught(wf[i], fkt_attn_cases, best_host(), FKC_WIDE_UNROUNDED, "yw not rounded to bf16");
     expect_caught(wf[i], fkt_attn_cases, best_host(), FKC_WIDE_NAN_SKIPPED, "NaN rule skipped in yw");
   }
@@ -434,12 +434,12 @@ Test(perturb, wide_outputs_rounding_and_nan_rule, .timeout = 300) {
   expect_caught("attn_decode64_wide", fkt_attn_cases, fkh_remote("neon", "neoverse-n1"), FKC_WIDE_UNROUNDED,
                 "yw not rounded to bf16 (AArch64)");
   static const struct { const char *fixture; int perturb; } fx_cases[] = {
-    { "attn/decode64_g1_pos16", FKC_WIDE_UNROUNDED },
+    { "attn/decode64_g1_pos16", FKC_WIDE_UNROUNDED }, { "attn/decode32_g1_pos100", FKC_WIDE_UNROUNDED },
     { "attn/prefill_ring64_w30_kv2_g4_pos77_p16", FKC_WIDE_UNROUNDED },
     { "embed/codebook_mean_x6_frames5", FKC_CURSOR_OFF_BY_ONE },
   };
   const fkh_target host = best_host();
-  for (int i = 0; i < 3; i++) {
+  for (size_t i = 0; i < sizeof fx_cases / sizeof fx_cases[0]; i++) {
     char path[600], err[600], msg[600];
     snprintf(path, sizeof path, "%s/%s.manifest", FKT_FIXTURE_DIR, fx_cases[i].fixture);
     fkfix fx;
@@ -460,3 +460,4 @@ Test(perturb, wide_outputs_rounding_and_nan_rule, .timeout = 300) {
     fkfix_free(&fx);
   }
 }
+
