@@ -59,7 +59,7 @@ enum fk_form_fixtures { FK_FX_OWN, FK_FX_VIA, FK_FX_EXEMPT };
 /* The tiers a form is stamped in (FK_FORMS), as bits. */
 enum { FK_TIERS_EXACT = 1, FK_TIERS_FAST = 2 };
 
-/* ---- rmsnorm (templates/rmsnorm.lua): LFM2 RMSNorm: y = RNE(w * RNE(h / sqrt(mean(h^2) + eps))), optional fused residual add ---- */
+/* ---- rmsnorm (templates/rmsnorm.lua): RMSNorm, optional fused residual add: LFM2 y = RNE(w * RNE(h*inv)), the once forms y = RNE(w * (h*inv)) ---- */
 
 typedef struct fk_rmsnorm_f32_args {
   const float *x;  /* rows x n input, row stride x_stride elements; extent: span(rows, x_stride, n) */
@@ -217,6 +217,70 @@ FK_STATIC_ASSERT(sizeof(fk_rmsnorm_bf16_wide_args) == 64, "fk_rmsnorm_bf16_wide:
   X(rmsnorm_bf16_wide, x_stride, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
   X(rmsnorm_bf16_wide, y_stride, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
   X(rmsnorm_bf16_wide, eps, 56, FK_FIELD_F32, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
+
+typedef struct fk_rmsnorm_bf16_wide_once_args {
+  const uint16_t *x;  /* rows x n input, row stride x_stride elements; extent: span(rows, x_stride, n) */
+  const uint16_t *w;  /* n bf16 weights; extent: n */
+  float *y;  /* rows x n outputs: the bf16 results widened to f32 (a GEMV's x), row stride y_stride elements; extent: span(rows, y_stride, n) */
+  int64_t n;  /* row length, >= 1 */
+  int64_t rows;  /* number of rows, >= 0 */
+  int64_t x_stride;
+  int64_t y_stride;
+  float eps;
+} fk_rmsnorm_bf16_wide_once_args;
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, x) == 0, "fk_rmsnorm_bf16_wide_once: stamps load x at +0");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, w) == 8, "fk_rmsnorm_bf16_wide_once: stamps load w at +8");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, y) == 16, "fk_rmsnorm_bf16_wide_once: stamps load y at +16");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, n) == 24, "fk_rmsnorm_bf16_wide_once: stamps load n at +24");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, rows) == 32, "fk_rmsnorm_bf16_wide_once: stamps load rows at +32");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, x_stride) == 40, "fk_rmsnorm_bf16_wide_once: stamps load x_stride at +40");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, y_stride) == 48, "fk_rmsnorm_bf16_wide_once: stamps load y_stride at +48");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, eps) == 56, "fk_rmsnorm_bf16_wide_once: stamps load eps at +56");
+FK_STATIC_ASSERT(sizeof(fk_rmsnorm_bf16_wide_once_args) == 64, "fk_rmsnorm_bf16_wide_once: struct size");
+#define FK_FIELDS_rmsnorm_bf16_wide_once(X) \
+  X(rmsnorm_bf16_wide_once, x, 0, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->x_stride), a->n) : 0), "") \
+  X(rmsnorm_bf16_wide_once, w, 8, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, a->n, "") \
+  X(rmsnorm_bf16_wide_once, y, 16, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->y_stride), a->n) : 0), "") \
+  X(rmsnorm_bf16_wide_once, n, 24, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_bf16_wide_once, rows, 32, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_bf16_wide_once, x_stride, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_bf16_wide_once, y_stride, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_bf16_wide_once, eps, 56, FK_FIELD_F32, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
+
+typedef struct fk_rmsnorm_add_f32_wide_once_args {
+  const float *x;  /* rows x n input, row stride x_stride elements; extent: span(rows, x_stride, n) */
+  const uint16_t *w;  /* n bf16 weights; extent: n */
+  float *y;  /* rows x n outputs: the bf16 results widened to f32 (a GEMV's x), row stride y_stride elements; extent: span(rows, y_stride, n) */
+  uint16_t *r;  /* rows x n bf16 residual stream, row stride r_stride: read, then overwritten by RNE(x + r); extent: span(rows, r_stride, n) */
+  int64_t n;  /* row length, >= 1 */
+  int64_t rows;  /* number of rows, >= 0 */
+  int64_t x_stride;
+  int64_t y_stride;
+  int64_t r_stride;
+  float eps;
+} fk_rmsnorm_add_f32_wide_once_args;
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, x) == 0, "fk_rmsnorm_add_f32_wide_once: stamps load x at +0");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, w) == 8, "fk_rmsnorm_add_f32_wide_once: stamps load w at +8");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, y) == 16, "fk_rmsnorm_add_f32_wide_once: stamps load y at +16");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, r) == 24, "fk_rmsnorm_add_f32_wide_once: stamps load r at +24");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, n) == 32, "fk_rmsnorm_add_f32_wide_once: stamps load n at +32");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, rows) == 40, "fk_rmsnorm_add_f32_wide_once: stamps load rows at +40");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, x_stride) == 48, "fk_rmsnorm_add_f32_wide_once: stamps load x_stride at +48");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, y_stride) == 56, "fk_rmsnorm_add_f32_wide_once: stamps load y_stride at +56");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, r_stride) == 64, "fk_rmsnorm_add_f32_wide_once: stamps load r_stride at +64");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, eps) == 72, "fk_rmsnorm_add_f32_wide_once: stamps load eps at +72");
+FK_STATIC_ASSERT(sizeof(fk_rmsnorm_add_f32_wide_once_args) == 80, "fk_rmsnorm_add_f32_wide_once: struct size");
+#define FK_FIELDS_rmsnorm_add_f32_wide_once(X) \
+  X(rmsnorm_add_f32_wide_once, x, 0, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_IN, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->x_stride), a->n) : 0), "") \
+  X(rmsnorm_add_f32_wide_once, w, 8, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, a->n, "") \
+  X(rmsnorm_add_f32_wide_once, y, 16, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->y_stride), a->n) : 0), "") \
+  X(rmsnorm_add_f32_wide_once, r, 24, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_INOUT, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->r_stride), a->n) : 0), "") \
+  X(rmsnorm_add_f32_wide_once, n, 32, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_add_f32_wide_once, rows, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_add_f32_wide_once, x_stride, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_add_f32_wide_once, y_stride, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_add_f32_wide_once, r_stride, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_add_f32_wide_once, eps, 72, FK_FIELD_F32, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
 
 /* ---- gemv (templates/gemv.lua): BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations ---- */
 #define FK_GEMV_BLOCK_GROUP 4
@@ -2193,6 +2257,8 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(rmsnorm, add_f32, rmsnorm_add_f32, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(rmsnorm, add_bf16, rmsnorm_add_bf16, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(rmsnorm, bf16_wide, rmsnorm_bf16_wide, FK_TIERS_EXACT, FK_FX_EXEMPT, "the bf16 form's results widened: rmsnorm::wide_is_the_bf16_form_widened, every target") \
+  X(rmsnorm, bf16_wide_once, rmsnorm_bf16_wide_once, FK_TIERS_EXACT, FK_FX_OWN, "") \
+  X(rmsnorm, add_f32_wide_once, rmsnorm_add_f32_wide_once, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(gemv, f32, gemv_f32, FK_TIERS_EXACT | FK_TIERS_FAST, FK_FX_OWN, "") \
   X(gemv, f32_bias, gemv_f32_bias, FK_TIERS_EXACT | FK_TIERS_FAST, FK_FX_OWN, "") \
   X(gemv, bf16_rne, gemv_bf16_rne, FK_TIERS_EXACT | FK_TIERS_FAST, FK_FX_OWN, "") \
@@ -2256,6 +2322,8 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(rmsnorm_add_f32, neon, exact, fk_rmsnorm_add_f32__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(rmsnorm_add_bf16, neon, exact, fk_rmsnorm_add_bf16__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(rmsnorm_bf16_wide, neon, exact, fk_rmsnorm_bf16_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(rmsnorm_bf16_wide_once, neon, exact, fk_rmsnorm_bf16_wide_once__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(rmsnorm_add_f32_wide_once, neon, exact, fk_rmsnorm_add_f32_wide_once__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(gemv_f32, neon, exact, fk_gemv_f32__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(gemv_f32, bf16, fast, fk_gemv_f32__aarch64_bf16_fast, FK_CPU_ASIMD | FK_CPU_BF16) \
   X(gemv_f32_bias, neon, exact, fk_gemv_f32_bias__aarch64_neon_exact, FK_CPU_ASIMD) \
@@ -2330,6 +2398,8 @@ void fk_rmsnorm_bf16__aarch64_neon_exact(const fk_rmsnorm_bf16_args *a);
 void fk_rmsnorm_add_f32__aarch64_neon_exact(const fk_rmsnorm_add_f32_args *a);
 void fk_rmsnorm_add_bf16__aarch64_neon_exact(const fk_rmsnorm_add_bf16_args *a);
 void fk_rmsnorm_bf16_wide__aarch64_neon_exact(const fk_rmsnorm_bf16_wide_args *a);
+void fk_rmsnorm_bf16_wide_once__aarch64_neon_exact(const fk_rmsnorm_bf16_wide_once_args *a);
+void fk_rmsnorm_add_f32_wide_once__aarch64_neon_exact(const fk_rmsnorm_add_f32_wide_once_args *a);
 void fk_gemv_f32__aarch64_neon_exact(const fk_gemv_f32_args *a);
 void fk_gemv_f32__aarch64_bf16_fast(const fk_gemv_f32_args *a);
 void fk_gemv_f32_bias__aarch64_neon_exact(const fk_gemv_f32_bias_args *a);
@@ -2407,6 +2477,10 @@ void fk_sample_topk__aarch64_neon_exact(const fk_sample_topk_args *a);
   X(rmsnorm_add_bf16, avx512, exact, fk_rmsnorm_add_bf16__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(rmsnorm_bf16_wide, avx2, exact, fk_rmsnorm_bf16_wide__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(rmsnorm_bf16_wide, avx512, exact, fk_rmsnorm_bf16_wide__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(rmsnorm_bf16_wide_once, avx2, exact, fk_rmsnorm_bf16_wide_once__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(rmsnorm_bf16_wide_once, avx512, exact, fk_rmsnorm_bf16_wide_once__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(rmsnorm_add_f32_wide_once, avx2, exact, fk_rmsnorm_add_f32_wide_once__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(rmsnorm_add_f32_wide_once, avx512, exact, fk_rmsnorm_add_f32_wide_once__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(gemv_f32, avx2, exact, fk_gemv_f32__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(gemv_f32, avx512, exact, fk_gemv_f32__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(gemv_f32, avx512bf16, fast, fk_gemv_f32__x86_64_avx512bf16_fast, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL | FK_CPU_AVX512BF16) \
@@ -2537,6 +2611,10 @@ void fk_rmsnorm_add_bf16__x86_64_avx2_exact(const fk_rmsnorm_add_bf16_args *a);
 void fk_rmsnorm_add_bf16__x86_64_avx512_exact(const fk_rmsnorm_add_bf16_args *a);
 void fk_rmsnorm_bf16_wide__x86_64_avx2_exact(const fk_rmsnorm_bf16_wide_args *a);
 void fk_rmsnorm_bf16_wide__x86_64_avx512_exact(const fk_rmsnorm_bf16_wide_args *a);
+void fk_rmsnorm_bf16_wide_once__x86_64_avx2_exact(const fk_rmsnorm_bf16_wide_once_args *a);
+void fk_rmsnorm_bf16_wide_once__x86_64_avx512_exact(const fk_rmsnorm_bf16_wide_once_args *a);
+void fk_rmsnorm_add_f32_wide_once__x86_64_avx2_exact(const fk_rmsnorm_add_f32_wide_once_args *a);
+void fk_rmsnorm_add_f32_wide_once__x86_64_avx512_exact(const fk_rmsnorm_add_f32_wide_once_args *a);
 void fk_gemv_f32__x86_64_avx2_exact(const fk_gemv_f32_args *a);
 void fk_gemv_f32__x86_64_avx512_exact(const fk_gemv_f32_args *a);
 void fk_gemv_f32__x86_64_avx512bf16_fast(const fk_gemv_f32_args *a);

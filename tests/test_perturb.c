@@ -461,3 +461,39 @@ Test(perturb, wide_outputs_rounding_and_nan_rule, .timeout = 300) {
   }
 }
 
+/* A fixture-backed form under one perturbation of its contract: the exact contract passes the
+ * fixture's boundaries, the perturbed one fails at least one. */
+static void expect_fixture_caught(const char *fixture, int perturb, const char *what) {
+  char path[600], err[600], msg[600];
+  snprintf(path, sizeof path, "%s/%s.manifest", FKT_FIXTURE_DIR, fixture);
+  fkfix fx;
+  fkh_call c;
+  cr_assert(fkfix_load(path, &fx, err, sizeof err) == 0, "%s", err);
+  cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
+  fkh_invoke_contract(&c, FKC_EXACT);
+  cr_assert(fkt_fixture_check(&fx, &c, 0, msg, sizeof msg) == 0, "exact contract fails %s: %s", path, msg);
+  fkh_call_free(&c);
+  cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
+  fkh_invoke_contract(&c, perturb);
+  int bad = fkt_fixture_check(&fx, &c, 0, msg, sizeof msg);
+  cr_assert(bad > 0, "%s passed %s", what, path);
+  cr_log_info("%s caught by %s: %s", what, fixture, msg);
+  fkh_call_free(&c);
+  fkfix_free(&fx);
+}
+
+/* rmsnorm once forms (liquid-audio's RMSNorm): rounded twice as the LFM2 forms are, on the host
+ * and through the AArch64 runner, and by liquid-audio's fixtures (rmsnorm_once_f64 / _torch);
+ * the order and bias perturbations reach them through the expect_caught_all tests above. */
+Test(perturb, rmsnorm_once_rounded_twice, .timeout = 300) {
+  static const char *const of[] = { "rmsnorm_bf16_wide_once", "rmsnorm_add_f32_wide_once" };
+  for (int i = 0; i < 2; i++) {
+    expect_caught(of[i], fkt_rmsnorm_cases, best_host(), FKC_ONCE_ROUNDED_TWICE, "once form rounded twice");
+    expect_caught(of[i], fkt_rmsnorm_cases, fkh_remote("neon", "max"), FKC_ONCE_ROUNDED_TWICE,
+                  "once form rounded twice (AArch64)");
+  }
+  expect_fixture_caught("rmsnorm/bf16_wide_once_hidden1024", FKC_ONCE_ROUNDED_TWICE, "once form rounded twice");
+  expect_fixture_caught("rmsnorm/add_f32_wide_once_n1023", FKC_ONCE_ROUNDED_TWICE, "once form rounded twice");
+  expect_fixture_caught("rmsnorm/add_f32_wide_once_ties", FKC_RNE_BIAS, "residual rounded half up");
+}
+
