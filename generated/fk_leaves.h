@@ -1535,6 +1535,41 @@ FK_STATIC_ASSERT(sizeof(fk_embed_codebook_mean_x6_bf16_args) == 80, "fk_embed_co
   X(embed_codebook_mean_x6_bf16, ld_table, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
   X(embed_codebook_mean_x6_bf16, ldy, 72, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
 
+typedef struct fk_embed_codebook_sum_bf16_args {
+  const int32_t *codes;  /* m frames x 8 codes: frame j, codebook c at codes[j*ld_codes + c*cb_stride], each in [0, vocab): the caller checks them; extent: m > 0 ? (m - 1) * ld_codes + 7 * cb_stride + 1 : 0 */
+  const uint16_t *table;  /* (8 * vocab) x d bf16 rows (codebook c's code k: row c*vocab + k), row stride ld_table elements; extent: span(8 * vocab, ld_table, d) */
+  uint16_t *y;  /* m x d bf16: RNE of frame j's f32 sum of its 8 codebook rows in row j, row stride ldy elements; extent: span(m, ldy, d) */
+  int64_t d;  /* row length, >= 1 */
+  int64_t m;  /* frames, >= 0 */
+  int64_t vocab;  /* codes per codebook (2049 in LFM2.5-Audio's audio_embedding) */
+  int64_t ld_codes;  /* stride between frames in codes (8 for frame-major, 1 for (8, T)) */
+  int64_t cb_stride;  /* stride between codebooks in codes (1 for frame-major, T for (8, T)) */
+  int64_t ld_table;  /* row stride of table, >= d */
+  int64_t ldy;  /* row stride of y, >= d */
+} fk_embed_codebook_sum_bf16_args;
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, codes) == 0, "fk_embed_codebook_sum_bf16: stamps load codes at +0");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, table) == 8, "fk_embed_codebook_sum_bf16: stamps load table at +8");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, y) == 16, "fk_embed_codebook_sum_bf16: stamps load y at +16");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, d) == 24, "fk_embed_codebook_sum_bf16: stamps load d at +24");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, m) == 32, "fk_embed_codebook_sum_bf16: stamps load m at +32");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, vocab) == 40, "fk_embed_codebook_sum_bf16: stamps load vocab at +40");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, ld_codes) == 48, "fk_embed_codebook_sum_bf16: stamps load ld_codes at +48");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, cb_stride) == 56, "fk_embed_codebook_sum_bf16: stamps load cb_stride at +56");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, ld_table) == 64, "fk_embed_codebook_sum_bf16: stamps load ld_table at +64");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, ldy) == 72, "fk_embed_codebook_sum_bf16: stamps load ldy at +72");
+FK_STATIC_ASSERT(sizeof(fk_embed_codebook_sum_bf16_args) == 80, "fk_embed_codebook_sum_bf16: struct size");
+#define FK_FIELDS_embed_codebook_sum_bf16(X) \
+  X(embed_codebook_sum_bf16, codes, 0, FK_FIELD_PTR, FK_ELEM_I32, FK_DIR_IN, ((a->m > 0) ? FK_EXT_ADD(FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ld_codes), FK_EXT_MUL(7, a->cb_stride)), 1) : 0), "") \
+  X(embed_codebook_sum_bf16, table, 8, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, (FK_EXT_MUL(8, a->vocab) > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(FK_EXT_MUL(8, a->vocab), 1), a->ld_table), a->d) : 0), "") \
+  X(embed_codebook_sum_bf16, y, 16, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_OUT, (a->m > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ldy), a->d) : 0), "") \
+  X(embed_codebook_sum_bf16, d, 24, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, m, 32, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, vocab, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, ld_codes, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, cb_stride, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, ld_table, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, ldy, 72, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
+
 /* ---- attn (templates/attn.lua): decode and prefill attention: GQA, causal, linear or sliding-window ring KV cache, softmax in f32, bf16 out ---- */
 
 typedef struct fk_attn_decode64_args {
@@ -2299,6 +2334,7 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(embed, codebook_mean, embed_codebook_mean, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(embed, codebook_mean_x6, embed_codebook_mean_x6, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(embed, codebook_mean_x6_bf16, embed_codebook_mean_x6_bf16, FK_TIERS_EXACT, FK_FX_VIA, "embed_codebook_mean_x6") \
+  X(embed, codebook_sum_bf16, embed_codebook_sum_bf16, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(attn, decode64, attn_decode64, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(attn, decode32, attn_decode32, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(attn, decode_ring64, attn_decode_ring64, FK_TIERS_EXACT, FK_FX_OWN, "") \
@@ -2372,6 +2408,7 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(embed_codebook_mean, neon, exact, fk_embed_codebook_mean__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(embed_codebook_mean_x6, neon, exact, fk_embed_codebook_mean_x6__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(embed_codebook_mean_x6_bf16, neon, exact, fk_embed_codebook_mean_x6_bf16__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(embed_codebook_sum_bf16, neon, exact, fk_embed_codebook_sum_bf16__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(attn_decode64, neon, exact, fk_attn_decode64__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(attn_decode32, neon, exact, fk_attn_decode32__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(attn_decode_ring64, neon, exact, fk_attn_decode_ring64__aarch64_neon_exact, FK_CPU_ASIMD) \
@@ -2448,6 +2485,7 @@ void fk_embed_gather_bf16_wide__aarch64_neon_exact(const fk_embed_gather_bf16_wi
 void fk_embed_codebook_mean__aarch64_neon_exact(const fk_embed_codebook_mean_args *a);
 void fk_embed_codebook_mean_x6__aarch64_neon_exact(const fk_embed_codebook_mean_x6_args *a);
 void fk_embed_codebook_mean_x6_bf16__aarch64_neon_exact(const fk_embed_codebook_mean_x6_bf16_args *a);
+void fk_embed_codebook_sum_bf16__aarch64_neon_exact(const fk_embed_codebook_sum_bf16_args *a);
 void fk_attn_decode64__aarch64_neon_exact(const fk_attn_decode64_args *a);
 void fk_attn_decode32__aarch64_neon_exact(const fk_attn_decode32_args *a);
 void fk_attn_decode_ring64__aarch64_neon_exact(const fk_attn_decode_ring64_args *a);
@@ -2565,6 +2603,8 @@ void fk_sample_topk__aarch64_neon_exact(const fk_sample_topk_args *a);
   X(embed_codebook_mean_x6, avx512, exact, fk_embed_codebook_mean_x6__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(embed_codebook_mean_x6_bf16, avx2, exact, fk_embed_codebook_mean_x6_bf16__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(embed_codebook_mean_x6_bf16, avx512, exact, fk_embed_codebook_mean_x6_bf16__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(embed_codebook_sum_bf16, avx2, exact, fk_embed_codebook_sum_bf16__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(embed_codebook_sum_bf16, avx512, exact, fk_embed_codebook_sum_bf16__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(attn_decode64, avx2, exact, fk_attn_decode64__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(attn_decode64, avx512, exact, fk_attn_decode64__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(attn_decode32, avx2, exact, fk_attn_decode32__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
@@ -2699,6 +2739,8 @@ void fk_embed_codebook_mean_x6__x86_64_avx2_exact(const fk_embed_codebook_mean_x
 void fk_embed_codebook_mean_x6__x86_64_avx512_exact(const fk_embed_codebook_mean_x6_args *a);
 void fk_embed_codebook_mean_x6_bf16__x86_64_avx2_exact(const fk_embed_codebook_mean_x6_bf16_args *a);
 void fk_embed_codebook_mean_x6_bf16__x86_64_avx512_exact(const fk_embed_codebook_mean_x6_bf16_args *a);
+void fk_embed_codebook_sum_bf16__x86_64_avx2_exact(const fk_embed_codebook_sum_bf16_args *a);
+void fk_embed_codebook_sum_bf16__x86_64_avx512_exact(const fk_embed_codebook_sum_bf16_args *a);
 void fk_attn_decode64__x86_64_avx2_exact(const fk_attn_decode64_args *a);
 void fk_attn_decode64__x86_64_avx512_exact(const fk_attn_decode64_args *a);
 void fk_attn_decode32__x86_64_avx2_exact(const fk_attn_decode32_args *a);

@@ -497,3 +497,19 @@ Test(perturb, rmsnorm_once_rounded_twice, .timeout = 300) {
   expect_fixture_caught("rmsnorm/add_f32_wide_once_ties", FKC_RNE_BIAS, "residual rounded half up");
 }
 
+/* embed codebook_sum_bf16: the codebooks summed in reverse or pairwise, the sum rounded half up;
+ * on the host, through the AArch64 runner, and by torch's Embedding(...).sum(0) fixtures */
+Test(perturb, embed_codebook_sum_order_and_rounding, .timeout = 300) {
+  expect_caught("embed_codebook_sum_bf16", fkt_embed_cases, best_host(), FKC_LANES_PERMUTED, "codebooks summed in reverse");
+  expect_caught("embed_codebook_sum_bf16", fkt_embed_cases, best_host(), FKC_TREE_PAIRWISE, "codebooks summed pairwise");
+  expect_caught("embed_codebook_sum_bf16", fkt_embed_cases, best_host(), FKC_RNE_BIAS, "sum rounded half up");
+  expect_caught("embed_codebook_sum_bf16", fkt_embed_cases, fkh_remote("neon", "max"), FKC_LANES_PERMUTED,
+                "codebooks summed in reverse (AArch64)");
+  expect_caught("embed_codebook_sum_bf16", fkt_embed_cases, fkh_remote("neon", "neoverse-n1"), FKC_RNE_BIAS,
+                "sum rounded half up (AArch64)");
+  static const int perturbs[] = { FKC_LANES_PERMUTED, FKC_TREE_PAIRWISE, FKC_RNE_BIAS };
+  for (int i = 0; i < 3; i++) {
+    expect_fixture_caught("embed/codebook_sum_bf16_vocab2049_frames1", perturbs[i], "codebook sum order or rounding");
+    expect_fixture_caught("embed/codebook_sum_bf16_hidden2048_frames2", perturbs[i], "codebook sum order or rounding");
+  }
+}
