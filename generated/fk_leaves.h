@@ -59,7 +59,7 @@ enum fk_form_fixtures { FK_FX_OWN, FK_FX_VIA, FK_FX_EXEMPT };
 /* The tiers a form is stamped in (FK_FORMS), as bits. */
 enum { FK_TIERS_EXACT = 1, FK_TIERS_FAST = 2 };
 
-/* ---- rmsnorm (templates/rmsnorm.lua): LFM2 RMSNorm: y = RNE(w * RNE(h / sqrt(mean(h^2) + eps))), optional fused residual add ---- */
+/* ---- rmsnorm (templates/rmsnorm.lua): RMSNorm, optional fused residual add: LFM2 y = RNE(w * RNE(h*inv)), the once forms y = RNE(w * (h*inv)) ---- */
 
 typedef struct fk_rmsnorm_f32_args {
   const float *x;  /* rows x n input, row stride x_stride elements; extent: span(rows, x_stride, n) */
@@ -217,6 +217,70 @@ FK_STATIC_ASSERT(sizeof(fk_rmsnorm_bf16_wide_args) == 64, "fk_rmsnorm_bf16_wide:
   X(rmsnorm_bf16_wide, x_stride, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
   X(rmsnorm_bf16_wide, y_stride, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
   X(rmsnorm_bf16_wide, eps, 56, FK_FIELD_F32, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
+
+typedef struct fk_rmsnorm_bf16_wide_once_args {
+  const uint16_t *x;  /* rows x n input, row stride x_stride elements; extent: span(rows, x_stride, n) */
+  const uint16_t *w;  /* n bf16 weights; extent: n */
+  float *y;  /* rows x n outputs: the bf16 results widened to f32 (a GEMV's x), row stride y_stride elements; extent: span(rows, y_stride, n) */
+  int64_t n;  /* row length, >= 1 */
+  int64_t rows;  /* number of rows, >= 0 */
+  int64_t x_stride;
+  int64_t y_stride;
+  float eps;
+} fk_rmsnorm_bf16_wide_once_args;
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, x) == 0, "fk_rmsnorm_bf16_wide_once: stamps load x at +0");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, w) == 8, "fk_rmsnorm_bf16_wide_once: stamps load w at +8");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, y) == 16, "fk_rmsnorm_bf16_wide_once: stamps load y at +16");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, n) == 24, "fk_rmsnorm_bf16_wide_once: stamps load n at +24");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, rows) == 32, "fk_rmsnorm_bf16_wide_once: stamps load rows at +32");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, x_stride) == 40, "fk_rmsnorm_bf16_wide_once: stamps load x_stride at +40");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, y_stride) == 48, "fk_rmsnorm_bf16_wide_once: stamps load y_stride at +48");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_bf16_wide_once_args, eps) == 56, "fk_rmsnorm_bf16_wide_once: stamps load eps at +56");
+FK_STATIC_ASSERT(sizeof(fk_rmsnorm_bf16_wide_once_args) == 64, "fk_rmsnorm_bf16_wide_once: struct size");
+#define FK_FIELDS_rmsnorm_bf16_wide_once(X) \
+  X(rmsnorm_bf16_wide_once, x, 0, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->x_stride), a->n) : 0), "") \
+  X(rmsnorm_bf16_wide_once, w, 8, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, a->n, "") \
+  X(rmsnorm_bf16_wide_once, y, 16, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->y_stride), a->n) : 0), "") \
+  X(rmsnorm_bf16_wide_once, n, 24, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_bf16_wide_once, rows, 32, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_bf16_wide_once, x_stride, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_bf16_wide_once, y_stride, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_bf16_wide_once, eps, 56, FK_FIELD_F32, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
+
+typedef struct fk_rmsnorm_add_f32_wide_once_args {
+  const float *x;  /* rows x n input, row stride x_stride elements; extent: span(rows, x_stride, n) */
+  const uint16_t *w;  /* n bf16 weights; extent: n */
+  float *y;  /* rows x n outputs: the bf16 results widened to f32 (a GEMV's x), row stride y_stride elements; extent: span(rows, y_stride, n) */
+  uint16_t *r;  /* rows x n bf16 residual stream, row stride r_stride: read, then overwritten by RNE(x + r); extent: span(rows, r_stride, n) */
+  int64_t n;  /* row length, >= 1 */
+  int64_t rows;  /* number of rows, >= 0 */
+  int64_t x_stride;
+  int64_t y_stride;
+  int64_t r_stride;
+  float eps;
+} fk_rmsnorm_add_f32_wide_once_args;
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, x) == 0, "fk_rmsnorm_add_f32_wide_once: stamps load x at +0");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, w) == 8, "fk_rmsnorm_add_f32_wide_once: stamps load w at +8");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, y) == 16, "fk_rmsnorm_add_f32_wide_once: stamps load y at +16");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, r) == 24, "fk_rmsnorm_add_f32_wide_once: stamps load r at +24");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, n) == 32, "fk_rmsnorm_add_f32_wide_once: stamps load n at +32");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, rows) == 40, "fk_rmsnorm_add_f32_wide_once: stamps load rows at +40");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, x_stride) == 48, "fk_rmsnorm_add_f32_wide_once: stamps load x_stride at +48");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, y_stride) == 56, "fk_rmsnorm_add_f32_wide_once: stamps load y_stride at +56");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, r_stride) == 64, "fk_rmsnorm_add_f32_wide_once: stamps load r_stride at +64");
+FK_STATIC_ASSERT(offsetof(fk_rmsnorm_add_f32_wide_once_args, eps) == 72, "fk_rmsnorm_add_f32_wide_once: stamps load eps at +72");
+FK_STATIC_ASSERT(sizeof(fk_rmsnorm_add_f32_wide_once_args) == 80, "fk_rmsnorm_add_f32_wide_once: struct size");
+#define FK_FIELDS_rmsnorm_add_f32_wide_once(X) \
+  X(rmsnorm_add_f32_wide_once, x, 0, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_IN, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->x_stride), a->n) : 0), "") \
+  X(rmsnorm_add_f32_wide_once, w, 8, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, a->n, "") \
+  X(rmsnorm_add_f32_wide_once, y, 16, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->y_stride), a->n) : 0), "") \
+  X(rmsnorm_add_f32_wide_once, r, 24, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_INOUT, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->r_stride), a->n) : 0), "") \
+  X(rmsnorm_add_f32_wide_once, n, 32, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_add_f32_wide_once, rows, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_add_f32_wide_once, x_stride, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_add_f32_wide_once, y_stride, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_add_f32_wide_once, r_stride, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(rmsnorm_add_f32_wide_once, eps, 72, FK_FIELD_F32, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
 
 /* ---- gemv (templates/gemv.lua): BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations ---- */
 #define FK_GEMV_BLOCK_GROUP 4
@@ -1471,6 +1535,41 @@ FK_STATIC_ASSERT(sizeof(fk_embed_codebook_mean_x6_bf16_args) == 80, "fk_embed_co
   X(embed_codebook_mean_x6_bf16, ld_table, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
   X(embed_codebook_mean_x6_bf16, ldy, 72, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
 
+typedef struct fk_embed_codebook_sum_bf16_args {
+  const int32_t *codes;  /* m frames x 8 codes: frame j, codebook c at codes[j*ld_codes + c*cb_stride], each in [0, vocab): the caller checks them; extent: m > 0 ? (m - 1) * ld_codes + 7 * cb_stride + 1 : 0 */
+  const uint16_t *table;  /* (8 * vocab) x d bf16 rows (codebook c's code k: row c*vocab + k), row stride ld_table elements; extent: span(8 * vocab, ld_table, d) */
+  uint16_t *y;  /* m x d bf16: RNE of frame j's f32 sum of its 8 codebook rows in row j, row stride ldy elements; extent: span(m, ldy, d) */
+  int64_t d;  /* row length, >= 1 */
+  int64_t m;  /* frames, >= 0 */
+  int64_t vocab;  /* codes per codebook (2049 in LFM2.5-Audio's audio_embedding) */
+  int64_t ld_codes;  /* stride between frames in codes (8 for frame-major, 1 for (8, T)) */
+  int64_t cb_stride;  /* stride between codebooks in codes (1 for frame-major, T for (8, T)) */
+  int64_t ld_table;  /* row stride of table, >= d */
+  int64_t ldy;  /* row stride of y, >= d */
+} fk_embed_codebook_sum_bf16_args;
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, codes) == 0, "fk_embed_codebook_sum_bf16: stamps load codes at +0");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, table) == 8, "fk_embed_codebook_sum_bf16: stamps load table at +8");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, y) == 16, "fk_embed_codebook_sum_bf16: stamps load y at +16");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, d) == 24, "fk_embed_codebook_sum_bf16: stamps load d at +24");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, m) == 32, "fk_embed_codebook_sum_bf16: stamps load m at +32");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, vocab) == 40, "fk_embed_codebook_sum_bf16: stamps load vocab at +40");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, ld_codes) == 48, "fk_embed_codebook_sum_bf16: stamps load ld_codes at +48");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, cb_stride) == 56, "fk_embed_codebook_sum_bf16: stamps load cb_stride at +56");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, ld_table) == 64, "fk_embed_codebook_sum_bf16: stamps load ld_table at +64");
+FK_STATIC_ASSERT(offsetof(fk_embed_codebook_sum_bf16_args, ldy) == 72, "fk_embed_codebook_sum_bf16: stamps load ldy at +72");
+FK_STATIC_ASSERT(sizeof(fk_embed_codebook_sum_bf16_args) == 80, "fk_embed_codebook_sum_bf16: struct size");
+#define FK_FIELDS_embed_codebook_sum_bf16(X) \
+  X(embed_codebook_sum_bf16, codes, 0, FK_FIELD_PTR, FK_ELEM_I32, FK_DIR_IN, ((a->m > 0) ? FK_EXT_ADD(FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ld_codes), FK_EXT_MUL(7, a->cb_stride)), 1) : 0), "") \
+  X(embed_codebook_sum_bf16, table, 8, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, (FK_EXT_MUL(8, a->vocab) > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(FK_EXT_MUL(8, a->vocab), 1), a->ld_table), a->d) : 0), "") \
+  X(embed_codebook_sum_bf16, y, 16, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_OUT, (a->m > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ldy), a->d) : 0), "") \
+  X(embed_codebook_sum_bf16, d, 24, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, m, 32, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, vocab, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, ld_codes, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, cb_stride, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, ld_table, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(embed_codebook_sum_bf16, ldy, 72, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
+
 /* ---- attn (templates/attn.lua): decode and prefill attention: GQA, causal, linear or sliding-window ring KV cache, softmax in f32, bf16 out ---- */
 
 typedef struct fk_attn_decode64_args {
@@ -2082,6 +2181,50 @@ FK_STATIC_ASSERT(sizeof(fk_attn_prefill_ring64_wide_args) == 160, "fk_attn_prefi
   X(attn_prefill_ring64_wide, yw, 144, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT, (a->rows > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->rows, 1), a->yw_ld), FK_EXT_MUL(FK_EXT_MUL(a->kv_heads, a->group), 64)) : 0), "") \
   X(attn_prefill_ring64_wide, yw_ld, 152, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
 
+typedef struct fk_attn_decode32_wide_args {
+  const uint16_t *q;  /* kv_heads*group query heads of d bf16 at q + h*d (qkprep's q row); extent: kv_heads * group * 32 */
+  const uint16_t *k;  /* K cache: kv head g of slot s at k + g*k_ld_head + s*k_ld_row; extent: kv_heads > 0 ? (kv_heads - 1) * k_ld_head + pos * k_ld_row + 32 : 0 */
+  const uint16_t *v;  /* V cache: kv head g of slot s at v + g*v_ld_head + s*v_ld_row; extent: kv_heads > 0 ? (kv_heads - 1) * v_ld_head + pos * v_ld_row + 32 : 0 */
+  uint16_t *y;  /* kv_heads*group output heads of d bf16 at y + h*d; extent: kv_heads * group * 32 */
+  float *s;  /* scratch: round_up(n, 16) floats, n the window length; extent: round_up(pos + 1, 16) */
+  int64_t kv_heads;  /* kv heads, >= 0 */
+  int64_t group;  /* query heads per kv head (n_heads / n_kv_heads), >= 1 */
+  int64_t k_ld_head;  /* elements from one k head to the next */
+  int64_t k_ld_row;  /* elements from one k slot to the next */
+  int64_t v_ld_head;  /* elements from one v head to the next */
+  int64_t v_ld_row;  /* elements from one v slot to the next */
+  int64_t pos;  /* position of the new token, >= 0 (its k and v are in the cache) */
+  float *yw;  /* kv_heads*group output heads of d f32 at yw + h*d: y widened (<< 16); extent: kv_heads * group * 32 */
+} fk_attn_decode32_wide_args;
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, q) == 0, "fk_attn_decode32_wide: stamps load q at +0");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, k) == 8, "fk_attn_decode32_wide: stamps load k at +8");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, v) == 16, "fk_attn_decode32_wide: stamps load v at +16");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, y) == 24, "fk_attn_decode32_wide: stamps load y at +24");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, s) == 32, "fk_attn_decode32_wide: stamps load s at +32");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, kv_heads) == 40, "fk_attn_decode32_wide: stamps load kv_heads at +40");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, group) == 48, "fk_attn_decode32_wide: stamps load group at +48");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, k_ld_head) == 56, "fk_attn_decode32_wide: stamps load k_ld_head at +56");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, k_ld_row) == 64, "fk_attn_decode32_wide: stamps load k_ld_row at +64");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, v_ld_head) == 72, "fk_attn_decode32_wide: stamps load v_ld_head at +72");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, v_ld_row) == 80, "fk_attn_decode32_wide: stamps load v_ld_row at +80");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, pos) == 88, "fk_attn_decode32_wide: stamps load pos at +88");
+FK_STATIC_ASSERT(offsetof(fk_attn_decode32_wide_args, yw) == 96, "fk_attn_decode32_wide: stamps load yw at +96");
+FK_STATIC_ASSERT(sizeof(fk_attn_decode32_wide_args) == 104, "fk_attn_decode32_wide: struct size");
+#define FK_FIELDS_attn_decode32_wide(X) \
+  X(attn_decode32_wide, q, 0, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, FK_EXT_MUL(FK_EXT_MUL(a->kv_heads, a->group), 32), "") \
+  X(attn_decode32_wide, k, 8, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, ((a->kv_heads > 0) ? FK_EXT_ADD(FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->kv_heads, 1), a->k_ld_head), FK_EXT_MUL(a->pos, a->k_ld_row)), 32) : 0), "") \
+  X(attn_decode32_wide, v, 16, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, ((a->kv_heads > 0) ? FK_EXT_ADD(FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->kv_heads, 1), a->v_ld_head), FK_EXT_MUL(a->pos, a->v_ld_row)), 32) : 0), "") \
+  X(attn_decode32_wide, y, 24, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_OUT, FK_EXT_MUL(FK_EXT_MUL(a->kv_heads, a->group), 32), "") \
+  X(attn_decode32_wide, s, 32, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_SCRATCH, FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(FK_EXT_ADD(a->pos, 1), 15), 16), 16), "") \
+  X(attn_decode32_wide, kv_heads, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, group, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, k_ld_head, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, k_ld_row, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, v_ld_head, 72, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, v_ld_row, 80, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, pos, 88, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(attn_decode32_wide, yw, 96, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT, FK_EXT_MUL(FK_EXT_MUL(a->kv_heads, a->group), 32), "")
+
 /* ---- sample (templates/sample.lua): token sampling: greedy argmax (NaN counts as the maximum, ties to the lowest index); topk: temperature, top-k (ties kept), softmax, one splitmix64 draw (counter committed) ---- */
 
 typedef struct fk_sample_argmax_args {
@@ -2149,6 +2292,8 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(rmsnorm, add_f32, rmsnorm_add_f32, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(rmsnorm, add_bf16, rmsnorm_add_bf16, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(rmsnorm, bf16_wide, rmsnorm_bf16_wide, FK_TIERS_EXACT, FK_FX_EXEMPT, "the bf16 form's results widened: rmsnorm::wide_is_the_bf16_form_widened, every target") \
+  X(rmsnorm, bf16_wide_once, rmsnorm_bf16_wide_once, FK_TIERS_EXACT, FK_FX_OWN, "") \
+  X(rmsnorm, add_f32_wide_once, rmsnorm_add_f32_wide_once, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(gemv, f32, gemv_f32, FK_TIERS_EXACT | FK_TIERS_FAST, FK_FX_OWN, "") \
   X(gemv, f32_bias, gemv_f32_bias, FK_TIERS_EXACT | FK_TIERS_FAST, FK_FX_OWN, "") \
   X(gemv, bf16_rne, gemv_bf16_rne, FK_TIERS_EXACT | FK_TIERS_FAST, FK_FX_OWN, "") \
@@ -2189,6 +2334,7 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(embed, codebook_mean, embed_codebook_mean, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(embed, codebook_mean_x6, embed_codebook_mean_x6, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(embed, codebook_mean_x6_bf16, embed_codebook_mean_x6_bf16, FK_TIERS_EXACT, FK_FX_VIA, "embed_codebook_mean_x6") \
+  X(embed, codebook_sum_bf16, embed_codebook_sum_bf16, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(attn, decode64, attn_decode64, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(attn, decode32, attn_decode32, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(attn, decode_ring64, attn_decode_ring64, FK_TIERS_EXACT, FK_FX_OWN, "") \
@@ -2201,6 +2347,7 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(attn, decode_ring64_wide, attn_decode_ring64_wide, FK_TIERS_EXACT, FK_FX_VIA, "attn_decode_ring64") \
   X(attn, prefill64_wide, attn_prefill64_wide, FK_TIERS_EXACT, FK_FX_VIA, "attn_prefill64") \
   X(attn, prefill_ring64_wide, attn_prefill_ring64_wide, FK_TIERS_EXACT, FK_FX_VIA, "attn_prefill_ring64") \
+  X(attn, decode32_wide, attn_decode32_wide, FK_TIERS_EXACT, FK_FX_VIA, "attn_decode32") \
   X(sample, argmax, sample_argmax, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(sample, topk, sample_topk, FK_TIERS_EXACT, FK_FX_OWN, "")
 
@@ -2211,6 +2358,8 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(rmsnorm_add_f32, neon, exact, fk_rmsnorm_add_f32__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(rmsnorm_add_bf16, neon, exact, fk_rmsnorm_add_bf16__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(rmsnorm_bf16_wide, neon, exact, fk_rmsnorm_bf16_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(rmsnorm_bf16_wide_once, neon, exact, fk_rmsnorm_bf16_wide_once__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(rmsnorm_add_f32_wide_once, neon, exact, fk_rmsnorm_add_f32_wide_once__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(gemv_f32, neon, exact, fk_gemv_f32__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(gemv_f32, bf16, fast, fk_gemv_f32__aarch64_bf16_fast, FK_CPU_ASIMD | FK_CPU_BF16) \
   X(gemv_f32_bias, neon, exact, fk_gemv_f32_bias__aarch64_neon_exact, FK_CPU_ASIMD) \
@@ -2259,6 +2408,7 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(embed_codebook_mean, neon, exact, fk_embed_codebook_mean__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(embed_codebook_mean_x6, neon, exact, fk_embed_codebook_mean_x6__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(embed_codebook_mean_x6_bf16, neon, exact, fk_embed_codebook_mean_x6_bf16__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(embed_codebook_sum_bf16, neon, exact, fk_embed_codebook_sum_bf16__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(attn_decode64, neon, exact, fk_attn_decode64__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(attn_decode32, neon, exact, fk_attn_decode32__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(attn_decode_ring64, neon, exact, fk_attn_decode_ring64__aarch64_neon_exact, FK_CPU_ASIMD) \
@@ -2271,6 +2421,7 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(attn_decode_ring64_wide, neon, exact, fk_attn_decode_ring64_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(attn_prefill64_wide, neon, exact, fk_attn_prefill64_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(attn_prefill_ring64_wide, neon, exact, fk_attn_prefill_ring64_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(attn_decode32_wide, neon, exact, fk_attn_decode32_wide__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(sample_argmax, neon, exact, fk_sample_argmax__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(sample_topk, neon, exact, fk_sample_topk__aarch64_neon_exact, FK_CPU_ASIMD)
 
@@ -2284,6 +2435,8 @@ void fk_rmsnorm_bf16__aarch64_neon_exact(const fk_rmsnorm_bf16_args *a);
 void fk_rmsnorm_add_f32__aarch64_neon_exact(const fk_rmsnorm_add_f32_args *a);
 void fk_rmsnorm_add_bf16__aarch64_neon_exact(const fk_rmsnorm_add_bf16_args *a);
 void fk_rmsnorm_bf16_wide__aarch64_neon_exact(const fk_rmsnorm_bf16_wide_args *a);
+void fk_rmsnorm_bf16_wide_once__aarch64_neon_exact(const fk_rmsnorm_bf16_wide_once_args *a);
+void fk_rmsnorm_add_f32_wide_once__aarch64_neon_exact(const fk_rmsnorm_add_f32_wide_once_args *a);
 void fk_gemv_f32__aarch64_neon_exact(const fk_gemv_f32_args *a);
 void fk_gemv_f32__aarch64_bf16_fast(const fk_gemv_f32_args *a);
 void fk_gemv_f32_bias__aarch64_neon_exact(const fk_gemv_f32_bias_args *a);
@@ -2332,6 +2485,7 @@ void fk_embed_gather_bf16_wide__aarch64_neon_exact(const fk_embed_gather_bf16_wi
 void fk_embed_codebook_mean__aarch64_neon_exact(const fk_embed_codebook_mean_args *a);
 void fk_embed_codebook_mean_x6__aarch64_neon_exact(const fk_embed_codebook_mean_x6_args *a);
 void fk_embed_codebook_mean_x6_bf16__aarch64_neon_exact(const fk_embed_codebook_mean_x6_bf16_args *a);
+void fk_embed_codebook_sum_bf16__aarch64_neon_exact(const fk_embed_codebook_sum_bf16_args *a);
 void fk_attn_decode64__aarch64_neon_exact(const fk_attn_decode64_args *a);
 void fk_attn_decode32__aarch64_neon_exact(const fk_attn_decode32_args *a);
 void fk_attn_decode_ring64__aarch64_neon_exact(const fk_attn_decode_ring64_args *a);
@@ -2344,6 +2498,7 @@ void fk_attn_decode64_wide__aarch64_neon_exact(const fk_attn_decode64_wide_args 
 void fk_attn_decode_ring64_wide__aarch64_neon_exact(const fk_attn_decode_ring64_wide_args *a);
 void fk_attn_prefill64_wide__aarch64_neon_exact(const fk_attn_prefill64_wide_args *a);
 void fk_attn_prefill_ring64_wide__aarch64_neon_exact(const fk_attn_prefill_ring64_wide_args *a);
+void fk_attn_decode32_wide__aarch64_neon_exact(const fk_attn_decode32_wide_args *a);
 void fk_sample_argmax__aarch64_neon_exact(const fk_sample_argmax_args *a);
 void fk_sample_topk__aarch64_neon_exact(const fk_sample_topk_args *a);
 #endif
@@ -2360,6 +2515,10 @@ void fk_sample_topk__aarch64_neon_exact(const fk_sample_topk_args *a);
   X(rmsnorm_add_bf16, avx512, exact, fk_rmsnorm_add_bf16__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(rmsnorm_bf16_wide, avx2, exact, fk_rmsnorm_bf16_wide__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(rmsnorm_bf16_wide, avx512, exact, fk_rmsnorm_bf16_wide__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(rmsnorm_bf16_wide_once, avx2, exact, fk_rmsnorm_bf16_wide_once__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(rmsnorm_bf16_wide_once, avx512, exact, fk_rmsnorm_bf16_wide_once__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(rmsnorm_add_f32_wide_once, avx2, exact, fk_rmsnorm_add_f32_wide_once__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(rmsnorm_add_f32_wide_once, avx512, exact, fk_rmsnorm_add_f32_wide_once__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(gemv_f32, avx2, exact, fk_gemv_f32__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(gemv_f32, avx512, exact, fk_gemv_f32__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(gemv_f32, avx512bf16, fast, fk_gemv_f32__x86_64_avx512bf16_fast, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL | FK_CPU_AVX512BF16) \
@@ -2444,6 +2603,8 @@ void fk_sample_topk__aarch64_neon_exact(const fk_sample_topk_args *a);
   X(embed_codebook_mean_x6, avx512, exact, fk_embed_codebook_mean_x6__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(embed_codebook_mean_x6_bf16, avx2, exact, fk_embed_codebook_mean_x6_bf16__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(embed_codebook_mean_x6_bf16, avx512, exact, fk_embed_codebook_mean_x6_bf16__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(embed_codebook_sum_bf16, avx2, exact, fk_embed_codebook_sum_bf16__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(embed_codebook_sum_bf16, avx512, exact, fk_embed_codebook_sum_bf16__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(attn_decode64, avx2, exact, fk_attn_decode64__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(attn_decode64, avx512, exact, fk_attn_decode64__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(attn_decode32, avx2, exact, fk_attn_decode32__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
@@ -2468,6 +2629,8 @@ void fk_sample_topk__aarch64_neon_exact(const fk_sample_topk_args *a);
   X(attn_prefill64_wide, avx512, exact, fk_attn_prefill64_wide__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(attn_prefill_ring64_wide, avx2, exact, fk_attn_prefill_ring64_wide__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(attn_prefill_ring64_wide, avx512, exact, fk_attn_prefill_ring64_wide__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(attn_decode32_wide, avx2, exact, fk_attn_decode32_wide__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(attn_decode32_wide, avx512, exact, fk_attn_decode32_wide__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(sample_argmax, avx2, exact, fk_sample_argmax__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(sample_argmax, avx512, exact, fk_sample_argmax__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(sample_topk, avx2, exact, fk_sample_topk__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
@@ -2488,6 +2651,10 @@ void fk_rmsnorm_add_bf16__x86_64_avx2_exact(const fk_rmsnorm_add_bf16_args *a);
 void fk_rmsnorm_add_bf16__x86_64_avx512_exact(const fk_rmsnorm_add_bf16_args *a);
 void fk_rmsnorm_bf16_wide__x86_64_avx2_exact(const fk_rmsnorm_bf16_wide_args *a);
 void fk_rmsnorm_bf16_wide__x86_64_avx512_exact(const fk_rmsnorm_bf16_wide_args *a);
+void fk_rmsnorm_bf16_wide_once__x86_64_avx2_exact(const fk_rmsnorm_bf16_wide_once_args *a);
+void fk_rmsnorm_bf16_wide_once__x86_64_avx512_exact(const fk_rmsnorm_bf16_wide_once_args *a);
+void fk_rmsnorm_add_f32_wide_once__x86_64_avx2_exact(const fk_rmsnorm_add_f32_wide_once_args *a);
+void fk_rmsnorm_add_f32_wide_once__x86_64_avx512_exact(const fk_rmsnorm_add_f32_wide_once_args *a);
 void fk_gemv_f32__x86_64_avx2_exact(const fk_gemv_f32_args *a);
 void fk_gemv_f32__x86_64_avx512_exact(const fk_gemv_f32_args *a);
 void fk_gemv_f32__x86_64_avx512bf16_fast(const fk_gemv_f32_args *a);
@@ -2572,6 +2739,8 @@ void fk_embed_codebook_mean_x6__x86_64_avx2_exact(const fk_embed_codebook_mean_x
 void fk_embed_codebook_mean_x6__x86_64_avx512_exact(const fk_embed_codebook_mean_x6_args *a);
 void fk_embed_codebook_mean_x6_bf16__x86_64_avx2_exact(const fk_embed_codebook_mean_x6_bf16_args *a);
 void fk_embed_codebook_mean_x6_bf16__x86_64_avx512_exact(const fk_embed_codebook_mean_x6_bf16_args *a);
+void fk_embed_codebook_sum_bf16__x86_64_avx2_exact(const fk_embed_codebook_sum_bf16_args *a);
+void fk_embed_codebook_sum_bf16__x86_64_avx512_exact(const fk_embed_codebook_sum_bf16_args *a);
 void fk_attn_decode64__x86_64_avx2_exact(const fk_attn_decode64_args *a);
 void fk_attn_decode64__x86_64_avx512_exact(const fk_attn_decode64_args *a);
 void fk_attn_decode32__x86_64_avx2_exact(const fk_attn_decode32_args *a);
@@ -2596,6 +2765,8 @@ void fk_attn_prefill64_wide__x86_64_avx2_exact(const fk_attn_prefill64_wide_args
 void fk_attn_prefill64_wide__x86_64_avx512_exact(const fk_attn_prefill64_wide_args *a);
 void fk_attn_prefill_ring64_wide__x86_64_avx2_exact(const fk_attn_prefill_ring64_wide_args *a);
 void fk_attn_prefill_ring64_wide__x86_64_avx512_exact(const fk_attn_prefill_ring64_wide_args *a);
+void fk_attn_decode32_wide__x86_64_avx2_exact(const fk_attn_decode32_wide_args *a);
+void fk_attn_decode32_wide__x86_64_avx512_exact(const fk_attn_decode32_wide_args *a);
 void fk_sample_argmax__x86_64_avx2_exact(const fk_sample_argmax_args *a);
 void fk_sample_argmax__x86_64_avx512_exact(const fk_sample_argmax_args *a);
 void fk_sample_topk__x86_64_avx2_exact(const fk_sample_topk_args *a);

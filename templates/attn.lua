@@ -247,7 +247,7 @@ local template = {
           local over = t:imin_v(t:imax_v(t:isub_v(mag, t:vconst(0x7f800000)), t:vconst(0)), t:vconst(1))
           local mask = t:isub_v(t:vconst(0), over)
           local yv = t:bxor(x, t:band(t:bxor(x, t:vconst(0x7fc00000)), mask))
-          t:store_bf16(yh, Z(), 16 * (c - 1), t:rne(yv)); if form_.wide then form_.widen(t, r, h, yh, Z, c) end
+          t:store_bf16(yh, Z(), 16 * (c - 1), t:rne(yv)); if form_.wide then form_.widen(t, r, h, yh, Z, c, hd) end
         end
       end)
     end)
@@ -260,21 +260,21 @@ local template = {
   end,
 }
 
--- Wide forms (decode64_wide, decode_ring64_wide, prefill64_wide, prefill_ring64_wide): the base
+-- Wide forms (decode64_wide, decode_ring64_wide, prefill64_wide, prefill_ring64_wide, decode32_wide): the base
 -- form's arithmetic and its y, plus yw (f32) for a consumer that reads f32 x (o_proj's GEMV):
 -- every final y value (after the NaN rule) widened exactly (<< 16), head h at yw + h*d (decode)
 -- or at yw + i*yw_ld + h*d (prefill row i; the gap between rows is not written). Each 16-element
 -- chunk of y is read back right after its NaN-rule store and stored widened, so yw holds exactly
 -- the bits of y (y must not overlap yw; nothing else changes). The struct is the base form's with
--- yw (decode) or yw, yw_ld (prefill) appended: the base struct is a prefix of the wide one. Only
--- head_dim 64 has wide forms (LFM2). They are declared here, after the body, so that the lines of
--- the base forms' ops (each stamped instruction names its template line) stay where they were.
+-- yw (decode) or yw, yw_ld (prefill) appended: the base struct is a prefix of the wide one. head_dim 32
+-- has decode32_wide only (the LFM2.5-Audio Depthformer's decode). They are declared here, after the body,
+-- so that the lines of the base forms' ops (each stamped instruction names its template line) stay put.
 
 -- chunk c (16 values) of head h of y, as stored, into yw (r: the prefill row, nil: decode)
-local function widen(t, r, h, yh, Z, c)
+local function widen(t, r, h, yh, Z, c, hd)
   local a = t.arg
   local ywr = r and t:addr(a.yw, t:mul(r, a.yw_ld), 4) or a.yw
-  local ywh = t:addr(ywr, t:mul(h, 64), 4)
+  local ywh = t:addr(ywr, t:mul(h, hd), 4)
   t:store_f32(ywh, Z(), 16 * (c - 1), t:load_bf16(yh, Z(), 16 * (c - 1)))
 end
 
@@ -297,7 +297,7 @@ end
 do
   local by_name = {}
   for _, f in ipairs(template.forms) do by_name[f.name] = f end
-  for _, name in ipairs({ "decode64", "decode_ring64", "prefill64", "prefill_ring64" }) do
+  for _, name in ipairs({ "decode64", "decode_ring64", "prefill64", "prefill_ring64", "decode32" }) do
     template.forms[#template.forms + 1] = wide_form(by_name[name])
   end
 end

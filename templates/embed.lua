@@ -201,10 +201,50 @@ template.forms[#template.forms + 1] = { name = "codebook_mean_x6_bf16", kind = "
     return args
   end)() }
 
+-- codebook_sum_bf16: the LFM2.5-Audio backbone's input after an audio frame (liquid-audio 1.3.0,
+-- model/lfm2_audio.py: audio_embedding(codes + offsets).sum(0), offsets c * vocab, vocab 2049 in the
+-- released model; an nn.Embedding of 8 * vocab bf16 rows). For frame j, with e_c the widened row
+-- c * vocab + code_c of the table,
+--   s = +0; s = s + e_c for c = 0, 1, ..., 7 in this order (f32 adds, one rounding each)
+--   y = RNE(s)                      (the integer RNE; a NaN s -> quiet, sign and top payload kept)
+-- into row j of a bf16 y (no mean, no repeat). torch's CPU sum over dim 0 of the bf16 (8, T, d)
+-- embedding accumulates in f32 from +0 in codebook order and rounds once (checked bit for bit by
+-- fixtures/ref/gen_embed.py, also on data where the reversed order, a pairwise tree or a bf16
+-- accumulation give other bits; a column of -0 gives +0). A 1-row output has no second row to hold
+-- the partial sum between passes, so the tiles of 16 columns are the outer loop and the frames the
+-- inner one: each frame's 8 row pointers are computed afresh per tile, each right before its row is
+-- added (x86_64's 14 general registers never hold 8 of them at once); the order of the adds is the
+-- one above.
+local function sum_bf16(t, p)
+  local a = t.arg
+  t:for_tiles(a.d, 16, function(i, tail)
+    local lanes = tail and tail(0)
+    t:for_rows(t:iconst(0), a.m, 1, function(j)
+      local crow = t:addr(a.codes, t:mul(j, a.ld_codes), 4)
+      local s = t:vconst(0)
+      for c = 0, p.codebooks - 1 do
+        local code = t:load1_i32(crow, t:mul(a.cb_stride, c), 0)
+        s = t:add(s, t:load_bf16(t:addr(a.table, t:mul(t:add(code, t:mul(a.vocab, c)), a.ld_table), 2), i, 0, lanes))
+      end
+      t:store_bf16(t:addr(a.y, t:mul(j, a.ldy), 2), i, 0, t:rne(s), lanes)
+    end)
+  end)
+end
+
+template.forms[#template.forms + 1] = { name = "codebook_sum_bf16", kind = "sum_bf16",
+  args = (function()
+    local args = mean_args(1)
+    args[3] = { "y", "uint16_t *", extent = "span(m, ldy, d)",
+                doc = "m x d bf16: RNE of frame j's f32 sum of its 8 codebook rows in row j, row stride ldy elements" }
+    args[6] = { "vocab", "int64_t", doc = "codes per codebook (2049 in LFM2.5-Audio's audio_embedding)" }
+    return args
+  end)() }
+
 do
   local body = template.body
   template.body = function(t, p, form)
     if form.kind == "mean_bf16" then return mean_bf16(t, p, form) end
+    if form.kind == "sum_bf16" then return sum_bf16(t, p) end
     return body(t, p, form)
   end
 end

@@ -4,7 +4,7 @@
 --   h    = RNE(x + r); r <- h     (forms add_f32, add_bf16: the residual stream is committed)
 --   ss   = sum h^2                (2 chains x 16 canonical lanes, fma, halving tree)
 --   inv  = 1 / sqrt(ss / n + eps) (correctly rounded divide and sqrt, no estimates)
---   y    = RNE(w * RNE(h * inv))  (LFM2 returns weight * hidden.to(bf16))
+--   y    = RNE(w * RNE(h * inv))  (LFM2 returns weight * hidden.to(bf16); the once forms: end of file)
 --
 -- Lane l of chain c accumulates the elements i with i mod 32 == 16c + l, in increasing i;
 -- the chains are added (chain 0 + chain 1) lane by lane, then the halving tree sums the lanes.
@@ -31,9 +31,9 @@ local function args(xtype, add, wide)
   return a
 end
 
-return {
+local template = {
   leaf = "rmsnorm",
-  doc = "LFM2 RMSNorm: y = RNE(w * RNE(h / sqrt(mean(h^2) + eps))), optional fused residual add",
+  doc = "RMSNorm, optional fused residual add: LFM2 y = RNE(w * RNE(h*inv)), the once forms y = RNE(w * (h*inv))",
   tiers = { exact = { "neon", "avx2", "avx512" } },
   params = { chains = 2, tree = "halving" },
   check = function(p, need)
@@ -80,10 +80,28 @@ return {
       t:for_tiles(a.n, 16, function(i, tail)
         local lanes = tail and tail(0)
         local h = form.add and t:load_bf16(hrow, i, 0, lanes) or t[form.xload](t, xrow, i, 0, lanes)
-        local y1 = t:rne(t:mul(h, invv))
+        local y1 = t:mul(h, invv); if not form.once then y1 = t:rne(y1) end   -- once: no bf16 rounding here
         local y = t:rne(t:mul(t:load_bf16(a.w, i, 0, lanes), y1))
         if form.wide then t:store_f32(yrow, i, 0, y, lanes) else t:store_bf16(yrow, i, 0, y, lanes) end
       end)
     end)
   end,
 }
+
+-- The once forms (bf16_wide_once, add_f32_wide_once): liquid-audio 1.3.0's RMSNorm
+-- (liquid_audio/model/transformer.py, class RMSNorm: out = x.float() * rsqrt(mean(x.float()^2) +
+-- eps); return (out * self.weight).type_as(x), the bf16 weight promoted to f32), used by the
+-- LFM2.5-Audio Depthformer. h and inv as above (the same sum order, correctly rounded divide and
+-- sqrt), then
+--   y = RNE(w * (h * inv))        two f32 products, ONE rounding to bf16 (the LFM2 forms round twice)
+-- stored widened to f32 (<< 16) for the GEMV that consumes it. bf16_wide_once: x bf16 (widened);
+-- add_f32_wide_once: x f32, r bf16 inout, h = RNE(x + r), r <- h (as add_f32: the Depthformer's
+-- input, x = depth_linear's f32 slice for one codebook, r = the feedback embedding or zeros).
+-- They are declared here, after the body, so that the lines of the other forms' ops (each stamped
+-- instruction names its template line) stay where they were.
+template.forms[#template.forms + 1] = { name = "bf16_wide_once", args = args("const uint16_t *", false, true),
+                                        xload = "load_bf16", add = false, wide = true, once = true }
+template.forms[#template.forms + 1] = { name = "add_f32_wide_once", args = args("const float *", true, true),
+                                        xload = "load_f32", add = true, wide = true, once = true }
+
+return template

@@ -15,8 +15,9 @@
  *                      for bit, on every target; the ring limit P = R - W + 1 past a full window.
  *                      The prefill forms' stamps == contract through the exact suite as well.
  *   wide_is_base:      each wide form (decode64_wide, decode_ring64_wide, prefill64_wide,
- *                      prefill_ring64_wide) on the base form's cases: y == the base form's y, yw ==
- *                      y widened (<< 16) element for element, the gaps between yw rows untouched,
+ *                      prefill_ring64_wide, decode32_wide) on the base form's cases: y == the
+ *                      base form's y, yw == y widened (<< 16) element for element, the gaps
+ *                      between yw rows untouched,
  *                      on every target. The wide stamps == contract through the exact suite, and
  *                      the fixture gate runs them on the base forms' fixtures (y and yw).
  * exact and fixtures run as leaf::exact and leaf::fixtures (tests/test_leaf.c, linked into this
@@ -323,7 +324,9 @@ ParameterizedTest(fkh_target *t, attn, prefill_is_decodes, .timeout = 900) {
 static const char *const wide_forms[][2] = { { "attn_decode64_wide", "attn_decode64" },
                                              { "attn_decode_ring64_wide", "attn_decode_ring64" },
                                              { "attn_prefill64_wide", "attn_prefill64" },
-                                             { "attn_prefill_ring64_wide", "attn_prefill_ring64" } };
+                                             { "attn_prefill_ring64_wide", "attn_prefill_ring64" },
+                                             { "attn_decode32_wide", "attn_decode32" } };
+enum { NWIDE = sizeof wide_forms / sizeof wide_forms[0] };
 
 static fkh_target wide_targets[16];
 ParameterizedTestParameters(attn, wide_is_base) {
@@ -333,7 +336,7 @@ ParameterizedTestParameters(attn, wide_is_base) {
 
 ParameterizedTest(fkh_target *t, attn, wide_is_base, .timeout = 900) {
   fkt_need(t);
-  for (int f = 0; f < 4; f++) {
+  for (int f = 0; f < NWIDE; f++) {
     fkh_call *w, *b;
     int n = fkt_attn_cases(wide_forms[f][0], &w), nb = fkt_attn_cases(wide_forms[f][1], &b);
     cr_assert_eq(n, nb, "%s: %d cases, %s: %d", wide_forms[f][0], n, wide_forms[f][1], nb);
@@ -351,7 +354,7 @@ ParameterizedTest(fkh_target *t, attn, wide_is_base, .timeout = 900) {
       const int pf = fkh_field_index(c, "rows") >= 0;
       const int64_t rows = pf ? fkh_i64_of(c, "rows") : 1, yld = pf ? fkh_i64_of(c, "y_ld") : 0;
       const int64_t ywld = pf ? fkh_i64_of(c, "yw_ld") : 0;
-      const int64_t width = fkh_i64_of(c, "kv_heads") * fkh_i64_of(c, "group") * 64;
+      const int64_t width = fkh_i64_of(c, "kv_heads") * fkh_i64_of(c, "group") * hd_of(c);
       const uint16_t *y = fkh_buf_of(c, "y");
       const uint32_t *yw = fkh_buf_of(c, "yw");
       const size_t nyw = c->v[fkh_field_index(c, "yw")].buf.nbytes / 4;

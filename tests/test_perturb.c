@@ -424,8 +424,8 @@ Test(perturb, attn_prefill_causal_limit, .timeout = 300) {
  * the embed fixture gate sees codebook_mean_x6_bf16's repeat one row short. */
 Test(perturb, wide_outputs_rounding_and_nan_rule, .timeout = 300) {
   static const char *const wf[] = { "attn_decode64_wide", "attn_decode_ring64_wide", "attn_prefill64_wide",
-                                    "attn_prefill_ring64_wide" };
-  for (int i = 0; i < 4; i++) {
+                                    "attn_prefill_ring64_wide", "attn_decode32_wide" };
+  for (int i = 0; i < 5; i++) {
     expect_caught(wf[i], fkt_attn_cases, best_host(), FKC_WIDE_UNROUNDED, "yw not rounded to bf16");
     expect_caught(wf[i], fkt_attn_cases, best_host(), FKC_WIDE_NAN_SKIPPED, "NaN rule skipped in yw");
   }
@@ -434,12 +434,12 @@ Test(perturb, wide_outputs_rounding_and_nan_rule, .timeout = 300) {
   expect_caught("attn_decode64_wide", fkt_attn_cases, fkh_remote("neon", "neoverse-n1"), FKC_WIDE_UNROUNDED,
                 "yw not rounded to bf16 (AArch64)");
   static const struct { const char *fixture; int perturb; } fx_cases[] = {
-    { "attn/decode64_g1_pos16", FKC_WIDE_UNROUNDED },
+    { "attn/decode64_g1_pos16", FKC_WIDE_UNROUNDED }, { "attn/decode32_g1_pos100", FKC_WIDE_UNROUNDED },
     { "attn/prefill_ring64_w30_kv2_g4_pos77_p16", FKC_WIDE_UNROUNDED },
     { "embed/codebook_mean_x6_frames5", FKC_CURSOR_OFF_BY_ONE },
   };
   const fkh_target host = best_host();
-  for (int i = 0; i < 3; i++) {
+  for (size_t i = 0; i < sizeof fx_cases / sizeof fx_cases[0]; i++) {
     char path[600], err[600], msg[600];
     snprintf(path, sizeof path, "%s/%s.manifest", FKT_FIXTURE_DIR, fx_cases[i].fixture);
     fkfix fx;
@@ -458,5 +458,58 @@ Test(perturb, wide_outputs_rounding_and_nan_rule, .timeout = 300) {
       fkh_call_free(&c);
     }
     fkfix_free(&fx);
+  }
+}
+
+/* A fixture-backed form under one perturbation of its contract: the exact contract passes the
+ * fixture's boundaries, the perturbed one fails at least one. */
+static void expect_fixture_caught(const char *fixture, int perturb, const char *what) {
+  char path[600], err[600], msg[600];
+  snprintf(path, sizeof path, "%s/%s.manifest", FKT_FIXTURE_DIR, fixture);
+  fkfix fx;
+  fkh_call c;
+  cr_assert(fkfix_load(path, &fx, err, sizeof err) == 0, "%s", err);
+  cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
+  fkh_invoke_contract(&c, FKC_EXACT);
+  cr_assert(fkt_fixture_check(&fx, &c, 0, msg, sizeof msg) == 0, "exact contract fails %s: %s", path, msg);
+  fkh_call_free(&c);
+  cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
+  fkh_invoke_contract(&c, perturb);
+  int bad = fkt_fixture_check(&fx, &c, 0, msg, sizeof msg);
+  cr_assert(bad > 0, "%s passed %s", what, path);
+  cr_log_info("%s caught by %s: %s", what, fixture, msg);
+  fkh_call_free(&c);
+  fkfix_free(&fx);
+}
+
+/* rmsnorm once forms (liquid-audio's RMSNorm): rounded twice as the LFM2 forms are, on the host
+ * and through the AArch64 runner, and by liquid-audio's fixtures (rmsnorm_once_f64 / _torch);
+ * the order and bias perturbations reach them through the expect_caught_all tests above. */
+Test(perturb, rmsnorm_once_rounded_twice, .timeout = 300) {
+  static const char *const of[] = { "rmsnorm_bf16_wide_once", "rmsnorm_add_f32_wide_once" };
+  for (int i = 0; i < 2; i++) {
+    expect_caught(of[i], fkt_rmsnorm_cases, best_host(), FKC_ONCE_ROUNDED_TWICE, "once form rounded twice");
+    expect_caught(of[i], fkt_rmsnorm_cases, fkh_remote("neon", "max"), FKC_ONCE_ROUNDED_TWICE,
+                  "once form rounded twice (AArch64)");
+  }
+  expect_fixture_caught("rmsnorm/bf16_wide_once_hidden1024", FKC_ONCE_ROUNDED_TWICE, "once form rounded twice");
+  expect_fixture_caught("rmsnorm/add_f32_wide_once_n1023", FKC_ONCE_ROUNDED_TWICE, "once form rounded twice");
+  expect_fixture_caught("rmsnorm/add_f32_wide_once_ties", FKC_RNE_BIAS, "residual rounded half up");
+}
+
+/* embed codebook_sum_bf16: the codebooks summed in reverse or pairwise, the sum rounded half up;
+ * on the host, through the AArch64 runner, and by torch's Embedding(...).sum(0) fixtures */
+Test(perturb, embed_codebook_sum_order_and_rounding, .timeout = 300) {
+  expect_caught("embed_codebook_sum_bf16", fkt_embed_cases, best_host(), FKC_LANES_PERMUTED, "codebooks summed in reverse");
+  expect_caught("embed_codebook_sum_bf16", fkt_embed_cases, best_host(), FKC_TREE_PAIRWISE, "codebooks summed pairwise");
+  expect_caught("embed_codebook_sum_bf16", fkt_embed_cases, best_host(), FKC_RNE_BIAS, "sum rounded half up");
+  expect_caught("embed_codebook_sum_bf16", fkt_embed_cases, fkh_remote("neon", "max"), FKC_LANES_PERMUTED,
+                "codebooks summed in reverse (AArch64)");
+  expect_caught("embed_codebook_sum_bf16", fkt_embed_cases, fkh_remote("neon", "neoverse-n1"), FKC_RNE_BIAS,
+                "sum rounded half up (AArch64)");
+  static const int perturbs[] = { FKC_LANES_PERMUTED, FKC_TREE_PAIRWISE, FKC_RNE_BIAS };
+  for (int i = 0; i < 3; i++) {
+    expect_fixture_caught("embed/codebook_sum_bf16_vocab2049_frames1", perturbs[i], "codebook sum order or rounding");
+    expect_fixture_caught("embed/codebook_sum_bf16_hidden2048_frames2", perturbs[i], "codebook sum order or rounding");
   }
 }

@@ -15,7 +15,7 @@
  *   o[i]  = fmaf(p_j, v_j[i], o[i]) for increasing j from +0;
  *   y     = RNE(o), a NaN o stored as 0x7fc0;
  *   yw    = y widened (<< 16), wide forms only (decode64_wide, decode_ring64_wide, prefill64_wide,
- *           prefill_ring64_wide: yw + h*d, prefill row i at yw + i*yw_ld).
+ *           prefill_ring64_wide, decode32_wide: yw + h*d, prefill row i at yw + i*yw_ld).
  * Perturbations: FKC_TREE_PAIRWISE sums the dot lanes and e adjacent-pairwise; FKC_LANES_PERMUTED
  * sends the dot's elements to other lanes (i mod 32 -> chain i mod 2, lane (i mod 32) / 2) and sums e
  * in one lane in order of j; FKC_CURSOR_OFF_BY_ONE puts the window off by one
@@ -162,4 +162,8 @@ void fkc_attn_prefill64_wide(const fk_attn_prefill64_wide_args *a, fkc_perturb p
 void fkc_attn_prefill_ring64_wide(const fk_attn_prefill_ring64_wide_args *a, fkc_perturb p) {
   prefill(a->q, a->k, a->v, a->y, a->yw, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head,
           a->v_ld_row, a->pos, a->rows, a->q_ld, a->y_ld, a->yw_ld, a->slot, a->ring, a->window, 64, p);
+}
+void fkc_attn_decode32_wide(const fk_attn_decode32_wide_args *a, fkc_perturb p) {
+  attn(a->q, a->k, a->v, a->y, a->yw, a->s, a->kv_heads, a->group, a->k_ld_head, a->k_ld_row, a->v_ld_head,
+       a->v_ld_row, a->pos, a->pos, 0, 0, 32, p);
 }

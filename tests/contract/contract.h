@@ -42,6 +42,8 @@ typedef enum fkc_perturb {
   FKC_WIDE_UNROUNDED,  /* attn wide forms: yw holds the f32 output o before its RNE to bf16 */
   FKC_WIDE_NAN_SKIPPED, /* attn wide forms: yw widens RNE(o) without the NaN rule (a NaN o keeps its
                            sign and payload instead of becoming 0x7fc0) */
+  FKC_ONCE_ROUNDED_TWICE, /* rmsnorm once forms: h * inv rounded to bf16 before the weight product (the
+                             LFM2 forms' two roundings instead of liquid-audio's one) */
 } fkc_perturb;
 
 /* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> quiet, sign/top payload kept). */

@@ -6,7 +6,8 @@
  *   s = +0.0f; s = s + e_c for c = 0 .. 7 in increasing c (f32 adds);  y = s / 8
  * (the template multiplies by 0.125f: the same real number, rounded once, NaNs propagated alike);
  * the _x6 form writes y to rows 6j .. 6j+5, the _x6_bf16 form RNE(y) (the integer rule) to bf16 rows
- * 6j .. 6j+5. Ids are in range (the caller's guarantee). */
+ * 6j .. 6j+5. codebook_sum_bf16: the same s, no divide, y = RNE(s) (the integer rule) in bf16 row j.
+ * Ids are in range (the caller's guarantee). */
 #include "contract.h"
 
 enum { CODEBOOKS = 8, UPSAMPLE = 6 };
@@ -32,13 +33,14 @@ void fkc_embed_gather_bf16_wide(const fk_embed_gather_bf16_wide_args *a, fkc_per
   gather(a->ids, a->table, 0, a->y, a->d, a->m, a->ld_table, a->ldy, p);
 }
 
-/* Perturbations: FKC_TREE_PAIRWISE sums the 8 rows as a pairwise tree ((e0+e1)+(e2+e3)) + ...;
+/* Perturbations (codebook_sum_bf16's as the mean forms'): FKC_TREE_PAIRWISE sums the 8 rows as a
+ * pairwise tree ((e0+e1)+(e2+e3)) + ...;
  * FKC_LANES_PERMUTED sums the codebooks in reverse order; FKC_CURSOR_OFF_BY_ONE repeats one row
  * short in the x6 forms (rows 6j .. 6j+4 written, row 6j+5 left as it was); FKC_RNE_BIAS rounds the
  * bf16 form's mean half up. yb: the bf16 form's y (y unused). */
 static void mean(const int32_t *codes, const uint16_t *table, float *y, uint16_t *yb, int64_t d, int64_t m,
                  int64_t vocab, int64_t ld_codes, int64_t cb_stride, int64_t ld_table, int64_t ldy, int rep,
-                 fkc_perturb p) {
+                 int sum, fkc_perturb p) {
   for (int64_t j = 0; j < m; j++) {
     const uint16_t *row[CODEBOOKS];
     for (int c = 0; c < CODEBOOKS; c++)
@@ -53,7 +55,7 @@ static void mean(const int32_t *codes, const uint16_t *table, float *y, uint16_t
       } else {
         for (int c = 0; c < CODEBOOKS; c++) s = s + e[c];
       }
-      float v = s / 8.0f;
+      float v = sum ? s : s / 8.0f;   /* codebook_sum_bf16: the sum itself */
       int copies = p == FKC_CURSOR_OFF_BY_ONE && rep > 1 ? rep - 1 : rep;
       for (int k = 0; k < copies; k++) {
         if (yb) yb[((int64_t)rep * j + k) * ldy + i] = fkc_rne_bits(fkc_f32_bits(v), p);
@@ -64,13 +66,17 @@ static void mean(const int32_t *codes, const uint16_t *table, float *y, uint16_t
 }
 
 void fkc_embed_codebook_mean(const fk_embed_codebook_mean_args *a, fkc_perturb p) {
-  mean(a->codes, a->table, a->y, 0, a->d, a->m, a->vocab, a->ld_codes, a->cb_stride, a->ld_table, a->ldy, 1, p);
+  mean(a->codes, a->table, a->y, 0, a->d, a->m, a->vocab, a->ld_codes, a->cb_stride, a->ld_table, a->ldy, 1, 0, p);
 }
 
 void fkc_embed_codebook_mean_x6(const fk_embed_codebook_mean_x6_args *a, fkc_perturb p) {
-  mean(a->codes, a->table, a->y, 0, a->d, a->m, a->vocab, a->ld_codes, a->cb_stride, a->ld_table, a->ldy, UPSAMPLE, p);
+  mean(a->codes, a->table, a->y, 0, a->d, a->m, a->vocab, a->ld_codes, a->cb_stride, a->ld_table, a->ldy, UPSAMPLE, 0, p);
 }
 
 void fkc_embed_codebook_mean_x6_bf16(const fk_embed_codebook_mean_x6_bf16_args *a, fkc_perturb p) {
-  mean(a->codes, a->table, 0, a->y, a->d, a->m, a->vocab, a->ld_codes, a->cb_stride, a->ld_table, a->ldy, UPSAMPLE, p);
+  mean(a->codes, a->table, 0, a->y, a->d, a->m, a->vocab, a->ld_codes, a->cb_stride, a->ld_table, a->ldy, UPSAMPLE, 0, p);
+}
+
+void fkc_embed_codebook_sum_bf16(const fk_embed_codebook_sum_bf16_args *a, fkc_perturb p) {
+  mean(a->codes, a->table, 0, a->y, a->d, a->m, a->vocab, a->ld_codes, a->cb_stride, a->ld_table, a->ldy, 1, 1, p);
 }

@@ -6,7 +6,7 @@
  * rows starting at positions 0, 1, W-1, W, 2W+5 and after 1000 wraps, rings of R = W + P - 1 (the
  * limit: P = R - W + 1) plus 0..3 slack slots, q/y/v row strides with gaps, GQA 1..8, zero rows, the
  * special values inside the block (a key NaN only for the later rows), the order probe in row 1.
- * The wide forms (d 64) take the same cases as their base forms (the same values: yw draws nothing
+ * The wide forms (d 64, and decode32_wide) take the same cases as their base forms (the same values: yw draws nothing
  * from the generator), yw prefilled with a sentinel NaN, prefill rows yw_ld = heads*d + 4*vpad apart. */
 #include <stdio.h>
 #include <stdlib.h>

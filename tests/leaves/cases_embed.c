@@ -3,7 +3,7 @@
  * gather_bf16(_wide): every d from 1 to 70 (each tail length of the 32- and 16-element tiles),
  * hidden sizes, ids at 0 and vocab - 1, repeated ids, padded table and output rows (the padding
  * holds the sentinel NaN, so a wrong stride shows), special values carried bit for bit.
- * codebook_mean(_x6): the same d range, both code layouts (frame-major rows of 8 and liquid-audio's
+ * codebook_mean(_x6), codebook_sum_bf16: the same d range, both code layouts (frame-major rows of 8 and liquid-audio's
  * (8, T)), codes at 0 and vocab - 1, NaN payloads (one per element, or several quiet ones: which
  * of two NaNs an add keeps differs between ISAs when one of them is signaling), inf - inf (the
  * ISA's default NaN), signed zeros (the sum starts at +0), subnormals, ties of the f32 adds, and
@@ -19,7 +19,7 @@ static const uint32_t CANARY32 = 0x7fa5a5a5u;
 typedef struct shape { int64_t d, m, vocab, pad; int layout; } shape;   /* layout: 0 frame-major, 1 (8, T), 2 padded */
 
 static int is_wide(const fkh_call *c) { return fkh_forms[c->form].fields[fkh_field_index(c, "y")].elem == FK_ELEM_F32; }
-static int is_mean(const char *form) { return strstr(form, "codebook_mean") != NULL; }
+static int is_mean(const char *form) { return strstr(form, "codebook_") != NULL; }   /* mean and sum forms */
 static int reps(const char *form) { return strstr(form, "_x6") ? UPSAMPLE : 1; }
 
 /* y: rows x (d + 1), prefilled with the sentinel (what the leaf must leave: the padding). */
