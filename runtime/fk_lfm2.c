@@ -10,11 +10,20 @@
  *   swiglu              columns split (multiples of 64)
  * The state (KV caches, conv carries, the position) is written by the steps in place or
  * committed by the family after the program's last barrier, in causal order. */
+#include <stddef.h>
 #include <string.h>
 
 #include "fk_lfm2.h"
 
-enum { HD = FK_LFM2_HD, LIMIT = 65536, MAX_POS = 1 << 20 };
+enum { LIMIT = 65536, MAX_POS = 1 << 20 };
+
+/* The Depthformer's forms take the LFM2 forms' argument layouts (only the head size in the
+ * stamps and the rounding of the norm differ), so one step fills either. */
+#define SAME_LAYOUT(a, b, f) \
+  _Static_assert(sizeof(a) == sizeof(b) && offsetof(a, f) == offsetof(b, f), #a " is laid out as " #b)
+SAME_LAYOUT(fk_rmsnorm_bf16_wide_once_args, fk_rmsnorm_bf16_wide_args, eps);
+SAME_LAYOUT(fk_qkprep_cis32_args, fk_qkprep_neox64_args, eps);
+SAME_LAYOUT(fk_attn_decode32_wide_args, fk_attn_decode64_wide_args, yw);
 
 static inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -23,15 +32,16 @@ static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
 #define MCHECK(cond, ...) FK_RETURN_ERROR_IF(cond, err, FK_EINVAL, "fk_plan_create: " __VA_ARGS__)
 
-fk_status fk_lfm2_check(const char *w, const fk_lfm2_stack *s, fk_error *err) {
+static fk_status check_stack(const char *w, const fk_lfm2_stack *s, int64_t hd, int depth, fk_error *err) {
   MCHECK(s->hidden < 1 || s->hidden > LIMIT, "desc.%s.stack.hidden = %lld: must be in 1..%d", w, (long long)s->hidden,
          LIMIT);
   MCHECK(s->ffn < 1 || s->ffn > LIMIT, "desc.%s.stack.ffn = %lld: must be in 1..%d", w, (long long)s->ffn, LIMIT);
   MCHECK(s->layers < 1 || s->layers > FK_MAX_LAYERS, "desc.%s.stack.layers = %lld: must be in 1..%d", w,
          (long long)s->layers, FK_MAX_LAYERS);
-  MCHECK(s->head_dim != HD, "desc.%s.stack.head_dim = %lld: the attention stamps serve 64", w, (long long)s->head_dim);
-  MCHECK(s->heads < 1 || s->heads * HD > LIMIT, "desc.%s.stack.heads = %lld: must be in 1..%d", w,
-         (long long)s->heads, LIMIT / HD);
+  MCHECK(s->head_dim != hd, "desc.%s.stack.head_dim = %lld: the attention stamps serve %lld", w,
+         (long long)s->head_dim, (long long)hd);
+  MCHECK(s->heads < 1 || s->heads * hd > LIMIT, "desc.%s.stack.heads = %lld: must be in 1..%lld", w,
+         (long long)s->heads, (long long)(LIMIT / hd));
   MCHECK(s->kv_heads < 1 || s->heads % s->kv_heads != 0,
          "desc.%s.stack.kv_heads = %lld: must be >= 1 and divide heads = %lld", w, (long long)s->kv_heads,
          (long long)s->heads);
@@ -43,13 +53,17 @@ fk_status fk_lfm2_check(const char *w, const fk_lfm2_stack *s, fk_error *err) {
          (double)s->rope_theta);
   MCHECK(!(s->norm_eps > 0.0f) || s->norm_eps > 1e30f, "desc.%s.stack.norm_eps = %g: must be finite and > 0", w,
          (double)s->norm_eps);
+  MCHECK(depth && s->window != 0, "desc.%s.stack.window = %lld: the Depthformer attends to every codebook (0)", w,
+         (long long)s->window);
   MCHECK(!s->layer, "desc.%s.stack.layer is NULL", w);
-  MCHECK(!s->final_norm, "desc.%s.stack.final_norm is NULL", w);
+  MCHECK(!depth && !s->final_norm, "desc.%s.stack.final_norm is NULL", w);
   for (int64_t i = 0; i < s->layers; i++) {
     const fk_lfm2_layer *l = &s->layer[i];
 #define WNULL(f) MCHECK(!l->f, "desc.%s.stack.layer[%lld]." #f " is NULL", w, (long long)i)
     MCHECK(l->kind != FK_LAYER_CONV && l->kind != FK_LAYER_ATTN,
            "desc.%s.stack.layer[%lld].kind = %d: not FK_LAYER_CONV or FK_LAYER_ATTN", w, (long long)i, (int)l->kind);
+    MCHECK(depth && l->kind != FK_LAYER_ATTN, "desc.%s.stack.layer[%lld].kind = %d: the Depthformer's layers are FK_LAYER_ATTN",
+           w, (long long)i, (int)l->kind);
     WNULL(operator_norm);
     WNULL(ffn_norm);
     WNULL(w1);
@@ -72,6 +86,12 @@ fk_status fk_lfm2_check(const char *w, const fk_lfm2_stack *s, fk_error *err) {
   return FK_OK;
 }
 
+fk_status fk_lfm2_check(const char *w, const fk_lfm2_stack *s, fk_error *err) {
+  return check_stack(w, s, FK_LFM2_HD, 0, err);
+}
+
+fk_status fk_depth_check(const char *w, const fk_lfm2_stack *s, fk_error *err) { return check_stack(w, s, 32, 1, err); }
+
 uint64_t fk_lfm2_roles(int decode) {
   uint64_t r = FK_ROLE_BIT(R_NORM) | FK_ROLE_BIT(R_IN) | FK_ROLE_BIT(R_CONV) | FK_ROLE_BIT(R_OUT) |
                FK_ROLE_BIT(R_QKPREP) | FK_ROLE_BIT(R_SWIGLU) | FK_ROLE_BIT(R_ATTN_PRE) | FK_ROLE_BIT(R_ATTN_PRE_RING);
@@ -86,7 +106,10 @@ void fk_lfm2_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, int64_t max_rows, in
   t->layers = s->layers;
   t->heads = s->heads;
   t->kv = s->kv_heads;
-  t->hd = HD;
+  t->hd = s->head_dim;
+  t->r_norm = t->r_norm_in = R_NORM;
+  t->r_qkprep = R_QKPREP;
+  t->r_attn_dec = R_ATTN_DEC;
   t->window = s->window;
   t->max_pos = s->max_pos;
   t->max_rows = max_rows;
@@ -98,12 +121,20 @@ void fk_lfm2_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, int64_t max_rows, in
   for (int64_t i = 0; i < s->layers; i++) t->layer[i].kind = s->layer[i].kind;
 }
 
+void fk_depth_shapes(fk_stack_rt *t, const fk_lfm2_stack *s) {
+  fk_lfm2_shapes(t, s, 1, 1);
+  t->r_norm = R_NORM_ONCE;
+  t->r_norm_in = R_NORM_ADD_ONCE;
+  t->r_qkprep = R_QKPREP32;
+  t->r_attn_dec = R_ATTN_DEC32;
+}
+
 static uint16_t *carve_packed(fk_carver *c, int64_t n, int64_t k) {
   return fk_carve(c, fk_gemv_packed_elems(n, k) * 2);
 }
 
 void fk_lfm2_layout(fk_stack_rt *t, int threads, fk_carver *c) {
-  int64_t h = t->h, f = t->ffn, qd = t->heads * HD, kd = t->kv * HD, r = t->max_rows;
+  int64_t h = t->h, f = t->ffn, hd = t->hd, qd = t->heads * hd, kd = t->kv * hd, r = t->max_rows;
   for (int64_t i = 0; i < t->layers; i++) {
     fk_layer_rt *l = &t->layer[i];
     l->norm1 = fk_carve(c, (size_t)h * 2);
@@ -118,8 +149,8 @@ void fk_lfm2_layout(fk_stack_rt *t, int threads, fk_carver *c) {
       l->k_w = carve_packed(c, kd, h);
       l->v_w = carve_packed(c, kd, h);
       l->o_w = carve_packed(c, h, qd);
-      l->q_norm = fk_carve(c, HD * 2);
-      l->k_norm = fk_carve(c, HD * 2);
+      l->q_norm = fk_carve(c, (size_t)hd * 2);
+      l->k_norm = fk_carve(c, (size_t)hd * 2);
       l->kc = fk_carve(c, (size_t)(t->slots * kd) * 2);
       l->vc = fk_carve(c, (size_t)(t->slots * kd) * 2);
     }
@@ -128,8 +159,8 @@ void fk_lfm2_layout(fk_stack_rt *t, int threads, fk_carver *c) {
     l->w2 = carve_packed(c, h, f);
   }
   t->final_norm = fk_carve(c, (size_t)h * 2);
-  t->cos = fk_carve(c, (size_t)(t->max_pos * HD / 2) * 4);
-  t->sin = fk_carve(c, (size_t)(t->max_pos * HD / 2) * 4);
+  t->cos = fk_carve(c, (size_t)(t->max_pos * hd / 2) * 4);
+  t->sin = fk_carve(c, (size_t)(t->max_pos * hd / 2) * 4);
   t->res = fk_carve(c, (size_t)(r * h) * 2);
   t->xn = fk_carve(c, (size_t)(r * h) * 4);
   t->bcx = fk_carve(c, (size_t)(r * 3 * h) * 2);
@@ -147,7 +178,7 @@ void fk_lfm2_layout(fk_stack_rt *t, int threads, fk_carver *c) {
 }
 
 fk_status fk_lfm2_pack(fk_stack_rt *t, const fk_lfm2_stack *s, fk_error *err) {
-  int64_t h = t->h, f = t->ffn, qd = t->heads * HD, kd = t->kv * HD;
+  int64_t h = t->h, f = t->ffn, hd = t->hd, qd = t->heads * hd, kd = t->kv * hd;
   fk_status r = FK_OK;
 #define PACK(src, dst, n, k) \
   if (r == FK_OK) r = fk_gemv_pack(src, k, n, k, dst, fk_gemv_packed_elems(n, k), err)
@@ -167,16 +198,16 @@ fk_status fk_lfm2_pack(fk_stack_rt *t, const fk_lfm2_stack *s, fk_error *err) {
       PACK(w->k_proj, l->k_w, kd, h);
       PACK(w->v_proj, l->v_w, kd, h);
       PACK(w->o_proj, l->o_w, h, qd);
-      memcpy(l->q_norm, w->q_norm, HD * 2);
-      memcpy(l->k_norm, w->k_norm, HD * 2);
+      memcpy(l->q_norm, w->q_norm, (size_t)hd * 2);
+      memcpy(l->k_norm, w->k_norm, (size_t)hd * 2);
     }
     PACK(w->w1, l->w1, f, h);
     PACK(w->w3, l->w3, f, h);
     PACK(w->w2, l->w2, h, f);
   }
 #undef PACK
-  memcpy(t->final_norm, s->final_norm, (size_t)h * 2);
-  if (r == FK_OK) r = fk_rope_table(s->rope_theta, HD, 0, t->max_pos, t->cos, t->sin, err);
+  if (s->final_norm) memcpy(t->final_norm, s->final_norm, (size_t)h * 2);
+  if (r == FK_OK) r = fk_rope_table(s->rope_theta, hd, 0, t->max_pos, t->cos, t->sin, err);
   return r;
 }
 
@@ -192,11 +223,20 @@ void fk_lfm2_norm(fk_plan *p, const fk_stack_rt *t, int m, const uint16_t *w, in
   if (b == e) return;
   fk_rmsnorm_bf16_wide_args a = { .x = t->res + (row0 + b) * h, .w = w, .y = y + b * h, .n = h, .rows = e - b,
                                   .x_stride = h, .y_stride = h, .eps = t->eps };
-  FN(R_NORM)(&a);
+  FN(t->r_norm)(&a);
 }
 
 static void st_norm1(fk_plan *p, const fk_step *s, int m) {
-  fk_lfm2_norm(p, ST, m, LY->norm1, 0, fk_lfm2_rows(p, ST), ST->xn);
+  const fk_stack_rt *t = ST;
+  if (s->role == t->r_norm) {
+    fk_lfm2_norm(p, t, m, LY->norm1, 0, fk_lfm2_rows(p, t), t->xn);
+    return;
+  }
+  if (m != 0) return; /* the Depthformer's first norm: one row, res = RNE(in_x[pos] + res) */
+  int64_t h = t->h;
+  fk_rmsnorm_add_f32_wide_once_args a = { .x = t->in_x + t->pos * h, .w = LY->norm1, .y = t->xn, .r = t->res, .n = h,
+                                          .rows = 1, .x_stride = h, .y_stride = h, .r_stride = h, .eps = t->eps };
+  FN(t->r_norm_in)(&a);
 }
 static void st_norm2(fk_plan *p, const fk_step *s, int m) {
   fk_lfm2_norm(p, ST, m, LY->norm2, 0, fk_lfm2_rows(p, ST), ST->xn);
@@ -224,7 +264,7 @@ static void st_out_proj(fk_plan *p, const fk_step *s, int m) {
 
 static void st_qkv(fk_plan *p, const fk_step *s, int m) {
   const fk_stack_rt *t = ST;
-  int64_t h = t->h, qd = t->heads * HD, kd = t->kv * HD, rows = fk_lfm2_rows(p, t);
+  int64_t hd = t->hd, h = t->h, qd = t->heads * hd, kd = t->kv * hd, rows = fk_lfm2_rows(p, t);
   int64_t slot0 = t->ring ? t->pos % t->ring : t->pos;
   fk_gemv_job q = { R_IN, LY->q_w, t->xn, h, h, t->q, NULL, NULL, qd, 0, 0 };
   fk_gemv_job k = { R_IN, LY->k_w, t->xn, h, h, LY->kc, NULL, NULL, kd, slot0, t->ring };
@@ -236,61 +276,62 @@ static void st_qkv(fk_plan *p, const fk_step *s, int m) {
 
 static void st_qkprep(fk_plan *p, const fk_step *s, int m) {
   const fk_stack_rt *t = ST;
-  int64_t b, e, rows = fk_lfm2_rows(p, t);
+  int64_t hd = t->hd, b, e, rows = fk_lfm2_rows(p, t);
   fk_share(t->heads + t->kv, m, p->threads, &b, &e);
   if (b < t->heads) { /* query heads [b, min(e, heads)) */
     int64_t qe = e < t->heads ? e : t->heads;
-    fk_qkprep_neox64_args a = { .x = t->q + b * HD, .w = LY->q_norm, .cos = t->cos, .sin = t->sin, .heads = qe - b,
-                                .m = rows, .ld_head = HD, .ld_row = t->heads * HD, .pos = t->pos, .slot = 0,
+    fk_qkprep_neox64_args a = { .x = t->q + b * hd, .w = LY->q_norm, .cos = t->cos, .sin = t->sin, .heads = qe - b,
+                                .m = rows, .ld_head = hd, .ld_row = t->heads * hd, .pos = t->pos, .slot = 0,
                                 .ring = 0, .eps = t->eps };
-    FN(R_QKPREP)(&a);
+    FN(t->r_qkprep)(&a);
   }
   if (e > t->heads) { /* key heads, in their cache slots */
     int64_t kb = b > t->heads ? b - t->heads : 0, ke = e - t->heads;
-    fk_qkprep_neox64_args a = { .x = LY->kc + kb * HD, .w = LY->k_norm, .cos = t->cos, .sin = t->sin,
-                                .heads = ke - kb, .m = rows, .ld_head = HD, .ld_row = t->kv * HD, .pos = t->pos,
+    fk_qkprep_neox64_args a = { .x = LY->kc + kb * hd, .w = LY->k_norm, .cos = t->cos, .sin = t->sin,
+                                .heads = ke - kb, .m = rows, .ld_head = hd, .ld_row = t->kv * hd, .pos = t->pos,
                                 .slot = t->ring ? t->pos % t->ring : t->pos, .ring = t->ring, .eps = t->eps };
-    FN(R_QKPREP)(&a);
+    FN(t->r_qkprep)(&a);
   }
 }
 
 /* The step's role is the attention form (fk_lfm2_steps chose it from decode, ring and window). */
 static void st_attn(fk_plan *p, const fk_step *s, int m) {
   const fk_stack_rt *t = ST;
-  int64_t b, e, rows = fk_lfm2_rows(p, t), group = t->heads / t->kv, qd = t->heads * HD, kd = t->kv * HD;
+  int64_t hd = t->hd, b, e, rows = fk_lfm2_rows(p, t), group = t->heads / t->kv, qd = t->heads * hd, kd = t->kv * hd;
   fk_share(t->kv, m, p->threads, &b, &e);
   if (b == e) return;
-  const uint16_t *q = t->q + b * group * HD, *k = LY->kc + b * HD, *v = LY->vc + b * HD;
-  uint16_t *y = t->ay + b * group * HD;
-  float *yw = t->ayw + b * group * HD;
+  const uint16_t *q = t->q + b * group * hd, *k = LY->kc + b * hd, *v = LY->vc + b * hd;
+  uint16_t *y = t->ay + b * group * hd;
+  float *yw = t->ayw + b * group * hd;
   int64_t pos = t->pos, slot = t->ring ? pos % t->ring : pos;
   switch (s->role) {
+  case R_ATTN_DEC32: /* the same arguments (SAME_LAYOUT) */
   case R_ATTN_DEC: {
     fk_attn_decode64_wide_args a = { .q = q, .k = k, .v = v, .y = y, .yw = yw, .s = t->s[m], .kv_heads = e - b,
-                                     .group = group, .k_ld_head = HD, .k_ld_row = kd, .v_ld_head = HD,
+                                     .group = group, .k_ld_head = hd, .k_ld_row = kd, .v_ld_head = hd,
                                      .v_ld_row = kd, .pos = pos };
-    FN(R_ATTN_DEC)(&a);
+    FN(s->role)(&a);
     break;
   }
   case R_ATTN_DEC_RING: { /* the decode ring form's window is its ring: R == W */
     fk_attn_decode_ring64_wide_args a = { .q = q, .k = k, .v = v, .y = y, .yw = yw, .s = t->s[m],
-                                          .kv_heads = e - b, .group = group, .k_ld_head = HD, .k_ld_row = kd,
-                                          .v_ld_head = HD, .v_ld_row = kd, .pos = pos, .slot = slot,
+                                          .kv_heads = e - b, .group = group, .k_ld_head = hd, .k_ld_row = kd,
+                                          .v_ld_head = hd, .v_ld_row = kd, .pos = pos, .slot = slot,
                                           .ring = t->window };
     FN(R_ATTN_DEC_RING)(&a);
     break;
   }
   case R_ATTN_PRE: {
     fk_attn_prefill64_wide_args a = { .q = q, .k = k, .v = v, .y = y, .yw = yw, .s = t->s[m], .kv_heads = e - b,
-                                      .group = group, .k_ld_head = HD, .k_ld_row = kd, .v_ld_head = HD,
+                                      .group = group, .k_ld_head = hd, .k_ld_row = kd, .v_ld_head = hd,
                                       .v_ld_row = kd, .pos = pos, .rows = rows, .q_ld = qd, .y_ld = qd, .yw_ld = qd };
     FN(R_ATTN_PRE)(&a);
     break;
   }
   default: { /* R_ATTN_PRE_RING: prefill, and decode with R > W slots */
     fk_attn_prefill_ring64_wide_args a = { .q = q, .k = k, .v = v, .y = y, .yw = yw, .s = t->s[m],
-                                           .kv_heads = e - b, .group = group, .k_ld_head = HD, .k_ld_row = kd,
-                                           .v_ld_head = HD, .v_ld_row = kd, .pos = pos, .rows = rows, .q_ld = qd,
+                                           .kv_heads = e - b, .group = group, .k_ld_head = hd, .k_ld_row = kd,
+                                           .v_ld_head = hd, .v_ld_row = kd, .pos = pos, .rows = rows, .q_ld = qd,
                                            .y_ld = qd, .slot = slot, .ring = t->ring, .window = t->window,
                                            .yw_ld = qd };
     FN(R_ATTN_PRE_RING)(&a);
@@ -300,7 +341,7 @@ static void st_attn(fk_plan *p, const fk_step *s, int m) {
 }
 
 static void st_o_proj(fk_plan *p, const fk_step *s, int m) {
-  int64_t h = ST->h, qd = ST->heads * HD;
+  int64_t h = ST->h, qd = ST->heads * ST->hd;
   fk_gemv_job g = { R_OUT, LY->o_w, ST->ayw, qd, qd, ST->res, ST->res, NULL, h, 0, 0 };
   fk_gemv_run(p, m, &g, fk_lfm2_rows(p, ST), h);
 }
@@ -332,9 +373,9 @@ static void st_w2(fk_plan *p, const fk_step *s, int m) {
 
 void fk_lfm2_steps(fk_step_list *l, fk_stack_rt *t, int decode) {
   fk_role attn = t->ring ? (decode && t->ring == t->window ? R_ATTN_DEC_RING : R_ATTN_PRE_RING)
-                         : (decode ? R_ATTN_DEC : R_ATTN_PRE);
+                         : (decode ? t->r_attn_dec : R_ATTN_PRE);
   for (int i = 0; i < (int)t->layers; i++) {
-    fk_step_add(l, st_norm1, "operator_norm", "rows", R_NORM, t, i);
+    fk_step_add(l, st_norm1, "operator_norm", "rows", i == 0 ? t->r_norm_in : t->r_norm, t, i);
     if (t->layer[i].kind == FK_LAYER_CONV) {
       fk_step_add(l, st_in_proj, "in_proj", "weight rows", R_IN, t, i);
       fk_step_add(l, st_conv, "conv", "member 0", R_CONV, t, i);
@@ -345,7 +386,7 @@ void fk_lfm2_steps(fk_step_list *l, fk_stack_rt *t, int decode) {
       fk_step_add(l, st_attn, "attention", "kv heads", attn, t, i);
       fk_step_add(l, st_o_proj, "o_proj", "weight rows", R_OUT, t, i);
     }
-    fk_step_add(l, st_norm2, "ffn_norm", "rows", R_NORM, t, i);
+    fk_step_add(l, st_norm2, "ffn_norm", "rows", t->r_norm, t, i);
     fk_step_add(l, st_w13, "w1_w3", "weight rows", R_IN, t, i);
     fk_step_add(l, st_swiglu, "swiglu", "columns", R_SWIGLU, t, i);
     fk_step_add(l, st_w2, "w2", "weight rows", R_OUT, t, i);
@@ -358,8 +399,8 @@ void fk_lfm2_reset(fk_stack_rt *t) {
   for (int64_t i = 0; i < t->layers; i++) {
     fk_layer_rt *l = &t->layer[i];
     if (l->carry) memset(l->carry, 0, (size_t)(2 * t->h) * 2);
-    if (l->kc) memset(l->kc, 0, (size_t)(t->slots * t->kv * HD) * 2);
-    if (l->vc) memset(l->vc, 0, (size_t)(t->slots * t->kv * HD) * 2);
+    if (l->kc) memset(l->kc, 0, (size_t)(t->slots * t->kv * t->hd) * 2);
+    if (l->vc) memset(l->vc, 0, (size_t)(t->slots * t->kv * t->hd) * 2);
   }
   t->pos = 0;
 }
@@ -367,7 +408,7 @@ void fk_lfm2_reset(fk_stack_rt *t) {
 size_t fk_lfm2_state_bytes(const fk_stack_rt *t) {
   size_t n = 8;
   for (int64_t i = 0; i < t->layers; i++)
-    n += t->layer[i].kind == FK_LAYER_CONV ? (size_t)(2 * t->h) * 2 : (size_t)(2 * t->slots * t->kv * HD) * 2;
+    n += t->layer[i].kind == FK_LAYER_CONV ? (size_t)(2 * t->h) * 2 : (size_t)(2 * t->slots * t->kv * t->hd) * 2;
   return n;
 }
 
@@ -384,8 +425,8 @@ unsigned char *fk_lfm2_state_copy(fk_stack_rt *t, unsigned char *img, int save) 
     if (l->kind == FK_LAYER_CONV) {
       copy(&img, l->carry, (size_t)(2 * t->h) * 2, save);
     } else {
-      copy(&img, l->kc, (size_t)(t->slots * t->kv * HD) * 2, save);
-      copy(&img, l->vc, (size_t)(t->slots * t->kv * HD) * 2, save);
+      copy(&img, l->kc, (size_t)(t->slots * t->kv * t->hd) * 2, save);
+      copy(&img, l->vc, (size_t)(t->slots * t->kv * t->hd) * 2, save);
     }
   }
   return img;

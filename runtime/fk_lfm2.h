@@ -12,7 +12,7 @@
 
 #include "fk_program.h"
 
-enum { FK_LFM2_HD = 64 }; /* the head size the attention stamps serve */
+enum { FK_LFM2_HD = 64 }; /* the head size of LFM2's attention stamps (the Depthformer's: 32) */
 
 typedef struct fk_layer_rt {
   fk_layer_kind kind;
@@ -29,6 +29,11 @@ typedef struct fk_layer_rt {
  * model program finds the stack at step->ctx. */
 typedef struct fk_stack_rt {
   int64_t h, ffn, layers, heads, kv, hd, window, max_pos, max_rows;
+  /* the forms its steps call: LFM2 (fk_lfm2_shapes): R_NORM, R_QKPREP, R_ATTN_DEC; the
+   * Depthformer (fk_depth_shapes): R_NORM_ONCE, R_QKPREP32, R_ATTN_DEC32, and its first norm
+   * R_NORM_ADD_ONCE, which adds in_x's row `pos` (f32, row stride h) into the residual first */
+  fk_role r_norm, r_norm_in, r_qkprep, r_attn_dec;
+  const float *in_x;
   int64_t rep;       /* stack rows per job row: 1 (LM tokens), 6 (detokenizer code frames) */
   int64_t slots;     /* KV slots: max_pos (linear) or the ring R = window + max_rows - 1 */
   int64_t ring;      /* 0: linear cache; R: ring */
@@ -53,10 +58,15 @@ typedef struct fk_stack_rt {
 
 /* Readiness: every field of desc.<w>.stack (w: "lm", "detok"); FK_EINVAL naming it. */
 fk_status fk_lfm2_check(const char *w, const fk_lfm2_stack *s, fk_error *err);
+/* The same for a Depthformer (desc.<w>, w: "audio.depth"): attention layers only, head_dim 32, no
+ * sliding window, final_norm unused. */
+fk_status fk_depth_check(const char *w, const fk_lfm2_stack *s, fk_error *err);
 /* The roles a stack's steps call (decode: an LM's decode steps, also the decode attention forms). */
 uint64_t fk_lfm2_roles(int decode);
 /* Shapes from s, for calls of up to max_rows stack rows, rep rows per job row. */
 void fk_lfm2_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, int64_t max_rows, int64_t rep);
+/* A Depthformer's shapes (one row per call, its own forms; in_x: see fk_stack_rt). */
+void fk_depth_shapes(fk_stack_rt *t, const fk_lfm2_stack *s);
 /* Carves the stack's weights, planes and state (threads: members with score buffers). */
 void fk_lfm2_layout(fk_stack_rt *t, int threads, fk_carver *c);
 fk_status fk_lfm2_pack(fk_stack_rt *t, const fk_lfm2_stack *s, fk_error *err);

@@ -24,6 +24,8 @@ struct fk_step {
   fk_role role;             /* the stamp it calls: plan->leaf[role] (fk_phase_info.symbol) */
   void *ctx;                /* what it works on: its family's record (a model's begins with its stack) */
   int layer;                /* the model layer it works on, -1 for none (fk_phase_info.layer) */
+  int gate;                 /* -1, or the step runs (with its barrier) only when bit `gate` of the job's
+                               gates is set (fk_family.gates, fixed for the whole run) */
 };
 
 /* ---- the arena ------------------------------------------------------------------------------
@@ -100,6 +102,11 @@ typedef struct fk_family {
   /* NULL when its bytes of an image are consistent with the record, else what is wrong */
   const char *(*state_check)(const void *rec, const unsigned char *img);
   void (*state_load)(void *rec, const unsigned char *img, const fk_state_head *h);
+  /* optional: the job's gates (fk_step.gate) from the state, before the team starts; without it,
+   * no gated step runs */
+  uint32_t (*gates)(const void *rec, fk_program prog);
+  /* optional: sets the family's sampler seed and restarts its counter (fk_sampler_seed) */
+  void (*seed)(void *rec, uint64_t seed);
 } fk_family;
 
 /* The table (fk_families.c): every family, in the order readiness, fk_run and snapshots visit them. */
@@ -113,6 +120,7 @@ extern const int fk_nfamilies;
 struct fk_job {
   fk_program program;
   fk_io io;
+  uint32_t gates; /* the gated steps that run (fk_step.gate; fk_family.gates) */
 };
 
 typedef struct fk_phase_time {

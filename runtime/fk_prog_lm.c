@@ -2,7 +2,7 @@
  * from stamps: FK_PROG_LM_PREFILL (1..lm.max_rows prompt tokens) and FK_PROG_LM_DECODE (one):
  * the embedding gather, the stack (fk_lfm2.c), the last row's final norm, its logits (tied or
  * own head) and the next token (greedy argmax, or io.sampling's temperature/top-k draw); and
- * fk_sampler_seed. Its state is the stack's (position, carries, KV caches) and the sampler's
+ * its sampler's seed. Its state is the stack's (position, carries, KV caches) and the sampler's
  * { seed, draws }.
  *   embed     rows split          final_norm   member 0's share of the last row
  *   logits    weight rows split   sample       member 0 (one token) */
@@ -192,14 +192,10 @@ static void state_load(void *rec, const unsigned char *img, const fk_state_head 
 
 /* ---- the sampler's seed -------------------------------------------------------------------------- */
 
-fk_status fk_sampler_seed(fk_plan *p, uint64_t seed) {
-  fk_lm_rt *r = p ? fk_lm_of(p) : NULL;
-  if (!r) return FK_EINVAL;
-  if (!fk_plan_claim(p)) return FK_EBUSY;
-  r->rng[0] = seed;
+static void seed(void *rec, uint64_t s) {
+  fk_lm_rt *r = rec;
+  r->rng[0] = s;
   r->rng[1] = 0;
-  fk_plan_release(p);
-  return FK_OK;
 }
 
 const fk_family fk_lm_family = {
@@ -219,4 +215,5 @@ const fk_family fk_lm_family = {
   .state_save = state_save,
   .state_check = state_check,
   .state_load = state_load,
+  .seed = seed,
 };

@@ -68,10 +68,10 @@ void fk_gemv_need(fk_carver *c, int64_t k) { fk_carve_member(c, (size_t)(4 * ((k
 
 void fk_program_steps(fk_plan *p, fk_carver *c, fk_program prog, void *rec,
                       void (*list)(fk_step_list *l, void *rec, fk_program prog)) {
-  fk_step_list l = { NULL, 0 };
+  fk_step_list l = { NULL, 0, -1 };
   list(&l, rec, prog);
   fk_step *out = fk_carve_steps(p, c, prog, l.n);
   if (!out) return;
-  l = (fk_step_list){ out, 0 };
+  l = (fk_step_list){ out, 0, -1 };
   list(&l, rec, prog);
 }

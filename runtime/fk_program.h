@@ -49,13 +49,14 @@ void fk_gemv_need(fk_carver *c, int64_t k);
 typedef struct fk_step_list {
   fk_step *out;
   int n;
+  int gate;            /* the gate of the steps added from now on (fk_step.gate), -1: none */
 } fk_step_list;
 
 typedef void (*fk_step_fn)(fk_plan *, const fk_step *, int member);
 
 static inline void fk_step_add(fk_step_list *l, fk_step_fn run, const char *name, const char *split, fk_role role,
                                void *ctx, int layer) {
-  if (l->out) l->out[l->n] = (fk_step){ run, name, split, role, ctx, layer };
+  if (l->out) l->out[l->n] = (fk_step){ run, name, split, role, ctx, layer, l->gate };
   l->n++;
 }
 

@@ -34,7 +34,12 @@
   X(R_LOGITS,        "logits",    "gemv_f32_packed",              PLAN)  \
   X(R_ARGMAX,        "argmax",    "sample_argmax",                EXACT) \
   X(R_TOPK,          "sample",    "sample_topk",                  EXACT) \
-  X(R_CODEBOOK,      "codebooks", "embed_codebook_mean_x6_bf16",  EXACT)
+  X(R_CODEBOOK,      "codebooks", "embed_codebook_mean_x6_bf16",  EXACT) \
+  X(R_NORM_ONCE,     "rmsnorm",   "rmsnorm_bf16_wide_once",       EXACT) \
+  X(R_NORM_ADD_ONCE, "rmsnorm",   "rmsnorm_add_f32_wide_once",    EXACT) \
+  X(R_QKPREP32,      "qkprep",    "qkprep_cis32",                 EXACT) \
+  X(R_ATTN_DEC32,    "attention", "attn_decode32_wide",           EXACT) \
+  X(R_CBSUM,         "audio_embed", "embed_codebook_sum_bf16",    EXACT)
 
 typedef enum fk_role {
 #define FK_ROLE_ENUM(id, name, form, tier) id,

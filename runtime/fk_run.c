@@ -31,8 +31,13 @@ static void member_run(void *ctx, int member) {
   /* read before the first barrier: once the last one passes, member 0 may return and the host
    * destroy the plan, so no member touches p after it */
   void (*trace)(void *, const fk_plan *, const fk_step *) = p->trace;
+  /* the gates, and the last step that runs: every member skips the same steps (no barrier
+   * either) and touches no step after the last barrier */
+  uint32_t gates = p->job.gates;
+  while (n > 0 && steps[n - 1].gate >= 0 && !(gates >> steps[n - 1].gate & 1u)) n--;
   uint64_t t0 = timed ? now_ns() : 0;
   for (int i = 0; i < n; i++) {
+    if (steps[i].gate >= 0 && !(gates >> steps[i].gate & 1u)) continue;
     steps[i].run(p, &steps[i], member);
     fk_barrier_wait(&p->team->phase);
     if (trace) { /* tests only: every member waits while member 0 observes */
@@ -68,7 +73,7 @@ fk_status fk_run(fk_plan *p, fk_program prog, fk_io *io, fk_error *err) {
   fk_status s = r->fam->check_io(r->rec, prog, io, &due, err);
   if (s != FK_OK) return s;
   FK_RETURN_ERROR_IF(!fk_plan_claim(p), err, FK_EBUSY, "fk_run(%s): another fk_run is in flight on this plan", name);
-  p->job = (fk_job){ .program = prog, .io = *io };
+  p->job = (fk_job){ .program = prog, .io = *io, .gates = r->fam->gates ? r->fam->gates(r->rec, prog) : 0 };
   if (r->fam->idle && r->fam->idle(r->rec, prog)) { /* nothing to run: the team is not needed */
     r->fam->commit(r->rec, &p->job, io, due);
     fk_plan_release(p);

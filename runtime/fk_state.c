@@ -38,10 +38,22 @@ fk_status fk_state_reset(fk_plan *p) {
 }
 
 fk_state_info fk_state_query(const fk_plan *p) {
-  fk_state_info info = { 0, 0, 0, 0, 0, 0 };
+  fk_state_info info = { 0 };
   if (!p) return info;
   for (int i = 0; i < p->nfam; i++) p->fam[i].fam->query(p->fam[i].rec, &info);
   return info;
+}
+
+fk_status fk_sampler_seed(fk_plan *p, uint64_t seed) {
+  int n = 0;
+  if (!p) return FK_EINVAL;
+  for (int i = 0; i < p->nfam; i++) n += p->fam[i].fam->seed != NULL;
+  if (!n) return FK_EINVAL;
+  if (!fk_plan_claim(p)) return FK_EBUSY;
+  for (int i = 0; i < p->nfam; i++)
+    if (p->fam[i].fam->seed) p->fam[i].fam->seed(p->fam[i].rec, seed);
+  fk_plan_release(p);
+  return FK_OK;
 }
 
 size_t fk_state_bytes(const fk_plan *p) {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "interpose.h"
+#include "audio/audio_desc.h"
 #include "model/model_desc.h"
 #include "plan/plan_model.h"
 #ifdef FKT_CKPT
@@ -126,6 +127,90 @@ static int model_programs(void) {
   must(fk_plan_create(&d, &p, &err), &err, "fk_plan_create (models)");
   if (run_models(p, &d, "models")) return 1;
   fk_plan_destroy(p);
+  fkt_models_free(&mm);
+  return 0;
+}
+
+/* The audio family (tests/audio/audio_desc.h's small model) beside the detokenizer: 1,000 frames
+ * (greedy and sampled, sequential and interleaved turns), each streamed into FK_PROG_DETOK as the
+ * host would, with snapshots; after 60 frames of a turn a frame forced to end the audio, then
+ * <|im_end|>. */
+static int audio_programs(void) {
+  fkt_models mm;
+  fkt_audio a;
+  if (fkt_models_make(&mm) != 0 || fkt_audio_make(&a, &fkt_audio_small_cfg, 2) != 0) return 1;
+  fk_plan_desc dt = fkt_models_desc(&mm, FK_PROGRAMS_DETOK, 2);
+  fk_plan_desc d = a.desc;
+  d.programs |= FK_PROGRAMS_DETOK;
+  d.detok = dt.detok;
+  d.tail = dt.tail;
+  d.tail_in = dt.tail_in;
+  d.clip = dt.clip;
+  fk_plan *p;
+  fk_error err;
+  must(fk_plan_create(&d, &p, &err), &err, "fk_plan_create (audio)");
+  must(fk_sampler_seed(p, 2026), &err, "fk_sampler_seed");
+  int32_t *ids = malloc(8 * 4), *force = malloc(8 * 4);
+  float *pcm = malloc((1920 + 480) * 4);
+  size_t snap_len = fk_state_bytes(p);
+  unsigned char *snap = malloc(snap_len);
+  static const fk_sampling smp = { 0.9f, 64 };
+  for (int i = 0; i < 8; i++) ids[i] = 3 + 17 * i;
+  fkt_interpose_arm(1);
+  long frames = 0, steps = 0, turns = 0, turn_frames = 0;
+  while (frames < 1000) {
+    fk_state_info si = fk_state_query(p);
+    if (si.audio_pos + 80 > d.audio.lm.stack.max_pos) must(fk_state_reset(p), &err, "reset");
+    si = fk_state_query(p);
+    fk_io io = { .rows = 1, .audio_sampling = turns % 2 ? &smp : NULL, .force = force };
+    fk_program prog = FK_PROG_AUDIO_STEP;
+    if (si.audio_turn != 1) { /* a new turn: <|audio_start|> forced at once */
+      prog = FK_PROG_AUDIO_PREFILL;
+      io.rows = 8;
+      io.tokens = ids;
+      io.loop = (int32_t)(turns++ % 2);
+      force[0] = 128;
+      turn_frames = 0;
+    } else if (si.audio_modality == FK_AUDIO_TEXT) {
+      force[0] = 7;
+    } else if (turn_frames == 60) {
+      force[0] = 2048;
+      for (int c = 1; c < 8; c++) force[c] = c;
+    } else {
+      io.force = NULL;
+    }
+    must(fk_run(p, prog, &io, &err), &err, "audio");
+    steps++;
+    int sound = io.out == FK_AUDIO_OUT_FRAME;
+    for (int c = 0; sound && c < 8; c++) sound = io.frame[c] < 2048; /* the detokenizer's codebooks hold 2048 */
+    if (sound) {
+      fk_io dio = { .rows = 1, .codes = io.frame, .pcm = pcm, .pcm_cap = 1920 + 480 };
+      must(fk_run(p, FK_PROG_DETOK, &dio, &err), &err, "detok");
+      frames++;
+      turn_frames++;
+      if (frames % 100 == 0) {
+        must(fk_state_save(p, snap, snap_len, &err), &err, "save (audio)");
+        must(fk_state_load(p, snap, snap_len, &err), &err, "load (audio)");
+      }
+    } else if (io.out == FK_AUDIO_OUT_FRAME && io.frame[0] == 2048 && turn_frames >= 2) {
+      fk_io fl = { .pcm = pcm, .pcm_cap = 480 };
+      must(fk_run(p, FK_PROG_DETOK_FLUSH, &fl, &err), &err, "detok flush");
+    }
+  }
+  fkt_interpose_arm(0);
+  long n = fkt_interpose_calls();
+  printf("test_noalloc: audio: %ld calls, %ld frames streamed into the detokenizer, %ld turns, 2 threads: %ld "
+         "allocations/frees/opens after readiness\n", steps, frames, turns, n);
+  if (n != 0) {
+    fprintf(stderr, "test_noalloc: FAIL: %ld calls after readiness (audio), the first: %s\n", n, fkt_interpose_first());
+    return 1;
+  }
+  free(ids);
+  free(force);
+  free(pcm);
+  free(snap);
+  fk_plan_destroy(p);
+  fkt_audio_free(&a);
   fkt_models_free(&mm);
   return 0;
 }
@@ -237,5 +322,6 @@ int main(void) {
 #ifdef FKT_CKPT
   if (checkpoint_programs()) return 1;
 #endif
+  if (audio_programs()) return 1;
   return model_programs();
 }

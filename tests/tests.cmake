@@ -41,6 +41,14 @@ if(FK_AARCH64_TOOLS)
     target_link_libraries(fk_ckpt_scenario PRIVATE flashkern_ckpt m)
     target_link_options(fk_ckpt_scenario PRIVATE -static)
   endif()
+  # the audio family's scenario (tests/audio/test_audio.c compares its lines with the host's)
+  add_executable(fk_audio_scenario tests/audio/fk_audio_scenario.c tests/audio/audio_desc.c tests/audio/audio_session.c
+    tests/model/synth.c)
+  target_compile_options(fk_audio_scenario PRIVATE ${FK_WARNINGS} -ffp-contract=off)
+  target_compile_definitions(fk_audio_scenario PRIVATE FKM_NO_XXHASH)
+  target_include_directories(fk_audio_scenario PRIVATE ${CMAKE_SOURCE_DIR}/tests/model ${CMAKE_SOURCE_DIR}/tests/audio)
+  target_link_libraries(fk_audio_scenario PRIVATE flashkern m)
+  target_link_options(fk_audio_scenario PRIVATE -static)
   return()
 endif()
 # ---- the AArch64 cross build: this tree configured again with the AArch64 toolchain -----------
@@ -57,7 +65,8 @@ if(FK_BUILD_CROSS)
     BUILD_ALWAYS ON
     INSTALL_COMMAND ""
     BUILD_BYPRODUCTS ${CMAKE_BINARY_DIR}/aarch64/fk_stamp_runner ${CMAKE_BINARY_DIR}/aarch64/fk_plan_scenario
-                     ${CMAKE_BINARY_DIR}/aarch64/fk_model_scenario ${CMAKE_BINARY_DIR}/aarch64/fk_ckpt_scenario)
+                     ${CMAKE_BINARY_DIR}/aarch64/fk_model_scenario ${CMAKE_BINARY_DIR}/aarch64/fk_ckpt_scenario
+                     ${CMAKE_BINARY_DIR}/aarch64/fk_audio_scenario)
 else()
   # no cross build: the AArch64 targets report themselves unavailable and their tests skip
   add_custom_target(fk_aarch64)
@@ -153,7 +162,8 @@ add_test(NAME scan_archive COMMAND ${CMAKE_SOURCE_DIR}/tests/scan_archive.sh)
 add_test(NAME runtime_layers COMMAND ${CMAKE_SOURCE_DIR}/tests/runtime_layers.sh)
 set_tests_properties(runtime_layers PROPERTIES ENVIRONMENT "${FK_SCRIPT_ENV}")
 # zero allocations after readiness: a malloc/open interposer around 1,000 steps (plain C)
-add_executable(test_noalloc tests/test_noalloc.c tests/interpose.c tests/plan/plan_model.c tests/model/model_desc.c)
+add_executable(test_noalloc tests/test_noalloc.c tests/interpose.c tests/plan/plan_model.c tests/model/model_desc.c
+  tests/audio/audio_desc.c)
 target_compile_options(test_noalloc PRIVATE ${FK_WARNINGS})
 target_link_libraries(test_noalloc PRIVATE fk_model_trace flashkern m ${CMAKE_DL_LIBS})
 target_include_directories(test_noalloc PRIVATE ${CMAKE_SOURCE_DIR}/tests)
@@ -173,7 +183,7 @@ endif()
 # reliability suites, each in its own file (fuzzing, guard pages, bad input, long runs), and the
 # whole-model trace tests (tests/model/)
 foreach(fk_part tests/fuzz/fuzz.cmake tests/guard/guard.cmake tests/badinput/badinput.cmake tests/longrun/longrun.cmake
-    tests/model/model.cmake)
+    tests/model/model.cmake tests/audio/audio.cmake)
   if(EXISTS ${CMAKE_SOURCE_DIR}/${fk_part})
     include(${CMAKE_SOURCE_DIR}/${fk_part})
   endif()
@@ -192,9 +202,9 @@ set_tests_properties(stamp_scan stamp_assemble gen_determinism gen_errors dsl_op
 set(FK_QUICK_TESTS bench_report fixture_provenance dsl_ops fixture_reader scan_archive luacheck model_synth runtime
   example_host install_host coverage fixture_lock vmath plan runtime_layers irfft badinput swiglu census_tool shortconv
   stamp_scan fuzz_regress rmsnorm api api_headers example_host_args ckpt)
-set(FK_SLOW_TESTS lib_only attn guard_pages newleaf model qkprep perturb asmdiff gemv noalloc stamp_assemble gen_determinism
+set(FK_SLOW_TESTS audio audio_trace lib_only attn guard_pages newleaf model qkprep perturb asmdiff gemv noalloc stamp_assemble gen_determinism
   fuzz_smoke sample)
-set(FK_AARCH64_TESTS plan model guard_pages perturb longrun dsl_ops newleaf lib_only)
+set(FK_AARCH64_TESTS audio plan model guard_pages perturb longrun dsl_ops newleaf lib_only)
 foreach(fk_label quick slow aarch64)
   string(TOUPPER ${fk_label} fk_upper)
   foreach(fk_test IN LISTS FK_${fk_upper}_TESTS)

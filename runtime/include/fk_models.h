@@ -85,6 +85,38 @@ typedef struct fk_detok_desc {
   const uint16_t *codebooks; /* (8 * codebook_vocab) x hidden: emb.emb.weight */
 } fk_detok_desc;
 
+/* LFM2.5-Audio (liquid-audio's LFM2AudioModel) has 8 codebooks. */
+#define FK_CODEBOOKS 8
+
+/* The Depthformer and its codebook heads: from the backbone's last hidden state h, depth_linear
+ * (with bias) gives 8 inputs of stack.hidden; for codebook c = 0..7 the Depthformer runs one
+ * position (c: its KV cache restarts every frame) on input c plus the feedback embedding of code
+ * c-1 (depth_embeddings[c-1]), then codebook c's head (embedding_norm, to_logits) and sampler.
+ * The norms are liquid-audio's RMSNorm (f32, the weight applied before the one rounding). */
+typedef struct fk_depth_desc {
+  /* layers: FK_LAYER_ATTN only (a StandardBlock each: q_proj, k_proj, v_proj are the rows of its
+   * fused qkv_proj (heads*32 rows of q, then kv_heads*32 of k, then of v), q_norm / k_norm its
+   * q_layernorm / k_layernorm, o_proj its out_proj, w1 / w3 / w2 its GLU's); head_dim 32 (liquid's
+   * MHA: 32 heads, 8 kv heads at dim 1024); window 0; max_pos >= codebooks; final_norm unused */
+  fk_lfm2_stack stack;
+  int64_t audio_vocab;        /* codes per codebook: 2049 (code 2048 ends the audio), 2..65536 */
+  const uint16_t *linear;     /* (8 * stack.hidden) x backbone hidden: depth_linear.weight */
+  const float *bias;          /* 8 * stack.hidden f32: depth_linear.bias (a bf16 checkpoint's values widened) */
+  const uint16_t *embed[FK_CODEBOOKS]; /* audio_vocab x stack.hidden: depth_embeddings[c].embedding.weight */
+  const uint16_t *norm[FK_CODEBOOKS];  /* stack.hidden: depth_embeddings[c].embedding_norm.weight */
+  const uint16_t *head[FK_CODEBOOKS];  /* audio_vocab x stack.hidden: to_logits.weight, or NULL: tied to embed[c] */
+} fk_depth_desc;
+
+/* The audio model (FK_PROGRAMS_AUDIO): the backbone with its tied text head, the Depthformer,
+ * and the backbone's input after an audio frame, audio_embedding(codes + c * audio_vocab).sum(0). */
+typedef struct fk_audio_desc {
+  fk_lm_desc lm;              /* the backbone (LFM2AudioModel.lfm); lm_head NULL: text logits are
+                                 linear(h, embed_tokens.weight) as the loops compute them */
+  fk_depth_desc depth;
+  const uint16_t *audio_embed; /* (8 * audio_vocab) x lm.stack.hidden: audio_embedding.embedding.weight */
+  int64_t n_text, n_audio;    /* generate_interleaved's turns: interleaved_n_text, interleaved_n_audio, 1..2^30 */
+} fk_audio_desc;
+
 /* Sampling of FK_PROGRAMS_LM (transformers' order: temperature, top-k with the reference's tie
  * rule, softmax, a draw; templates/sample.lua, form topk). The draw's uniform comes from a
  * counter-based generator (splitmix64 of seed and counter) whose counter is plan state, committed

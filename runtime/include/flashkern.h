@@ -202,6 +202,22 @@ fk_status fk_rope_inv_freq(float theta, int64_t head_dim, float *inv, fk_error *
  *                          frame gives 1440: the ISTFT's "same" padding).
  *   FK_PROG_DETOK_FLUSH    end of the audio stream: the last 480 samples; the stack's state and the
  *                          position restart with the next frame.
+ *   FK_PROG_AUDIO_PREFILL  LFM2.5-Audio (desc.audio), a turn's first step: the backbone over
+ *                          1..audio.lm.max_rows prompt tokens (as FK_PROG_LM_PREFILL), the last
+ *                          row's text logits and a text token (io.sampling); starts the turn's
+ *                          modality state machine (io.loop: generate_sequential or _interleaved).
+ *   FK_PROG_AUDIO_STEP     one more step of the turn: the backbone fed the last output (a text
+ *                          token's embedding, or after a frame audio_embedding(codes + offsets).sum(0)),
+ *                          then per the modality either a text token or an audio frame: depth_linear,
+ *                          and for codebook c = 0..7 in order: the feedback embedding of code c-1,
+ *                          the Depthformer's layers at position c, codebook c's head, its draw
+ *                          (io.audio_sampling). io.out says which; io.modality the next step's.
+ *     The state machine (liquid-audio 1.3.0's loops): sequential: text until <|audio_start|> (128),
+ *     then frames until one whose code 0 is 2048 (all its codes become 2048, back to text);
+ *     <|im_end|> (7) ends the turn (emitted). Interleaved: a counter starts at n_text and drops by
+ *     one every step (the prefill's included); text switches to audio at 0 or after <|text_end|>
+ *     (130), with the counter at n_audio; audio switches back to text at 0 unless 130 was seen
+ *     (counter n_text), and after a 2048 frame; 7 ends the turn (not emitted: io.out END).
  * The phases of the model programs are listed by fk_phase_query (one per layer step). */
 typedef enum fk_program {
   FK_PROG_BLOCK_PREFILL = 0,
@@ -212,6 +228,8 @@ typedef enum fk_program {
   FK_PROG_LM_DECODE,
   FK_PROG_DETOK,
   FK_PROG_DETOK_FLUSH,
+  FK_PROG_AUDIO_PREFILL,
+  FK_PROG_AUDIO_STEP,
   FK_PROG_COUNT
 } fk_program;
 
@@ -220,6 +238,12 @@ typedef enum fk_program {
 #define FK_PROGRAMS_TAIL (1u << 1)  /* FK_PROG_TAIL and FK_PROG_TAIL_FLUSH */
 #define FK_PROGRAMS_LM (1u << 2)    /* FK_PROG_LM_PREFILL and FK_PROG_LM_DECODE */
 #define FK_PROGRAMS_DETOK (1u << 3) /* FK_PROG_DETOK and FK_PROG_DETOK_FLUSH */
+#define FK_PROGRAMS_AUDIO (1u << 4) /* FK_PROG_AUDIO_PREFILL and FK_PROG_AUDIO_STEP */
+
+/* The audio programs' io.loop, io.out and io.modality. */
+enum { FK_AUDIO_SEQUENTIAL = 0, FK_AUDIO_INTERLEAVED = 1 };
+enum { FK_AUDIO_OUT_TEXT = 0, FK_AUDIO_OUT_FRAME = 1, FK_AUDIO_OUT_END = 2 };
+enum { FK_AUDIO_TEXT = 0, FK_AUDIO_AUDIO = 1 };
 
 /* fk_plan_desc.flags */
 #define FK_PLAN_TIMING (1u << 0) /* time each phase (CLOCK_MONOTONIC, read by member 0 at each barrier) */
@@ -260,6 +284,8 @@ typedef struct fk_plan_desc {
   /* FK_PROGRAMS_LM, FK_PROGRAMS_DETOK */
   fk_lm_desc lm;
   fk_detok_desc detok;
+  /* FK_PROGRAMS_AUDIO */
+  fk_audio_desc audio;
 } fk_plan_desc;
 
 typedef struct fk_plan fk_plan;
@@ -304,6 +330,16 @@ typedef struct fk_io {
   int32_t next;               /* out: the next token */
   /* FK_PROGRAMS_DETOK (pcm, pcm_cap, pcm_count as the tail) */
   const int32_t *codes;       /* rows code frames x 8 codes, frame-major, each in [0, codebook_vocab) */
+  /* FK_PROGRAMS_AUDIO (also tokens, rows, logits, sampling: the text's, next: as the LM; a step runs rows = 1) */
+  int32_t loop;               /* prefill: FK_AUDIO_SEQUENTIAL or FK_AUDIO_INTERLEAVED */
+  const struct fk_sampling *audio_sampling; /* NULL: greedy codes; else every codebook's draw */
+  const int32_t *force;       /* NULL, or the output to emit and feed back instead of the draw: one
+                                 token (a text step) or 8 codes (a frame; code c is codebook c+1's feedback) */
+  int32_t out;                /* out: FK_AUDIO_OUT_TEXT (next), _FRAME (frame), _END (next = 7: the turn ended) */
+  int32_t modality;           /* out: the next step's, FK_AUDIO_TEXT or FK_AUDIO_AUDIO */
+  int32_t frame[FK_CODEBOOKS]; /* out: the frame (all 2048: the end of the audio), ready for FK_PROG_DETOK */
+  int32_t drawn[FK_CODEBOOKS]; /* out: the sampler's choices before io.force and the 2048 rule (text: [0]) */
+  float *frame_logits;        /* out, or NULL: 8 x audio_vocab f32, each codebook's logits */
 } fk_io;
 
 /* fk_run(): runs one program on the team. Checks the program (enabled at readiness), rows,
@@ -333,11 +369,15 @@ typedef struct fk_state_info {
   int64_t frames;  /* frames of the current PCM stream (0 after a flush) */
   int64_t lm_pos;  /* tokens the language model has consumed (its next position) */
   int64_t detok_frames; /* code frames of the current detokenizer stream (0 after its flush) */
-  uint64_t seed, draws; /* the sampler's generator: seed, and draws made (its counter) */
+  uint64_t seed, draws; /* the sampler's generator: seed, and draws made (its counter); the audio
+                           model's when the plan has both */
+  int64_t audio_pos;    /* tokens and frames the audio model's backbone has consumed */
+  int32_t audio_modality; /* the next audio step's modality (FK_AUDIO_TEXT / _AUDIO) */
+  int32_t audio_turn;   /* 0: no turn (reset), 1: a turn runs, 2: the turn ended (<|im_end|>) */
 } fk_state_info;
 
-/* Sets the sampler's seed and restarts its counter (FK_PROGRAMS_LM). FK_EINVAL: plan NULL or not
- * an LM plan; FK_EBUSY while a run is in flight. */
+/* Sets the sampler's seed and restarts its counter (FK_PROGRAMS_LM, FK_PROGRAMS_AUDIO: both).
+ * FK_EINVAL: plan NULL or neither; FK_EBUSY while a run is in flight. */
 fk_status fk_sampler_seed(fk_plan *plan, uint64_t seed);
 
 /* Zeros the state: the start of a sequence (the sampler's seed is kept, its counter restarts). FK_EBUSY (nothing changed) while fk_run, or a

@@ -1024,8 +1024,8 @@ ROW(threads_refused, "fk_plan_create", "a thread stack past RLIMIT_AS", FK_ESYST
 ROW(run_plan_null, "fk_run", "plan NULL", FK_EINVAL, "plan is NULL", setup_plan,
     return run(NULL, FK_PROG_BLOCK_PREFILL, BLOCK_IO(), e);)
 
-ROW(run_program_unknown, "fk_run", "program 9", FK_EINVAL, "program = 9", setup_plan,
-    return run(c->p, (fk_program)9, BLOCK_IO(), e);)
+ROW(run_program_unknown, "fk_run", "program 11", FK_EINVAL, "program = 11", setup_plan,
+    return run(c->p, (fk_program)11, BLOCK_IO(), e);)
 
 ROW(run_program_negative, "fk_run", "program -1", FK_EINVAL, "program = -1", setup_plan,
     return run(c->p, (fk_program)-1, BLOCK_IO(), e);)
@@ -1194,8 +1194,8 @@ ROW(phase_query_phase_beyond, "fk_phase_query", "phase 4 of block_decode (it has
 ROW(phase_query_phase_negative, "fk_phase_query", "phase -1", FK_EINVAL, "no phase -1", setup_plan,
     return fk_phase_query(c->p, FK_PROG_TAIL, -1, &c->info, e);)
 
-ROW(phase_query_program_unknown, "fk_phase_query", "program 9", FK_EINVAL, "no phase 0", setup_plan,
-    return fk_phase_query(c->p, (fk_program)9, 0, &c->info, e);)
+ROW(phase_query_program_unknown, "fk_phase_query", "program 11", FK_EINVAL, "no phase 0", setup_plan,
+    return fk_phase_query(c->p, (fk_program)11, 0, &c->info, e);)
 
 ROW(introspection_sentinels, "fk_plan_threads, ...", "plan NULL, member or program out of range", FK_OK, NULL,
     setup_plan,
@@ -1205,8 +1205,8 @@ ROW(introspection_sentinels, "fk_plan_threads, ...", "plan NULL, member or progr
     cr_assert_eq(fk_plan_member_cpu(c->p, -1), -1);
     cr_assert_eq(fk_plan_member_cpu(c->p, 2), -1);
     cr_assert_eq(fk_program_phases(NULL, FK_PROG_TAIL), 0);
-    cr_assert_eq(fk_program_phases(c->p, (fk_program)9), 0);
-    cr_assert_str_eq(fk_program_name((fk_program)9), "?");
+    cr_assert_eq(fk_program_phases(c->p, (fk_program)11), 0);
+    cr_assert_str_eq(fk_program_name((fk_program)11), "?");
     cr_assert_str_eq(fk_program_name((fk_program)-1), "?");
     fk_plan_timing_reset(NULL);
     fk_plan_destroy(NULL);
