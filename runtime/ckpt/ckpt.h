@@ -145,6 +145,7 @@ typedef struct ck_audio {
   int tie_audio;            /* tie_audio_embeddings */
   int64_t depth_layers, depth_dim, depth_ff, depth_head_dim, depth_qkv;
   int depth_tie;            /* depthformer.tie */
+  int64_t n_text, n_audio;  /* interleaved_n_text, interleaved_n_audio */
 } ck_audio;
 
 /* fk_ckpt_config_kind(): the kind of directory a config.json describes (`want`: the caller's, or
@@ -206,7 +207,8 @@ struct fk_model {
   int has_lm, has_det;
   ck_lfm2 lm, det;
   ck_audio audio;
-  fk_lfm2_layer lm_layer[FK_MAX_LAYERS], det_layer[FK_MAX_LAYERS];
+  fk_lfm2_layer lm_layer[FK_MAX_LAYERS], det_layer[FK_MAX_LAYERS], depth_layer[FK_MAX_LAYERS];
+  fk_audio_desc aud;        /* LFM2.5-Audio: its lm is lmd; the Depthformer's k/v are set by describe */
   fk_lm_desc lmd;           /* max_rows and max_pos are fk_model_describe's */
   fk_detok_desc detd;
   fk_tail_weights tail;

@@ -310,7 +310,6 @@ fk_status fk_ckpt_config_audio(const json_t *j, const char *fname, ck_audio *o, 
   for (size_t i = 0; i < 4; i++)
     if (!json_is_object(get(&c, objects[i]))) CK_BAD("%s: %s is %s", fname, objects[i], get(&c, objects[i]) ? "not an object" : "absent");
   if (!get(&c, "architectures")) CK_BAD("%s: no architectures", fname);
-  int64_t n = 0;
   double x = 0;
   const char *w = NULL;
   CK_TRY(get_int(&c, "codebooks", 1, 0, 1, 64, &o->codebooks, err));
@@ -318,8 +317,8 @@ fk_status fk_ckpt_config_audio(const json_t *j, const char *fname, ck_audio *o, 
   CK_TRY(get_num(&c, "semantic_codebook_factor", 1, 0, &x, err));
   CK_TRY(get_num(&c, "text_loss_multiplier", 0, 1, &x, err));
   CK_TRY(get_num(&c, "audio_loss_multiplier", 0, 1, &x, err));
-  CK_TRY(get_int(&c, "interleaved_n_text", 1, 0, 0, INT32_MAX, &n, err));
-  CK_TRY(get_int(&c, "interleaved_n_audio", 1, 0, 0, INT32_MAX, &n, err));
+  CK_TRY(get_int(&c, "interleaved_n_text", 1, 0, 0, INT32_MAX, &o->n_text, err));
+  CK_TRY(get_int(&c, "interleaved_n_audio", 1, 0, 0, INT32_MAX, &o->n_audio, err));
   CK_TRY(get_str(&c, "codebook_weight", &w, err));
   if (!w || (strcmp(w, "log") && strcmp(w, "linear"))) CK_BAD("%s: codebook_weight is not \"log\" or \"linear\"", fname);
   /* depthformer: DepthformerConfig {layers, dim, tie}; its blocks are StandardBlock(MHA(dim)): 32

@@ -203,6 +203,12 @@ static fk_status load(fk_model *m, fk_model_kind want, fk_error *err) {
   if (m->has_det) CK_TRY(fk_ckpt_names_detok(m, m->kind == FK_MODEL_DETOK ? "" : DETOK_DIR "/", err));
   CK_TRY(fk_ckpt_names_unclaimed(m, err));
   CK_TRY(fk_ckpt_convert(m, err));
+  for (int64_t i = 0; m->kind == FK_MODEL_LFM2_AUDIO && i < m->audio.depth_layers; i++) {
+    fk_lfm2_layer *l = &m->depth_layer[i]; /* the Depthformer's k and v: rows of qkv_proj (bound to q_proj) */
+    int64_t dim = m->audio.depth_dim, kd = 8 * m->audio.depth_head_dim;
+    l->k_proj = l->q_proj + dim * dim;
+    l->v_proj = l->q_proj + (dim + kd) * dim;
+  }
   for (int i = 0; i < m->nt; i++) {
     m->used += m->t[i].role == CK_USED;
     m->ignored += m->t[i].role == CK_IGNORED;
@@ -297,18 +303,31 @@ static int64_t cap_pos(int64_t max_pos) { return max_pos < DEFAULT_MAX_POS ? max
 fk_status fk_model_describe(const fk_model *m, fk_plan_desc *desc, fk_error *err) {
   FK_RETURN_ERROR_IF(!m, err, FK_EINVAL, "fk_model_describe: m is NULL");
   FK_RETURN_ERROR_IF(!desc, err, FK_EINVAL, "fk_model_describe: desc is NULL");
-  const uint32_t have = (m->has_lm ? FK_PROGRAMS_LM : 0u) | (m->has_det ? FK_PROGRAMS_DETOK | FK_PROGRAMS_TAIL : 0u);
-  const uint32_t want = desc->programs ? desc->programs : have & ~FK_PROGRAMS_TAIL;
+  const int audio = m->kind == FK_MODEL_LFM2_AUDIO;
+  const uint32_t have = (m->has_lm ? FK_PROGRAMS_LM : 0u) | (m->has_det ? FK_PROGRAMS_DETOK | FK_PROGRAMS_TAIL : 0u) |
+                        (audio ? FK_PROGRAMS_AUDIO : 0u);
+  /* by default the text model and the detokenizer; the audio programs when asked */
+  const uint32_t want = desc->programs ? desc->programs : have & ~(FK_PROGRAMS_TAIL | FK_PROGRAMS_AUDIO);
   FK_RETURN_ERROR_IF(want & ~have, err, FK_EINVAL,
-                     "fk_model_describe: desc.programs = 0x%x: this %s checkpoint describes 0x%x (%s%s%s)",
+                     "fk_model_describe: desc.programs = 0x%x: this %s checkpoint describes 0x%x (%s%s%s%s)",
                      (unsigned)desc->programs, m->arch, (unsigned)have, m->has_lm ? "FK_PROGRAMS_LM" : "",
-                     m->has_lm && m->has_det ? ", " : "", m->has_det ? "FK_PROGRAMS_DETOK, FK_PROGRAMS_TAIL" : "");
+                     m->has_lm && m->has_det ? ", " : "", m->has_det ? "FK_PROGRAMS_DETOK, FK_PROGRAMS_TAIL" : "",
+                     audio ? ", FK_PROGRAMS_AUDIO" : "");
+  FK_RETURN_ERROR_IF((want & FK_PROGRAMS_AUDIO) && m->audio.codebooks != FK_CODEBOOKS, err, FK_EUNSUPPORTED,
+                     "fk_model_describe: this %s checkpoint has %lld codebooks: the audio programs run %d", m->arch,
+                     (long long)m->audio.codebooks, FK_CODEBOOKS);
   fk_plan_desc d = *desc;
   d.programs = want;
   if (want & FK_PROGRAMS_LM) {
     d.lm = m->lmd;
     d.lm.max_rows = desc->lm.max_rows ? desc->lm.max_rows : DEFAULT_ROWS;
     d.lm.stack.max_pos = desc->lm.stack.max_pos ? desc->lm.stack.max_pos : cap_pos(m->lm.max_pos);
+  }
+  if (want & FK_PROGRAMS_AUDIO) {
+    d.audio = m->aud;
+    d.audio.lm = m->lmd;
+    d.audio.lm.max_rows = desc->audio.lm.max_rows ? desc->audio.lm.max_rows : DEFAULT_ROWS;
+    d.audio.lm.stack.max_pos = desc->audio.lm.stack.max_pos ? desc->audio.lm.stack.max_pos : cap_pos(m->lm.max_pos);
   }
   if (want & FK_PROGRAMS_DETOK) {
     d.detok = m->detd;

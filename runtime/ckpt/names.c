@@ -238,30 +238,53 @@ fk_status fk_ckpt_names_audio(fk_model *m, fk_error *err) {
   /* the audio embedding (SharedEmbedding over every codebook) */
   ck_tensor *emb;
   CK_TRY(claim(m, "audio_embedding.embedding.weight", 2, DIMS(AV, H), 0, &emb, err));
+  CK_TRY(bind(m, emb, &m->aud.audio_embed, NULL, err));
   SERVE("audio_embedding.embedding_norm.weight", 0, H);
   if (a->tie_audio) CK_TRY(tied_copy(m, "audio_embedding.to_logits.weight", emb, "tie_audio_embeddings", err));
   else SERVE("audio_embedding.to_logits.weight", 0, AV, H);
-  /* the Depthformer: StandardBlock(MHA(dim)) x layers, depth_linear, one SharedEmbedding per codebook */
+  /* the Depthformer: StandardBlock(MHA(dim)) x layers, depth_linear, one SharedEmbedding per codebook;
+   * desc.audio's fields (fk_model_describe splits qkv_proj's rows into q, k and v) */
+  fk_audio_desc *ad = &m->aud;
   for (int i = 0; i < (int)a->depth_layers; i++) {
-    SERVE(nm(n, sizeof n, "depthformer.layers.%d.operator.qkv_proj.weight", i), 0, DQKV, DD);
-    SERVE(nm(n, sizeof n, "depthformer.layers.%d.operator.out_proj.weight", i), 0, DD, DD);
-    SERVE(nm(n, sizeof n, "depthformer.layers.%d.operator.bounded_attention.q_layernorm.weight", i), 0, DHD);
-    SERVE(nm(n, sizeof n, "depthformer.layers.%d.operator.bounded_attention.k_layernorm.weight", i), 0, DHD);
-    SERVE(nm(n, sizeof n, "depthformer.layers.%d.feed_forward.w1.weight", i), 0, DF, DD);
-    SERVE(nm(n, sizeof n, "depthformer.layers.%d.feed_forward.w3.weight", i), 0, DF, DD);
-    SERVE(nm(n, sizeof n, "depthformer.layers.%d.feed_forward.w2.weight", i), 0, DD, DF);
-    SERVE(nm(n, sizeof n, "depthformer.layers.%d.operator_norm.weight", i), 0, DD);
-    SERVE(nm(n, sizeof n, "depthformer.layers.%d.ffn_norm.weight", i), 0, DD);
+    fk_lfm2_layer *l = &m->depth_layer[i];
+    memset(l, 0, sizeof *l);
+    l->kind = FK_LAYER_ATTN;
+    USE(nm(n, sizeof n, "depthformer.layers.%d.operator.qkv_proj.weight", i), &l->q_proj, DQKV, DD);
+    USE(nm(n, sizeof n, "depthformer.layers.%d.operator.out_proj.weight", i), &l->o_proj, DD, DD);
+    USE(nm(n, sizeof n, "depthformer.layers.%d.operator.bounded_attention.q_layernorm.weight", i), &l->q_norm, DHD);
+    USE(nm(n, sizeof n, "depthformer.layers.%d.operator.bounded_attention.k_layernorm.weight", i), &l->k_norm, DHD);
+    USE(nm(n, sizeof n, "depthformer.layers.%d.feed_forward.w1.weight", i), &l->w1, DF, DD);
+    USE(nm(n, sizeof n, "depthformer.layers.%d.feed_forward.w3.weight", i), &l->w3, DF, DD);
+    USE(nm(n, sizeof n, "depthformer.layers.%d.feed_forward.w2.weight", i), &l->w2, DD, DF);
+    USE(nm(n, sizeof n, "depthformer.layers.%d.operator_norm.weight", i), &l->operator_norm, DD);
+    USE(nm(n, sizeof n, "depthformer.layers.%d.ffn_norm.weight", i), &l->ffn_norm, DD);
   }
-  SERVE("depth_linear.weight", 0, DL, H);
-  SERVE("depth_linear.bias", KEEP_F32, DL);
-  for (int i = 0; i < (int)a->codebooks; i++) {
+  ad->depth.stack = (fk_lfm2_stack){ .hidden = a->depth_dim, .ffn = a->depth_ff, .layers = a->depth_layers,
+                                     .heads = 32, .kv_heads = 8, .head_dim = a->depth_head_dim, .window = 0,
+                                     .max_pos = a->codebooks, .rope_theta = 1e6f, .norm_eps = 1e-5f,
+                                     .layer = m->depth_layer };
+  USE("depth_linear.weight", &ad->depth.linear, DL, H);
+  ck_tensor *bias;
+  CK_TRY(claim(m, "depth_linear.bias", 1, DIMS(DL), KEEP_F32, &bias, err));
+  CK_TRY(bind(m, bias, NULL, &ad->depth.bias, err));
+  ad->depth.audio_vocab = AUDIO_VOCAB;
+  for (int i = 0; i < (int)a->codebooks; i++) { /* desc.audio takes 8 (fk_model_describe checks) */
+    int take = i < FK_CODEBOOKS;
+    ck_tensor *t;
     CK_TRY(claim(m, nm(n, sizeof n, "depth_embeddings.%d.embedding.weight", i), 2, DIMS(CV, DD), 0, &emb, err));
-    SERVE(nm(n, sizeof n, "depth_embeddings.%d.embedding_norm.weight", i), 0, DD);
+    if (take) CK_TRY(bind(m, emb, &ad->depth.embed[i], NULL, err));
+    CK_TRY(claim(m, nm(n, sizeof n, "depth_embeddings.%d.embedding_norm.weight", i), 1, DIMS(DD), 0, &t, err));
+    if (take) CK_TRY(bind(m, t, &ad->depth.norm[i], NULL, err));
     nm(n, sizeof n, "depth_embeddings.%d.to_logits.weight", i);
-    if (a->depth_tie) CK_TRY(tied_copy(m, n, emb, "depthformer.tie", err));
-    else SERVE(n, 0, CV, DD);
+    if (a->depth_tie) {
+      CK_TRY(tied_copy(m, n, emb, "depthformer.tie", err));
+    } else {
+      CK_TRY(claim(m, n, 2, DIMS(CV, DD), 0, &t, err));
+      if (take) CK_TRY(bind(m, t, &ad->depth.head[i], NULL, err));
+    }
   }
+  ad->n_text = a->n_text;
+  ad->n_audio = a->n_audio;
   /* buffers a state_dict may hold, and the encoder: ignored by name */
   SERVE("codebook_offsets", OPT | IGNORE | ANY_DTYPE, CB);
   SERVE("audio_loss_weights", OPT | IGNORE | ANY_DTYPE, CB);

@@ -3,6 +3,9 @@
  *   flashkern-run --model DIR (--tokens 1,2,3 | --tokens-file F) [--max-new N] [--temperature T]
  *                 [--top-k K] [--seed S] [--stop ID] [--threads N] [--tier exact|fast] [--progress]
  *   flashkern-run --model DIR --codes FILE --wav OUT.wav [--pcm16] [--threads N] [--tier exact|fast]
+ *   flashkern-run --model DIR --speak (--tokens ... | --tokens-file F) --wav OUT.wav [--loop sequential|interleaved]
+ *                 [--max-new N] [--temperature T] [--top-k K] [--audio-temperature T] [--audio-top-k K]
+ *                 [--seed S] [--codes-out FILE] [--pcm16] [--threads N] [--tier exact|fast] [--progress]
  *
  * The first form opens an LFM2 language model (or an LFM2.5-Audio backbone as a text model), feeds
  * the prompt's ids (prefill in chunks of max_rows), then generates up to N tokens, greedy or with a
@@ -12,7 +15,12 @@
  * frames from FILE (8 integers per line, codebooks 0..7; blank lines and '#' comments skipped) and
  * writes the PCM (24 kHz mono; float samples, exactly the program's, or 16-bit with --pcm16)
  * through libsndfile. Tokenization stays with the host (README: ids from the checkpoint's own
- * tokenizer.json). Exit status: 0, 1 on a runtime or file error (one line naming it), 2 on a bad
+ * tokenizer.json). The third form runs an LFM2.5-Audio turn (FK_PROGRAMS_AUDIO): the prompt's prefill,
+ * then up to N steps of liquid-audio's generate_sequential (default) or generate_interleaved loop,
+ * each a text token or an audio frame of 8 codes; every frame goes straight into the detokenizer
+ * (FK_PROGRAMS_DETOK, one frame per call) and the PCM into the WAV, flushed when the turn ends;
+ * the text ids are printed on stdout, the codes optionally written 8 per line (--codes-out, the
+ * second form's input). Exit status: 0, 1 on a runtime or file error (one line naming it), 2 on a bad
  * argument. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -34,6 +42,9 @@ static const char *const USAGE =
   "usage: flashkern-run --model DIR (--tokens 1,2,3 | --tokens-file FILE) [--max-new N] [--temperature T]\n"
   "                     [--top-k K] [--seed S] [--stop ID] [--threads N] [--tier exact|fast] [--progress]\n"
   "       flashkern-run --model DIR --codes FILE --wav OUT.wav [--pcm16] [--threads N] [--tier exact|fast]\n"
+  "       flashkern-run --model DIR --speak (--tokens LIST | --tokens-file FILE) --wav OUT.wav [--loop L]\n"
+  "                     [--max-new N] [--temperature T] [--top-k K] [--audio-temperature T] [--audio-top-k K]\n"
+  "                     [--seed S] [--codes-out FILE] [--pcm16] [--threads N] [--tier exact|fast] [--progress]\n"
   "\n"
   "  --model DIR        a checkpoint directory: transformers' Lfm2ForCausalLM, liquid-audio's LFM2.5-Audio,\n"
   "                     or an audio_detokenizer/ folder (fk_model_open)\n"
@@ -49,6 +60,13 @@ static const char *const USAGE =
   "  --progress         a progress line on stderr (default: when stderr is a terminal)\n"
   "  --codes FILE       code frames for the detokenizer: 8 integers per line, codebooks 0..7\n"
   "  --wav OUT.wav      where the PCM goes (24 kHz mono, float samples; --pcm16: 16-bit)\n"
+  "  --speak            an LFM2.5-Audio turn: text tokens and audio frames, the frames' PCM into --wav\n"
+  "  --loop L           sequential (liquid-audio's generate_sequential, default) or interleaved\n"
+  "  --max-new N        with --speak: steps after the prompt (tokens and frames; default 32); the turn\n"
+  "                     also ends at <|im_end|>\n"
+  "  --audio-temperature T, --audio-top-k K   the codes' sampling (default greedy); --temperature and\n"
+  "                     --top-k are the text tokens'\n"
+  "  --codes-out FILE   with --speak: the frames' codes, 8 per line (for --codes)\n"
   "\n"
   "Prints the generated ids on stdout; readiness, prefill and tokens/s (or frames and the real-time\n"
   "factor) on stderr. Exit 0; 1: an error at run time; 2: a bad argument.\n";
@@ -130,12 +148,19 @@ static char *read_file(const char *path, const char *what) {
 }
 
 typedef struct opts {
-  const char *model, *tokens, *tokens_file, *codes, *wav;
-  long long max_new, top_k, threads, stop;
+  const char *model, *tokens, *tokens_file, *codes, *wav, *codes_out;
+  long long max_new, top_k, audio_top_k, threads, stop;
   unsigned long long seed;
-  double temperature;
-  int fast, pcm16, progress;
+  double temperature, audio_temperature;
+  int fast, pcm16, progress, speak, interleaved;
 } opts;
+
+static double positive(const char *opt, const char *v) {
+  char *end;
+  double t = strtod(v, &end);
+  if (!*v || *end || !(t > 0) || !isfinite(t)) die_arg("%s '%s': want a number > 0", opt, v);
+  return t;
+}
 
 static opts parse(int argc, char **argv) {
   opts o = { .max_new = 32, .threads = 1, .stop = -1, .temperature = 0, .progress = -1 };
@@ -148,6 +173,7 @@ static opts parse(int argc, char **argv) {
     }
     if (!strcmp(a, "--pcm16")) { o.pcm16 = 1; continue; }
     if (!strcmp(a, "--progress")) { o.progress = 1; continue; }
+    if (!strcmp(a, "--speak")) { o.speak = 1; continue; }
     if (strncmp(a, "--", 2) != 0) die_arg("unexpected argument '%s'", a);
     if (i + 1 >= argc) die_arg("%s needs a value", a);
     const char *v = argv[++i];
@@ -161,10 +187,14 @@ static opts parse(int argc, char **argv) {
     else if (!strcmp(a, "--threads")) o.threads = int_arg(a, v, 1, 64);
     else if (!strcmp(a, "--stop")) o.stop = int_arg(a, v, 0, INT32_MAX);
     else if (!strcmp(a, "--seed")) o.seed = (unsigned long long)int_arg(a, v, 0, LLONG_MAX);
-    else if (!strcmp(a, "--temperature")) {
-      char *end;
-      o.temperature = strtod(v, &end);
-      if (!*v || *end || !(o.temperature > 0) || !isfinite(o.temperature)) die_arg("--temperature '%s': want a number > 0", v);
+    else if (!strcmp(a, "--codes-out")) o.codes_out = v;
+    else if (!strcmp(a, "--audio-top-k")) o.audio_top_k = int_arg(a, v, 0, MAX_TOKENS);
+    else if (!strcmp(a, "--temperature")) o.temperature = positive(a, v);
+    else if (!strcmp(a, "--audio-temperature")) o.audio_temperature = positive(a, v);
+    else if (!strcmp(a, "--loop")) {
+      if (!strcmp(v, "sequential")) o.interleaved = 0;
+      else if (!strcmp(v, "interleaved")) o.interleaved = 1;
+      else die_arg("--loop '%s': sequential or interleaved", v);
     } else if (!strcmp(a, "--tier")) {
       if (seen_tier++) die_arg("--tier given twice");
       if (!strcmp(v, "exact")) o.fast = 0;
@@ -174,6 +204,17 @@ static opts parse(int argc, char **argv) {
   }
   if (!o.model) die_arg("--model DIR is required");
   const int lm = o.tokens || o.tokens_file, det = o.codes || o.wav;
+  if (o.speak) {
+    if (!lm || !o.wav) die_arg("--speak needs a prompt (--tokens or --tokens-file) and --wav");
+    if (o.codes) die_arg("--codes is the detokenizer's input: with --speak, --codes-out writes the codes");
+    if (o.tokens && o.tokens_file) die_arg("--tokens and --tokens-file: one of the two");
+    if (o.stop >= 0) die_arg("--stop is for text: a --speak turn ends at <|im_end|>");
+    if (o.top_k && !(o.temperature > 0)) die_arg("--top-k needs --temperature");
+    if (o.audio_top_k && !(o.audio_temperature > 0)) die_arg("--audio-top-k needs --audio-temperature");
+    if (o.progress < 0) o.progress = isatty(2);
+    return o;
+  }
+  if (o.codes_out || o.audio_temperature > 0 || o.audio_top_k) die_arg("--codes-out and --audio-* go with --speak");
   if (lm == det) die_arg("give either a prompt (--tokens or --tokens-file) or --codes with --wav");
   if (o.tokens && o.tokens_file) die_arg("--tokens and --tokens-file: one of the two");
   if (det && (!o.codes || !o.wav)) die_arg("--codes and --wav go together");
@@ -347,7 +388,127 @@ static int run_detok(const opts *o) {
   return 0;
 }
 
+/* An LFM2.5-Audio turn: prefill, steps until <|im_end|> or --max-new, each frame into the detokenizer. */
+static int run_speak(const opts *o) {
+  int32_t *prompt = NULL;
+  char *text = o->tokens_file ? read_file(o->tokens_file, "--tokens-file") : NULL;
+  const int64_t np = parse_ids(text ? text : o->tokens, &prompt, text ? o->tokens_file : "--tokens");
+  free(text);
+  if (np > 65536) die_arg("--tokens: %lld ids, at most 65536", (long long)np);
+  FILE *codes_out = NULL;
+  if (o->codes_out && !(codes_out = fopen(o->codes_out, "w"))) die("--codes-out '%s': %s", o->codes_out, strerror(errno));
+  const double t0 = now();
+  fk_model *m;
+  fk_error err;
+  fk_status s = fk_model_open(o->model, FK_MODEL_AUTO, &m, &err);
+  if (s != FK_OK) die("%s: %s", fk_strerror(s), err.message);
+  fk_plan_desc d;
+  memset(&d, 0, sizeof d);
+  d.programs = FK_PROGRAMS_AUDIO | FK_PROGRAMS_DETOK;
+  d.threads = (int)o->threads;
+  d.tier = o->fast ? FK_TIER_FAST : FK_TIER_EXACT;
+  d.detok.max_frames = 1;
+  d.audio.lm.max_rows = np > 64 ? np : 64; /* the prompt in one prefill: a turn starts once */
+  if ((s = fk_model_describe(m, &d, &err)) != FK_OK) die("%s: %s", fk_strerror(s), err.message);
+  for (int64_t i = 0; i < np; i++)
+    if (prompt[i] >= d.audio.lm.vocab)
+      die("--tokens: id %d is outside the vocabulary (%lld)", prompt[i], (long long)d.audio.lm.vocab);
+  if (o->pcm16) d.flags |= FK_PLAN_PCM_I16;
+  const int64_t need = np + o->max_new;
+  if (d.audio.lm.stack.max_pos < need) d.audio.lm.stack.max_pos = need;
+  if (d.detok.stack.max_pos < 6 * (o->max_new + 1)) d.detok.stack.max_pos = 6 * (o->max_new + 1);
+  fk_plan *plan;
+  if ((s = fk_plan_create(&d, &plan, &err)) != FK_OK) die("fk_plan_create: %s: %s", fk_strerror(s), err.message);
+  fk_model_close(m);
+  if (o->seed && fk_sampler_seed(plan, (uint64_t)o->seed) != FK_OK) die("fk_sampler_seed refused the seed");
+  const double t1 = now();
+  const fk_sampling ts = { (float)o->temperature, o->top_k }, as = { (float)o->audio_temperature, o->audio_top_k };
+  const size_t es = o->pcm16 ? 2 : 4;
+  const int64_t cap = 1920 * (o->max_new + 1) + 480;
+  unsigned char *pcm = malloc((size_t)cap * es);
+  if (!pcm) die("out of memory");
+  int64_t have = 0, tokens = 0, frames = 0, steps = 0, unsounded = 0;
+  fk_io io;
+  memset(&io, 0, sizeof io);
+  io.rows = np;
+  io.tokens = prompt;
+  io.loop = o->interleaved ? FK_AUDIO_INTERLEAVED : FK_AUDIO_SEQUENTIAL;
+  io.sampling = o->temperature > 0 ? &ts : NULL;
+  if ((s = fk_run(plan, FK_PROG_AUDIO_PREFILL, &io, &err)) != FK_OK) die("prefill: %s: %s", fk_strerror(s), err.message);
+  const double t2 = now();
+  double last = t2;
+  for (;;) {
+    if (io.out == FK_AUDIO_OUT_FRAME) {
+      int sound = io.frame[0] != 2048; /* the end of the audio (all 2048) is not a frame of sound */
+      for (int c = 1; sound && c < CODEBOOKS; c++)
+        if (io.frame[c] == 2048) { /* 2049 codes per codebook, 2048 in the detokenizer's: liquid's decode refuses it */
+          sound = 0;
+          unsounded++;
+        }
+      if (sound) {
+        if (codes_out)
+          for (int c = 0; c < CODEBOOKS; c++) fprintf(codes_out, "%d%c", io.frame[c], c == CODEBOOKS - 1 ? '\n' : ' ');
+        fk_io dio;
+        memset(&dio, 0, sizeof dio);
+        dio.rows = 1;
+        dio.codes = io.frame;
+        dio.pcm = pcm + (size_t)have * es;
+        dio.pcm_cap = cap - have;
+        if ((s = fk_run(plan, FK_PROG_DETOK, &dio, &err)) != FK_OK) die("detok: %s: %s", fk_strerror(s), err.message);
+        have += dio.pcm_count;
+        frames++;
+      }
+    } else if (io.out == FK_AUDIO_OUT_TEXT || !o->interleaved) { /* sequential emits <|im_end|> */
+      printf("%s%d", tokens ? " " : "", io.next);
+      tokens++;
+    }
+    if (io.out == FK_AUDIO_OUT_END || steps == o->max_new) break;
+    memset(&io, 0, sizeof io);
+    io.rows = 1;
+    io.sampling = o->temperature > 0 ? &ts : NULL;
+    io.audio_sampling = o->audio_temperature > 0 ? &as : NULL;
+    if ((s = fk_run(plan, FK_PROG_AUDIO_STEP, &io, &err)) != FK_OK) die("step: %s: %s", fk_strerror(s), err.message);
+    steps++;
+    if (o->progress && now() - last > 0.5) {
+      last = now();
+      fprintf(stderr, "\r  %lld steps: %lld tokens, %lld frames, %.2f frames/s   ", (long long)steps, (long long)tokens,
+              (long long)frames, (double)frames / (last - t2));
+    }
+  }
+  fk_io fl;
+  memset(&fl, 0, sizeof fl);
+  fl.pcm = pcm + (size_t)have * es;
+  fl.pcm_cap = cap - have;
+  /* the stream's last 480 samples (the flush needs two frames: one frame's 1440 samples stay as they are) */
+  if (frames >= 2 && (s = fk_run(plan, FK_PROG_DETOK_FLUSH, &fl, &err)) != FK_OK)
+    die("flush: %s: %s", fk_strerror(s), err.message);
+  have += frames >= 2 ? fl.pcm_count : 0;
+  const double t3 = now();
+  printf("\n");
+  fflush(stdout);
+  if (codes_out && fclose(codes_out) != 0) die("--codes-out '%s': write failed", o->codes_out);
+  SF_INFO info = { .samplerate = SAMPLE_RATE, .channels = 1,
+                   .format = SF_FORMAT_WAV | (o->pcm16 ? SF_FORMAT_PCM_16 : SF_FORMAT_FLOAT) };
+  SNDFILE *sf = sf_open(o->wav, SFM_WRITE, &info);
+  if (!sf) die("--wav '%s': %s", o->wav, sf_strerror(NULL));
+  sf_count_t wrote = o->pcm16 ? sf_write_short(sf, (const short *)pcm, have) : sf_write_float(sf, (const float *)pcm, have);
+  if (wrote != have || sf_close(sf) != 0) die("--wav '%s': write failed", o->wav);
+  if (o->progress) fputc('\n', stderr);
+  const double audio = (double)have / SAMPLE_RATE;
+  fprintf(stderr, "readiness %.1f ms (open + plan); prefill %lld tokens in %.2f ms; %lld steps in %.3f s: %lld text tokens, "
+          "%lld audio frames (%.2f frames/s), %.2f s of audio: real-time factor %.3f; wrote %s\n", 1e3 * (t1 - t0),
+          (long long)np, 1e3 * (t2 - t1), (long long)steps, t3 - t2, (long long)tokens, (long long)frames,
+          t3 > t2 ? (double)frames / (t3 - t2) : 0.0, audio, audio > 0 ? (t3 - t2) / audio : 0.0, o->wav);
+  if (unsounded)
+    fprintf(stderr, "%lld frames with code 2048 past codebook 0 (the detokenizer's codes are 0..2047) were not voiced\n",
+            (long long)unsounded);
+  fk_plan_destroy(plan);
+  free(pcm);
+  free(prompt);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const opts o = parse(argc, argv);
-  return o.codes ? run_detok(&o) : run_lm(&o);
+  return o.speak ? run_speak(&o) : o.codes ? run_detok(&o) : run_lm(&o);
 }

@@ -408,7 +408,7 @@ static int detok_files(const char *dir, const char *sub, const fkm_weights *w, c
 int fkw_detok_dir(const char *dir, const fkm_weights *detok, const fkw_opts *o) { return detok_files(dir, "", detok, o); }
 
 int fkw_audio_dir(const char *dir, const fkm_weights *lm, const fkm_weights *detok, const fkw_opts *o) {
-  const int64_t H = lm->cfg->hidden, DD = FKW_DEPTH_DIM, CB = FKW_CODEBOOKS, HDD = DD / 32;
+  const int64_t H = lm->cfg->hidden, DD = o->depth_dim ? o->depth_dim : FKW_DEPTH_DIM, CB = FKW_CODEBOOKS, HDD = DD / 32;
   const int64_t DF = (2 * 4 * DD / 3 + 255) / 256 * 256;
   json_t *cfg = json_object(), *arch = json_array(), *depth = json_object(), *pre = json_object(), *enc = json_object();
   json_array_append_new(arch, json_string("LFM2AudioModel"));
@@ -417,8 +417,8 @@ int fkw_audio_dir(const char *dir, const fkm_weights *lm, const fkm_weights *det
   json_object_set_new(cfg, "tie_audio_embeddings", json_false());
   json_object_set_new(cfg, "semantic_codebook_factor", json_real(100.0));
   json_object_set_new(cfg, "codebook_weight", json_string("log"));
-  json_object_set_new(cfg, "interleaved_n_text", json_integer(6));
-  json_object_set_new(cfg, "interleaved_n_audio", json_integer(12));
+  json_object_set_new(cfg, "interleaved_n_text", json_integer(o->n_text ? o->n_text : 6));
+  json_object_set_new(cfg, "interleaved_n_audio", json_integer(o->n_audio ? o->n_audio : 12));
   json_object_set_new(pre, "sample_rate", json_integer(16000));
   json_object_set_new(pre, "features", json_integer(128));
   json_object_set_new(cfg, "preprocessor", pre);

@@ -67,6 +67,8 @@ typedef struct fkw_opts {
   int store_head;         /* ... unless this: lm_head.weight equal to embed_tokens */
   int no_detok;           /* LFM2.5-Audio: no audio_detokenizer/ folder */
   int misalign;           /* the safetensors files through fkw_write_pad(misalign) */
+  int64_t depth_dim;      /* LFM2.5-Audio: the Depthformer's dim (0: FKW_DEPTH_DIM; 1024 runs: head_dim 32) */
+  int64_t n_text, n_audio; /* LFM2.5-Audio: interleaved_n_text / _n_audio (0: 6 / 12, the released ones) */
   /* hooks: config.json (each one written) before it is written, each safetensors file likewise
    * (fname relative to the directory) */
   void (*edit_config)(json_t *cfg, const char *fname, void *arg);

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sndfile.h>
 #include <string.h>
 
 #include "ckpt_write.h"
@@ -453,5 +454,116 @@ Test(ckpt, perturbation_one_weight_sign_is_seen) {
   cr_assert(strcmp(got, want) != 0, "a flipped weight sign went unseen");
   free(want);
   free(got);
+  teardown(&f);
+}
+
+/* ---- flashkern-run --speak: an LFM2.5-Audio turn to a WAV ---------------------------------------- */
+
+static char *run_cmd(const char *cmd) {
+  FILE *f = popen(cmd, "r");
+  cr_assert(f, "popen %s", cmd);
+  size_t cap = 1 << 16, n = 0, r;
+  char *out = malloc(cap);
+  while ((r = fread(out + n, 1, cap - 1 - n, f)) > 0) n += r;
+  out[n] = 0;
+  cr_assert_eq(pclose(f), 0, "%s failed:\n%s", cmd, out);
+  return out;
+}
+
+static float *read_wav(const char *path, int64_t *n) {
+  SF_INFO info = { 0 };
+  SNDFILE *sf = sf_open(path, SFM_READ, &info);
+  cr_assert(sf, "%s: %s", path, sf_strerror(NULL));
+  cr_assert_eq(info.samplerate, 24000);
+  cr_assert_eq(info.format & SF_FORMAT_SUBMASK, SF_FORMAT_FLOAT);
+  float *w = malloc((size_t)info.frames * 4 + 4);
+  cr_assert_eq(sf_read_float(sf, w, info.frames), info.frames);
+  sf_close(sf);
+  *n = info.frames;
+  return w;
+}
+
+/* A runnable Depthformer (dim 1024: head_dim 32) written as liquid-audio lays it out, an interleaved
+ * sampled turn through `flashkern-run --speak`: its ids, codes and WAV equal, bit for bit, the same
+ * turn run in process on a plan from the same directory (frames streamed one per detokenizer call);
+ * `flashkern-run --codes` on the codes it wrote gives the same WAV again. */
+Test(ckpt, speak_turn_to_wav, .timeout = 600) {
+  fixture f;
+  setup(&f);
+  const fkw_opts o = { .depth_dim = 1024, .n_text = 2, .n_audio = 3 };
+  cr_assert_eq(fkw_audio_dir(f.dir, &f.mm.lm, &f.mm.detok, &o), 0);
+  char cmd[2048], wav[128], wav2[128], codes[128];
+  snprintf(wav, sizeof wav, "%s/speak.wav", f.dir);
+  snprintf(wav2, sizeof wav2, "%s/again.wav", f.dir);
+  snprintf(codes, sizeof codes, "%s/codes.txt", f.dir);
+  snprintf(cmd, sizeof cmd, "%s --model %s --speak --tokens 1,6,17,42,99 --loop interleaved --max-new 12 "
+           "--audio-temperature 0.9 --audio-top-k 64 --seed 7 --threads 2 --wav %s --codes-out %s 2>/dev/null",
+           FKT_FLASHKERN_RUN, f.dir, wav, codes);
+  char *ids = run_cmd(cmd);
+  int64_t n = 0;
+  float *pcm = read_wav(wav, &n);
+  /* in process: the same turn */
+  f.m = open_dir(f.dir, FK_MODEL_AUTO);
+  fk_plan_desc d;
+  memset(&d, 0, sizeof d);
+  d.programs = FK_PROGRAMS_AUDIO | FK_PROGRAMS_DETOK;
+  d.threads = 2;
+  d.detok.max_frames = 1;
+  d.audio.lm.max_rows = 64;
+  fk_error e;
+  cr_assert_eq(fk_model_describe(f.m, &d, &e), FK_OK, "%s", e.message);
+  d.audio.lm.stack.max_pos = d.audio.lm.stack.max_pos < 17 ? 17 : d.audio.lm.stack.max_pos;
+  d.detok.stack.max_pos = d.detok.stack.max_pos < 78 ? 78 : d.detok.stack.max_pos;
+  fk_plan *p;
+  cr_assert_eq(fk_plan_create(&d, &p, &e), FK_OK, "%s", e.message);
+  cr_assert_eq(fk_sampler_seed(p, 7), FK_OK);
+  const int32_t prompt[5] = { 1, 6, 17, 42, 99 };
+  const fk_sampling as = { 0.9f, 64 };
+  float *mine = calloc(13 * 1920 + 480, 4);
+  int64_t have = 0, frames = 0;
+  char want[1024] = "", line[128];
+  FILE *cf = fopen(codes, "r");
+  cr_assert(cf);
+  fk_io io = { .rows = 5, .tokens = prompt, .loop = FK_AUDIO_INTERLEAVED };
+  cr_assert_eq(fk_run(p, FK_PROG_AUDIO_PREFILL, &io, &e), FK_OK, "%s", e.message);
+  for (int step = 0;; step++) {
+    int sound = io.out == FK_AUDIO_OUT_FRAME;
+    for (int c = 0; sound && c < 8; c++) sound = io.frame[c] < 2048;
+    if (sound) {
+      char got[128] = "";
+      for (int c = 0; c < 8; c++) snprintf(got + strlen(got), sizeof got - strlen(got), "%d%c", io.frame[c], c == 7 ? '\n' : ' ');
+      cr_assert(fgets(line, sizeof line, cf), "--codes-out has fewer frames");
+      cr_assert_str_eq(line, got, "frame %lld", (long long)frames);
+      fk_io dio = { .rows = 1, .codes = io.frame, .pcm = mine + have, .pcm_cap = 13 * 1920 + 480 - have };
+      cr_assert_eq(fk_run(p, FK_PROG_DETOK, &dio, &e), FK_OK, "%s", e.message);
+      have += dio.pcm_count;
+      frames++;
+    } else if (io.out == FK_AUDIO_OUT_TEXT) {
+      snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", want[0] ? " " : "", io.next);
+    }
+    if (io.out == FK_AUDIO_OUT_END || step == 12) break;
+    io = (fk_io){ .rows = 1, .audio_sampling = &as };
+    cr_assert_eq(fk_run(p, FK_PROG_AUDIO_STEP, &io, &e), FK_OK, "%s", e.message);
+  }
+  cr_assert(!fgets(line, sizeof line, cf), "--codes-out has more frames");
+  fclose(cf);
+  cr_assert_geq(frames, 2, "the interleaved turn speaks (n_text 2, n_audio 3)");
+  fk_io fl = { .pcm = mine + have, .pcm_cap = 480 };
+  cr_assert_eq(fk_run(p, FK_PROG_DETOK_FLUSH, &fl, &e), FK_OK, "%s", e.message);
+  have += fl.pcm_count;
+  strcat(want, "\n");
+  cr_assert_str_eq(ids, want, "flashkern-run's ids");
+  cr_assert_eq(n, have, "the WAV holds %lld samples, the plan gave %lld", (long long)n, (long long)have);
+  cr_assert(!memcmp(pcm, mine, (size_t)n * 4), "the WAV is the plan's PCM bit for bit");
+  /* the codes it wrote, through the detokenizer in one go */
+  snprintf(cmd, sizeof cmd, "%s --model %s --codes %s --wav %s 2>/dev/null", FKT_FLASHKERN_RUN, f.dir, codes, wav2);
+  free(run_cmd(cmd));
+  int64_t n2 = 0;
+  float *again = read_wav(wav2, &n2);
+  cr_assert(n2 == n && !memcmp(again, pcm, (size_t)n * 4), "--codes on --codes-out's frames gives the same WAV");
+  cr_log_info("flashkern-run --speak: %lld frames, %lld samples, ids '%s', the same bits in process and via --codes",
+              (long long)frames, (long long)n, ids);
+  free(again), free(pcm), free(mine), free(ids);
+  fk_plan_destroy(p);
   teardown(&f);
 }
