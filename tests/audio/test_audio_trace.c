@@ -185,6 +185,22 @@ static fkm_tally turn(const char *name, int threads, perturb pert, FILE *rep) {
     if (audio) {
       for (int k = 0; k < 8; k++)
         cr_assert_eq(io.frame[k], (int32_t)i64_at(&tr, "codes_fed", fi * 8 + k), "step %d: the frame fed", s);
+      if (!sampled) { /* each codebook's greedy code: the reference's where the margin requires it, else a
+                         code whose float64 logit is within the bound of the reference's */
+        const fkfix_tensor *dl = fkfix_tensor_get(&tr.fx, "dlogits_f64"), *ab = fkfix_tensor_get(&tr.fx, "code_abs");
+        cr_assert(dl && dl->dtype == FKFIX_F32 && ab, "dlogits_f64 (f32) and code_abs");
+        static double l64d[AV];
+        for (int k = 0; k < 8; k++) {
+          const float *row = (const float *)dl->data + (int64_t)(fi * 8 + k) * AV;
+          for (int v = 0; v < AV; v++) l64d[v] = row[v];
+          float abs_c;
+          memcpy(&abs_c, (const float *)ab->data + fi * 8 + k, 4);
+          char what[64];
+          snprintf(what, sizeof what, "%s frame %d codebook %d", name, fi, k);
+          fkm_judge_token(&t, what, io.drawn[k], i64_at(&tr, "codes_bf16", fi * 8 + k),
+                          (int)i64_at(&tr, "code_required", fi * 8 + k), l64d, abs_c);
+        }
+      }
       fi++;
     } else {
       if (!sampled && l64) { /* the greedy token where the margin requires it */

@@ -29,6 +29,7 @@
 #include "fixture/fkfix.h"
 #include "harness/fkh.h"
 #include "leaves/cases.h"
+#include "audio/audio_desc.h"
 #include "plan/plan_model.h"
 #ifdef FKT_CKPT /* the checkpoint loader's rows (FK_BUILD_CHECKPOINTS) */
 #include <dirent.h>
@@ -1541,6 +1542,116 @@ ROW(state_load_model_shapes, "fk_state_load", "a snapshot of a plan whose feed-f
     unsigned char *img = snapshot(c, c->p, &len);
     cr_assert_eq(len, fk_state_bytes(q));
     return fk_state_load(q, img, len, e);)
+
+/* ---- the audio model (FK_PROGRAMS_AUDIO): tests/audio/audio_desc.h's small model --------------- */
+
+static fkt_audio a_model;
+static fk_lfm2_layer a_depth2[FK_MAX_LAYERS];
+
+static void setup_audio(ctx *c) {
+  cr_assert_eq(fkt_audio_make(&a_model, &fkt_audio_small_cfg, 2), 0);
+  c->d = a_model.desc;
+  memcpy(a_depth2, a_model.depth_layers, sizeof a_depth2);
+}
+
+#define ADESC_ROW(id, what, want, names, ...) \
+  ROW(id, "fk_plan_create/check", what, want, names, setup_audio, __VA_ARGS__ return create_both(c, e);)
+
+ADESC_ROW(audio_lm_vocab_small, "desc.audio.lm.vocab = 130 (the loops' ids 7, 128, 130)", FK_EINVAL,
+          "desc.audio.lm.vocab = 130", c->d.audio.lm.vocab = 130;)
+ADESC_ROW(audio_lm_hidden_zero, "desc.audio.lm.stack.hidden = 0", FK_EINVAL, "desc.audio.lm.stack.hidden",
+          c->d.audio.lm.stack.hidden = 0;)
+ADESC_ROW(audio_depth_head_dim_64, "desc.audio.depth.stack.head_dim = 64 (the Depthformer's stamps serve 32)",
+          FK_EINVAL, "desc.audio.depth.stack.head_dim = 64", c->d.audio.depth.stack.head_dim = 64;)
+ADESC_ROW(audio_depth_window, "desc.audio.depth.stack.window = 4", FK_EINVAL, "desc.audio.depth.stack.window = 4",
+          c->d.audio.depth.stack.window = 4;)
+ADESC_ROW(audio_depth_conv_layer, "desc.audio.depth.stack.layer[1].kind = FK_LAYER_CONV", FK_EINVAL,
+          "desc.audio.depth.stack.layer[1].kind|FK_LAYER_ATTN", a_depth2[1].kind = FK_LAYER_CONV;
+          c->d.audio.depth.stack.layer = a_depth2;)
+ADESC_ROW(audio_depth_max_pos, "desc.audio.depth.stack.max_pos = 7 (8 codebooks)", FK_EINVAL,
+          "desc.audio.depth.stack.max_pos = 7", c->d.audio.depth.stack.max_pos = 7;)
+ADESC_ROW(audio_vocab_2048, "desc.audio.depth.audio_vocab = 2048 (2048 ends the audio)", FK_EINVAL,
+          "desc.audio.depth.audio_vocab = 2048", c->d.audio.depth.audio_vocab = 2048;)
+ADESC_ROW(audio_linear_null, "desc.audio.depth.linear NULL", FK_EINVAL, "desc.audio.depth.linear is NULL",
+          c->d.audio.depth.linear = NULL;)
+ADESC_ROW(audio_bias_null, "desc.audio.depth.bias NULL", FK_EINVAL, "desc.audio.depth.bias is NULL",
+          c->d.audio.depth.bias = NULL;)
+ADESC_ROW(audio_cb_embed_null, "desc.audio.depth.embed[5] NULL", FK_EINVAL, "desc.audio.depth.embed[5] is NULL",
+          c->d.audio.depth.embed[5] = NULL;)
+ADESC_ROW(audio_cb_norm_null, "desc.audio.depth.norm[2] NULL", FK_EINVAL, "desc.audio.depth.norm[2] is NULL",
+          c->d.audio.depth.norm[2] = NULL;)
+ADESC_ROW(audio_embed_null, "desc.audio.audio_embed NULL", FK_EINVAL, "desc.audio.audio_embed is NULL",
+          c->d.audio.audio_embed = NULL;)
+ADESC_ROW(audio_n_text_zero, "desc.audio.n_text = 0", FK_EINVAL, "desc.audio.n_text = 0", c->d.audio.n_text = 0;)
+
+/* a ready audio plan (no turn yet); outputs under canaries, the state watched */
+static int32_t a_tok[4] = { 3, 9, 27, 81 }, a_force[8];
+static float a_logits[256];
+
+static void setup_audio_plan(ctx *c) {
+  setup_audio(c);
+  c->p = plan(c, &c->d);
+  for (int i = 0; i < 256; i++) a_logits[i] = -3.0f;
+  watch(c, a_tok, sizeof a_tok);
+  watch(c, a_logits, sizeof a_logits);
+  watch_state(c, c->p);
+}
+
+/* ... in its turn's audio modality (<|audio_start|> forced at the prefill) */
+static void setup_audio_turn(ctx *c) {
+  setup_audio(c);
+  c->p = plan(c, &c->d);
+  int32_t start = 128;
+  fk_io io = { .rows = 2, .tokens = a_tok, .force = &start };
+  must_run(c->p, FK_PROG_AUDIO_PREFILL, &io);
+  cr_assert_eq(io.modality, FK_AUDIO_AUDIO);
+  watch(c, a_tok, sizeof a_tok);
+  watch_state(c, c->p);
+}
+
+/* ... whose turn ended (<|im_end|> forced) */
+static void setup_audio_ended(ctx *c) {
+  setup_audio(c);
+  c->p = plan(c, &c->d);
+  int32_t end = 7;
+  fk_io io = { .rows = 2, .tokens = a_tok, .force = &end };
+  must_run(c->p, FK_PROG_AUDIO_PREFILL, &io);
+  cr_assert_eq(io.out, FK_AUDIO_OUT_END);
+  watch_state(c, c->p);
+}
+
+#define AU_IO(...) ((fk_io){ .rows = 1, .tokens = a_tok, .logits = a_logits, __VA_ARGS__ })
+
+ROW(run_audio_step_no_turn, "fk_run", "audio_step before any prefill", FK_ESTATE, "FK_PROG_AUDIO_PREFILL starts one",
+    setup_audio_plan, return run(c->p, FK_PROG_AUDIO_STEP, AU_IO(), e);)
+ROW(run_audio_step_turn_ended, "fk_run", "audio_step after <|im_end|>", FK_ESTATE, "the turn ended", setup_audio_ended,
+    return run(c->p, FK_PROG_AUDIO_STEP, AU_IO(), e);)
+ROW(run_audio_prefill_tokens_null, "fk_run", "audio_prefill: io.tokens NULL", FK_EINVAL, "io.tokens is NULL",
+    setup_audio_plan, return run(c->p, FK_PROG_AUDIO_PREFILL, AU_IO(.tokens = NULL), e);)
+ROW(run_audio_prefill_token_out_of_range, "fk_run", "audio_prefill: io.tokens[3] = vocab", FK_EINVAL,
+    "io.tokens[3] = 256", setup_audio_plan,
+    static int32_t t[4] = { 1, 2, 3, 256 };
+    return run(c->p, FK_PROG_AUDIO_PREFILL, AU_IO(.rows = 4, .tokens = t), e);)
+ROW(run_audio_prefill_loop_unknown, "fk_run", "audio_prefill: io.loop = 2", FK_EINVAL, "io.loop = 2", setup_audio_plan,
+    return run(c->p, FK_PROG_AUDIO_PREFILL, AU_IO(.loop = 2), e);)
+ROW(run_audio_prefill_force_token, "fk_run", "audio_prefill: io.force[0] = vocab", FK_EINVAL, "io.force[0] = 256",
+    setup_audio_plan, a_force[0] = 256;
+    return run(c->p, FK_PROG_AUDIO_PREFILL, AU_IO(.force = a_force), e);)
+ROW(run_audio_step_two_rows, "fk_run", "audio_step: io.rows = 2", FK_EINVAL, "a step runs exactly 1 row",
+    setup_audio_turn, return run(c->p, FK_PROG_AUDIO_STEP, AU_IO(.rows = 2), e);)
+ROW(run_audio_frame_force_code, "fk_run", "audio_step (a frame): io.force[3] = 2049", FK_EINVAL, "io.force[3] = 2049",
+    setup_audio_turn, for (int k = 0; k < 8; k++) a_force[k] = k == 3 ? 2049 : 5;
+    return run(c->p, FK_PROG_AUDIO_STEP, AU_IO(.force = a_force), e);)
+ROW(run_audio_audio_temperature_zero, "fk_run", "audio_step: io.audio_sampling->temperature = 0", FK_EINVAL,
+    "io.audio_sampling->temperature", setup_audio_turn,
+    return run(c->p, FK_PROG_AUDIO_STEP, AU_IO(.audio_sampling = &m_temp0), e);)
+ROW(run_audio_frame_logits_overlap, "fk_run", "audio_step: io.frame_logits overlapping the fk_io", FK_EINVAL,
+    "io.frame_logits overlaps", setup_audio_turn,
+    static union { fk_io io; float f[8 * 2049]; } u;
+    u.io = AU_IO();
+    u.io.frame_logits = u.f;
+    u.io.pcm_count = -99;
+    return fk_run(c->p, FK_PROG_AUDIO_STEP, &u.io, e);)
 
 /* ---- checkpoints (fk_checkpoint.h): directories written by tests/ckpt/ckpt_write.c, then one
  * thing made wrong. A refusal of fk_model_open leaves *out NULL, no mapping of the directory's
