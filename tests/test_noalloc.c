@@ -139,13 +139,8 @@ static int audio_programs(void) {
   fkt_models mm;
   fkt_audio a;
   if (fkt_models_make(&mm) != 0 || fkt_audio_make(&a, &fkt_audio_small_cfg, 2) != 0) return 1;
-  fk_plan_desc dt = fkt_models_desc(&mm, FK_PROGRAMS_DETOK, 2);
-  fk_plan_desc d = a.desc;
-  d.programs |= FK_PROGRAMS_DETOK;
-  d.detok = dt.detok;
-  d.tail = dt.tail;
-  d.tail_in = dt.tail_in;
-  d.clip = dt.clip;
+  fk_plan_desc dt = fkt_models_desc(&mm, FK_PROGRAMS_DETOK, 2), d = a.desc;
+  fkt_audio_add_detok(&d, &dt);
   fk_plan *p;
   fk_error err;
   must(fk_plan_create(&d, &p, &err), &err, "fk_plan_create (audio)");

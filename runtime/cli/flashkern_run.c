@@ -301,6 +301,16 @@ static int run_lm(const opts *o) {
   return 0;
 }
 
+/* The PCM (f32, or int16 with --pcm16) as a 24 kHz mono WAV at --wav. */
+static void write_wav(const opts *o, const void *pcm, int64_t n) {
+  SF_INFO info = { .samplerate = SAMPLE_RATE, .channels = 1,
+                   .format = SF_FORMAT_WAV | (o->pcm16 ? SF_FORMAT_PCM_16 : SF_FORMAT_FLOAT) };
+  SNDFILE *sf = sf_open(o->wav, SFM_WRITE, &info);
+  if (!sf) die("--wav '%s': %s", o->wav, sf_strerror(NULL));
+  sf_count_t wrote = o->pcm16 ? sf_write_short(sf, (const short *)pcm, n) : sf_write_float(sf, (const float *)pcm, n);
+  if (wrote != n || sf_close(sf) != 0) die("--wav '%s': write failed", o->wav);
+}
+
 static int run_detok(const opts *o) {
   char *text = read_file(o->codes, "--codes");
   int32_t *codes = NULL;
@@ -372,12 +382,7 @@ static int run_detok(const opts *o) {
   if ((s = fk_run(plan, FK_PROG_DETOK_FLUSH, &io, &err)) != FK_OK) die("flush: %s: %s", fk_strerror(s), err.message);
   have += io.pcm_count;
   const double t2 = now();
-  SF_INFO info = { .samplerate = SAMPLE_RATE, .channels = 1,
-                   .format = SF_FORMAT_WAV | (o->pcm16 ? SF_FORMAT_PCM_16 : SF_FORMAT_FLOAT) };
-  SNDFILE *sf = sf_open(o->wav, SFM_WRITE, &info);
-  if (!sf) die("--wav '%s': %s", o->wav, sf_strerror(NULL));
-  sf_count_t wrote = o->pcm16 ? sf_write_short(sf, (const short *)pcm, have) : sf_write_float(sf, (const float *)pcm, have);
-  if (wrote != have || sf_close(sf) != 0) die("--wav '%s': write failed", o->wav);
+  write_wav(o, pcm, have);
   const double audio = (double)have / SAMPLE_RATE;
   fprintf(stderr, "readiness %.1f ms (open + plan); %lld code frames -> %lld samples (%.2f s of audio) in %.3f s: "
           "real-time factor %.4f; wrote %s\n", 1e3 * (t1 - t0), (long long)frames, (long long)have, audio, t2 - t1,
@@ -487,12 +492,7 @@ static int run_speak(const opts *o) {
   printf("\n");
   fflush(stdout);
   if (codes_out && fclose(codes_out) != 0) die("--codes-out '%s': write failed", o->codes_out);
-  SF_INFO info = { .samplerate = SAMPLE_RATE, .channels = 1,
-                   .format = SF_FORMAT_WAV | (o->pcm16 ? SF_FORMAT_PCM_16 : SF_FORMAT_FLOAT) };
-  SNDFILE *sf = sf_open(o->wav, SFM_WRITE, &info);
-  if (!sf) die("--wav '%s': %s", o->wav, sf_strerror(NULL));
-  sf_count_t wrote = o->pcm16 ? sf_write_short(sf, (const short *)pcm, have) : sf_write_float(sf, (const float *)pcm, have);
-  if (wrote != have || sf_close(sf) != 0) die("--wav '%s': write failed", o->wav);
+  write_wav(o, pcm, have);
   if (o->progress) fputc('\n', stderr);
   const double audio = (double)have / SAMPLE_RATE;
   fprintf(stderr, "readiness %.1f ms (open + plan); prefill %lld tokens in %.2f ms; %lld steps in %.3f s: %lld text tokens, "

@@ -147,6 +147,15 @@ int fkt_audio_make(fkt_audio *a, const fkt_audio_cfg *c, int threads) {
   return 0;
 }
 
+void fkt_audio_add_detok(fk_plan_desc *d, const fk_plan_desc *dt) {
+  d->programs |= FK_PROGRAMS_DETOK;
+  d->detok = dt->detok;
+  d->tail = dt->tail;
+  d->tail_in = dt->tail_in;
+  d->clip = dt->clip;
+  d->flags |= dt->flags;
+}
+
 void fkt_audio_free(fkt_audio *a) {
   for (int i = 0; i < a->nbuf; i++) free(a->buf[i]);
   a->nbuf = 0;

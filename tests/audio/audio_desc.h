@@ -34,6 +34,9 @@ typedef struct fkt_audio {
 int fkt_audio_make(fkt_audio *a, const fkt_audio_cfg *cfg, int threads);
 void fkt_audio_free(fkt_audio *a);
 
+/* Adds the detokenizer of dt (FK_PROGRAMS_DETOK: its stack, spectral tail, clip) to d. */
+void fkt_audio_add_detok(fk_plan_desc *d, const fk_plan_desc *dt);
+
 /* The synthesised bytes of tensor `name` (bf16 bits), or NULL. */
 const void *fkt_audio_tensor(const fkt_audio *a, const char *name);
 

@@ -18,27 +18,17 @@
 
 #include "audio_desc.h"
 #include "audio_session.h"
+#include "cmd.h"
 
-static char *run_cmd(const char *cmd) {
-  FILE *f = popen(cmd, "r");
-  cr_assert(f, "popen %s", cmd);
-  size_t cap = 1 << 18, n = 0, r;
-  char *out = malloc(cap);
-  while ((r = fread(out + n, 1, cap - 1 - n, f)) > 0) n += r;
-  out[n] = 0;
-  int st = pclose(f);
-  cr_assert_eq(st, 0, "%s exited with %d:\n%s", cmd, st, out);
-  return out;
-}
 
 Test(audio, team_sizes, .timeout = 600) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "%s 1", FKT_AUDIO_SCENARIO_HOST);
-  char *one = run_cmd(cmd);
+  char *one = fkt_run_cmd(cmd);
   cr_assert(strstr(one, "out 1 frame") && strstr(one, "out 2 "), "the script emits frames and ends:\n%s", one);
   for (int t = 2; t <= 3; t++) {
     snprintf(cmd, sizeof cmd, "%s %d", FKT_AUDIO_SCENARIO_HOST, t);
-    char *other = run_cmd(cmd);
+    char *other = fkt_run_cmd(cmd);
     cr_assert_str_eq(other, one, "%d members:\n%s\n1 member:\n%s", t, other, one);
     free(other);
   }
@@ -49,11 +39,11 @@ Test(audio, team_sizes, .timeout = 600) {
 Test(audio, same_on_aarch64, .timeout = 1200) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "%s 2", FKT_AUDIO_SCENARIO_HOST);
-  char *host = run_cmd(cmd);
+  char *host = fkt_run_cmd(cmd);
   static const char *cpus[] = { "max", "neoverse-n1" };
   for (int i = 0; i < 2; i++) {
     snprintf(cmd, sizeof cmd, "timeout 900 %s -cpu %s %s 2", FKH_QEMU, cpus[i], FKT_AUDIO_SCENARIO_AARCH64);
-    char *arm = run_cmd(cmd);
+    char *arm = fkt_run_cmd(cmd);
     cr_assert_str_eq(arm, host, "aarch64 (-cpu %s):\n%s\nhost:\n%s", cpus[i], arm, host);
     free(arm);
   }

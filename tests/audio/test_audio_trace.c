@@ -137,12 +137,7 @@ static fkm_tally turn(const char *name, int threads, perturb pert, FILE *rep) {
   cr_assert_eq(fkm_trace_check_weights_of(&tr, "dt_", &mm.detok, err, sizeof err), 0, "%s", err);
   fk_plan_desc dt = fkt_models_desc(&mm, FK_PROGRAMS_DETOK, threads);
   fk_plan_desc d = a.desc;
-  d.programs |= FK_PROGRAMS_DETOK;
-  d.detok = dt.detok;
-  d.tail = dt.tail;
-  d.tail_in = dt.tail_in;
-  d.clip = dt.clip;
-  d.flags = dt.flags;
+  fkt_audio_add_detok(&d, &dt);
   fk_plan *p;
   fk_error e;
   cr_assert_eq(fk_plan_create(&d, &p, &e), FK_OK, "%s", e.message);

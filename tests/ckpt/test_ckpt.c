@@ -22,6 +22,7 @@
 #include "fk_checkpoint.h"
 #include "model_desc.h"
 #include "session.h"
+#include "cmd.h"
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
 
@@ -459,16 +460,6 @@ Test(ckpt, perturbation_one_weight_sign_is_seen) {
 
 /* ---- flashkern-run --speak: an LFM2.5-Audio turn to a WAV ---------------------------------------- */
 
-static char *run_cmd(const char *cmd) {
-  FILE *f = popen(cmd, "r");
-  cr_assert(f, "popen %s", cmd);
-  size_t cap = 1 << 16, n = 0, r;
-  char *out = malloc(cap);
-  while ((r = fread(out + n, 1, cap - 1 - n, f)) > 0) n += r;
-  out[n] = 0;
-  cr_assert_eq(pclose(f), 0, "%s failed:\n%s", cmd, out);
-  return out;
-}
 
 static float *read_wav(const char *path, int64_t *n) {
   SF_INFO info = { 0 };
@@ -499,7 +490,7 @@ Test(ckpt, speak_turn_to_wav, .timeout = 600) {
   snprintf(cmd, sizeof cmd, "%s --model %s --speak --tokens 1,6,17,42,99 --loop interleaved --max-new 12 "
            "--audio-temperature 0.9 --audio-top-k 64 --seed 7 --threads 2 --wav %s --codes-out %s 2>/dev/null",
            FKT_FLASHKERN_RUN, f.dir, wav, codes);
-  char *ids = run_cmd(cmd);
+  char *ids = fkt_run_cmd(cmd);
   int64_t n = 0;
   float *pcm = read_wav(wav, &n);
   /* in process: the same turn */
@@ -557,7 +548,7 @@ Test(ckpt, speak_turn_to_wav, .timeout = 600) {
   cr_assert(!memcmp(pcm, mine, (size_t)n * 4), "the WAV is the plan's PCM bit for bit");
   /* the codes it wrote, through the detokenizer in one go */
   snprintf(cmd, sizeof cmd, "%s --model %s --codes %s --wav %s 2>/dev/null", FKT_FLASHKERN_RUN, f.dir, codes, wav2);
-  free(run_cmd(cmd));
+  free(fkt_run_cmd(cmd));
   int64_t n2 = 0;
   float *again = read_wav(wav2, &n2);
   cr_assert(n2 == n && !memcmp(again, pcm, (size_t)n * 4), "--codes on --codes-out's frames gives the same WAV");

@@ -36,6 +36,7 @@
 #include "fk_prog_lm.h"
 #include "model_desc.h"
 #include "trace.h"
+#include "cmd.h"
 
 enum { NAME_W = 96, MAX_CASES = 16, MAX_FILES = 64 };
 
@@ -525,17 +526,6 @@ Test(ckpt_fixtures, perturb_weights_seen_by_the_trace, .timeout = 300) {
 
 /* ---- the same bits on AArch64 -------------------------------------------------------------------------- */
 
-static char *run_cmd(const char *cmd) {
-  FILE *f = popen(cmd, "r");
-  cr_assert(f, "popen %s", cmd);
-  size_t cap = 1 << 16, n = 0, r;
-  char *out = malloc(cap);
-  while ((r = fread(out + n, 1, cap - 1 - n, f)) > 0) n += r;
-  out[n] = 0;
-  int st = pclose(f);
-  cr_assert_eq(st, 0, "%s exited with %d:\n%s", cmd, st, out);
-  return out;
-}
 
 Test(ckpt_fixtures, same_on_aarch64, .timeout = 1800) {
   if (access(FKT_CKPT_SCENARIO_AARCH64, X_OK) != 0)
@@ -549,9 +539,9 @@ Test(ckpt_fixtures, same_on_aarch64, .timeout = 1800) {
     memcpy(dir, paths[i], len);
     dir[len] = 0;
     snprintf(cmd, sizeof cmd, "%s '%s' 2", FKT_CKPT_SCENARIO_HOST, dir);
-    char *host = run_cmd(cmd);
+    char *host = fkt_run_cmd(cmd);
     snprintf(cmd, sizeof cmd, "%s -cpu max %s '%s' 2", FKH_QEMU, FKT_CKPT_SCENARIO_AARCH64, dir);
-    char *arm = run_cmd(cmd);
+    char *arm = fkt_run_cmd(cmd);
     cr_assert_str_eq(arm, host, "%s: aarch64:\n%s\nhost:\n%s", dir, arm, host);
     cr_log_info("aarch64 (qemu -cpu max) == x86_64:\n%s", host);
     free(host);
@@ -574,7 +564,7 @@ static char *run_prompt(const ckcase *c, const int64_t *tokens, int64_t rows, in
     at += snprintf(cmd + at, sizeof cmd - (size_t)at, "%s%lld", r ? "," : "",
                    (long long)(tokens[r] + (r == rows - 1 ? bump : 0)));
   snprintf(cmd + at, sizeof cmd - (size_t)at, " 2>/dev/null");
-  return run_cmd(cmd);
+  return fkt_run_cmd(cmd);
 }
 
 /* judges the ids printed in out against the trace's tokens; -> how many equal before the first difference */
@@ -658,7 +648,7 @@ Test(ckpt_fixtures, flashkern_run_wav, .timeout = 300) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s --model '%s' --codes %s --wav %s --threads 2 2>&1", FKT_FLASHKERN_RUN, c.dir,
              codes_path, wav_path);
-    free(run_cmd(cmd));
+    free(fkt_run_cmd(cmd));
     SF_INFO info = { 0 };
     SNDFILE *sf = sf_open(wav_path, SFM_READ, &info);
     cr_assert(sf, "%s: %s", wav_path, sf_strerror(NULL));

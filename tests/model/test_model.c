@@ -24,6 +24,7 @@
 #include "model_desc.h"
 #include "trace.h"
 #include "../contract/contract.h"
+#include "cmd.h"
 
 enum { LM_CALLS = 9, LM_PROMPT = 12, DT_FRAMES = 12, DT_ROWS = 72, HMAX = 512, LMAX = 8 };
 _Static_assert((int)DT_ROWS <= (int)FKM_CAP_ROWS && (int)HMAX <= (int)FKM_CAP_H && (int)LMAX <= (int)FKM_CAP_LAYERS,
@@ -311,26 +312,14 @@ Test(model, perturb_position_skipped, .init = setup, .fini = teardown, .timeout 
 
 /* ---- bit identity: team sizes, ISAs --------------------------------------------------------- */
 
-static char *run_cmd(const char *cmd) {
-  FILE *f = popen(cmd, "r");
-  cr_assert(f, "popen %s", cmd);
-  size_t cap = 1 << 16, n = 0;
-  char *out = malloc(cap);
-  size_t r;
-  while ((r = fread(out + n, 1, cap - 1 - n, f)) > 0) n += r;
-  out[n] = 0;
-  int st = pclose(f);
-  cr_assert_eq(st, 0, "%s exited with %d:\n%s", cmd, st, out);
-  return out;
-}
 
 Test(model, team_sizes, .timeout = 600) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "%s 1", FKT_MODEL_SCENARIO_HOST);
-  char *one = run_cmd(cmd);
+  char *one = fkt_run_cmd(cmd);
   for (int t = 2; t <= 4; t++) {
     snprintf(cmd, sizeof cmd, "%s %d", FKT_MODEL_SCENARIO_HOST, t);
-    char *other = run_cmd(cmd);
+    char *other = fkt_run_cmd(cmd);
     cr_assert_str_eq(other, one, "%d members:\n%s\n1 member:\n%s", t, other, one);
     free(other);
   }
@@ -341,11 +330,11 @@ Test(model, team_sizes, .timeout = 600) {
 Test(model, same_on_aarch64, .timeout = 1200) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "%s 2", FKT_MODEL_SCENARIO_HOST);
-  char *host = run_cmd(cmd);
+  char *host = fkt_run_cmd(cmd);
   static const char *cpus[] = { "max", "neoverse-n1" };
   for (int i = 0; i < 2; i++) {
     snprintf(cmd, sizeof cmd, "%s -cpu %s %s 2", FKH_QEMU, cpus[i], FKT_MODEL_SCENARIO_AARCH64);
-    char *arm = run_cmd(cmd);
+    char *arm = fkt_run_cmd(cmd);
     cr_assert_str_eq(arm, host, "aarch64 (-cpu %s):\n%s\nhost:\n%s", cpus[i], arm, host);
     free(arm);
   }
