@@ -41,10 +41,11 @@ static const uint16_t *tensor(fkt_audio *a, int ndim, int64_t count, int64_t fan
   vsnprintf(name, sizeof name, fmt, ap);
   va_end(ap);
   if (a->nbuf < 0) return NULL;
-  int kind = fkm_kind_of("audio", name, ndim);
+  const char *tag = a->cfg.tag ? a->cfg.tag : "audio";
+  int kind = fkm_kind_of(tag, name, ndim);
   uint16_t *p = malloc((size_t)count * 2);
   if (!p || kind < 0 || a->nbuf >= (int)(sizeof a->buf / sizeof a->buf[0]) ||
-      fkm_synth_tensor("audio", name, (fkm_kind)kind, count, fan_in, p) != 0) {
+      fkm_synth_tensor(tag, name, (fkm_kind)kind, count, fan_in, p) != 0) {
     fprintf(stderr, "fkt_audio_make: cannot make %s\n", name);
     free(p);
     a->nbuf = -1;

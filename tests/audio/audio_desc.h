@@ -8,6 +8,7 @@
 #include "flashkern.h"
 
 typedef struct fkt_audio_cfg {
+  const char *tag;                 /* synth.h's tag of the weights: "audio" (NULL), "audio_peaked" */
   int64_t vocab, hidden, ff, heads, kv;
   int layers, is_attn[FK_MAX_LAYERS];
   int64_t dim, dheads, dkv, dff;   /* the Depthformer: dim = dheads * 32 */

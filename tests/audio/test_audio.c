@@ -1,8 +1,8 @@
 /* tests/audio/test_audio.c: the audio family (FK_PROGRAMS_AUDIO) end to end from stamps, on
  * synthetic weights (audio_desc.h) and the two-turn script (audio_session.h).
  *   team_sizes, same_on_aarch64: the scenario's lines (every call's output, draws, logits digests,
- *     the final snapshot) are the same for 1, 2 and 3 members, and under qemu-aarch64 (-cpu max,
- *     neoverse-n1).
+ *     the final snapshot) are the same for 1, 2 and 3 members, with the AVX2 stamps, and under
+ *     qemu-aarch64 (-cpu max, neoverse-n1).
  *   snapshot_moves: the script split at every call, the state moved by a snapshot into a fresh
  *     plan, equals one plan end to end (the two turns included: KV, carries, sampler counter,
  *     modality state, the last output fed back).
@@ -40,6 +40,11 @@ Test(audio, same_on_aarch64, .timeout = 1200) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "%s 2", FKT_AUDIO_SCENARIO_HOST);
   char *host = fkt_run_cmd(cmd);
+  /* the AVX2 stamps (FK_CPU_MASK=3 hides AVX-512) on this machine */
+  snprintf(cmd, sizeof cmd, "FK_CPU_MASK=3 %s 2", FKT_AUDIO_SCENARIO_HOST);
+  char *avx2 = fkt_run_cmd(cmd);
+  cr_assert_str_eq(avx2, host, "x86_64 AVX2:\n%s\nhost:\n%s", avx2, host);
+  free(avx2);
   static const char *cpus[] = { "max", "neoverse-n1" };
   for (int i = 0; i < 2; i++) {
     snprintf(cmd, sizeof cmd, "timeout 900 %s -cpu %s %s 2", FKH_QEMU, cpus[i], FKT_AUDIO_SCENARIO_AARCH64);
