@@ -3,6 +3,8 @@
  *   team_sizes, same_on_aarch64: the scenario's lines (every call's output, draws, logits digests,
  *     the final snapshot) are the same for 1, 2 and 3 members, with the AVX2 stamps, and under
  *     qemu-aarch64 (-cpu max, neoverse-n1).
+ *   trace_model_same_on_aarch64: the same script on the traces' model (fixtures/audio's weights) under
+ *     qemu -cpu max gives the host's bits.
  *   snapshot_moves: the script split at every call, the state moved by a snapshot into a fresh
  *     plan, equals one plan end to end (the two turns included: KV, carries, sampler counter,
  *     modality state, the last output fed back).
@@ -262,4 +264,18 @@ Test(audio, counter_committed, .init = setup, .fini = teardown, .timeout = 300) 
   cr_assert_eq(fk_state_query(p).draws, 8, "top_k 1 is greedy: no draw");
   for (int c = 0; c < 8; c++) cr_assert_eq(io.frame[c] == 2048 ? io.drawn[c] : io.frame[c], io.drawn[c]);
   fk_plan_destroy(p);
+}
+
+/* The traces' model itself (fixtures/audio's weights: Depthformer 1024 wide, 2049 codes) through the
+ * script: AArch64 (qemu -cpu max) gives the host's bits, so what test_audio_trace judges on x86_64
+ * holds on AArch64 as it stands. */
+Test(audio, trace_model_same_on_aarch64, .timeout = 1200) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s 2 trace", FKT_AUDIO_SCENARIO_HOST);
+  char *host = fkt_run_cmd(cmd);
+  snprintf(cmd, sizeof cmd, "timeout 1100 %s -cpu max %s 2 trace", FKH_QEMU, FKT_AUDIO_SCENARIO_AARCH64);
+  char *arm = fkt_run_cmd(cmd);
+  cr_assert_str_eq(arm, host, "aarch64 (-cpu max), the traces' model:\n%s\nhost:\n%s", arm, host);
+  free(arm);
+  free(host);
 }
