@@ -32,6 +32,13 @@ static const fkm_config fkm_audio = {
     .norm_eps = 1e-5f, .sliding_window = 0, .audio_vocab = 2049, .depth_dim = 1024, .depth_layers = 2,
     .depth_heads = 32, .depth_kv_heads = 8, .depth_ff = 2816};
 
+/* tag "audio_peaked" (gen_audio.py's seq_peaked): the same model; only fkm_synth_tensor's rules differ (peaked) */
+static const fkm_config fkm_audio_peaked = {
+    .tag = "audio_peaked", .prefix = "lfm.", .vocab = 512, .codebooks = 8, .hidden = 256, .ff = 768, .heads = 4,
+    .kv_heads = 2, .head_dim = 64, .nlayers = 4, .is_attn = {0, 1, 0, 1}, .head_out = 0, .rope_theta = 1e6f,
+    .norm_eps = 1e-5f, .sliding_window = 0, .audio_vocab = 2049, .depth_dim = 1024, .depth_layers = 2,
+    .depth_heads = 32, .depth_kv_heads = 8, .depth_ff = 2816};
+
 /* bench only (bench/fk_bench_ckpt.c writes it as a checkpoint; no trace): LFM2-350M's shapes, as
  * fk_bench_model's lm_350m (vocab 65536, hidden 1024, ffn 4608, 16 layers, 16 / 8 heads) */
 static const fkm_config fkm_lm_350m = {
@@ -44,6 +51,7 @@ const fkm_config *fkm_config_get(const char *tag) {
   if (!strcmp(tag, "lm")) return &fkm_lm;
   if (!strcmp(tag, "detok")) return &fkm_detok;
   if (!strcmp(tag, "audio")) return &fkm_audio;
+  if (!strcmp(tag, "audio_peaked")) return &fkm_audio_peaked;
   if (!strcmp(tag, "lm_350m")) return &fkm_lm_350m;
   return NULL;
 }
@@ -77,9 +85,37 @@ static int ends_with(const char *s, const char *suf) {
   return a >= b && !strcmp(s + a - b, suf);
 }
 
+static int is_audio(const char *tag) { return !strcmp(tag, "audio") || !strcmp(tag, "audio_peaked"); }
+
+/* s = prefix, then one or more decimal digits, then exactly suffix (gen_audio.py's "[0-9]+") */
+static int matches_index(const char *s, const char *prefix, const char *suffix) {
+  size_t p = strlen(prefix);
+  if (strncmp(s, prefix, p)) return 0;
+  s += p;
+  const char *d = s;
+  while (*s >= '0' && *s <= '9') s++;
+  return s > d && !strcmp(s, suffix);
+}
+
+/* Tag "audio_peaked" (synth.h): the key's tag and name, and the scale, of tensor name; every other tag: (tag, name, 1). */
+static float synth_rule(const char **tag, const char **name) {
+  if (strcmp(*tag, "audio_peaked")) return 1.0f;
+  *tag = "audio";
+  if (!strncmp(*name, "depth_embeddings.", 17) && (*name)[17] >= '0' && (*name)[17] <= '7' &&
+      !strcmp(*name + 18, ".embedding.weight")) {
+    *name = "depth_embeddings.shared.embedding.weight";
+    return 1.0f;
+  }
+  if (!strcmp(*name, "depth_linear.weight") ||
+      matches_index(*name, "depthformer.layers.", ".operator.out_proj.weight") ||
+      matches_index(*name, "depthformer.layers.", ".feed_forward.w2.weight"))
+    return 0.125f;
+  return 1.0f;
+}
+
 int fkm_kind_of(const char *tag, const char *name, int ndim) {
   if (!strcmp(name, "embed_tokens.weight") || !strcmp(name, "emb.emb.weight")) return FKM_EMBED;
-  if (!strcmp(tag, "audio")) { /* gen_audio.py's kind_of; the rules below otherwise */
+  if (is_audio(tag)) { /* gen_audio.py's kind_of; the rules below otherwise */
     if (!strcmp(name, "lfm.embed_tokens.weight") || ends_with(name, ".embedding.weight")) return FKM_EMBED;
     if (!strcmp(name, "depth_linear.bias")) return FKM_BIAS16;
   }
@@ -96,6 +132,7 @@ int fkm_kind_of(const char *tag, const char *name, int ndim) {
 int fkm_synth_tensor(const char *tag, const char *name, fkm_kind kind, int64_t count, int64_t fan_in, void *out) {
   if (!tag || !name || count < 0 || (count && !out)) return -1;
   if ((kind == FKM_LINEAR || kind == FKM_BIAS16) && fan_in <= 0) return -1;
+  const float scale = synth_rule(&tag, &name); /* tag "audio_peaked": the shared table's key, 1/8 */
   uint64_t key = fkm_synth_key(tag, name);
   if (kind == FKM_BIAS) {
     float *o = out;
@@ -118,6 +155,14 @@ int fkm_synth_tensor(const char *tag, const char *name, fkm_kind kind, int64_t c
     case FKM_CONV: a = 1.0f / sqrtf(3.0f); break;
     case FKM_EMBED: a = 1.0f; break;
     default: return -1;
+  }
+  if (scale != 1.0f) {
+    if (kind != FKM_LINEAR) return -1;
+    for (int64_t i = 0; i < count; i++) {
+      volatile float p = fkm_synth_v(key, (uint64_t)i) * a;   /* rounded once, then times 2^-3: exact */
+      o[i] = fk_bf16_from_f32(p * scale);
+    }
+    return 0;
   }
   for (int64_t i = 0; i < count; i++) o[i] = fk_bf16_from_f32(fkm_synth_v(key, (uint64_t)i) * a);
   return 0;

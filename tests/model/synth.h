@@ -4,7 +4,7 @@
  * computed on weights that this file recomputes bit for bit, and each trace manifest records the
  * XXH3-64 of every tensor (weight_digests) and of its name (weight_names), in sorted-name order.
  *
- * For model tag T ("lm" | "detok" | "audio") and tensor name N (the torch state_dict key: Lfm2Model's keys for
+ * For model tag T ("lm" | "detok" | "audio" | "audio_peaked", the last below) and tensor name N (the torch state_dict key: Lfm2Model's keys for
  * "lm", e.g. "layers.2.self_attn.q_proj.weight", "embed_tokens.weight"; LFM2AudioDetokenizer's for
  * "detok", e.g. "emb.emb.weight", "lfm.layers.0.conv.in_proj.weight", "lin.weight", "lin.bias";
  * liquid-audio's LFM2AudioModel's for "audio", e.g. "lfm.embed_tokens.weight", "depth_linear.bias",
@@ -27,6 +27,17 @@
  * Not synthesised there: the tied aliases audio_embedding.to_logits.weight and depth_embeddings.<c>.to_logits.weight
  * (the embedding tensors themselves), the buffers codebook_offsets / audio_loss_weights, the conformer encoder and
  * its adapter (built by LFM2AudioModel, never run: the traces' prompts hold no audio input).
+ * Tag "audio_peaked" (fixtures/audio/seq_peaked, gen_audio.py's peaked_rule): tag "audio"'s model, the same config,
+ * tensor names, kinds and counts, every key FNV-1a-64 of "audio:N" (the key's tag is "audio", not T), except:
+ *   depth_embeddings.<c>.embedding.weight (c = 0..7): ONE shared table, key = FNV-1a-64 of
+ *     "audio:depth_embeddings.shared.embedding.weight", FKM_EMBED bf16_rne(v);
+ *   depth_linear.weight, depthformer.layers.<i>.operator.out_proj.weight, depthformer.layers.<i>.feed_forward.w2.weight:
+ *     FKM_LINEAR scaled, bf16_rne((v * a) * 0.125f) (a power of two: exactly tag "audio"'s bits times 1/8).
+ *   13 tensors differ from tag "audio"'s, 65 are equal. fkm_synth_tensor does the remap and the scale for this tag
+ *   from the ORIGINAL per-codebook names (a descriptor built from liquid-audio's state_dict names gets the peaked
+ *   bytes); fkm_synth_key itself is not remapped. Its purpose: the Depthformer's input for codebook c >= 1 is
+ *   dlin[c] + E[code of c-1], so codebook c's tied head scores the code of c-1 highest by a margin wide enough that
+ *   the greedy codes of codebooks 1..7 are required (code_required).
  * (every f32 operation correctly rounded; bf16_rne = the contract's integer RNE, DESIGN.md, as
  * flashkern.h's fk_bf16_from_f32 computes it).
  * Not synthesised: the detokenizer's istft.window (torch's hann window buffer) and lfm.embed_tokens
@@ -41,7 +52,7 @@ typedef enum { FKM_LINEAR, FKM_CONV, FKM_EMBED, FKM_NORM, FKM_BIAS, FKM_BIAS16 }
 
 /* One model of the traces: the configuration both the reference and the runtime use. */
 typedef struct {
-  const char *tag;           /* "lm" | "detok" | "audio" */
+  const char *tag;           /* "lm" | "detok" | "audio" | "audio_peaked" */
   const char *prefix;        /* state_dict prefix of the Lfm2Model part: "" (lm) | "lfm." (detok, audio) */
   int64_t vocab;             /* lm, audio: embed_tokens rows (text vocab); detok: codebook vocab (emb.emb has 8 * vocab rows) */
   int64_t codebooks;         /* detok, audio: 8; lm: 0 */
@@ -75,7 +86,7 @@ typedef struct {
   void **data;               /* data[i]: t[i].nbytes bytes (uint16_t bf16 bits, or float for FKM_BIAS) */
 } fkm_weights;
 
-/* The configuration of tag ("lm", "detok", "audio"; "lm_350m": bench only, no trace), or NULL. */
+/* The configuration of tag ("lm", "detok", "audio", "audio_peaked"; "lm_350m": bench only, no trace), or NULL. */
 const fkm_config *fkm_config_get(const char *tag);
 
 uint64_t fkm_fnv1a64(const void *p, size_t n);
@@ -86,7 +97,8 @@ float fkm_synth_v(uint64_t key, uint64_t i);
 /* The kind of a state_dict key (by its name, as gen_trace.py's kind_of), or -1 when no rule applies. */
 int fkm_kind_of(const char *tag, const char *name, int ndim);
 
-/* Synthesises count elements of tensor name into out (uint16_t bf16 bits, or float for FKM_BIAS).
+/* Synthesises count elements of tensor name into out (uint16_t bf16 bits, or float for FKM_BIAS); for tag
+ * "audio_peaked" with its key remap and scale (above), from the state_dict name.
  * fan_in: FKM_LINEAR's and FKM_BIAS16's `in` (ignored by the other kinds). Returns 0, or -1 for a bad argument. */
 int fkm_synth_tensor(const char *tag, const char *name, fkm_kind kind, int64_t count, int64_t fan_in, void *out);
 

@@ -1,5 +1,5 @@
 /* tests/model/test_synth.c: the synthetic weights of the whole-model traces (tests/model/synth.h).
- *   digests:   every weight tensor of the models ("lm", "detok", "audio"), synthesised here, has the XXH3-64
+ *   digests:   every weight tensor of the models ("lm", "detok", "audio", "audio_peaked"), synthesised here, has the XXH3-64
  *              (and name) that every trace manifest recorded (fixtures/lfm2/, fixtures/detok/, fixtures/audio/
  *              with its detokenizer's dt_ digests, each manifest loaded and digest-checked by the fixture reader);
  *   perturbed: one ulp more in one weight (a bf16 element of a linear, of a norm, the f32 lin.bias, the bf16
@@ -98,6 +98,60 @@ Test(model_synth, digests_audio, .timeout = 300) {
   fkm_weights_free(&det);
   fkfix_list_free(paths, n);
   cr_log_info("audio: 4 manifests, %d tensor digests equal\n", checked);
+}
+
+/* tag audio_peaked's rules as a descriptor meets them: fkm_kind_of + fkm_synth_tensor on liquid-audio's own
+ * per-codebook names give the shared table (key "audio:depth_embeddings.shared.embedding.weight"); the scaled
+ * tensors are tag audio's bits times 1/8; every other tensor is tag audio's */
+Test(model_synth, audio_peaked_rules, .timeout = 120) {
+  fkm_tensor *t;
+  int n;
+  cr_assert(fkm_model_tensors("audio_peaked", &t, &n) == 0);
+  cr_assert_eq(n, 78);
+  const fkm_config *c = fkm_config_get("audio_peaked");
+  cr_assert(c && !strcmp(c->tag, "audio_peaked") && c->depth_dim == 1024 && c->audio_vocab == 2049);
+  const int64_t cnt = 2049 * 1024;
+  uint16_t *shared = malloc((size_t)cnt * 2), *x = malloc((size_t)cnt * 2), *y = malloc((size_t)8192 * 256 * 2);
+  cr_assert(shared && x && y);
+  uint64_t key = fkm_synth_key("audio", "depth_embeddings.shared.embedding.weight");
+  for (int64_t i = 0; i < cnt; i++) shared[i] = fk_bf16_from_f32(fkm_synth_v(key, (uint64_t)i));
+  for (int cb = 0; cb < 8; cb++) {
+    char nm[64];
+    snprintf(nm, sizeof nm, "depth_embeddings.%d.embedding.weight", cb);
+    int k = fkm_kind_of("audio_peaked", nm, 2);
+    cr_assert_eq(k, FKM_EMBED);
+    cr_assert_eq(fkm_synth_tensor("audio_peaked", nm, (fkm_kind)k, cnt, 0, x), 0);
+    cr_assert(!memcmp(x, shared, (size_t)cnt * 2), "%s is not the shared table", nm);
+    cr_assert_eq(fkm_synth_tensor("audio", nm, (fkm_kind)k, cnt, 0, x), 0);
+    cr_assert(memcmp(x, shared, (size_t)cnt * 2), "tag audio's %s is the shared table", nm);
+  }
+  static const char *const scaled[] = {"depth_linear.weight", "depthformer.layers.0.operator.out_proj.weight",
+                                       "depthformer.layers.1.feed_forward.w2.weight"};
+  static const int64_t rows[] = {8192, 1024, 1024}, ins[] = {256, 1024, 2816};
+  for (int s = 0; s < 3; s++) {
+    int64_t m = rows[s] * ins[s] < 8192 * 256 ? rows[s] * ins[s] : 8192 * 256;   /* a prefix of the tensor */
+    cr_assert_eq(fkm_kind_of("audio_peaked", scaled[s], 2), FKM_LINEAR);
+    cr_assert_eq(fkm_synth_tensor("audio_peaked", scaled[s], FKM_LINEAR, m, ins[s], x), 0);
+    cr_assert_eq(fkm_synth_tensor("audio", scaled[s], FKM_LINEAR, m, ins[s], y), 0);
+    for (int64_t i = 0; i < m; i++) {
+      float a = fk_f32_from_bf16(y[i]) * 0.125f, b = fk_f32_from_bf16(x[i]);
+      cr_assert(a == b, "%s[%lld]: %a, tag audio's / 8 %a", scaled[s], (long long)i, b, a);
+    }
+  }
+  /* unchanged: a Depthformer w1, the lfm's embedding, depth_linear.bias, a norm */
+  cr_assert_eq(fkm_synth_tensor("audio_peaked", "depthformer.layers.0.feed_forward.w1.weight", FKM_LINEAR, 4096, 1024, x), 0);
+  cr_assert_eq(fkm_synth_tensor("audio", "depthformer.layers.0.feed_forward.w1.weight", FKM_LINEAR, 4096, 1024, y), 0);
+  cr_assert(!memcmp(x, y, 4096 * 2));
+  cr_assert_eq(fkm_synth_tensor("audio_peaked", "depth_linear.bias", FKM_BIAS16, 8192, 256, x), 0);
+  cr_assert_eq(fkm_synth_tensor("audio", "depth_linear.bias", FKM_BIAS16, 8192, 256, y), 0);
+  cr_assert(!memcmp(x, y, 8192 * 2));
+  cr_assert_eq(fkm_synth_tensor("audio_peaked", "depth_embeddings.2.embedding_norm.weight", FKM_NORM, 1024, 0, x), 0);
+  cr_assert_eq(fkm_synth_tensor("audio", "depth_embeddings.2.embedding_norm.weight", FKM_NORM, 1024, 0, y), 0);
+  cr_assert(!memcmp(x, y, 1024 * 2));
+  free(shared);
+  free(x);
+  free(y);
+  free(t);
 }
 
 /* one ulp more in element k of tensor name (bf16 bits + 1, or the f32 bits + 1) must be caught */
