@@ -112,3 +112,20 @@ if(TARGET fk_ckpt_write AND TARGET flashkern-run)
     COMMENT "checkpoint benchmark (minutes; 2.2 GB under /var/tmp): bench/results/ckpt.csv, ckpt.md" USES_TERMINAL VERBATIM)
 endif()
 # ---- end fk_bench_ckpt ----------------------------------------------------------------------
+
+# ---- bench: fk_bench_audio, LFM2.5-Audio steps and PCM against liquid-audio on PyTorch (bench/README.md) ----
+# The checkpoint (3.4 GB, LFM2.5-Audio's shapes, synthetic bf16) is written once by bench/audio_peer.py under
+# $FK_BENCH_AUDIO_DIR (default /tmp/fk_bench_audio); the PyTorch peer is the same script (/opt/fkref).
+if(TARGET flashkern_ckpt)
+  add_executable(fk_bench_audio bench/fk_bench_audio.c bench/fkb_common.c bench/fkb_harness.c bench/bw_probe.c)
+  target_compile_options(fk_bench_audio PRIVATE ${FK_WARNINGS} -O2)
+  target_compile_definitions(fk_bench_audio PRIVATE FKB_FLASHKERN_VERSION="${PROJECT_VERSION}")
+  target_link_libraries(fk_bench_audio PRIVATE flashkern_ckpt flashkern Threads::Threads m)
+  add_custom_target(bench-audio
+    COMMAND fk_bench_audio --peer ${CMAKE_SOURCE_DIR}/bench/audio_peer.py --out ${FK_BENCH_RESULTS}
+    COMMAND ${FK_BENCH_REPORT} audio
+    DEPENDS fk_bench_audio WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+    COMMENT "LFM2.5-Audio benchmark against PyTorch (minutes; 3.4 GB checkpoint under /tmp): bench/results/audio.csv, audio.md"
+    USES_TERMINAL VERBATIM)
+endif()
+# ---- end fk_bench_audio ---------------------------------------------------------------------
