@@ -3,7 +3,7 @@
 
   report.py [--results DIR] [--out DIR] [--plot | --no-plot] [--check] (--all | BENCH ...)
 
-BENCH is gemv, state, fft, runtime, model or ckpt. For each, reads DIR/<bench>.csv (the rows),
+BENCH is gemv, state, fft, runtime, model, ckpt or audio. For each, reads DIR/<bench>.csv (the rows),
 DIR/<bench>-meta.csv (key,item,value: the machine, versions, noise, probe and the run's facts; the
 bench's C harness writes both) and writes OUT/<bench>.md and the gnuplot data (OUT/<bench>*.dat),
 then, with --plot, runs gnuplot on bench/plot_<bench>.gp for OUT/<bench>.png. model reads
@@ -965,10 +965,111 @@ def render_ckpt(rows, meta):
     return {"ckpt.md": "".join(md)}, None
 
 
+# ---- audio --------------------------------------------------------------------------------------
+
+AUDIO_FRAME_S = 1920 / 24000.0   # a code frame: 1920 samples at 24 kHz, 80 ms
+AUDIO_TABLES = (("depth", "Depthformer alone (depth_linear + 8 codebooks)"),
+                ("steps", "backbone + Depthformer: audio steps"),
+                ("e2e", "end to end to PCM: audio steps + detokenizer"))
+AUDIO_SPLIT = (("backbone", "backbone (16 layers)"), ("depth_linear", "depth_linear"),
+               ("depthformer", "Depthformer layers, 8 codebooks"), ("heads", "codebook heads and draws"),
+               ("feedback", "codebook feedback embeddings"), ("detok", "detokenizer (1 frame)"))
+
+
+def render_audio(rows, meta):
+    val = {(r["table"], r["case"], r["threads"], r["tier"], r["metric"]): r for r in rows}
+    get = lambda table, case, t, tier, metric, col="median": float(val[(table, case, str(t), tier, metric)][col])
+    has = lambda table, case, t, tier, metric: (table, case, str(t), tier, metric) in val
+    rng = lambda table, case, t, tier, metric, d: "%s [%s, %s]" % tuple(
+        f(get(table, case, t, tier, metric, c), d) for c in ("median", "min", "max"))
+    b = lambda k: meta.num("bytes", k)
+    per_cb = b("depthformer") + b("depth_tables") / 8        # the layers and one codebook's tied head, per codebook
+    depth_bytes = b("depth_linear") + 8 * per_cb
+    backbone_bytes = b("backbone_layers")
+    nbytes = {"depth": depth_bytes, "steps": backbone_bytes + depth_bytes,
+              "e2e": backbone_bytes + depth_bytes + b("detok_step")}
+    threads = sorted({int(r["threads"]) for r in rows if r["table"] == "probe"})
+    tiers = list(OrderedDict.fromkeys(r["tier"] for r in rows if r["table"] == "steps" and r["case"] == "flashkern"))
+    md = []
+    w = md.append
+    w("# LFM2.5-Audio: flashkern's audio steps and PCM against liquid-audio on PyTorch\n\n")
+    w("Written by `fk_bench_audio` (bench/README.md, \"Audio\") from a real run: `%s`, %s of %s frames, %s s.\n\n" % (
+        meta.get("command"), plural(int(meta.get("rounds")), "round"), meta.get("frames"), f(meta.num("elapsed_s"), 0)))
+    w("**Machine:** %s\n\n" % machine_line(meta))
+    share = meta.num("others_cpu_share") - meta.num("children_cpu_s") / (
+        float(meta.get("machine", "cpus")) * meta.num("elapsed_s"))
+    w("**Noise:** processes other than the bench and its PyTorch peer used %s%% of the CPUs during the run%s.\n\n"
+      % (f(100 * max(share, 0.0), 1), " (above %d%%: noisy)" % int(100 * NOISY) if share > NOISY else ""))
+    w("**Versions:** %s; PyTorch peer (bench/audio_peer.py): %s.\n\n" % (
+        meta.get("version", "flashkern"), meta.get("version", "pytorch")))
+    w("**Model:** LFM2.5-Audio's shapes, synthetic bf16 weights, one checkpoint directory in liquid-audio's layout "
+      "(written by `audio_peer.py write`: %s tensors, %s GB of safetensors) that flashkern opens with "
+      "`fk_model_open` and PyTorch loads as `LFM2AudioModel.from_pretrained` does. Backbone: %s. Depthformer: dim "
+      "1024, 6 layers, 32 heads of 32 (8 kv), GLU 2816; 8 codebooks of 2049, tied heads. Detokenizer: LFM2.5's "
+      "(hidden 512, 8 layers, window 30).\n\n" % (
+          meta.get("ckpt_tensors"), f(meta.num("ckpt_bytes") / 1e9, 2), meta.get("shape", "backbone")))
+    w("**Bytes a frame reads** (bf16 weights it touches): backbone layers %s MB once; depth_linear %s MB once; "
+      "Depthformer %s MB + one codebook head %s MB once per codebook, 8 x %s = %s MB; detokenizer %s MB once. "
+      "Depthformer alone %s MB, audio step %s MB, end to end %s MB. *floor* = the read probe's time for those bytes "
+      "(probe GB/s / bytes: the most frames/s this machine's DRAM allows), *of probe* = frames/s x bytes / probe GB/s. "
+      "RTF = wall time / audio time (a frame is 80 ms).\n\n" % (
+          f(backbone_bytes / 1e6, 0), f(b("depth_linear") / 1e6, 1), f(b("depthformer") / 1e6, 1),
+          f(b("depth_tables") / 8e6, 1), f(per_cb / 1e6, 1), f(8 * per_cb / 1e6, 0), f(b("detok_step") / 1e6, 1),
+          f(nbytes["depth"] / 1e6, 0), f(nbytes["steps"] / 1e6, 0), f(nbytes["e2e"] / 1e6, 0)))
+    w("## Read probe, GB/s (median [min, max] over the rounds)\n\n%s, %s GiB, at the start of every round.\n\n"
+      "| threads | GB/s |\n|---|---|\n" % (meta.get("probe", "kind"), f(meta.num("probe", "bytes") / 2 ** 30, 3)))
+    for t in threads:
+        w("| %d | %s |\n" % (t, rng("probe", "read", t, "-", "gbps", 1)))
+    for table, title in AUDIO_TABLES:
+        w("\n## %s\n\n" % title)
+        w("| threads | contender | frames/s | RTF | GB/s | read probe GB/s | floor frames/s | floor RTF | of probe | "
+          "flashkern / pytorch |\n|---|---|---|---|---|---|---|---|---|---|\n")
+        for t in threads:
+            probe = get("probe", "read", t, "-", "gbps")
+            floor = probe * 1e9 / nbytes[table]
+            base = get(table, "pytorch", t, "-", "frames_s") if has(table, "pytorch", t, "-", "frames_s") else None
+            for case, tier in [("flashkern", x) for x in tiers] + [("pytorch", "-")]:
+                if not has(table, case, t, tier, "frames_s"):
+                    continue
+                v = get(table, case, t, tier, "frames_s")
+                w("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" % (
+                    t, case if case == "pytorch" else "%s %s" % (case, tier), rng(table, case, t, tier, "frames_s", 2),
+                    f(1 / (v * AUDIO_FRAME_S), 2), f(v * nbytes[table] / 1e9, 1), f(probe, 1), f(floor, 2),
+                    f(1 / (floor * AUDIO_FRAME_S), 2), f(v * nbytes[table] / 1e9 / probe, 2),
+                    f(v / base, 2) if base and case != "pytorch" else "-"))
+    w("\n## Where a flashkern audio frame's time goes, ms per frame (median [min, max])\n\n"
+      "From the plan's phase timings (FK_PLAN_TIMING) of FK_PROG_AUDIO_STEP over each turn's frames (barriers "
+      "included), the detokenizer timed per call; GB/s = the part's bytes / its median time.\n\n")
+    w("| threads | tier | %s | backbone of probe | Depthformer + heads of probe |\n|%s\n" % (
+        " | ".join(name for _, name in AUDIO_SPLIT), "---|" * (len(AUDIO_SPLIT) + 4)))
+    for t in threads:
+        probe = get("probe", "read", t, "-", "gbps")
+        for tier in tiers:
+            bb = get("split", "backbone", t, tier, "ms")
+            dd = sum(get("split", k, t, tier, "ms") for k in ("depth_linear", "depthformer", "heads", "feedback"))
+            w("| %d | %s | %s | %s | %s |\n" % (t, tier, " | ".join(rng("split", k, t, tier, "ms", 2)
+                                                                   for k, _ in AUDIO_SPLIT),
+                                               f(backbone_bytes / (bb * 1e-3) / 1e9 / probe, 2),
+                                               f(depth_bytes / (dd * 1e-3) / 1e9 / probe, 2)))
+        if has("split", "detok", t, "pytorch", "ms"):
+            w("| %d | pytorch detokenizer, whole turn in one call, per frame | | | | | | %s | | |\n" % (
+                t, rng("split", "detok", t, "pytorch", "ms", 2)))
+    w("\n## Targets (issue 17)\n\n| threads | tier | audio step of probe (>= 0.85) | end to end / pytorch (>= 1.5) |\n"
+      "|---|---|---|---|\n")
+    for t in threads:
+        probe = get("probe", "read", t, "-", "gbps")
+        for tier in tiers:
+            st = get("steps", "flashkern", t, tier, "frames_s") * nbytes["steps"] / 1e9 / probe
+            e = get("e2e", "flashkern", t, tier, "frames_s") / get("e2e", "pytorch", t, "-", "frames_s")
+            w("| %d | %s | %s (%s) | %s (%s) |\n" % (t, tier, f(st, 2), "met" if st >= 0.85 else "not met",
+                                                    f(e, 2), "met" if e >= 1.5 else "not met"))
+    return {"audio.md": "".join(md)}, None
+
+
 # ---- main ---------------------------------------------------------------------------------------
 
 RENDERERS = {"gemv": render_gemv, "state": render_state, "fft": render_fft, "runtime": render_runtime, "model": render_model,
-             "ckpt": render_ckpt}
+             "ckpt": render_ckpt, "audio": render_audio}
 
 
 def render(bench, results):
