@@ -68,21 +68,35 @@ Test(model_synth, digests_detok, .timeout = 120) {
 }
 
 /* fixtures/audio (whole LFM2.5-Audio turns, gen_audio.py): the audio model's weights and the detokenizer's
- * (dt_weight_names / dt_weight_digests, tag detok) in each of the 4 cases, and the turns' shapes */
+ * (dt_weight_names / dt_weight_digests, tag detok) in each of the 5 cases, and the turns' shapes. seq_peaked's
+ * weights are tag "audio_peaked" (trace.c names every trace of leaf audio "audio": the test sets the tag), and
+ * they are not tag "audio"'s: exactly its 13 peaked tensors differ (8 depth embeddings, depth_linear.weight, the
+ * Depthformer's out_proj and w2). */
 Test(model_synth, digests_audio, .timeout = 300) {
-  int checked = 0;
-  int n = check_dir("%s/audio", "audio", &checked);
-  cr_assert_eq(n, 4, "audio traces: %d cases, expected seq_greedy, seq_sampled, inter_greedy, inter_sampled", n);
   char **paths;
-  n = list_dir("%s/audio", &paths);
-  fkm_weights det;
+  int n = list_dir("%s/audio", &paths);
+  cr_assert_eq(n, 5, "audio traces: %d cases, expected seq_greedy, seq_sampled, inter_greedy, inter_sampled, seq_peaked", n);
+  fkm_weights w, wp, det;
   char err[1024];
+  cr_assert(fkm_synth_model("audio", &w, err, sizeof err) == 0, "%s", err);
+  cr_assert(fkm_synth_model("audio_peaked", &wp, err, sizeof err) == 0, "%s", err);
   cr_assert(fkm_synth_model("detok", &det, err, sizeof err) == 0, "%s", err);
+  int checked = 0, peaked = 0;
   for (int i = 0; i < n; i++) {
     fkm_trace t;
     cr_assert(fkm_trace_load(paths[i], &t, err, sizeof err) == 0, "%s", err);
     cr_assert_str_eq(t.tag, "audio");
-    int bad = fkm_trace_check_weights_of(&t, "dt_", &det, err, sizeof err);
+    int pk = !strcmp(t.fx.casename, "seq_peaked");
+    if (pk) {
+      int bad = fkm_trace_check_weights(&t, &w, err, sizeof err);
+      cr_assert_eq(bad, 13, "seq_peaked against tag audio's weights: %d tensors differ, expected 13 (%s)", bad, err);
+      t.tag = "audio_peaked";
+      peaked++;
+    }
+    int bad = fkm_trace_check_weights(&t, pk ? &wp : &w, err, sizeof err);
+    cr_assert(bad == 0, "%s (%d tensors differ)", err, bad);
+    checked += w.n;
+    bad = fkm_trace_check_weights_of(&t, "dt_", &det, err, sizeof err);
     cr_assert(bad == 0, "%s (%d detokenizer tensors differ)", err, bad);
     int64_t frames = -1, steps = -1;
     for (int k = 0; k < t.fx.nscalars; k++) {
@@ -93,11 +107,24 @@ Test(model_synth, digests_audio, .timeout = 300) {
     cr_assert(dl && bh && frames > 0 && steps > 0, "%s: no dlogits / bh / frames / steps", paths[i]);
     cr_assert(dl->ndim == 2 && dl->shape[0] == frames * 8 && dl->shape[1] == 2049, "%s: dlogits shape", paths[i]);
     cr_assert(bh->ndim == 2 && bh->shape[0] == steps && bh->shape[1] == 256, "%s: bh shape", paths[i]);
+    if (pk) { /* its purpose: most greedy codes of codebooks 1..7 required */
+      const fkfix_tensor *rq = fkfix_tensor_get(&t.fx, "code_required");
+      cr_assert(rq && rq->dtype == FKFIX_I64 && rq->ndim == 2 && rq->shape[0] == frames && rq->shape[1] == 8);
+      int64_t req = 0;
+      for (int64_t f = 0; f < frames; f++)
+        for (int c = 1; c < 8; c++) req += ((const int64_t *)rq->data)[f * 8 + c];
+      cr_assert(req * 10 >= frames * 7 * 7, "seq_peaked: %lld of %lld codes required", (long long)req,
+                (long long)(frames * 7));
+      cr_log_info("seq_peaked: %lld of %lld codes of codebooks 1..7 required\n", (long long)req, (long long)(frames * 7));
+    }
     fkm_trace_free(&t);
   }
+  cr_assert_eq(peaked, 1);
+  fkm_weights_free(&w);
+  fkm_weights_free(&wp);
   fkm_weights_free(&det);
   fkfix_list_free(paths, n);
-  cr_log_info("audio: 4 manifests, %d tensor digests equal\n", checked);
+  cr_log_info("audio: 5 manifests, %d tensor digests equal\n", checked);
 }
 
 /* tag audio_peaked's rules as a descriptor meets them: fkm_kind_of + fkm_synth_tensor on liquid-audio's own
