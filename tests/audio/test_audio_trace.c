@@ -107,17 +107,19 @@ static int64_t scalar(const fkm_trace *tr, const char *name) {
   return v;
 }
 
-/* Runs turn `name` with `threads` members and judges it; returns the tally. */
-static fkm_tally turn(const char *name, int threads, perturb pert, FILE *rep) {
+/* Runs turn `name` (weights of synth.h's `tag`) with `threads` members and judges it; returns the tally. */
+static fkm_tally turn_of(const char *name, const char *tag, int threads, perturb pert, FILE *rep) {
   char path[512], err[512];
   snprintf(path, sizeof path, "%s/audio/%s.manifest", FKT_FIXTURE_DIR, name);
   fkm_trace tr;
   cr_assert_eq(fkm_trace_load(path, &tr, err, sizeof err), 0, "%s", err);
+  tr.tag = tag; /* trace.c names every audio trace's model "audio"; the peaked case's is audio_peaked */
   /* the weights: the manifest's digests of synth.h's tensors, and the descriptor's bytes those */
   fkm_weights w;
-  cr_assert_eq(fkm_synth_model("audio", &w, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(fkm_synth_model(tag, &w, err, sizeof err), 0, "%s", err);
   cr_assert_eq(fkm_trace_check_weights(&tr, &w, err, sizeof err), 0, "%s", err);
   fkt_audio_cfg cfg = fkt_audio_trace_cfg;
+  cfg.tag = tag;
   cfg.n_text = scalar(&tr, "n_text");
   cfg.n_audio = scalar(&tr, "n_audio");
   fkt_audio a;
@@ -262,6 +264,10 @@ static fkm_tally turn(const char *name, int threads, perturb pert, FILE *rep) {
   return t;
 }
 
+static fkm_tally turn(const char *name, int threads, perturb pert, FILE *rep) {
+  return turn_of(name, "audio", threads, pert, rep);
+}
+
 static void passes(const char *name, int threads) {
   fkm_tally t = turn(name, threads, P_NONE, stdout);
   cr_assert_eq(t.failed, 0, "%s: %d of %d checks failed; first: %s", name, t.failed, t.checked, t.first);
@@ -290,3 +296,23 @@ Test(audio_trace, perturb_feedback_codebook, .timeout = 600) {
 Test(audio_trace, perturb_cache_restart, .timeout = 600) { caught("inter_greedy", P_NO_RESTART, "cache not restarted per frame"); }
 Test(audio_trace, perturb_offsets, .timeout = 600) { caught("seq_greedy", P_OFFSETS, "audio embedding offsets c * 2048"); }
 Test(audio_trace, perturb_counter, .timeout = 600) { caught("seq_sampled", P_COUNTER, "the counter not committed"); }
+
+/* the peaked variant (synth.h's tag audio_peaked: one shared depth table, damped writes): codebook
+ * c's head scores codebook c-1's code highest, so the float64 margin requires most greedy codes */
+Test(audio_trace, turn_seq_peaked, .timeout = 600) {
+  fkm_tally t = turn_of("seq_peaked", "audio_peaked", 2, P_NONE, stdout);
+  cr_assert_eq(t.failed, 0, "seq_peaked: %d of %d checks failed; first: %s", t.failed, t.checked, t.first);
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/audio/seq_peaked.manifest", FKT_FIXTURE_DIR);
+  fkm_trace tr;
+  cr_assert_eq(fkm_trace_load(path, &tr, err, sizeof err), 0, "%s", err);
+  const fkfix_tensor *cr = fkfix_tensor_get(&tr.fx, "code_required"), *tq = fkfix_tensor_get(&tr.fx, "tok_required");
+  int64_t codes = 0, toks = 0;
+  for (int64_t i = 0; i < cr->shape[0] * cr->shape[1]; i++) codes += ((const int64_t *)cr->data)[i];
+  for (int64_t i = 0; i < tq->shape[0]; i++) toks += ((const int64_t *)tq->data)[i];
+  cr_assert_gt(codes, 0, "the peaked turn requires codes");
+  cr_log_info("seq_peaked: %d checks within their bounds; %lld of %lld codes and %lld of %lld tokens required equal",
+              t.checked, (long long)codes, (long long)(cr->shape[0] * cr->shape[1]), (long long)toks,
+              (long long)tq->shape[0]);
+  fkm_trace_free(&tr);
+}
