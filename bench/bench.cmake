@@ -114,7 +114,7 @@ endif()
 # ---- end fk_bench_ckpt ----------------------------------------------------------------------
 
 # ---- bench: fk_bench_audio, LFM2.5-Audio steps and PCM against liquid-audio on PyTorch (bench/README.md) ----
-# The checkpoint (3.4 GB, LFM2.5-Audio's shapes, synthetic bf16) is written once by bench/audio_peer.py under
+# The checkpoint (2.8 GB, LFM2.5-Audio's shapes, synthetic bf16) is written once by bench/audio_peer.py under
 # $FK_BENCH_AUDIO_DIR (default /tmp/fk_bench_audio); the PyTorch peer is the same script (/opt/fkref).
 if(TARGET flashkern_ckpt)
   add_executable(fk_bench_audio bench/fk_bench_audio.c bench/fkb_common.c bench/fkb_harness.c bench/bw_probe.c)

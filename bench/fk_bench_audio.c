@@ -6,7 +6,7 @@
  *                  [--threads 1,2] [--tiers exact,fast] [--quick]
  *
  *   --dir     the checkpoint directory (default $FK_BENCH_AUDIO_DIR, else /tmp/fk_bench_audio); written once by
- *             `audio_peer.py write` when it holds no model.safetensors (3.4 GB, about a minute)
+ *             `audio_peer.py write` when it holds no bench_bytes.json (2.8 GB, about a minute)
  *   --peer    bench/audio_peer.py; --python the interpreter (default /opt/fkref/bin/python)
  *
  * The model (audio_peer.py): backbone LFM2-1.2B (hidden 2048, 16 layers, 6 of them attention, 32 / 8 heads of
@@ -22,7 +22,7 @@
  *     (streaming, 1 frame a call); io.force feeds the bench's frames (code 0 never 2048: the turn stays in audio),
  *     greedy draws (made, then replaced). Timed: each step and each detokenizer call (fkb_now). The Depthformer's
  *     share comes from the phase timings of FK_PROG_AUDIO_STEP over the N steps (reset after the untimed step).
- *     The plan is destroyed after its turn (one plan lives at a time: each packs 3.3 GB).
+ *     The plan is destroyed after its turn (one plan lives at a time: each packs 3.0 GB).
  *   pytorch: audio_peer.py's "run T N" (its docstring): _sample_audio_frame alone N times; a turn of N audio
  *     steps (lfm + _sample_audio_frame + audio_embedding feedback of the same forced frames); the detokenizer on
  *     the N frames in one call.
