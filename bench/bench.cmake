@@ -125,7 +125,7 @@ if(TARGET flashkern_ckpt)
     COMMAND fk_bench_audio --peer ${CMAKE_SOURCE_DIR}/bench/audio_peer.py --out ${FK_BENCH_RESULTS}
     COMMAND ${FK_BENCH_REPORT} audio
     DEPENDS fk_bench_audio WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
-    COMMENT "LFM2.5-Audio benchmark against PyTorch (minutes; 3.4 GB checkpoint under /tmp): bench/results/audio.csv, audio.md"
+    COMMENT "LFM2.5-Audio benchmark against PyTorch (minutes; 2.8 GB checkpoint under /tmp): bench/results/audio.csv, audio.md"
     USES_TERMINAL VERBATIM)
 endif()
 # ---- end fk_bench_audio ---------------------------------------------------------------------
