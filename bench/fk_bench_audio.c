@@ -254,31 +254,10 @@ static void torch_turn(int hi) {
 
 /* ---- output ------------------------------------------------------------------------------------ */
 
+/* a series' row; an empty series (a part this run did not time) has none */
 static void row(fkb_out *o, const char *table, const char *cs, int threads, const char *tier, const char *metric,
                 const fkb_series *s) {
-  if (!s->n) return;
-  fkb_col_word(o, table);
-  fkb_col_str(o, cs);
-  fkb_col_int(o, threads);
-  fkb_col_word(o, tier);
-  fkb_col_word(o, metric);
-  fkb_col_num(o, fkb_series_median(s));
-  fkb_col_num(o, fkb_series_min(s));
-  fkb_col_num(o, fkb_series_max(s));
-  fkb_col_int(o, s->n);
-  fkb_row_end(o);
-}
-
-static void parse_list(const char *v, int what) {
-  if (what) {
-    opt.ntiers = 0;
-    if (strstr(v, "exact")) opt.tiers[opt.ntiers++] = FK_TIER_EXACT;
-    if (strstr(v, "fast")) opt.tiers[opt.ntiers++] = FK_TIER_FAST;
-  } else {
-    opt.nthreads = 0;
-    if (strchr(v, '1')) opt.threads[opt.nthreads++] = 1;
-    if (strchr(v, '2')) opt.threads[opt.nthreads++] = 2;
-  }
+  if (s->n) fkb_series_row(o, table, cs, threads, tier, metric, s);
 }
 
 int main(int argc, char **argv) {
@@ -297,8 +276,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--python")) opt.python = v, i++;
     else if (!strcmp(a, "--rounds")) opt.rounds = atoi(v), i++;
     else if (!strcmp(a, "--frames")) opt.frames = atoi(v), i++;
-    else if (!strcmp(a, "--threads")) parse_list(v, 0), i++;
-    else if (!strcmp(a, "--tiers")) parse_list(v, 1), i++;
+    else if (!strcmp(a, "--threads")) opt.nthreads = fkb_parse_threads(v, opt.threads), i++;
+    else if (!strcmp(a, "--tiers")) opt.ntiers = fkb_parse_tiers(v, opt.tiers), i++;
     else die("%s", usage);
   }
   if (opt.rounds < 1 || opt.rounds > FKB_MAX_REPS) die("--rounds must be in 1..%d", FKB_MAX_REPS);

@@ -281,32 +281,6 @@ static double probe_gbs(fkb_probe *p, int threads) {
 
 /* ---- output ------------------------------------------------------------------------------------ */
 
-static void row(fkb_out *o, const char *table, const char *cs, int threads, const char *tier, const char *metric,
-                const fkb_series *s) {
-  fkb_col_word(o, table);
-  fkb_col_str(o, cs);
-  fkb_col_int(o, threads);
-  fkb_col_word(o, tier);
-  fkb_col_word(o, metric);
-  fkb_col_num(o, fkb_series_median(s));
-  fkb_col_num(o, fkb_series_min(s));
-  fkb_col_num(o, fkb_series_max(s));
-  fkb_col_int(o, s->n);
-  fkb_row_end(o);
-}
-
-static void parse_list(const char *v, int what) {
-  if (what) {
-    opt.ntiers = 0;
-    if (strstr(v, "exact")) opt.tiers[opt.ntiers++] = FK_TIER_EXACT;
-    if (strstr(v, "fast")) opt.tiers[opt.ntiers++] = FK_TIER_FAST;
-  } else {
-    opt.nthreads = 0;
-    if (strchr(v, '1')) opt.threads[opt.nthreads++] = 1;
-    if (strchr(v, '2')) opt.threads[opt.nthreads++] = 2;
-  }
-}
-
 int main(int argc, char **argv) {
   const char *usage = "usage: fk_bench_ckpt --run FLASHKERN_RUN --model-bench FK_BENCH_MODEL [--out DIR] [--dir DIR] "
                       "[--rounds R] [--steps N] [--threads 1,2] [--tiers exact,fast] [--quick] [--keep]";
@@ -322,8 +296,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--dir")) opt.dir = v, i++;
     else if (!strcmp(a, "--rounds")) opt.rounds = atoi(v), i++;
     else if (!strcmp(a, "--steps")) opt.steps = atoi(v), i++;
-    else if (!strcmp(a, "--threads")) parse_list(v, 0), i++;
-    else if (!strcmp(a, "--tiers")) parse_list(v, 1), i++;
+    else if (!strcmp(a, "--threads")) opt.nthreads = fkb_parse_threads(v, opt.threads), i++;
+    else if (!strcmp(a, "--tiers")) opt.ntiers = fkb_parse_tiers(v, opt.tiers), i++;
     else die("%s", usage);
   }
   if (!opt.run || !opt.model_bench) die("%s", usage);
@@ -403,14 +377,14 @@ int main(int argc, char **argv) {
            "tied head", (long long)c[0].info.vocab, (long long)c[0].info.hidden, (long long)c[0].info.ffn,
            (long long)c[0].info.layers, (long long)c[0].info.attn_layers, (long long)c[0].info.heads,
            (long long)c[0].info.kv_heads, (long long)c[0].info.head_dim);
-  for (int t = 0; t < 2; t++) row(o, "probe", "read", t + 1, "-", "gbps", &probe_s[t]);
+  for (int t = 0; t < 2; t++) fkb_series_row(o, "probe", "read", t + 1, "-", "gbps", &probe_s[t]);
   for (int ci = 0; ci < NCKPT; ci++)
     for (int warm = 0; warm < 2; warm++) {
       char cs[32];
       snprintf(cs, sizeof cs, "%s %s", CKPT[ci], warm ? "warm" : "cold");
-      row(o, "ready", cs, 2, "exact", "open_ms", &ready_open[ci][warm]);
-      row(o, "ready", cs, 2, "exact", "plan_ms", &ready_plan[ci][warm]);
-      row(o, "ready", cs, 2, "exact", "ready_ms", &ready_all[ci][warm]);
+      fkb_series_row(o, "ready", cs, 2, "exact", "open_ms", &ready_open[ci][warm]);
+      fkb_series_row(o, "ready", cs, 2, "exact", "plan_ms", &ready_plan[ci][warm]);
+      fkb_series_row(o, "ready", cs, 2, "exact", "ready_ms", &ready_all[ci][warm]);
     }
   for (int src = 0; src < 1 + NCKPT; src++)
     for (int hi = 0; hi < opt.nthreads; hi++)
@@ -419,7 +393,7 @@ int main(int argc, char **argv) {
         char cs[64];
         if (src) snprintf(cs, sizeof cs, "flashkern-run %s", CKPT[src - 1]);
         else snprintf(cs, sizeof cs, "fk_bench_model");
-        row(o, "decode", cs, opt.threads[hi], tier_name(opt.tiers[tix]), "tok_s", &tok_s[src][hi][tix]);
+        fkb_series_row(o, "decode", cs, opt.threads[hi], tier_name(opt.tiers[tix]), "tok_s", &tok_s[src][hi][tix]);
       }
   fkb_out_close(o);
   fkb_probe_destroy(probe);

@@ -167,6 +167,14 @@ void fkb_col_num(fkb_out *o, double v);
 void fkb_col_int(fkb_out *o, long long v);
 void fkb_col_empty(fkb_out *o);
 void fkb_row_end(fkb_out *o);
+/* One row of a series: table, contender (quoted), threads, tier, metric, then its median, min,
+ * max and n (fk_bench_ckpt, fk_bench_audio). */
+void fkb_series_row(fkb_out *o, const char *table, const char *contender, int threads, const char *tier,
+                    const char *metric, const fkb_series *s);
+/* A --threads or --tiers list ("1,2", "exact,fast"): the values it names, in that order (threads 1
+ * and 2; FK_TIER_EXACT and FK_TIER_FAST), into out[2]; returns how many. */
+int fkb_parse_threads(const char *v, int out[2]);
+int fkb_parse_tiers(const char *v, int out[2]);
 void fkb_out_close(fkb_out *o);
 
 /* ---- the scalar contract model and a float64 reference (gemv_ref.c) ------------------------ */

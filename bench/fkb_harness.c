@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fkb.h"
+#include "flashkern.h" /* fk_tier (fkb_parse_tiers) */
 
 /* ---- statistics ------------------------------------------------------------------------------ */
 
@@ -287,6 +288,34 @@ void fkb_col_empty(fkb_out *o) { sep(o); }
 void fkb_row_end(fkb_out *o) {
   fputc('\n', o->csv);
   o->ncols = 0;
+}
+
+void fkb_series_row(fkb_out *o, const char *table, const char *contender, int threads, const char *tier,
+                    const char *metric, const fkb_series *s) {
+  fkb_col_word(o, table);
+  fkb_col_str(o, contender);
+  fkb_col_int(o, threads);
+  fkb_col_word(o, tier);
+  fkb_col_word(o, metric);
+  fkb_col_num(o, fkb_series_median(s));
+  fkb_col_num(o, fkb_series_min(s));
+  fkb_col_num(o, fkb_series_max(s));
+  fkb_col_int(o, s->n);
+  fkb_row_end(o);
+}
+
+int fkb_parse_threads(const char *v, int out[2]) {
+  int n = 0;
+  if (strchr(v, '1')) out[n++] = 1;
+  if (strchr(v, '2')) out[n++] = 2;
+  return n;
+}
+
+int fkb_parse_tiers(const char *v, int out[2]) {
+  int n = 0;
+  if (strstr(v, "exact")) out[n++] = FK_TIER_EXACT;
+  if (strstr(v, "fast")) out[n++] = FK_TIER_FAST;
+  return n;
 }
 
 void fkb_out_close(fkb_out *o) {
