@@ -217,6 +217,15 @@ fk_status fk_lfm2_pack(fk_stack_rt *t, const fk_lfm2_stack *s, fk_error *err) {
 #define LY (&((fk_stack_rt *)s->ctx)->layer[s->layer])
 #define FN(role) p->leaf[role].fn
 
+void fk_lfm2_embed(fk_plan *p, const fk_stack_rt *t, int m, const uint16_t *table, const int32_t *ids, int64_t rows) {
+  int64_t b, e, h = t->h;
+  fk_share(rows, m, p->threads, &b, &e);
+  if (b == e) return;
+  fk_embed_gather_bf16_args a = { .ids = ids + b, .table = table, .y = t->res + b * h, .d = h, .m = e - b,
+                                  .ld_table = h, .ldy = h };
+  FN(R_EMBED)(&a);
+}
+
 void fk_lfm2_norm(fk_plan *p, const fk_stack_rt *t, int m, const uint16_t *w, int64_t row0, int64_t rows, float *y) {
   int64_t b, e, h = t->h;
   fk_share(rows, m, p->threads, &b, &e);

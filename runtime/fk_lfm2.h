@@ -75,6 +75,8 @@ void fk_lfm2_steps(fk_step_list *l, fk_stack_rt *t, int decode);
 
 /* Rows of the running job through the stack. */
 static inline int64_t fk_lfm2_rows(const fk_plan *p, const fk_stack_rt *t) { return t->rep * p->job.io.rows; }
+/* Member m's share of the embedding gather: rows ids[0, rows) of table (row stride h) into the residual stream. */
+void fk_lfm2_embed(fk_plan *p, const fk_stack_rt *t, int m, const uint16_t *table, const int32_t *ids, int64_t rows);
 /* Member m's share of a final norm: rows [row0, row0 + rows) of the residual stream by w into y. */
 void fk_lfm2_norm(fk_plan *p, const fk_stack_rt *t, int m, const uint16_t *w, int64_t row0, int64_t rows, float *y);
 

@@ -73,22 +73,13 @@ enum { G_TEXT, G_AUDIO, G_FEED_TOKEN, G_FEED_FRAME };
 /* prefill: the prompt's rows */
 static void st_embed(fk_plan *p, const fk_step *s, int m) {
   const fk_audio_rt *r = REC;
-  int64_t b, e, h = r->stack.h;
-  fk_share(p->job.io.rows, m, p->threads, &b, &e);
-  if (b == e) return;
-  fk_embed_gather_bf16_args a = { .ids = p->job.io.tokens + b, .table = r->embed, .y = r->stack.res + b * h, .d = h,
-                                  .m = e - b, .ld_table = h, .ldy = h };
-  p->leaf[R_EMBED].fn(&a);
+  fk_lfm2_embed(p, &r->stack, m, r->embed, p->job.io.tokens, p->job.io.rows);
 }
 
-/* a step after a text token: its embedding */
+/* a step after a text token: its embedding (one row: member 0's share) */
 static void st_feed_text(fk_plan *p, const fk_step *s, int m) {
   const fk_audio_rt *r = REC;
-  if (m != 0) return;
-  int64_t h = r->stack.h;
-  fk_embed_gather_bf16_args a = { .ids = r->last, .table = r->embed, .y = r->stack.res, .d = h, .m = 1,
-                                  .ld_table = h, .ldy = h };
-  p->leaf[R_EMBED].fn(&a);
+  fk_lfm2_embed(p, &r->stack, m, r->embed, r->last, 1);
 }
 
 /* a step after a frame: audio_embedding(codes + c * avocab).sum(0) */

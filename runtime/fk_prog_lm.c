@@ -38,12 +38,7 @@ static uint64_t roles(const fk_plan_desc *d) {
 
 static void st_embed(fk_plan *p, const fk_step *s, int m) {
   const fk_lm_rt *r = s->ctx;
-  int64_t b, e, h = r->stack.h;
-  fk_share(p->job.io.rows, m, p->threads, &b, &e);
-  if (b == e) return;
-  fk_embed_gather_bf16_args a = { .ids = p->job.io.tokens + b, .table = r->embed, .y = r->stack.res + b * h, .d = h,
-                                  .m = e - b, .ld_table = h, .ldy = h };
-  p->leaf[R_EMBED].fn(&a);
+  fk_lfm2_embed(p, &r->stack, m, r->embed, p->job.io.tokens, p->job.io.rows);
 }
 
 /* the last row's final norm, its logits, the next token */

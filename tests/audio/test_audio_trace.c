@@ -256,7 +256,6 @@ static fkm_tally turn_of(const char *name, const char *tag, int threads, perturb
   fkm_cmp_full(&t, &tr, "pcm", FKFIX_F32, pcm, rep);
   free(pcm);
   free(c);
-  fk_audio_of(p)->depth.in_x = fk_audio_of(p)->d; /* (the cache perturbation moves it) */
   fk_plan_destroy(p);
   fkt_models_free(&mm);
   fkt_audio_free(&a);
