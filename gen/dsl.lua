@@ -645,10 +645,14 @@ local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
 end
 
 -- A read hint for the cache line holding element idx + off of an array of `size`-byte elements;
--- never faults, so it may point past the end of a row or buffer.
-function B:prefetch(base, idx, off, size)
+-- never faults, so it may point past the end of a row or buffer. `level` is the cache it fills:
+-- 1 (the default: the data is used soon) or 2 (a stream read well ahead: the line waits in L2
+-- and the demand load fills L1, so the hint does not hold an L1 line or fill buffer for long).
+function B:prefetch(base, idx, off, size, level)
+  level = level == nil and 1 or self:_int(level, "prefetch")
+  if level ~= 1 and level ~= 2 then self:_fail("prefetch: level is 1 or 2, not " .. tostring(level)) end
   self:_emit("prefetch", false, { self:_want(base, "i", "prefetch", "base"), self:_ival(idx, "prefetch") },
-             { off = self:_int(off, "prefetch"), size = self:_int(size, "prefetch") })
+             { off = self:_int(off, "prefetch"), size = self:_int(size, "prefetch"), level = level })
 end
 
 local function storer(kind, vtype)

@@ -45,7 +45,7 @@ M.OPS = {
   load_bf16  = { "v", { "i", "i" }, { "off" } },     -- 16 bf16 widened exactly (<< 16)
   load_raw   = { "v", { "i", "i" }, { "off" } },     -- 32 bf16 as 16 pairs (lane l = 2l, 2l+1)
   load_pair_bcast = { "v", { "i", "i" }, { "off" } }, -- the bf16 pair at [base + (idx + off) * 2] in every lane
-  prefetch   = { false, { "i", "i" }, { "off", "size" } }, -- hint: the line at base + (idx + off) * size
+  prefetch   = { false, { "i", "i" }, { "off", "size", "level" } }, -- hint: line base + (idx + off) * size to L`level`
   store_f32  = { false, { "i", "i", "v" }, { "off" } },
   store_bf16 = { false, { "i", "i", "v" }, { "off" } }, -- stores the high halves (see rne)
   store_raw  = { false, { "i", "i", "v" }, { "off" } }, -- 32 bf16 from 16 pairs (lane l -> 2l, 2l+1)

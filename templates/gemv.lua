@@ -144,7 +144,7 @@ blocked_body = function(t, p, form_, a, ms)
               for _, j in ipairs(js) do xp[j] = t:load_pair_bcast(xsrow[j], i, 2 * u) end
               for _, b in ipairs(bs) do
                 local off = (u * BG + b) * 2 * BR
-                if p.prefetch_stream > 0 and M > 1 then t:prefetch(gw, wi, off + p.prefetch_stream, 2) end
+                if p.prefetch_stream > 0 and M > 1 then t:prefetch(gw, wi, off + p.prefetch_stream, 2, 2) end
                 local w = t:load_raw(gw, wi, off)
                 for _, j in ipairs(js) do t:dot_bf16_acc(acc[j][b], w, xp[j]) end
               end
@@ -182,7 +182,8 @@ return {
   tolerance = { fast = "gemv_fast_f64" },
   -- prefetch: elements ahead in a row-major row; prefetch_stream: elements ahead in a packed or
   -- blocked stream, every line (one stream gets no overlap of compute and DRAM from the hardware
-  -- prefetcher alone at M > 1: bench/results/gemv-analysis.md)
+  -- prefetcher alone at M > 1: bench/results/gemv-analysis.md), into L2: filling L1 that far
+  -- ahead held its fill buffers and cost a decode step 10-15% (bench/results/audio-analysis.md)
   params = { chains = 4, tile = TILE, tree = "halving", max_m = 4, max_rows = 1, prefetch = 1024,
              prefetch_stream = 8192, pack_rows = PACK_ROWS },
   -- the packed weight layout, for runtime/fk_pack.c: groups of PACK_ROWS rows (the last one
@@ -314,7 +315,7 @@ return {
                 local raw = {}
                 for _, r in ipairs(rs) do
                   if p.prefetch_stream > 0 and form_.packed then
-                    t:prefetch(wrow[r][1], wi, wrow[r][2] + 32 * h + p.prefetch_stream, 2)
+                    t:prefetch(wrow[r][1], wi, wrow[r][2] + 32 * h + p.prefetch_stream, 2, 2)
                   end
                   -- packed rows are zero-padded to the tile: their tail needs no masked load
                   raw[r] = t:load_raw(wrow[r][1], wi, wrow[r][2] + 32 * h,

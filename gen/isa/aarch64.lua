@@ -347,7 +347,7 @@ function ops.prefetch(ctx, op)
   local sh = ({ [1] = 0, [2] = 1, [4] = 2, [8] = 3 })[op.attr.size]
   ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(sh))
   add_imm(ctx, "x16", "x16", op.attr.off * op.attr.size)
-  ctx:wline("prfm pldl1keep, [x16]")
+  ctx:wline("prfm " .. (op.attr.level == 2 and "pldl2keep" or "pldl1keep") .. ", [x16]")
 end
 
 function ops.store_f32(ctx, op)

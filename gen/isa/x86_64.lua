@@ -351,7 +351,8 @@ function ops.load_raw(ctx, op)
 end
 
 function ops.prefetch(ctx, op)
-  ctx:wline("prefetcht0 byte ptr " .. elem(ctx, op, op.attr.size))
+  -- T0: into L1; T1: into L2 (and the caches beyond it)
+  ctx:wline((op.attr.level == 2 and "prefetcht1" or "prefetcht0") .. " byte ptr " .. elem(ctx, op, op.attr.size))
 end
 
 function ops.store_f32(ctx, op)
