@@ -146,6 +146,74 @@ uint64_t fk_cpu_features(void) {
   return cpu.features;
 }
 
+/* ---- the floating-point environment (docs/design.md, "Floating-point environment") ------------- */
+
+/* A control bit the leaves need in one state, and what the other state does to them. */
+typedef struct fp_bit {
+  uint64_t mask, want;
+  const char *what;
+} fp_bit;
+
+#if defined(__x86_64__)
+#define FP_REG "MXCSR"
+#define FP_DEFAULT "0x1f80"
+static uint64_t fp_read(void) { return __builtin_ia32_stmxcsr(); }
+static const fp_bit fp_bits[] = {
+  { 1u << 15, 0, "FTZ is set (results that would be subnormal become zero)" },
+  { 1u << 6, 0, "DAZ is set (subnormal inputs read as zero)" },
+  { 3u << 13, 0, "RC is not round-to-nearest-even" },
+  { 1u << 7, 1u << 7, "the invalid-operation exception is unmasked (IM clear)" },
+  { 1u << 8, 1u << 8, "the denormal-operand exception is unmasked (DM clear)" },
+  { 1u << 9, 1u << 9, "the divide-by-zero exception is unmasked (ZM clear)" },
+  { 1u << 10, 1u << 10, "the overflow exception is unmasked (OM clear)" },
+  { 1u << 11, 1u << 11, "the underflow exception is unmasked (UM clear)" },
+  { 1u << 12, 1u << 12, "the precision exception is unmasked (PM clear)" },
+};
+#elif defined(__aarch64__)
+#define FP_REG "FPCR"
+#define FP_DEFAULT "0"
+static uint64_t fp_read(void) {
+  uint64_t v;
+  __asm__ volatile("mrs %0, fpcr" : "=r"(v));
+  return v;
+}
+static const fp_bit fp_bits[] = {
+  { 1u << 24, 0, "FZ is set (subnormals flushed to zero)" },
+  { 1u << 25, 0, "DN is set (every NaN becomes the default NaN)" },
+  { 3u << 22, 0, "RMode is not round-to-nearest-even" },
+  { 1u << 1, 0, "AH is set (the alternate floating-point behaviour)" },
+  { 1u << 0, 0, "FIZ is set (subnormal inputs flushed to zero)" },
+  { 1u << 2, 0, "NEP is set" },
+  { 1u << 8, 0, "IOE is set (the invalid-operation exception traps)" },
+  { 1u << 9, 0, "DZE is set (the divide-by-zero exception traps)" },
+  { 1u << 10, 0, "OFE is set (the overflow exception traps)" },
+  { 1u << 11, 0, "UFE is set (the underflow exception traps)" },
+  { 1u << 12, 0, "IXE is set (the inexact exception traps)" },
+  { 1u << 15, 0, "IDE is set (the input-denormal exception traps)" },
+};
+#endif
+
+fk_status fk_fpenv_check(const char *who, fk_error *err) {
+#if defined(FP_REG)
+  uint64_t v = fp_read();
+  char why[192];
+  size_t used = 0;
+  why[0] = 0;
+  for (size_t i = 0; i < sizeof fp_bits / sizeof fp_bits[0]; i++) {
+    if ((v & fp_bits[i].mask) == fp_bits[i].want) continue;
+    int n = snprintf(why + used, sizeof why - used, "%s%s", used ? "; " : "", fp_bits[i].what);
+    if (n < 0 || (size_t)n >= sizeof why - used) break;
+    used += (size_t)n;
+  }
+  FK_RETURN_ERROR_IF(used, err, FK_EUNSUPPORTED,
+                     "%s: this thread's %s = 0x%llx: %s; the leaves need the Linux default %s = %s (the team inherits "
+                     "it from this thread)", who, FP_REG, (unsigned long long)v, why, FP_REG, FP_DEFAULT);
+#else
+  (void)who, (void)err;
+#endif
+  return FK_OK;
+}
+
 fk_status fk_cpu_mask_check(const char *who, fk_error *err) {
   pthread_once(&cpu_once, read_cpu);
   FK_RETURN_ERROR_IF(cpu.bad, err, FK_EINVAL,

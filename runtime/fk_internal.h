@@ -20,6 +20,10 @@ fk_status fk_error_set(fk_error *err, fk_status s, const char *file, int line, c
 /* FK_CPU_MASK as fk_cpu_features() read it: FK_OK, or FK_EINVAL naming FK_CPU_MASK, its value and
  * what is wrong with it, the message starting with `who` (the entry point refusing). */
 fk_status fk_cpu_mask_check(const char *who, fk_error *err);
+/* FK_EUNSUPPORTED naming each control bit of this thread's MXCSR / FPCR that is not the Linux
+ * default the leaves are exact under (round to nearest even, no flush to zero, no default-NaN
+ * mode, no trap); FK_OK otherwise. Read once per call (readiness), never written. */
+fk_status fk_fpenv_check(const char *who, fk_error *err);
 
 /* Why the features in need & ~features are missing, into buf (len bytes, NUL-terminated; returns
  * buf): "this CPU lacks <names>" for those the CPU does not offer, "<names> hidden by

@@ -151,6 +151,8 @@ static fk_status prepare(const fk_plan_desc *d, fk_plan *tmp, size_t *bytes, fk_
   tmp->tier = d->tier;
   s = fk_cpu_mask_check("fk_plan_create", err);
   if (s != FK_OK) return s;
+  s = fk_fpenv_check("fk_plan_create", err);
+  if (s != FK_OK) return s;
   s = resolve(tmp, d, fk_cpu_features() & ~d->forbid_features, err);
   if (s != FK_OK) return s;
   fk_carver c = { 0, NULL, 0 };

@@ -17,7 +17,10 @@
  *   weights_are_not_read_after_readiness: the host's weights scribbled after fk_plan_create.
  *   refusals_*: every bad field named, nothing written, the state unchanged.
  *   same_results_on_aarch64: the scenario program under qemu (-cpu max, neoverse-n1) prints the
- *       host's digests. */
+ *       host's digests.
+ *   fpenv_refused: readiness refuses a thread whose MXCSR (host) / FPCR (qemu -cpu max,
+ *       neoverse-n1) is not the Linux default, one control bit at a time, naming the bit
+ *       (fk_plan_scenario fpenv); the default is accepted. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <math.h>
@@ -840,4 +843,52 @@ Test(plan, same_results_on_aarch64, .timeout = 600) {
     }
     cr_log_info("%d threads: aarch64 (qemu -cpu max, neoverse-n1) == host:\n%s", t, host);
   }
+}
+
+/* ---- the floating-point environment at readiness ----------------------------------------------- */
+
+/* Runs `fk_plan_scenario fpenv` by cmd; every bit in must[] refused, every other line refused or
+ * unsettable (the register keeps the bit at its default: qemu implements no FP traps and, in the
+ * version here, no FEAT_AFP), the default accepted. */
+static void fpenv_lines(const char *cmd, const char *const *must, int nmust) {
+  char out[2048];
+  cr_assert_eq(capture(cmd, out, sizeof out), 0, "%s failed", cmd);
+  cr_assert(strstr(out, "default accepted\n"), "%s: the default environment was not accepted:\n%s", cmd, out);
+  cr_assert_null(strstr(out, "ACCEPTED"), "%s: a non-default bit was accepted:\n%s", cmd, out);
+  for (int i = 0; i < nmust; i++) {
+    char line[32];
+    snprintf(line, sizeof line, "%s refused\n", must[i]);
+    cr_assert(strstr(out, line), "%s: %s was not refused:\n%s", cmd, must[i], out);
+  }
+  cr_log_info("%s:\n%s", cmd, out);
+}
+
+Test(plan, fpenv_refused, .timeout = 300) {
+  static const char *const x86[] = { "FTZ", "DAZ", "RC", "IM", "DM", "ZM", "OM", "UM", "PM" };
+  static const char *const arm[] = { "FZ", "DN", "RMode" };
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s fpenv", FKT_SCENARIO_HOST);
+  fpenv_lines(cmd, x86, (int)(sizeof x86 / sizeof x86[0]));
+  for (int c = 0; c < 2; c++) {
+    snprintf(cmd, sizeof cmd, "%s -cpu %s %s fpenv", FKH_QEMU, c ? "neoverse-n1" : "max", FKT_SCENARIO_AARCH64);
+    fpenv_lines(cmd, arm, (int)(sizeof arm / sizeof arm[0]));
+  }
+  /* the message a host reads: the register, its value, the bit and the default */
+  fkp_model m;
+  cr_assert_eq(fkp_model_make(&m, 64, 72, 1, 2026), 0);
+  fk_plan_desc d = fkp_desc(&m, FK_PROGRAMS_BLOCK, 1, 4, 0);
+  const unsigned saved = __builtin_ia32_stmxcsr();
+  __builtin_ia32_ldmxcsr(saved | 1u << 15);
+  fk_plan *p = (fk_plan *)&m;
+  fk_error err;
+  fk_status s = fk_plan_create(&d, &p, &err);
+  __builtin_ia32_ldmxcsr(saved);
+  cr_assert_eq(s, FK_EUNSUPPORTED, "%s", fk_strerror(s));
+  cr_assert_null(p, "a refused plan left *out set");
+  unsigned v = 0; /* the register as read: FTZ on, the sticky flags (low 6 bits) as they were */
+  cr_assert(sscanf(err.message, "fk_plan_create: this thread's MXCSR = 0x%x: FTZ is set", &v) == 1 &&
+            (v & ~0x3fu) == 0x9f80 && strstr(err.message, ": FTZ is set (") &&
+            strstr(err.message, "; the leaves need the Linux default MXCSR = 0x1f80"),
+            "%s", err.message);
+  fkp_model_free(&m);
 }

@@ -39,7 +39,8 @@ unsigned fk_version_number(void);
 typedef enum fk_status {
   FK_OK = 0,
   FK_EINVAL,        /* an argument is invalid (the message names it) */
-  FK_EUNSUPPORTED,  /* every stamp of the leaf needs a feature the CPU lacks, or FK_CPU_MASK or the caller hid */
+  FK_EUNSUPPORTED,  /* every stamp of the leaf needs a feature the CPU lacks, or FK_CPU_MASK or the caller hid;
+                       or the thread's floating-point environment is not the default (fk_plan_create) */
   FK_ENOTFOUND,     /* no such leaf form (fk_checkpoint.h: no such file or tensor) */
   FK_ENOMEM,        /* the arena (or a thread's stack) could not be allocated at readiness */
   FK_ESYSTEM,       /* the OS refused a thread at readiness */
@@ -297,7 +298,10 @@ typedef struct fk_plan fk_plan;
  * @return FK_OK and *out; FK_EINVAL naming the field, or FK_CPU_MASK and its value when the
  * environment's mask cannot be read (fk_cpu_features()); FK_EUNSUPPORTED naming the phase, leaf
  * and each missing feature with why: "this CPU lacks" it, "hidden by FK_CPU_MASK", "forbidden by
- * desc.forbid_features"; FK_ENOMEM, FK_ESYSTEM. On failure *out is NULL and nothing is kept. */
+ * desc.forbid_features"; FK_EUNSUPPORTED naming the bits of the calling thread's MXCSR (x86) /
+ * FPCR (AArch64) that are not the Linux default the leaves are exact under (flush to zero,
+ * denormals as zero, default NaN, a rounding mode or an unmasked exception: docs/design.md);
+ * FK_ENOMEM, FK_ESYSTEM. On failure *out is NULL and nothing is kept. */
 fk_status fk_plan_create(const fk_plan_desc *desc, fk_plan **out, fk_error *err);
 /* Readiness's checks alone: every field validated and every stamp resolved as fk_plan_create
  * would, nothing allocated, no thread started, no weight read. On FK_OK, *arena_bytes (if not
