@@ -3,10 +3,10 @@
 #   * classes, registers and frame of a synthetic x86_64 and AArch64 stamp, counted by hand;
 #   * the bound (tools/census/pipes.lua) on a synthetic model: rows cut into whole resources, a
 #     restricted pipe raising the bound, the dispatch limit, a row no resource explains refused;
-#   * the bound on llvm-mca-16's real models, on probe loops: pure shifts on N2 bound by V1 (the
-#     model's one shift pipe), FMLA on A14 by VM (2 per cycle of its 3 vector pipes), zmm shifts
-#     on SKX by p0; llvm-mca's own cycles per iteration at the bound on such loops, and never
-#     below it on every marked loop of real stamps;
+#   * the bound on llvm-mca-16's real models, on probe loops: pure shifts (SHL, SHLL) on N2 bound
+#     by V1 (the model's one shift pipe), BFCVTN by V0, FMLA on A14 by VM (2 per cycle of its 3
+#     vector pipes), zmm shifts on SKX by p0; llvm-mca's own cycles per iteration at the bound on
+#     such loops, and never below it on every marked loop of real stamps;
 #   * perturbations: each check above must fail when the census is perturbed (a shift classed
 #     as logic, N2's V group missing, a restricted pipe credited to its group, A14's VM ignored,
 #     rows cut without the whole-cycle rule); a check that cannot fail proves nothing;
@@ -195,6 +195,8 @@ end
 
 local function check_models()
   probe("N2 8 shl", "aarch64", "N2", eight("shl vN.4s, vM.4s, #1"), 8, "V1")
+  probe("N2 8 shll", "aarch64", "N2", eight("shll vN.4s, vM.4h, #16"), 8, "V1")
+  probe("N2 8 bfcvtn", "aarch64", "N2", eight("bfcvtn vN.4h, vM.4s"), 8, "V0")
   probe("N2 8 fmul", "aarch64", "N2", eight("fmul vN.4s, vM.4s, vM.4s"), 4, "V")
   -- a restricted pipe raises the bound: 6 shifts and 2 adds take 6, 6 adds and 2 adds 4
   probe("N2 6 shl + 2 add", "aarch64", "N2", mix("shl vN.4s, vM.4s, #1", 6, "add vN.4s, vM.4s, vM.4s", 2), 6, "V1")
@@ -211,7 +213,7 @@ end
 -- every marked loop of real stamps: llvm-mca's cycles never below the bound, floor <= bound
 local function check_stamps()
   for _, sym in ipairs({ "fk_shortconv_bf16__aarch64_neon_exact", "fk_shortconv_bf16__x86_64_avx512_exact",
-                         "fk_gemv_bf16_rne_packed__aarch64_neon_exact" }) do
+                         "fk_attn_decode32__aarch64_neon_exact" }) do
     local st = M.stamp(root, sym)
     if not st then failures[#failures + 1] = "no stamp " .. sym
     else
