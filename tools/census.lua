@@ -1,29 +1,37 @@
 -- tools/census.lua: the stamp census, generated/CENSUS.md (`make census`; CI fails when stale).
 --
 -- For every stamp in generated/MANIFEST:
---   * instructions by class (load, store, FMA, shuffle, convert, branch, other), counted from the
---     stamp's own tagged instruction lines (a load-op instruction counts as a load and as its op);
+--   * llvm-mca's predicted cycles per iteration of each region the generator marked
+--     (LLVM-MCA-BEGIN/END: the innermost full-tile loops; the whole function when none is marked),
+--     on two models per ISA (census/models.lua), next to that loop's bound on the model: the
+--     fewest cycles per iteration the model's resources allow for the loop's instructions, each
+--     on the pipes the model lets it use (census/pipes.lua has the method), and the resource that
+--     sets it; the same bound over the loop's loads, stores and FMAs alone (the floor);
+--   * instructions by class (memory access, FMA, and the vector pipes' other work: widening,
+--     shifts, logic, selects, compares, converts, shuffles, broadcasts, integer and FP arithmetic,
+--     moves; general-purpose work, branches, prefetches), counted from the stamp's own tagged
+--     instruction lines (a load-op instruction counts as a load and as its operation);
 --   * code bytes (the function's ELF symbol size) and constant bytes (its read-only section),
 --     from the stamp assembled with its manifest flags;
 --   * registers used (GPR, vector, mask), callee-saved registers saved and stack bytes, from the
 --     instructions and the frame op [0];
 --   * the ISA extensions it requires: each extension of its variant is removed in turn from the
---     assembler's -march and the stamp assembled again; the ones whose removal fails are listed;
---   * llvm-mca's predicted cycles per iteration of each region the generator marked
---     (LLVM-MCA-BEGIN/END: the innermost full-tile loops), on two models per ISA, next to the ideal
---     bound of that loop: max(loads / L, stores / S, FMAs / F) with the model's per-cycle widths.
--- One table row per stamp, with its main loop (the marked region with the most FMAs, then the
+--     assembler's -march and the stamp assembled again; the ones whose removal fails are listed.
+-- One summary row per stamp, with its main loop (the marked region with the most FMAs, then the
 -- most instructions); `--stamp SYMBOL` prints every region of one stamp.
 --
--- Usage: lua5.4 tools/census.lua --root DIR [--out FILE] [--check] [--only LUAPATTERN] [--stamp SYMBOL]
+-- Usage: lua5.4 tools/census.lua --root DIR [--out FILE] [--check] [--only LUAPATTERN] [--stamp SYMBOL] [--rows]
 --   --check: exit 1 (and say so) when FILE differs from what would be written.
 --   --only: only the stamps whose symbol matches (a partial census, for tests).
+--   --rows: per model, every distinct llvm-mca pressure row of the main loops and how it was cut.
 -- Needs gcc, aarch64-linux-gnu-gcc, binutils for both, and llvm-mca-16 (LLVM_MCA overrides).
 --
 -- The modules, by job:
---   census/count.lua      a stamp's text: instruction classes, registers, frame, main loop, bound
---   census/toolchain.lua  the assembler (bytes, required extensions) and llvm-mca; the models
---   census/markdown.lua   CENSUS.md, and the --stamp report
+--   census/count.lua      a stamp's text: instruction classes, registers, frame, main loop
+--   census/pipes.lua      a loop's bound from llvm-mca's instruction tables (the method)
+--   census/models.lua     the llvm-mca models per ISA and their resource groups (from the .td)
+--   census/toolchain.lua  the assembler (bytes, required extensions) and llvm-mca
+--   census/markdown.lua   CENSUS.md, the --stamp report and the --rows audit
 -- This file owns the options, the MANIFEST rows, one record per stamp, and --check / --out.
 
 local SELF = ((debug.getinfo(1, "S") or {}).source or ""):match("^@(.*)$") or "tools/census.lua"

@@ -8,9 +8,12 @@
 --      spread evenly over those units, so the table alone hides which units were a choice.
 --   2. Each row is cut back into the model's resources (its kinds: ProcResource<N> as llvm-mca
 --      lists them; its groups: ProcResGroup, from the model's .td source, models.lua) by levels:
---      the largest resource first takes the even share all of its units still carry, and so on
---      down to single units; a row that does not come apart into whole resources is an error
---      (a group missing from models.lua). The result: cycles per iteration on each resource.
+--      the largest resource first takes the even share all of its units still carry when that
+--      share makes whole cycles (the models' resource cycles are whole numbers), and so on down
+--      to single units; a row that does not come apart into whole resources is an error (a group
+--      missing from models.lua). The result: cycles per iteration on each resource. The table
+--      cannot tell one micro-op pinned to each of two pipes from two free on both (p0 1 and p4 1
+--      reads as the group p04 2 where the model has one): the cut takes the group, the freer.
 --   3. The bound is the least number of cycles per iteration any assignment of those cycles to
 --      units allows: max over unit sets S of (cycles of the uses confined to S) / |S| (the sets
 --      S worth trying are the unions of overlapping used resources), and the dispatch limit
