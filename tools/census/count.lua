@@ -1,12 +1,12 @@
 -- tools/census/count.lua: what the census reads from a stamp's own text: its tagged instructions
--- and marked regions, the instructions by class (load, store, FMA, shuffle, convert, branch,
--- other), the registers used, the frame (callee-saved registers saved, stack bytes), the main
--- loop and a loop's ideal bound on a model. No external tool runs here.
+-- and marked regions, each instruction's class (memory access and operation), the counts by class,
+-- the registers used, the frame (callee-saved registers saved, stack bytes) and the main loop.
+-- No external tool runs here.
 
 local K = {}
 
--- Instruction lines: "    <text>   // [id]". Returns { {text, op}, ... }, the marked regions
--- { {name, first, last} } (instruction index ranges) and the banner fields.
+-- Instruction lines: "    <text>   // [id]". Returns { {text, op}, ... } and the marked regions
+-- { {name, first, last} } (instruction index ranges).
 function K.parse(text)
   local ins, regions, open = {}, {}, nil
   for line in text:gmatch("[^\n]*") do
@@ -30,69 +30,142 @@ end
 local function mnemonic(t) return (t:match("^([%w%.]+)") or ""):lower() end
 
 -- Instruction classes -------------------------------------------------------------------------
+--
+-- Every instruction has at most one memory access (load or store; LDP/STP count as two) and one
+-- operation class, in the order of OPS; a load-op instruction (x86) is a load and its operation,
+-- a plain load or store has no operation class. The vector classes name the work the vector
+-- pipes do besides the FMAs; `scalar` is general-purpose register work (addresses, counters).
+
+K.OPS = { "fma", "fp", "widen", "shift", "logic", "select", "compare", "convert", "shuffle", "broadcast",
+          "iarith", "vmove", "mask", "scalar", "branch", "prefetch" }
+
+-- Column titles of the classes (CENSUS.md).
+K.OP_TITLE = { fma = "fma", fp = "fp", widen = "widen", shift = "shift", logic = "logic", select = "sel",
+               compare = "cmp", convert = "cvt", shuffle = "shuf", broadcast = "bcast", iarith = "int",
+               vmove = "vmov", mask = "k", scalar = "gpr", branch = "br", prefetch = "prf" }
+
+local function any(m, patterns)
+  for _, p in ipairs(patterns) do
+    if m:match(p) then return true end
+  end
+  return false
+end
+
+local X86_OPS = {
+  { "fma", { "^vfn?m[as]", "^vfmaddsub", "^vfmsubadd", "^vdpbf16ps$", "^vpdpw", "^vpdpb" } },
+  { "widen", { "^vpmov[sz]x" } },
+  { "shift", { "^vps[lr][la]", "^vpro[lr]", "^vpsh[lr]d" } },
+  { "logic", { "^vpandn?", "^vpx?or", "^vpternlog", "^vandn?p", "^vx?orp" } },
+  { "select", { "^vblend", "^vpblend" } },
+  { "compare", { "^vcmp", "^vpcmp", "^vptestn?m", "^vfpclass" } },
+  { "convert", { "^vcvt", "^vpmovu?s?[dqw][bwd]$", "^vround", "^vrndscale", "^vpack", "^cvt" } },
+  { "shuffle", { "^vperm", "^vshuf", "^vpshuf", "^vp?unpck", "^valign", "^vinsert", "^vextract", "^vmovs[lh]dup$",
+                 "^vmovddup$", "^vmovhlps$", "^vmovlhps$", "^vpalignr$", "^vpinsr", "^vpextr", "^vcompress",
+                 "^vexpand", "^vpermt2", "^vpermi2" } },
+  { "broadcast", { "^vbroadcast", "^vpbroadcast" } },
+  { "iarith", { "^vpadd", "^vpsub", "^vpmin", "^vpmax", "^vpabs", "^vpavg", "^vpmul", "^vpsign", "^vpmadd" } },
+  { "fp", { "^vadd[ps][sd]$", "^vsub[ps][sd]$", "^vmul[ps][sd]$", "^vdiv[ps][sd]$", "^vsqrt", "^vmax", "^vmin",
+            "^vrcp", "^vrsqrt", "^vhadd", "^vhsub", "^vaddsub", "^vscalef", "^vgetexp", "^vgetmant" } },
+  { "vmove", { "^vmov", "^vzero" } },
+  { "mask", { "^k" } },
+}
 
 local function x86_class(t)
   local m = mnemonic(t)
   local ops = t:sub(#m + 1)
   local first = ops:match("^%s*([^,]*)") or ""
-  local mem = ops:find("%[") ~= nil and m ~= "lea"
-  local dst_mem = first:find("%[") ~= nil
+  local mem = ops:find("%[") ~= nil and m ~= "lea" and not m:match("^nop")
   local c = {}
-  if m:match("^j") or m == "ret" then c.branch = true
-  elseif m:match("^v?fn?m[as][du][db]") or m:match("^vfmadd") or m:match("^vfnmadd") or m:match("^vfmsub")
-    or m == "vdpbf16ps" then c.fma = true
-  elseif m:match("^vcvt") or m:match("^vpmov[sz]x") or m:match("^vpmovu?s?[dq][wb]$") or m:match("^vpmov[dq]w")
-    or m:match("^vpmovdb") or m:match("^vpmovqd") or m:match("^cvt") then c.convert = true
-  elseif m:match("^vperm") or m:match("^vshuf") or m:match("^vpshuf") or m:match("^v?p?unpck") or m:match("^valign")
-    or m:match("^vinsert") or m:match("^vextract") or m:match("^vbroadcast") or m:match("^vpbroadcast")
-    or m:match("^vpack") or m:match("^vmovs[lh]dup") or m:match("^vmovddup") or m:match("^vpalignr")
-    or m:match("^vcompress") or m:match("^vexpand") then c.shuffle = true
+  if m:match("^j") or m == "ret" or m == "call" then c.op = "branch"; mem = false
+  elseif m:match("^prefetch") then c.op = "prefetch"; mem = false
+  else
+    for _, e in ipairs(X86_OPS) do
+      if any(m, e[2]) then c.op = e[1]; break end
+    end
+    if not c.op and m:match("^v") then c.op = "vmove" end -- any other vector instruction: a move
+    c.op = c.op or "scalar"
+    -- a merge-masked register move is a select
+    if c.op == "vmove" and ops:find("{k") and not mem then c.op = "select" end
   end
-  if m:match("^prefetch") then c.prefetch = true; mem = false end
-  if mem and dst_mem and not c.branch then c.store = true
-  elseif mem then c.load = true end
+  if mem then
+    if first:find("%[") then c.store = true else c.load = true end
+    -- plain loads and stores, and moves that touch memory, have no operation of their own
+    if c.op == "vmove" or (c.op == "scalar" and (m == "mov" or m:match("^movzx") or m:match("^movsx"))) then
+      c.op = nil
+    end
+  end
   return c
 end
+
+-- AArch64: the vector (or FP) register file is in the operands.
+local function a64_vector(t)
+  local ops = t:sub(#mnemonic(t) + 1)
+  return ops:find("%f[%w]v%d+%.") ~= nil or ops:find("%f[%w][qdshb]%d+%f[^%w]") ~= nil
+end
+
+local A64_VEC_OPS = { -- only when a vector/FP register is an operand
+  { "fma", { "^fmla$", "^fmls$", "^fn?madd$", "^fn?msub$", "^bfdot$", "^bfmlal[bt]$", "^bfmmla$", "^fmlal",
+             "^fmlsl" } },
+  { "widen", { "^shll2?$", "^[su]shll2?$", "^[su]xtl2?$" } },
+  { "shift", { "^shl$", "^[su]shr$", "^[su]?r?shrn2?$", "^s[lr]i$", "^[su]r?shl$", "^[su]r?sra$",
+               "^[su]q?r?shrun?n2?$", "^[su]qshlu?$" } },
+  { "logic", { "^and$", "^orr$", "^orn$", "^eor$", "^bic$", "^not$", "^mvn$" } },
+  { "select", { "^bif$", "^bit$", "^bsl$", "^fcsel$" } },
+  { "compare", { "^fcm", "^cm", "^fac", "^fcmpe?$", "^fccmpe?$" } },
+  { "convert", { "^fcvt", "^bfcvt", "^[su]cvtf$", "^frint", "^xtn2?$", "^[su]qxtu?n2?$" } },
+  { "shuffle", { "^zip[12]$", "^uzp[12]$", "^trn[12]$", "^ext$", "^tbl$", "^tbx$", "^rev%d+$", "^ins$", "^[su]mov$" } },
+  { "broadcast", { "^dup$" } },
+  { "iarith", { "^add$", "^sub$", "^addp$", "^r?addhn2?$", "^r?subhn2?$", "^[su]m[ai][xn]p?$", "^neg$", "^abs$",
+                "^[su]add[lw]2?$", "^[su]sub[lw]2?$", "^mul$", "^ml[as]$", "^[su]q?add$", "^[su]q?sub$",
+                "^[su]r?hadd$", "^[su]abd", "^cnt$", "^[su]addlv$", "^addv$" } },
+  { "fp", { "^fadd", "^fsub$", "^fmul", "^fdiv$", "^fsqrt$", "^fmax", "^fmin", "^fabs$", "^fneg$", "^frecp",
+            "^frsqrt", "^fabd$" } },
+  { "vmove", { "^movi$", "^mvni$", "^fmov$", "^mov$" } },
+}
 
 local function a64_class(t)
   local m = mnemonic(t)
   local c = {}
-  if m == "b" or m:match("^b%.") or m == "cbz" or m == "cbnz" or m == "tbz" or m == "tbnz" or m == "ret"
-    or m == "br" then c.branch = true
-  elseif m:match("^ld") then c.load = true
+  if m == "b" or m:match("^b%.") or m == "bl" or m == "blr" or m == "cbz" or m == "cbnz" or m == "tbz"
+    or m == "tbnz" or m == "ret" or m == "br" then c.op = "branch"
+  elseif m == "prfm" or m == "prfum" then c.op = "prefetch"
+  elseif m:match("^ld") then
+    c.load = true
     if m == "ldp" or m == "ldnp" then c.pair = true end
-  elseif m:match("^st") then c.store = true
+    if m:match("^ld%dr$") then c.op = "broadcast"
+    elseif m:match("^ld[234]$") then c.op = "shuffle" end
+  elseif m:match("^st") then
+    c.store = true
     if m == "stp" or m == "stnp" then c.pair = true end
-  elseif m == "prfm" then c.prefetch = true
-  elseif m == "fmla" or m == "fmls" or m == "fmadd" or m == "fmsub" or m == "fnmadd" or m == "fnmsub"
-    or m == "bfdot" or m:match("^bfmlal") or m == "bfmmla" then c.fma = true
-  elseif m:match("^fcvt") or m:match("^bfcvt") or m == "scvtf" or m == "ucvtf" or m:match("^[su]xtl")
-    or m:match("^xtn") or m:match("^shll") or m:match("^[su]qxtn") or m:match("^frint") then c.convert = true
-  elseif m:match("^zip") or m:match("^uzp") or m:match("^trn") or m == "ext" or m == "tbl" or m == "tbx"
-    or m == "dup" or m == "ins" or m:match("^rev") or m:match("^ld%dr") then c.shuffle = true
-  elseif m == "mov" and t:match("%.[bhsd]%[") then c.shuffle = true -- element move
-  end
+    if m:match("^st[234]$") then c.op = "shuffle" end
+  elseif a64_vector(t) then
+    if m == "mov" and t:match("%.[bhsd]%[") then c.op = "shuffle" -- element move (ins / umov)
+    else
+      for _, e in ipairs(A64_VEC_OPS) do
+        if any(m, e[2]) then c.op = e[1]; break end
+      end
+      c.op = c.op or "vmove"
+    end
+  else c.op = "scalar" end
   return c
 end
 
-local CLASSES = { "load", "store", "fma", "shuffle", "convert", "branch", "other" }
+function K.classify(text, isa)
+  if isa == "x86_64" then return x86_class(text) end
+  return a64_class(text)
+end
 
--- Counts of one instruction list (or a range of it).
+-- Counts of one instruction list (or a range of it): total, load, store, and one per class of OPS.
 local function count(ins, isa, first, last)
-  local n = { total = 0 }
-  for _, k in ipairs(CLASSES) do n[k] = 0 end
-  local classify = isa == "x86_64" and x86_class or a64_class
+  local n = { total = 0, load = 0, store = 0 }
+  for _, k in ipairs(K.OPS) do n[k] = 0 end
   for i = first or 1, last or #ins do
-    local c = classify(ins[i].text)
+    local c = K.classify(ins[i].text, isa)
     n.total = n.total + 1
     local w = c.pair and 2 or 1
     if c.load then n.load = n.load + w end
     if c.store then n.store = n.store + w end
-    if c.fma then n.fma = n.fma + 1 end
-    if c.shuffle then n.shuffle = n.shuffle + 1 end
-    if c.convert then n.convert = n.convert + 1 end
-    if c.branch then n.branch = n.branch + 1 end
-    if not (c.load or c.store or c.fma or c.shuffle or c.convert or c.branch) then n.other = n.other + 1 end
+    if c.op then n[c.op] = n[c.op] + 1 end
   end
   return n
 end
@@ -161,12 +234,6 @@ function K.frame(ins, isa)
   end
   return saved, stack
 end
-
--- The ideal bound of a loop on a model: max(loads / L, stores / S, FMAs / F) cycles per iteration.
-local function bound(n, model)
-  return math.max(n.load / model.L, n.store / model.S, n.fma / model.F)
-end
-K.bound = bound
 
 -- The main loop: the marked region with the most FMAs, then the most instructions.
 local function main_region(ins, isa, regions)

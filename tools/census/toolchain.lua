@@ -1,6 +1,6 @@
 -- tools/census/toolchain.lua: the external tools the census runs on a stamp: the assembler (code
 -- and constant bytes from the object's symbol and sections; the ISA extensions it requires),
--- and llvm-mca on the regions the generator marked, on the models of MODELS. Also the census's
+-- and llvm-mca on the regions the generator marked, on the models of MODELS (models.lua). Also the census's
 -- error exit (die) and its temporary folder.
 -- Needs gcc, aarch64-linux-gnu-gcc, binutils for both, and llvm-mca-16 (LLVM_MCA overrides).
 
@@ -10,18 +10,8 @@ local T = {}
 
 local MCA = os.getenv("LLVM_MCA") or "llvm-mca-16"
 
--- The models, and the per-cycle widths of their ideal bound (loads, stores, FMAs per cycle, in
--- the stamps' vector width), from the vendors' optimization guides.
-T.MODELS = {
-  x86_64 = {
-    { cpu = "skylake-avx512", short = "SKX", L = 2, S = 1, F = 2 },
-    { cpu = "icelake-server", short = "ICX", L = 2, S = 1, F = 2 },
-  },
-  aarch64 = {
-    { cpu = "apple-a14", short = "A14", L = 3, S = 2, F = 4, attr_bf16 = true },
-    { cpu = "neoverse-n2", short = "N2", L = 3, S = 2, F = 2 },
-  },
-}
+-- The models (models.lua): the CPUs llvm-mca runs and their resource groups.
+T.MODELS = require("census.models").MODELS
 
 -- Extensions a variant may require, as the assembler names them.
 local X86_EXT = { "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16" }
@@ -110,8 +100,9 @@ local function required_exts(root, isa, src, asflags, obj)
   return #req > 0 and table.concat(req, " ") or "base"
 end
 
--- llvm-mca over the stamp's marked regions: { [region] = cycles per iteration }.
-local function mca(root, isa, src, model, uses_bf16)
+-- The stamp preprocessed for llvm-mca, its region markers kept: the path of the .s file (made once
+-- per stamp: the same for every model).
+local function mca_source(root, isa, src)
   local dir = tmpdir()
   local text = assert(C.read_file(src))
   -- the markers are comments, which the preprocessor drops: carry them through as words
@@ -128,22 +119,37 @@ local function mca(root, isa, src, model, uses_bf16)
   f = assert(io.open(s_out, "w"))
   f:write(pre)
   f:close()
+  return s_out
+end
+
+-- llvm-mca on a preprocessed stamp (mca_source), one model: { [region] = { cycles, uops, width } }
+-- (cycles and micro-ops per iteration over 100 iterations, the dispatch width), and the text of
+-- its instruction tables (-instruction-tables: per instruction, the cycles on each unit).
+local function mca(s_out, isa, model, uses_bf16)
   local attr = (uses_bf16 and model.attr_bf16) and " -mattr=+bf16" or ""
   local triple = isa == "x86_64" and "x86_64-linux-gnu" or "aarch64-linux-gnu"
-  local ok2, res = run(string.format("%s -mtriple=%s -mcpu=%s%s -iterations=100 -all-views=false -summary-view %s",
-    MCA, triple, model.cpu, attr, sh_quote(s_out)))
-  if not ok2 then die("llvm-mca (" .. model.cpu .. ") on " .. src .. ": " .. res:sub(1, 400)) end
-  local cycles, name = {}, nil
+  local base = string.format("%s -mtriple=%s -mcpu=%s%s", MCA, triple, model.cpu, attr)
+  local ok2, res = run(base .. " -iterations=100 -all-views=false -summary-view " .. sh_quote(s_out))
+  if not ok2 then die("llvm-mca (" .. model.cpu .. ") on " .. s_out .. ": " .. res:sub(1, 400)) end
+  local regions, name, it = {}, nil, nil
   for line in res:gmatch("[^\n]+") do
     local r = line:match("^%[%d+%] Code Region %- (%S+)")
     if r then name = r end
-    local it = line:match("^Iterations:%s+(%d+)")
-    if it then cycles.it = tonumber(it) end
+    local key = name or "(whole)"
+    local n = line:match("^Iterations:%s+(%d+)")
+    if n then it = tonumber(n); regions[key] = {} end
     local tc = line:match("^Total Cycles:%s+(%d+)")
-    if tc then cycles[name or "(whole)"] = tonumber(tc) / cycles.it end
+    if tc then regions[key].cycles = tonumber(tc) / it end
+    local tu = line:match("^Total uOps:%s+(%d+)")
+    if tu then regions[key].uops = tonumber(tu) / it end
+    local dw = line:match("^Dispatch Width:%s+(%d+)")
+    if dw then regions[key].width = tonumber(dw) end
   end
-  cycles.it = nil
-  return cycles
+  local ok3, tables = run(base .. " -instruction-tables " .. sh_quote(s_out))
+  if not ok3 then
+    die("llvm-mca -instruction-tables (" .. model.cpu .. ") on " .. s_out .. ": " .. tables:sub(1, 400))
+  end
+  return regions, tables
 end
 
 local function mca_version()
@@ -158,7 +164,7 @@ function T.cleanup()
   TMP = nil
 end
 
-T.tmpdir, T.assemble, T.code_bytes, T.required_exts, T.mca, T.mca_version =
-  tmpdir, assemble, code_bytes, required_exts, mca, mca_version
+T.tmpdir, T.assemble, T.code_bytes, T.required_exts, T.mca_source, T.mca, T.mca_version =
+  tmpdir, assemble, code_bytes, required_exts, mca_source, mca, mca_version
 
 return T
