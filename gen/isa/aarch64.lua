@@ -638,7 +638,7 @@ function ops.vfma(ctx, op)
 end
 
 -- Integer RNE to bf16 (high half): u + 0x7fff + ((u >> 16) & 1), low half cleared; NaN
--- lanes become (u | 0x00400000), low half cleared.
+-- lanes become the canonical quiet NaN 0x7fc00000, whatever their sign and payload.
 local function rne(ctx, d, v, keep_low)
   ctx:wline("ushr " .. v4s(d) .. ", " .. v4s(v) .. ", #16")
   ctx:wline("movi " .. v4s(T0) .. ", #1")
@@ -647,8 +647,8 @@ local function rne(ctx, d, v, keep_low)
   ctx:wline("movi " .. v4s(T0) .. ", #0x7f, msl #8")                 -- 0x00007fff
   ctx:wline("add " .. v4s(d) .. ", " .. v4s(d) .. ", " .. v4s(T0))
   ctx:wline("fcmeq " .. v4s(T0) .. ", " .. v4s(v) .. ", " .. v4s(v))  -- all ones unless NaN
-  ctx:wline("mov " .. v16b(T1) .. ", " .. v16b(v))
-  ctx:wline("orr " .. v4s(T1) .. ", #0x40, lsl #16")
+  ctx:wline("movi " .. v4s(T1) .. ", #0x7f, lsl #24")
+  ctx:wline("orr " .. v4s(T1) .. ", #0xc0, lsl #16")                 -- 0x7fc00000
   ctx:wline("bif " .. v16b(d) .. ", " .. v16b(T1) .. ", " .. v16b(T0))
   if keep_low then return end
   ctx:wline("bic " .. v4s(d) .. ", #0xff")

@@ -706,7 +706,7 @@ function ops.vfma(ctx, op)
 end
 
 -- Integer RNE to bf16 (kept in the high half): u + 0x7fff + ((u >> 16) & 1), low half cleared;
--- NaN lanes become (u | 0x00400000) with the low half cleared (quiet, sign and top payload kept).
+-- NaN lanes become the canonical quiet NaN 0x7fc00000, whatever their sign and payload.
 -- AVX-512 uses EVEX forms only (registers 16-31 have no VEX encoding), scalars included: a
 -- scalar is rounded as lane 0 of its zmm, the other lanes being don't-care. It adds the tie
 -- bit under a mask (k7, free between ops: kmask sets it per op) instead of shifting it down.
@@ -718,22 +718,21 @@ local function rne(ctx, d, v, xmm, keep_low)
     ctx:wline("vptestmd k7, " .. v .. ", " .. bconst(ctx, "bit16", 0x10000))
     ctx:wline("vpaddd " .. d .. "{k7}, " .. d .. ", " .. bconst(ctx, "one", 1))
     ctx:wline("vcmpps k6, " .. v .. ", " .. v .. ", 3")                 -- unordered: NaN lanes
-    ctx:wline("vpord " .. d .. "{k6}, " .. v .. ", " .. bconst(ctx, "qnan_bit", 0x00400000))
+    ctx:wline("vpbroadcastd " .. d .. "{k6}, dword ptr " .. kconst(ctx, "qnan", 0x7fc00000, 1))
     if not keep_low then ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "hi16", 0xffff0000)) end
     return
   end
   local W = xmm and X or Y
   local size = xmm and "xmmword ptr " or "ymmword ptr "
   local row = function(name, word) return size .. kconst(ctx, name .. "_x8", word, 8) end
-  local t, q = W(scratch(ctx, 1)), W(scratch(ctx, 2))
+  local t = W(scratch(ctx, 1))
   d, v = W(d), W(v)
   ctx:wline("vpsrld " .. d .. ", " .. v .. ", 16")
   ctx:wline("vpand " .. d .. ", " .. d .. ", " .. row("one", 1))
   ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. v)
   ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. row("rne_bias", 0x7fff))
   ctx:wline("vcmpps " .. t .. ", " .. v .. ", " .. v .. ", 3")          -- all ones in NaN lanes
-  ctx:wline("vpor " .. q .. ", " .. v .. ", " .. row("qnan_bit", 0x00400000))
-  ctx:wline("vblendvps " .. d .. ", " .. d .. ", " .. q .. ", " .. t)
+  ctx:wline("vblendvps " .. d .. ", " .. d .. ", " .. row("qnan", 0x7fc00000) .. ", " .. t)
   if not keep_low then ctx:wline("vpand " .. d .. ", " .. d .. ", " .. row("hi16", 0xffff0000)) end
 end
 
