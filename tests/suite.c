@@ -158,7 +158,6 @@ int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen) {
     return -1;
   }
   fkh_call_init(c, id, fx->casename);
-  c->nan_policy = FKH_NAN_DEFAULT;
   const fkh_form *fm = &fkh_forms[c->form];
   for (int i = 0; i < fm->nfields; i++) {
     const fkh_field *fd = &fm->fields[i];
@@ -705,7 +704,6 @@ int fkt_fixture_check(const fkfix *fx, fkh_call *c, int fast, char *msg, size_t 
  * scratch reallocated with as many elements, zeroed), yw sized and strided as y (yw_ld = y_ld). */
 static void companion_call(const fkh_call *base, const char *id, fkh_call *out) {
   fkh_call_init(out, id, base->name);
-  out->nan_policy = base->nan_policy;
   const fkh_form *fm = &fkh_forms[out->form], *bm = &fkh_forms[base->form];
   for (int i = 0; i < fm->nfields; i++) {
     const fkh_field *fd = &fm->fields[i];

@@ -181,7 +181,6 @@ static int qk_call(const fkfix *fx, qk_state *st, fkh_call *c, char *err, size_t
   char id[64];
   snprintf(id, sizeof id, "qkprep_%s", fx->form);
   fkh_call_init(c, id, fx->casename);
-  c->nan_policy = FKH_NAN_DEFAULT;
   fkh_set_i64(c, "heads", heads);
   fkh_set_i64(c, "m", m);
   fkh_set_i64(c, "ld_head", st->extent * hd);
@@ -503,7 +502,6 @@ static fkt_state_stats istft_gate(const fkh_target *t, int loud) {
       fkh_call *c = &batch[nb];
       const int flush = k == s[i].T;
       fkh_call_init(c, flush ? "istft_flush" : "istft_frame", s[i].fx.casename);
-      c->nan_policy = FKH_NAN_DEFAULT;
       fkh_set_i64(c, "frame", k);
       memcpy(fkh_set_buf(c, "ring", 1280), s[i].ring, sizeof s[i].ring);
       float *y = fkh_set_buf(c, "y", flush ? 480 : 320);

@@ -418,8 +418,8 @@ Test(perturb, attn_prefill_causal_limit, .timeout = 300) {
   }
 }
 
-/* attn wide forms: yw holding o before its RNE, or RNE(o) without the NaN rule (a NaN keeps its
- * sign and payload): every wide form's gate fails, on the host and through the AArch64 runner;
+/* attn wide forms: yw holding o before its RNE, or RNE(o) keeping a NaN's sign and payload (the
+ * rule before issue 18): every wide form's gate fails, on the host and through the AArch64 runner;
  * the fixture gate (yw against the reference, bit for bit y widened) sees the unrounded yw, and
  * the embed fixture gate sees codebook_mean_x6_bf16's repeat one row short. */
 Test(perturb, wide_outputs_rounding_and_nan_rule, .timeout = 300) {
@@ -427,10 +427,10 @@ Test(perturb, wide_outputs_rounding_and_nan_rule, .timeout = 300) {
                                     "attn_prefill_ring64_wide", "attn_decode32_wide" };
   for (int i = 0; i < 5; i++) {
     expect_caught(wf[i], fkt_attn_cases, best_host(), FKC_WIDE_UNROUNDED, "yw not rounded to bf16");
-    expect_caught(wf[i], fkt_attn_cases, best_host(), FKC_WIDE_NAN_SKIPPED, "NaN rule skipped in yw");
+    expect_caught(wf[i], fkt_attn_cases, best_host(), FKC_NAN_PAYLOAD, "NaN payload kept in y and yw");
   }
-  expect_caught("attn_prefill_ring64_wide", fkt_attn_cases, fkh_remote("neon", "max"), FKC_WIDE_NAN_SKIPPED,
-                "NaN rule skipped in yw (AArch64)");
+  expect_caught("attn_prefill_ring64_wide", fkt_attn_cases, fkh_remote("neon", "max"), FKC_NAN_PAYLOAD,
+                "NaN payload kept in y and yw (AArch64)");
   expect_caught("attn_decode64_wide", fkt_attn_cases, fkh_remote("neon", "neoverse-n1"), FKC_WIDE_UNROUNDED,
                 "yw not rounded to bf16 (AArch64)");
   static const struct { const char *fixture; int perturb; } fx_cases[] = {

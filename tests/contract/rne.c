@@ -26,6 +26,18 @@ uint16_t fkc_rne_bits(uint32_t u, fkc_perturb p) {
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+/* The canonical NaN of what an exact leaf stores: a NaN becomes 0x7fc00000 (bf16: 0x7fc0), every
+ * other value keeps its bits. FKC_NAN_PAYLOAD keeps the NaN as it is (the bits the ISA made). */
+float fkc_canon(float x, fkc_perturb p) {
+  if (x != x && p != FKC_NAN_PAYLOAD) return fkc_bits_f32(0x7fc00000u);
+  return x;
+}
+
+uint16_t fkc_canon_bf16(uint16_t h, fkc_perturb p) {
+  if ((h & 0x7fffu) > 0x7f80u && p != FKC_NAN_PAYLOAD) return 0x7fc0u;
+  return h;
+}
+
 /* Halving: lane i += lane i + s for s = 8, 4, 2, 1; the lower lane is the left operand. */
 float fkc_reduce16(const float lanes[16], fkc_perturb p) {
   float v[16];

@@ -127,7 +127,6 @@ static void mean_specials(fkt_list *l, const char *form, fkh_rng *rng) {
   /* infinities: one sign keeps it; +inf and -inf make the ISA's default NaN */
   c = make(l, form, "inf", s, rng, -3, 3);
   distinct_codes(c);
-  c->nan_policy = FKH_NAN_DEFAULT;
   for (int64_t j = 0; j < s.m; j++) {
     *cell(c, j, (int)(j % 8), 1) = 0x7f80;
     *cell(c, j, (int)((j + 3) % 8), 2) = 0xff80;

@@ -80,7 +80,6 @@ static void cancel_case(fkt_list *l, const char *form, const char *name, int64_t
  * whole group, as those forms require (the extra rows are computed like the others). */
 void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *out) {
   fkh_call_init(out, packed_form, rm->name);
-  out->nan_policy = rm->nan_policy;
   const fkh_form *from = &fkh_forms[rm->form], *to = &fkh_forms[out->form];
   for (int i = 0; i < to->nfields; i++) {
     const char *name = to->fields[i].name;
@@ -170,7 +169,6 @@ int fkt_gemv_cases(const char *form, fkh_call **out) {
   w[3] = 0x7f80;
   w[40 + 7] = 0x7f80;
   w[40 + 30] = 0xff80;
-  c->nan_policy = FKH_NAN_DEFAULT;
   /* signed zeros: every product is -0 or +0; the accumulators start at +0 */
   c = gemv_case(&l, form, "signed_zero", sh(35, 0, 3, 1), &rng, -6, 0, -2, 2);
   w = fkh_buf_of(c, "w");
@@ -188,7 +186,6 @@ int fkt_gemv_cases(const char *form, fkh_call **out) {
   gemv_case(&l, form, "subnormal_inputs", sh(70, 0, 4, 1), &rng, -133, -120, -2, 2);
   /* overflow to infinity in the f32 accumulation */
   c = gemv_case(&l, form, "overflow", sh(64, 0, 4, 1), &rng, 60, 64, 60, 64);
-  c->nan_policy = FKH_NAN_DEFAULT;
   /* exact RNE ties at the output: k = 1, products exact in f32 */
   c = gemv_case(&l, form, "ties", sh(1, 0, 6, 1), &rng, 0, 0, 0, 0);
   static const uint16_t tw[6] = { 0x3f80, 0x3fc0, 0xbf80, 0x4040, 0x0001, 0x3f80 };

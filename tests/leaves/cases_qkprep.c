@@ -107,7 +107,6 @@ int fkt_qkprep_cases(const char *form, fkh_call **out) {
   c = qk_case(&l, form, "inf", (shape){ Q_ROWS, 2, 2, 1, 0, 0, eps }, &rng, -3, 3);
   *at(c, 0, 1, 3) = 0x7f80;
   *at(c, 1, 0, 30) = 0xff80;
-  c->nan_policy = FKH_NAN_DEFAULT;
   /* zero heads (inv = 1/sqrt(eps)), signed zeros mixed with values */
   c = qk_case(&l, form, "zeros", (shape){ Q_ROWS, 2, 1, 9, 0, 0, eps }, &rng, -3, 3);
   for (int i = 0; i < hd; i++) *at(c, 0, 0, i) = (uint16_t)(i % 2 ? 0x8000 : 0), *at(c, 0, 1, i) &= (uint16_t)(i % 3 ? 0xffff : 0x8000);

@@ -72,7 +72,6 @@ int fkt_shortconv_cases(const char *form, fkh_call **out) {
   part(c, 0, 2)[2] = 0x0000;
   part(c, 1, 0)[9] = 0xff80;
   part(c, 2, 1)[11] = 0x7f80;
-  c->nan_policy = FKH_NAN_DEFAULT;
   /* signed zeros: B * x = -0; with no bias the conv starts from w0 * p2 (its sign kept) */
   c = conv_case(&l, form, "signed_zero", (shape){ 33, 3, 0, 0, 1 }, &rng, -3, 3);
   for (int64_t r = 0; r < 3; r++)

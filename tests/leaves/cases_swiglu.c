@@ -118,8 +118,7 @@ int fkt_swiglu_cases(const char *form, fkh_call **out) {
                                   0xc0000000, 0x7f800000, 0x7f000000, 0x7f7f0000, 0xff7f0000, 0xc2c80000, 0x42c80000 };
     static const uint32_t u[] = { 0x3f800000, 0x3f800000, 0x00000000, 0xbf800000, 0x7f800000, 0xff800000, 0x7f800000,
                                   0xff800000, 0xff800000, 0x7f000000, 0x40000000, 0x7f000000, 0x7f800000, 0xff800000 };
-    fkh_call *c = list_case(&l, form, "inf", g, u, 14, &rng);
-    c->nan_policy = FKH_NAN_DEFAULT;
+    list_case(&l, form, "inf", g, u, 14, &rng);
   }
   /* signed zeros: silu(+-0) = +-0; u = +-0 times positive and negative silu (signs of zero) */
   {
