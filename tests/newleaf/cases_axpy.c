@@ -55,17 +55,21 @@ int fkt_axpy_cases(const char *form, fkh_call **out) {
   }
   axpy_case(&l, form, "rows0", 20, 0, 2.0f, &rng, -4, 4);
   axpy_case(&l, form, "n0", 0, 2, 2.0f, &rng, -4, 4);
-  /* NaN payloads (quiet and signalling) in x or in y, infinities, inf * 0, inf - inf, signed zeros */
-  static const uint32_t xs[16] = { 0x7fc12345u, 0x7f812345u, 0x3f800000u, 0xffc00001u, 0x7f800000u, 0xff800000u,
+  /* NaN payloads (quiet and signalling) in x or in y, infinities, inf * 0, inf - inf, signed zeros;
+   * then NaNs meeting in one element (quiet with quiet, quiet with signalling, negative payloads) */
+  static const uint32_t xs[20] = { 0x7fc12345u, 0x7f812345u, 0x3f800000u, 0xffc00001u, 0x7f800000u, 0xff800000u,
                                    0x7f800000u, 0x00000000u, 0x80000000u, 0x80000000u, 0x00000001u, 0x80000001u,
-                                   0x007fffffu, 0x3f800000u, 0xbf800000u, 0x7f7fffffu };
-  static const uint32_t ys[16] = { 0x3f800000u, 0x3f800000u, 0x7fc54321u, 0x3f800000u, 0x3f800000u, 0x7f800000u,
+                                   0x007fffffu, 0x3f800000u, 0xbf800000u, 0x7f7fffffu,
+                                   0x7fc12345u, 0x7fc12345u, 0xff812345u, 0x7f800001u };
+  static const uint32_t ys[20] = { 0x3f800000u, 0x3f800000u, 0x7fc54321u, 0x3f800000u, 0x3f800000u, 0x7f800000u,
                                    0xff800000u, 0x80000000u, 0x00000000u, 0x80000000u, 0x00000000u, 0x00000000u,
-                                   0x00800000u, 0xff800000u, 0x7f800000u, 0x7f7f0000u };
-  special(&l, form, "special_alpha1", xs, ys, 16, 1.0f, &rng);
-  special(&l, form, "special_alpha0", xs, ys, 16, 0.0f, &rng);
-  special(&l, form, "special_alpha_neg0", xs, ys, 16, -0.0f, &rng);
-  special(&l, form, "special_alpha_inf", xs, ys, 16, fkt_f32(0x7f800000u), &rng);
+                                   0x00800000u, 0xff800000u, 0x7f800000u, 0x7f7f0000u,
+                                   0x7fe54321u, 0xff810000u, 0x7fc50000u, 0xffa10000u };
+  special(&l, form, "special_alpha1", xs, ys, 20, 1.0f, &rng);
+  special(&l, form, "special_alpha0", xs, ys, 20, 0.0f, &rng);
+  special(&l, form, "special_alpha_neg0", xs, ys, 20, -0.0f, &rng);
+  special(&l, form, "special_alpha_inf", xs, ys, 20, fkt_f32(0x7f800000u), &rng);
+  special(&l, form, "special_alpha_nan", xs, ys, 20, fkt_f32(0xff812345u), &rng);
   /* subnormal products and sums */
   axpy_case(&l, form, "subnormal", 37, 2, fkt_f32(0x00800000u), &rng, -30, -1);
   /* RNE ties of the bf16 sum: y = 1, x * alpha = 2^-8 (half an ulp of 1 in bf16) and 3 * 2^-8 */
