@@ -414,6 +414,7 @@ function B:fma_acc(acc, a, b, lanes)
   lanes = self:_lanes(lanes, "fma_acc")
   self:_emit("fma_acc", false, { acc, self:_want(a, "v", "fma_acc", "a"), self:_want(b, "v", "fma_acc", "b") },
              {}, lanes)
+  acc.updated = true
 end
 
 -- acc = a > acc ? a : acc lane by lane (the vmax rule: NaN or equal keeps acc), in place.
@@ -421,6 +422,7 @@ function B:max_acc(acc, a)
   self:_want(acc, "v", "max_acc", "acc")
   if not acc.var then self:_fail("max_acc: the accumulator must come from t:zero() or t:fill()") end
   self:_emit("max_acc", false, { acc, self:_want(a, "v", "max_acc", "a") })
+  acc.updated = true
 end
 
 -- acc[l] += w[2l] * x[2l] + w[2l+1] * x[2l+1] on raw bf16 pairs, with the CPU's bf16 dot
@@ -430,6 +432,7 @@ function B:dot_bf16_acc(acc, w, x)
   if not acc.var then self:_fail("dot_bf16_acc: the accumulator must come from t:zero()") end
   self:_emit("dot_bf16_acc", false,
              { acc, self:_want(w, "v", "dot_bf16_acc", "w"), self:_want(x, "v", "dot_bf16_acc", "x") })
+  acc.updated = true
 end
 
 -- Raw bf16 pairs -> f32: halfwords 2l (even) or 2l + 1 (odd) of the 32 loaded, exactly.
@@ -462,6 +465,18 @@ end
 -- rounding leaves it, one instruction less; anything else reading it is a generation error.
 function B:rne_store(a)
   return self:_emit("vrne_st", "v", { self:_want(a, "v", "rne_store", "a") }).dst
+end
+
+-- The canonical NaN: every NaN lane becomes 0x7fc00000, every other lane keeps its bits. What an
+-- exact form stores must be canonical (docs/design.md, NaN policy; store_op below checks it).
+function B:canon(a)
+  if self:_is(a, "v") then return self:_emit("vcanon", "v", { a }).dst end
+  return self:_emit("scanon", "s", { self:_want(a, "s", "canon", "a") }).dst
+end
+
+-- canon() for raw bf16 pairs (load_raw): every NaN halfword becomes 0x7fc0, the others are kept.
+function B:canon_raw(raw)
+  return self:_emit("vcanon_raw", "v", { self:_want(raw, "v", "canon_raw", "raw") }).dst
 end
 
 -- Vector math building blocks (gen/vmath.lua builds exp, sin and cos from them) -------------
@@ -589,6 +604,7 @@ function B:sadd_acc(acc, a)
   self:_want(acc, "s", "sadd_acc", "acc")
   if not acc.var then self:_fail("sadd_acc: the accumulator must come from t:sfill()") end
   self:_emit("sadd_acc", false, { acc, self:_want(a, "s", "sadd_acc", "a") })
+  acc.updated = true
 end
 
 -- Memory ----------------------------------------------------------------------------------
@@ -639,9 +655,40 @@ B.load1_i32 = loader("load1_i32", "i")
 -- the uint64 at element idx + off of a uint64 array (persistent state: a PRNG's seed, counter)
 B.load1_u64 = loader("load1_u64", "i")
 
+-- The NaN rule of the exact tier, checked where a value is stored: a float stored into an output
+-- (out or inout: not scratch, not an integer array) must be canonical, i.e. provably free of
+-- NaN payloads, which differ between ISAs where NaNs meet or are made. Canonical: the results of
+-- canon, canon_raw and rne (rne_store), a zero or constant whose bits are not another NaN, an
+-- int32 -> f32 conversion, lane moves of canonical values, and integer lane ops (integer data,
+-- e.g. int16 PCM). Loads, arithmetic, bit operations and updated accumulators are not.
+local CANON = { vcanon = true, scanon = true, vcanon_raw = true, vrne = true, vrne_st = true, srne = true,
+                zero = true, vcvt_i2f = true, vcvt_f2i = true, viadd = true, visub = true, vimin = true,
+                vimax = true, vigt = true, vishl = true, visra = true }
+local MOVES = { vzip_lo = true, vzip_hi = true, uzp_even = true, uzp_odd = true, vrev = true, bf16_pairs = true,
+                bcast = true }
+local function nan_bits(b) return b % 0x80000000 > 0x7f800000 and b ~= 0x7fc00000 end
+local function canonical(v)
+  if v.updated or not v.def then return false end
+  local op = v.def
+  if CANON[op.op] then return true end
+  if op.op == "vconst" or op.op == "sconst" then return not nan_bits(op.attr.bits) end
+  if MOVES[op.op] then
+    for _, s in ipairs(op.src) do if not canonical(s) then return false end end
+    return true
+  end
+  return false
+end
+
 local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
+  local _, p = base_of(self, base, what)
   local op = mem_op(self, kind, false, what, base, idx, off, lanes)
   op.src[3] = self:_want(val, vtype, what, "value")
+  if self.tier == "exact" and vtype ~= "i" and p and (p.dir == "out" or p.dir == "inout") and
+     (p.elem == "f32" or p.elem == "bf16") and not canonical(val) then
+    self:_fail(what .. " into " .. p.what .. ": the value may be a NaN whose bits differ between ISAs; " ..
+               "an exact form stores canonical NaNs only: store t:canon(v) (t:canon_raw for raw pairs) " ..
+               "or a value from rne")
+  end
 end
 
 -- A read hint for the cache line holding element idx + off of an array of `size`-byte elements;

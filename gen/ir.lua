@@ -109,6 +109,9 @@ M.OPS = {
   sdiv       = { "s", { "s", "s" } },
   ssqrt      = { "s", { "s" } },
   srne       = { "s", { "s" } },
+  vcanon     = { "v", { "v" } },                     -- NaN lanes -> the canonical NaN 0x7fc00000, others kept
+  scanon     = { "s", { "s" } },
+  vcanon_raw = { "v", { "v" } },                     -- raw pairs: NaN halfwords -> 0x7fc0, others kept
   for_tiles  = { false, { "i" }, { "tile", "ivar", "rem", "full", "tail" } }, -- attr.start: i value or nil
   for_rows   = { false, { "i", "i" }, { "group", "ivar", "grouped", "single" } },
   cases      = { false, { "i" }, { "arms" } },       -- arms: { { value = n, body = {...} } }

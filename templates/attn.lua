@@ -29,12 +29,12 @@
 --                                         CPU softmax multiplies by 1/sum), rounded to bf16
 --                                         (attn_weights.to(query.dtype))
 --   o[i]  = sum_j p_j * v_j[i]            fma, increasing j, from +0
---   y[h*d + i] = RNE(o[i]); a NaN o[i] is stored as the quiet NaN 0x7fc0 (NaNs made by inf - inf
---           differ in sign between ISAs and two NaNs meeting keep different operands: one
---           canonical NaN keeps the exact tier exact where the window holds inf or NaN)
+--   y[h*d + i] = RNE(o[i]); a NaN o[i] is the canonical quiet NaN 0x7fc0 (the RNE's NaN: NaNs
+--           made by inf - inf differ in sign between ISAs and two NaNs meeting keep different
+--           operands; one canonical NaN keeps the exact tier exact where the window holds inf or NaN)
 -- The scratch holds the scores, then s - m, e and p: round_up(n, 16) floats (the last 16 of
--- them written as -inf padding before the scores). y is written twice (RNE(o), then re-read for
--- the NaN rule), so it must not overlap q, k, v or s; nothing else is written. Checked against
+-- them written as -inf padding before the scores). y must not overlap q, k, v or s; nothing else
+-- is written. Checked against
 -- transformers (fixtures/attn): the contract equals eager attention's bf16 output bit for bit on
 -- every fixture output (torch 2.15 CPU), the dot and sum orders being the only freedom left.
 --
@@ -238,16 +238,10 @@ local template = {
           for c = 1, nv do t:fma_acc(o[c], pj, t:load_bf16(vp, Z(), 16 * (c - 1))) end
         end)
         local yh = t:addr(y_of(), t:mul(h, hd), 2)
-        for c = 1, nv do t:store_bf16(yh, Z(), 16 * (c - 1), t:rne(o[c])) end
-        -- NaN -> 0x7fc0, on the stored values (the accumulators are dead: few registers live):
-        -- mask = all ones where (bits & 0x7fffffff) > 0x7f800000
         for c = 1, nv do
-          local x = t:load_bf16(yh, Z(), 16 * (c - 1))
-          local mag = t:band(x, t:vconst(0x7fffffff))
-          local over = t:imin_v(t:imax_v(t:isub_v(mag, t:vconst(0x7f800000)), t:vconst(0)), t:vconst(1))
-          local mask = t:isub_v(t:vconst(0), over)
-          local yv = t:bxor(x, t:band(t:bxor(x, t:vconst(0x7fc00000)), mask))
-          t:store_bf16(yh, Z(), 16 * (c - 1), t:rne(yv)); if form_.wide then form_.widen(t, r, h, yh, Z, c, hd) end
+          local yv = t:rne(o[c])                 -- a NaN o: the canonical 0x7fc0
+          t:store_bf16(yh, Z(), 16 * (c - 1), yv)
+          if form_.wide then form_.widen(t, r, h, yv, Z, c, hd) end
         end
       end)
     end)
@@ -262,20 +256,20 @@ local template = {
 
 -- Wide forms (decode64_wide, decode_ring64_wide, prefill64_wide, prefill_ring64_wide, decode32_wide): the base
 -- form's arithmetic and its y, plus yw (f32) for a consumer that reads f32 x (o_proj's GEMV):
--- every final y value (after the NaN rule) widened exactly (<< 16), head h at yw + h*d (decode)
--- or at yw + i*yw_ld + h*d (prefill row i; the gap between rows is not written). Each 16-element
--- chunk of y is read back right after its NaN-rule store and stored widened, so yw holds exactly
--- the bits of y (y must not overlap yw; nothing else changes). The struct is the base form's with
+-- every final y value widened exactly (<< 16), head h at yw + h*d (decode) or at yw + i*yw_ld + h*d
+-- (prefill row i; the gap between rows is not written). Each 16-element chunk RNE(o) is stored to
+-- y and, as the f32 whose high half y holds (its low half is zero), to yw, so yw holds exactly the
+-- bits of y (y must not overlap yw; nothing else changes). The struct is the base form's with
 -- yw (decode) or yw, yw_ld (prefill) appended: the base struct is a prefix of the wide one. head_dim 32
 -- has decode32_wide only (the LFM2.5-Audio Depthformer's decode). They are declared here, after the body,
 -- so that the lines of the base forms' ops (each stamped instruction names its template line) stay put.
 
--- chunk c (16 values) of head h of y, as stored, into yw (r: the prefill row, nil: decode)
-local function widen(t, r, h, yh, Z, c, hd)
+-- chunk c (16 values) of head h of y, the rounded yv, into yw (r: the prefill row, nil: decode)
+local function widen(t, r, h, yv, Z, c, hd)
   local a = t.arg
   local ywr = r and t:addr(a.yw, t:mul(r, a.yw_ld), 4) or a.yw
   local ywh = t:addr(ywr, t:mul(h, hd), 4)
-  t:store_f32(ywh, Z(), 16 * (c - 1), t:load_bf16(yh, Z(), 16 * (c - 1)))
+  t:store_f32(ywh, Z(), 16 * (c - 1), yv)
 end
 
 local function wide_form(base)

@@ -1,9 +1,11 @@
 -- templates/embed.lua: embedding lookups, row by row (codebook_mean_x6_bf16: see the end of the file).
 --
 -- gather_bf16, gather_bf16_wide: LFM2's embed_tokens (transformers' Lfm2Model, an nn.Embedding
--- of vocab x d bf16): row j of y is row ids[j] of the table, bits as they are (NaN payloads,
--- infinities, signed zeros and subnormals included); the _wide form stores them widened exactly
--- (<< 16) to f32, for a consumer that reads f32 x (the first RMSNorm's add_f32 form, a GEMV).
+-- of vocab x d bf16): row j of y is row ids[j] of the table, bits as they are (infinities, signed
+-- zeros and subnormals included), except that a NaN becomes the canonical quiet NaN 0x7fc0 (every
+-- NaN an exact leaf stores is that one, copies included: docs/design.md); the _wide form stores
+-- them widened exactly (<< 16) to f32 (NaN: 0x7fc00000), for a consumer that reads f32 x (the
+-- first RMSNorm's add_f32 form, a GEMV).
 --
 -- codebook_mean, codebook_mean_x6: the LFM2.5-Audio detokenizer's input (liquid-audio 1.3.0,
 -- detokenizer.py: FusedEmbedding, then LFM2AudioDetokenizer.forward's interpolate). One table of
@@ -13,7 +15,8 @@
 --   y = s * 0.125 (== s / 8 exactly: the same real, rounded once; torch's mean is sum then div_)
 -- which is torch's CPU mean over dim 1 in f32 (the module runs in f32; its weights hold the
 -- checkpoint's bf16 values): a sequential sum from +0 (8 terms are under one cascade level),
--- then the divide. A sum is never -0 (+0 + -0 = +0); inf - inf makes the ISA's default NaN.
+-- then the divide. A sum is never -0 (+0 + -0 = +0); every NaN mean (a NaN row, inf - inf) is
+-- stored as the canonical quiet NaN 0x7fc00000, the partial sums between passes too.
 -- codebook_mean_x6 writes frame j's vector to the 6 rows 6j .. 6j+5 of y: interpolate(.., 6T,
 -- mode="nearest-exact") along time is that repetition (source index floor((i + 0.5) / 6) = i div 6,
 -- checked numerically by fixtures/ref/gen_embed.py), fused so no copy-only leaf follows.
@@ -90,18 +93,18 @@ local template = {
         if form.wide then
           t:for_tiles(a.d, 16, function(i, tail)
             local lanes = tail and tail(0)
-            t:store_f32(yrow, i, 0, t:load_bf16(src, i, 0, lanes), lanes)
+            t:store_f32(yrow, i, 0, t:canon(t:load_bf16(src, i, 0, lanes)), lanes)
           end)
           return
         end
         t:for_tiles(a.d, 32, function(i, tail)
           if not tail then
-            t:store_raw(yrow, i, 0, t:load_raw(src, i, 0))   -- 32 bf16, bits as they are
+            t:store_raw(yrow, i, 0, t:canon_raw(t:load_raw(src, i, 0)))   -- 32 bf16, NaN canonical
             return
           end
           for half = 0, 16, 16 do
             local lanes = tail(half)
-            t:store_bf16(yrow, i, half, t:load_bf16(src, i, half, lanes), lanes)
+            t:store_bf16(yrow, i, half, t:canon(t:load_bf16(src, i, half, lanes)), lanes)
           end
         end)
       end)
@@ -126,10 +129,10 @@ local template = {
           local s = first == 0 and t:vconst(0) or t:load_f32(yrow, i, 0, lanes)
           for c = first, last do s = t:add(s, t:load_bf16(rows[c], i, 0, lanes)) end
           if last < p.codebooks - 1 then
-            t:store_f32(yrow, i, 0, s, lanes)
+            t:store_f32(yrow, i, 0, t:canon(s), lanes)
             return
           end
-          local y = t:mul(s, t:vconst(eighth))
+          local y = t:canon(t:mul(s, t:vconst(eighth)))
           local dst = yrow
           for k = 1, form.rep do
             t:store_f32(dst, i, 0, y, lanes)
@@ -143,8 +146,9 @@ local template = {
 
 -- codebook_mean_x6_bf16: codebook_mean_x6 for a bf16 residual stream. The same f32 mean
 -- (s = +0 + e_0 + ... + e_7 in codebook order, then * 0.125), rounded once to bf16 by the
--- integer RNE (NaN -> quiet, sign and top payload kept) and written to the 6 rows 6j .. 6j+5 of a
--- bf16 y. Between passes the partial f32 sum is kept, exactly, split over y's first two rows:
+-- integer RNE (NaN -> the canonical 0x7fc0) and written to the 6 rows 6j .. 6j+5 of a bf16 y.
+-- Between passes the partial f32 sum is kept, exactly (a NaN as the canonical one), split over
+-- y's first two rows:
 -- its high halves in row 6j, its low halves in row 6j+1 (store_bf16 stores high halves; the low
 -- halves are shifted up first); the next pass joins them again (hi | (lo >> 16)), so the order of
 -- the adds is the one above and nothing is written outside the rows the result fills. Declared
@@ -176,6 +180,7 @@ local function mean_bf16(t, p, form)
         end
         for c = first, last do s = t:add(s, t:load_bf16(rows[c], i, 0, lanes)) end
         if last < p.codebooks - 1 then
+          s = t:canon(s)
           t:store_bf16(yrow, i, 0, s, lanes)
           t:store_bf16(t:addr(yrow, a.ldy, 2), i, 0, t:ishl_v(s, 16), lanes)
           return
@@ -206,7 +211,7 @@ template.forms[#template.forms + 1] = { name = "codebook_mean_x6_bf16", kind = "
 -- released model; an nn.Embedding of 8 * vocab bf16 rows). For frame j, with e_c the widened row
 -- c * vocab + code_c of the table,
 --   s = +0; s = s + e_c for c = 0, 1, ..., 7 in this order (f32 adds, one rounding each)
---   y = RNE(s)                      (the integer RNE; a NaN s -> quiet, sign and top payload kept)
+--   y = RNE(s)                      (the integer RNE; a NaN s -> the canonical 0x7fc0)
 -- into row j of a bf16 y (no mean, no repeat). torch's CPU sum over dim 0 of the bf16 (8, T, d)
 -- embedding accumulates in f32 from +0 in codebook order and rounds once (checked bit for bit by
 -- fixtures/ref/gen_embed.py, also on data where the reversed order, a pairwise tree or a bf16

@@ -3,9 +3,9 @@
 -- For activation rows j in [0, m) (m = 1..4, sharing each pass over the weights) and weight
 -- rows n in [row_begin, row_end):
 --   s[j,n] = sum_k W[n,k] * x[j,k]          W bf16, row n at w + n*ldw; x f32, row j at x + j*ldx
---   form f32:          y = s                 (f32 out)
---   form f32_bias:     y = s + bias[n]       (f32 out, f32 bias)
---   form bf16_rne:     y = RNE(s)            (bf16 out, integer round-to-nearest-even)
+--   form f32:          y = s                 (f32 out; a NaN stored as the canonical 0x7fc00000)
+--   form f32_bias:     y = s + bias[n]       (f32 out, f32 bias; NaN likewise)
+--   form bf16_rne:     y = RNE(s)            (bf16 out, integer round-to-nearest-even; NaN -> 0x7fc0)
 --   form bf16_rne_add: y = RNE(s + r)        (r bf16, indexed like y; y may equal r)
 -- The destination of (j, n) is y + y_off + j*ldy + n: an explicit row stride and base offset,
 -- so a K or V projection writes straight into its cache slot.
@@ -95,7 +95,7 @@ end
 local function finish(t, form_, a, s, j, n)
   if form_.f32 then
     if form_.bias then s = t:add(s, t:load1_f32(a.bias, n, 0)) end
-    t:store1_f32(dest_row(t, a, a.y, j, 4), n, 0, s)
+    t:store1_f32(dest_row(t, a, a.y, j, 4), n, 0, t:canon(s))
     return
   end
   if form_.add then s = t:add(s, t:load1_bf16(dest_row(t, a, a.r, j, 2), n, 0)) end
@@ -158,7 +158,7 @@ blocked_body = function(t, p, form_, a, ms)
               if j > 0 then yrow = t:addr(yrow, t:mul(a.ldy, j), form_.f32 and 4 or 2) end
               if form_.f32 then
                 if form_.bias then v = t:add(v, t:load_f32(a.bias, n, BR * b, lanes)) end
-                t:store_f32(yrow, n, BR * b, v, lanes)
+                t:store_f32(yrow, n, BR * b, t:canon(v), lanes)
               else
                 if form_.add then
                   local rrow = t:addr(a.r, a.y_off, 2)

@@ -5,7 +5,8 @@
 -- emitted into the stamps (and, for the contract model, into generated/fk_tables.h).
 --
 -- Input X[0..N/2] as two arrays (re, im); the imaginary parts of X[0] and X[N/2] are ignored.
--- Output: N f32. Scratch: `work`, 2N floats, meaningless after the call.
+-- Output: N f32 (a NaN stored as the canonical 0x7fc00000). Scratch: `work`, 2N floats,
+-- meaningless after the call.
 
 local V = require("vfft")
 
@@ -47,7 +48,7 @@ return {
     -- 3. x[2m] = Re z[m] / N, x[2m+1] = Im z[m] / N (re and im interleaved)
     t:for_tiles(t:iconst(N / 2), 16, function(m)
       local sc = t:load_bcast_f32(tab("scale"), t:iconst(0), 0)
-      local yr, yi = t:mul(t:load_f32(zr, m, 0), sc), t:mul(t:load_f32(zi, m, 0), sc)
+      local yr, yi = t:canon(t:mul(t:load_f32(zr, m, 0), sc)), t:canon(t:mul(t:load_f32(zi, m, 0), sc))
       local o = t:add(m, m)
       t:store_f32(a.y, o, 0, t:zip_lo(yr, yi, 1))
       t:store_f32(a.y, o, 16, t:zip_hi(yr, yi, 1))

@@ -21,7 +21,8 @@
 --   samples (positions [320T, 320T + 480); envelopes F0 (F0T2 when T = 2) and F1) and zeroes the
 --   ring for the next stream.
 -- The _i16 forms write int16 PCM: RNE(min(max(y * 32767, -32768), 32767)) (NaN -> -32768), as
---   uint16_t bit patterns.
+--   uint16_t bit patterns. A NaN the f32 forms store in y, and any NaN stored in the ring, is the
+--   canonical quiet NaN 0x7fc00000.
 -- Transient planes: `work` holds X (the polar conversion: the pre-processing reads bins k and
 --   640 - k together, so the spectrum must exist whole before it) and the FFT's two ping-pong
 --   buffers (a Stockham stage reads its input whole before its output is complete).
@@ -99,7 +100,7 @@ local function put(t, form, y, o, v)
     q = t:min(t:max(q, t:vconst(0xc7000000)), t:vconst(0x46fffe00))      -- NaN -> -32768
     t:store_bf16(y, o, 0, t:ishl_v(t:f2i(t:rint(q)), 16))
   else
-    t:store_f32(y, o, 0, v)
+    t:store_f32(y, o, 0, t:canon(v))
   end
 end
 
@@ -166,7 +167,7 @@ return {
           local vr, vi = t:load_f32(zro, m, 0), t:load_f32(zio, m, 0)
           for h = 0, 1 do
             local s = t:mul(h == 0 and t:zip_lo(vr, vi, 1) or t:zip_hi(vr, vi, 1), t:load_f32(wn, o, 16 * h))
-            t:store_f32(rs, o, 16 * h, t:add(t:load_f32(rs, o, 16 * h), s))
+            t:store_f32(rs, o, 16 * h, t:canon(t:add(t:load_f32(rs, o, 16 * h), s)))
           end
         end, nil, { whole = true })
       end

@@ -15,9 +15,8 @@
 --   with c = cos[(pos + j)*(hd/2) + i], s = sin[...] (f32 tables, fk_rope_table), i < hd/2:
 --   neox: a = qn[i],  b = qn[i + hd/2]: x[i]  = RNE(fma(a, c, b*(-s))), x[i + hd/2] = RNE(fma(b, c, a*s))
 --   cis:  a = qn[2i], b = qn[2i + 1]:  x[2i] = RNE(fma(a, c, b*(-s))), x[2i + 1]   = RNE(fma(b, c, a*s))
--- b*(-s) equals -(b*s) for every number; the table value is negated, never a product, so a NaN
--- a and b (one NaN spreads to the whole head through the norm) keep one sign and the fused
--- add sees two equal NaNs (x86 and AArch64 pick different operands of two unequal ones).
+-- b*(-s) equals -(b*s) for every number (the table value is negated, never a product). Every NaN
+-- stored is the canonical 0x7fc0 (the RNE's NaN), whatever NaNs met in the norm or the rotation.
 -- Every element of a rotation pair is read before either is written, so the transform is in
 -- place. Only the m rows' slots are written; V needs no transform (its GEMV writes the slot).
 

@@ -6,7 +6,8 @@
 --   acc  = w0 * p2        (form bf16_bias: fma(w0, p2, bias))
 --   acc  = fma(w1, p1, acc); acc = fma(w2, bx, acc)     (p2 = Bx[t-2], p1 = Bx[t-1])
 --   y    = RNE(C * RNE(acc))                            (the conv rounded to bf16, then gated)
---   carry: p2 <- p1, p1 <- bx                           (committed before the next row)
+--   carry: p2 <- p1, p1 <- bx                           (committed before the next row; p1 moves
+--                                                        with a NaN made canonical, 0x7fc0)
 -- The carry (the last two Bx rows, bf16) is the caller's state; zeros are the reference's zero
 -- padding at the start of a sequence. Rows run in order and each row reads the carry the row
 -- before committed, so one call of m rows equals m calls of one row, outputs and state.
@@ -94,8 +95,8 @@ return {
           else
             t:store_raw(yrow, c, 0, t:bf16_pairs(y0, y1))
           end
-          -- Bx[t-2] <- Bx[t-1], bits as they are
-          t:store_raw(a.carry, c, 0, raw.p1 or t:load_raw(a.carry, ch, 0))
+          -- Bx[t-2] <- Bx[t-1] (a NaN the caller left there becomes the canonical one)
+          t:store_raw(a.carry, c, 0, t:canon_raw(raw.p1 or t:load_raw(a.carry, ch, 0)))
           t:store_raw(a.carry, ch, 0, t:bf16_pairs(bx0, bx1))
           return
         end
@@ -103,7 +104,7 @@ return {
           local lanes = tail(half)
           local bx, y = conv(function(name) return t:load_bf16(where[name][1], where[name][2], half, lanes) end)
           if form.wide then t:store_f32(yrow, c, half, y, lanes) else t:store_bf16(yrow, c, half, y, lanes) end
-          t:store_bf16(a.carry, c, half, t:load_bf16(a.carry, ch, half, lanes), lanes)
+          t:store_bf16(a.carry, c, half, t:canon(t:load_bf16(a.carry, ch, half, lanes)), lanes)
           t:store_bf16(a.carry, ch, half, bx, lanes)
         end
       end)

@@ -10,15 +10,13 @@
 --   s = g / d            (the correctly rounded divide)
 --   s = RNE(s)           (forms bf16, bf16_wide: silu's bf16 output)
 --   h = u * s            (form f32: h; forms bf16, bf16_wide: h = RNE(u * s))
--- The product is written u * s, not torch's s * u: the same value, and where both are NaN the
--- NaN kept is the first operand's on x86 and, s being computed (never signaling), on AArch64
--- too: u's payload, quieted. torch keeps s's payload there (its bf16 rounding then replaces
--- every NaN payload anyway); the fixtures compare NaN by class.
--- Special values: silu(NaN) = NaN with g's payload (quieted); silu(+inf) = +inf; silu(-inf) =
--- -inf / inf = NaN, the ISA's default NaN (as torch: silu(-inf) is nan); for g below -88.72,
--- exp(-g) overflows to inf and silu(g) = -0 (torch: the same; the float64 value, g e^g, is a
--- tiny negative number there: fixtures/README.md, swiglu_f64); subnormal g gives g / 2 rounded
--- once; h = 0 * inf is the default NaN. No FTZ: subnormal s, u and h are computed.
+-- The product is written u * s (torch: s * u; the same value).
+-- Special values: every NaN h (a NaN g or u, silu(-inf) = -inf / inf, 0 * inf) is stored as the
+-- canonical quiet NaN 0x7fc00000 (bf16 0x7fc0: the RNE's NaN; form f32: t:canon), whatever
+-- payloads met (torch: silu(-inf) is nan too; the fixtures compare NaN by class); silu(+inf) =
+-- +inf; for g below -88.72, exp(-g) overflows to inf and silu(g) = -0 (torch: the same; the
+-- float64 value, g e^g, is a tiny negative number there: fixtures/README.md, swiglu_f64);
+-- subnormal g gives g / 2 rounded once. No FTZ: subnormal s, u and h are computed.
 -- Rows: row r reads g + r*g_stride, u + r*u_stride and writes h + r*h_stride, n elements each;
 -- lanes past n are neither loaded nor stored. In place: forms bf16 and f32 may be given h == g
 -- or h == u (the same array and stride; every element is read before it is written, tile by
@@ -70,7 +68,7 @@ return {
         local s = t:div(g, d)
         local u = t[form.load](t, urow, i, 0, lanes)
         if not form.bf16 then
-          t:store_f32(hrow, i, 0, t:mul(u, s), lanes)
+          t:store_f32(hrow, i, 0, t:canon(t:mul(u, s)), lanes)
         elseif form.wide then
           t:store_f32(hrow, i, 0, t:rne(t:mul(u, t:rne(s))), lanes)
         else

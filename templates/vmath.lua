@@ -12,6 +12,7 @@
 --           |x|, where one f32 ulp of x is 2 radians or more, the result is that of +-2^24
 --           (no accuracy claim); inf and NaN give NaN; sin(-0) is +0
 --   polar:  re = exp(m) * cos(p), im = exp(m) * sin(p): each one more f32 product rounding
+-- Every NaN output is the canonical quiet NaN 0x7fc00000 (t:canon at the store).
 -- Outputs must not overlap the inputs (the small-register-file path of polar stores cos and sin
 -- before it reads the magnitude).
 
@@ -45,25 +46,25 @@ return {
     t:for_tiles(a.n, 16, function(i, tail)
       local lanes = tail and tail(0)
       if form.name == "exp" then
-        t:store_f32(a.y, i, 0, t:exp(t:load_f32(a.x, i, 0, lanes)), lanes)
+        t:store_f32(a.y, i, 0, t:canon(t:exp(t:load_f32(a.x, i, 0, lanes))), lanes)
       elseif form.name == "sincos" then
         local s, c = t:sincos(t:load_f32(a.x, i, 0, lanes))
-        t:store_f32(a.s, i, 0, s, lanes)
-        t:store_f32(a.c, i, 0, c, lanes)
+        t:store_f32(a.s, i, 0, t:canon(s), lanes)
+        t:store_f32(a.c, i, 0, t:canon(c), lanes)
       elseif t.tune.hold_operands then
         local mag = t:exp(t:load_f32(a.m, i, 0, lanes))
         local s, c = t:sincos(t:load_f32(a.p, i, 0, lanes))
-        t:store_f32(a.re, i, 0, t:mul(mag, c), lanes)
-        t:store_f32(a.im, i, 0, t:mul(mag, s), lanes)
+        t:store_f32(a.re, i, 0, t:canon(t:mul(mag, c)), lanes)
+        t:store_f32(a.im, i, 0, t:canon(t:mul(mag, s)), lanes)
       else
         -- a small register file: cos and sin go to the outputs first, the magnitude scales
-        -- them there (the same operations, so the same bits)
+        -- them there (the same operations, so the same bits; a NaN waits as the canonical one)
         local s, c = t:sincos(t:load_f32(a.p, i, 0, lanes))
-        t:store_f32(a.re, i, 0, c, lanes)
-        t:store_f32(a.im, i, 0, s, lanes)
+        t:store_f32(a.re, i, 0, t:canon(c), lanes)
+        t:store_f32(a.im, i, 0, t:canon(s), lanes)
         local mag = t:exp(t:load_f32(a.m, i, 0, lanes))
-        t:store_f32(a.re, i, 0, t:mul(mag, t:load_f32(a.re, i, 0, lanes)), lanes)
-        t:store_f32(a.im, i, 0, t:mul(mag, t:load_f32(a.im, i, 0, lanes)), lanes)
+        t:store_f32(a.re, i, 0, t:canon(t:mul(mag, t:load_f32(a.re, i, 0, lanes))), lanes)
+        t:store_f32(a.im, i, 0, t:canon(t:mul(mag, t:load_f32(a.im, i, 0, lanes))), lanes)
       end
     end)
   end,

@@ -343,8 +343,8 @@ for lua in lua5.4 luajit; do
     bad "$lua: partial census"
   (cd "$src" && "$lua" tools/census.lua --root "$src" --only "^fk_shortconv_bf16__" --out "$tmp/c.md" --check) \
     >/dev/null || bad "$lua: --check on a fresh census"
-  grep -q "| loop14 | 81 |" "$tmp/c.md" || bad "$lua: the summary lacks loop14's 81 instructions"
-  sed -i 's/| loop14 | 81 |/| loop14 | 80 |/' "$tmp/c.md"
+  grep -q "| loop14 | $want |" "$tmp/c.md" || bad "$lua: the summary lacks loop14's $want instructions"
+  sed -i "s/| loop14 | $want |/| loop14 | $((want + 1)) |/" "$tmp/c.md"   # the loop's instruction count, whatever it is
   if (cd "$src" && "$lua" tools/census.lua --root "$src" --only "^fk_shortconv_bf16__" --out "$tmp/c.md" --check) \
     2>"$tmp/err" >/dev/null; then bad "$lua: --check passed on an altered census"
   else grep -q "c.md is stale" "$tmp/err" || bad "$lua: the stale message does not name the file: $(cat "$tmp/err")"; fi

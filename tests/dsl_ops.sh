@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/dsl_ops.sh: DSL conformance. Checks that docs/dsl.md documents exactly the builder's ops, stamps tests/dsl_ops/opcheck.lua (ops the library's leaves
-# do not use: max, fma, f32 vector stores with tails, scalar f32 memory ops, isub, cvt) for every
-# variant into a temp dir, links each ISA's stamps with tests/dsl_ops/driver.c and checks them
+# do not use: max, fma, f32 vector stores with tails, scalar f32 memory ops, isub, cvt; canon and
+# canon_raw over every kind of NaN) for every variant into a temp dir, links each ISA's stamps
+# with tests/dsl_ops/driver.c and checks them
 # against C: natively on x86_64, under qemu-aarch64 (-cpu max and neoverse-n1) on AArch64.
 set -eu
 src=${FK_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}

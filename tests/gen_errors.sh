@@ -29,6 +29,8 @@ cases=(
   "unknown variant|s/fast = { \"bf16\", \"avx512bf16\" }/fast = { \"bf16\", \"sve\" }/|tiers: no fast-tier variant named 'sve'"
   "unknown tree|s/p.tree == \"halving\", \"tree must be 'halving'\"/true, \"\"/;s/tree = \"halving\", max_m/tree = \"butterfly\", max_m/|unknown tree 'butterfly'"
   "rne_store read|s/t:store_bf16(yrow, n, BR \\* b, t:rne(v), lanes)/t:store_bf16(yrow, n, BR * b, t:rne(t:add(t:rne_store(v), v)), lanes)/|vadd: operand 1 comes from rne_store"
+  "NaN rule|s/t:store1_f32(dest_row(t, a, a.y, j, 4), n, 0, t:canon(s))/t:store1_f32(dest_row(t, a, a.y, j, 4), n, 0, s)/|store1_f32 into a.y: the value may be a NaN whose bits differ between ISAs; an exact form stores canonical NaNs only"
+  "NaN rule, accumulator|s/t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, t:rne(s))/t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, s)/|store1_bf16 into a.y: the value may be a NaN"
   "exact uses dot|s/local fast = t.tier == \"fast\"/local fast = true/|dot_bf16_acc rounds differently on each ISA: only a fast-tier form may use it"
 )
 for c in "${cases[@]}"; do

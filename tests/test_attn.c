@@ -119,7 +119,6 @@ static void window_call(fkh_call *r, fkh_call *lin) {
     }
   fkh_set_buf(lin, "y", (size_t)(kvh * group * hd));
   fkh_set_buf(lin, "s", (size_t)((n + 15) / 16 * 16));
-  lin->nan_policy = r->nan_policy;
 }
 
 static fkh_target ring_targets[16];
@@ -265,7 +264,6 @@ static void decode_rows(fkh_call *pc, fkh_call *dc) {
     fkh_set_buf(d, "y", (size_t)(heads * hd + 1));
     int64_t n = ring ? (p + 1 < W ? p + 1 : W) : p + 1;
     fkh_set_buf(d, "s", (size_t)((n + 15) / 16 * 16));
-    d->nan_policy = pc->nan_policy;
   }
 }
 

@@ -45,7 +45,7 @@ local function v16b(r) return "v" .. n(r) .. ".16b" end
 local REUSE = { vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, viadd = { 1, 2 },
                 visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 }, vor = { 1, 2 },
                 vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 }, vcvt_i2f = { 1 },
-                vigt = { 1, 2 } }
+                vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 } }
 function M.reuse(op) return REUSE[op.op] end
 
 function M.registers()
@@ -638,7 +638,7 @@ function ops.vfma(ctx, op)
 end
 
 -- Integer RNE to bf16 (high half): u + 0x7fff + ((u >> 16) & 1), low half cleared; NaN
--- lanes become (u | 0x00400000), low half cleared.
+-- lanes become the canonical quiet NaN 0x7fc00000, whatever their sign and payload.
 local function rne(ctx, d, v, keep_low)
   ctx:wline("ushr " .. v4s(d) .. ", " .. v4s(v) .. ", #16")
   ctx:wline("movi " .. v4s(T0) .. ", #1")
@@ -647,8 +647,8 @@ local function rne(ctx, d, v, keep_low)
   ctx:wline("movi " .. v4s(T0) .. ", #0x7f, msl #8")                 -- 0x00007fff
   ctx:wline("add " .. v4s(d) .. ", " .. v4s(d) .. ", " .. v4s(T0))
   ctx:wline("fcmeq " .. v4s(T0) .. ", " .. v4s(v) .. ", " .. v4s(v))  -- all ones unless NaN
-  ctx:wline("mov " .. v16b(T1) .. ", " .. v16b(v))
-  ctx:wline("orr " .. v4s(T1) .. ", #0x40, lsl #16")
+  ctx:wline("movi " .. v4s(T1) .. ", #0x7f, lsl #24")
+  ctx:wline("orr " .. v4s(T1) .. ", #0xc0, lsl #16")                 -- 0x7fc00000
   ctx:wline("bif " .. v16b(d) .. ", " .. v16b(T1) .. ", " .. v16b(T0))
   if keep_low then return end
   ctx:wline("bic " .. v4s(d) .. ", #0xff")
@@ -668,6 +668,56 @@ end
 
 function ops.srne(ctx, op)
   rne(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]))
+end
+
+-- The canonical NaN: NaN lanes become 0x7fc00000 (T1), the others are kept. FCMEQ x, x is all
+-- ones unless x is a NaN; d may be v (then the mask waits in T0 and BIF inserts T1 where it is
+-- zero), else the mask is built in d and BSL selects.
+local function canon_const(ctx)
+  ctx:wline("movi " .. v4s(T1) .. ", #0x7f, lsl #24")
+  ctx:wline("orr " .. v4s(T1) .. ", #0xc0, lsl #16")                 -- 0x7fc00000
+end
+
+local function canon(ctx, d, v)
+  if d == v then
+    ctx:wline("fcmeq " .. v4s(T0) .. ", " .. v4s(v) .. ", " .. v4s(v))
+    ctx:wline("bif " .. v16b(d) .. ", " .. v16b(T1) .. ", " .. v16b(T0))
+  else
+    ctx:wline("fcmeq " .. v4s(d) .. ", " .. v4s(v) .. ", " .. v4s(v))
+    ctx:wline("bsl " .. v16b(d) .. ", " .. v16b(v) .. ", " .. v16b(T1))
+  end
+end
+
+function ops.vcanon(ctx, op)
+  local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
+  canon_const(ctx)
+  for p = 1, 4 do canon(ctx, d[p], v[p]) end
+end
+
+function ops.scanon(ctx, op)
+  canon_const(ctx)
+  canon(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]))
+end
+
+-- Raw bf16 pairs: every NaN halfword becomes 0x7fc0 (T1), the others are kept. h << 1 above
+-- 0xff00 (T0; CMHI: unsigned) is a NaN; the mask is built in d (BSL selects) or, when d is v,
+-- in T2 (BIT inserts T1 where it is set).
+function ops.vcanon_raw(ctx, op)
+  local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
+  local function v8h(r) return "v" .. n(r) .. ".8h" end
+  ctx:wline("movi " .. v8h(T0) .. ", #0xff, lsl #8")                  -- 0xff00
+  ctx:wline("movi " .. v8h(T1) .. ", #0x7f, lsl #8")
+  ctx:wline("orr " .. v8h(T1) .. ", #0xc0")                          -- 0x7fc0
+  for p = 1, 4 do
+    local m = d[p] == v[p] and T2 or d[p]
+    ctx:wline("shl " .. v8h(m) .. ", " .. v8h(v[p]) .. ", #1")
+    ctx:wline("cmhi " .. v8h(m) .. ", " .. v8h(m) .. ", " .. v8h(T0))
+    if m == T2 then
+      ctx:wline("bit " .. v16b(d[p]) .. ", " .. v16b(T1) .. ", " .. v16b(T2))
+    else
+      ctx:wline("bsl " .. v16b(d[p]) .. ", " .. v16b(T1) .. ", " .. v16b(v[p]))
+    end
+  end
 end
 
 function ops.bcast(ctx, op)

@@ -52,7 +52,7 @@ local function is512(ctx) return ctx.variant.name ~= "avx2" end
 local REUSE = { vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, vmin = { 1, 2 },
                 viadd = { 1, 2 }, visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 },
                 vor = { 1, 2 }, vxor = { 1, 2 }, vdiv = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 },
-                vcvt_f2i = { 1 }, vcvt_i2f = { 1 }, vigt = { 1, 2 } }
+                vcvt_f2i = { 1 }, vcvt_i2f = { 1 }, vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 } }
 function M.reuse(op) return REUSE[op.op] end
 
 function M.registers(variant)
@@ -706,7 +706,7 @@ function ops.vfma(ctx, op)
 end
 
 -- Integer RNE to bf16 (kept in the high half): u + 0x7fff + ((u >> 16) & 1), low half cleared;
--- NaN lanes become (u | 0x00400000) with the low half cleared (quiet, sign and top payload kept).
+-- NaN lanes become the canonical quiet NaN 0x7fc00000, whatever their sign and payload.
 -- AVX-512 uses EVEX forms only (registers 16-31 have no VEX encoding), scalars included: a
 -- scalar is rounded as lane 0 of its zmm, the other lanes being don't-care. It adds the tie
 -- bit under a mask (k7, free between ops: kmask sets it per op) instead of shifting it down.
@@ -718,22 +718,21 @@ local function rne(ctx, d, v, xmm, keep_low)
     ctx:wline("vptestmd k7, " .. v .. ", " .. bconst(ctx, "bit16", 0x10000))
     ctx:wline("vpaddd " .. d .. "{k7}, " .. d .. ", " .. bconst(ctx, "one", 1))
     ctx:wline("vcmpps k6, " .. v .. ", " .. v .. ", 3")                 -- unordered: NaN lanes
-    ctx:wline("vpord " .. d .. "{k6}, " .. v .. ", " .. bconst(ctx, "qnan_bit", 0x00400000))
+    ctx:wline("vpbroadcastd " .. d .. "{k6}, dword ptr " .. kconst(ctx, "qnan", 0x7fc00000, 1))
     if not keep_low then ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "hi16", 0xffff0000)) end
     return
   end
   local W = xmm and X or Y
   local size = xmm and "xmmword ptr " or "ymmword ptr "
   local row = function(name, word) return size .. kconst(ctx, name .. "_x8", word, 8) end
-  local t, q = W(scratch(ctx, 1)), W(scratch(ctx, 2))
+  local t = W(scratch(ctx, 1))
   d, v = W(d), W(v)
   ctx:wline("vpsrld " .. d .. ", " .. v .. ", 16")
   ctx:wline("vpand " .. d .. ", " .. d .. ", " .. row("one", 1))
   ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. v)
   ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. row("rne_bias", 0x7fff))
   ctx:wline("vcmpps " .. t .. ", " .. v .. ", " .. v .. ", 3")          -- all ones in NaN lanes
-  ctx:wline("vpor " .. q .. ", " .. v .. ", " .. row("qnan_bit", 0x00400000))
-  ctx:wline("vblendvps " .. d .. ", " .. d .. ", " .. q .. ", " .. t)
+  ctx:wline("vblendvps " .. d .. ", " .. d .. ", " .. row("qnan", 0x7fc00000) .. ", " .. t)
   if not keep_low then ctx:wline("vpand " .. d .. ", " .. d .. ", " .. row("hi16", 0xffff0000)) end
 end
 
@@ -750,6 +749,55 @@ end
 
 function ops.srne(ctx, op)
   rne(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]), true)
+end
+
+-- The canonical NaN: NaN lanes become 0x7fc00000, the others are kept (d may be v). AVX-512:
+-- the unordered compare into k6, then a blend from the broadcast constant; AVX2: the compare
+-- into a vector mask, then vblendvps from the constant row.
+local function canon(ctx, d, v, xmm)
+  if is512(ctx) then
+    d, v = Z(d), Z(v)
+    ctx:wline("vcmpps k6, " .. v .. ", " .. v .. ", 3")                 -- unordered: NaN lanes
+    ctx:wline("vblendmps " .. d .. "{k6}, " .. v .. ", " .. bconst(ctx, "qnan", 0x7fc00000))
+    return
+  end
+  local W = xmm and X or Y
+  local row = (xmm and "xmmword ptr " or "ymmword ptr ") .. kconst(ctx, "qnan_x8", 0x7fc00000, 8)
+  local t = W(scratch(ctx, 1))
+  d, v = W(d), W(v)
+  ctx:wline("vcmpps " .. t .. ", " .. v .. ", " .. v .. ", 3")          -- all ones in NaN lanes
+  ctx:wline("vblendvps " .. d .. ", " .. v .. ", " .. row .. ", " .. t)
+end
+
+function ops.vcanon(ctx, op)
+  local d, v = parts(ctx, op.dst), parts(ctx, op.src[1])
+  for i = 1, #d do canon(ctx, d[i], v[i], false) end
+end
+
+function ops.scanon(ctx, op)
+  canon(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]), true)
+end
+
+-- Raw bf16 pairs: every NaN halfword ((h & 0x7fff) > 0x7f80) becomes 0x7fc0, the others are
+-- kept (d may be v). AVX-512 (BW): h << 1 above 0xff00 (unsigned) is a NaN, then a word blend
+-- from a row of 0x7fc0; AVX2 (no unsigned word compare): (h & 0x7fff) > 0x7f80 signed, then a
+-- byte blend (the mask is whole words).
+function ops.vcanon_raw(ctx, op)
+  local d, v = parts(ctx, op.dst), parts(ctx, op.src[1])
+  if is512(ctx) then
+    local row = function(name, word) return "zmmword ptr " .. kconst(ctx, name, word, 16) end
+    ctx:wline("vpsllw " .. T0 .. ", " .. v[1] .. ", 1")
+    ctx:wline("vpcmpuw k6, " .. T0 .. ", " .. row("bf16_nan_min", 0xff00ff00) .. ", 6")   -- above: NaN halfwords
+    ctx:wline("vpblendmw " .. d[1] .. "{k6}, " .. v[1] .. ", " .. row("bf16_qnan", 0x7fc07fc0))
+    return
+  end
+  local row = function(name, word) return "ymmword ptr " .. kconst(ctx, name, word, 8) end
+  local t = scratch(ctx, 1)
+  for i = 1, #d do
+    ctx:wline("vpand " .. t .. ", " .. v[i] .. ", " .. row("bf16_abs_x8", 0x7fff7fff))
+    ctx:wline("vpcmpgtw " .. t .. ", " .. t .. ", " .. row("bf16_inf_x8", 0x7f807f80))
+    ctx:wline("vpblendvb " .. d[i] .. ", " .. v[i] .. ", " .. row("bf16_qnan_x8", 0x7fc07fc0) .. ", " .. t)
+  end
 end
 
 function ops.bcast(ctx, op)

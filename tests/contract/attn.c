@@ -13,7 +13,7 @@
  *   sum   = 16 lanes (lane l: sum + e_j over j == l mod 16, increasing j, from +0), halving tree;
  *   p_j   = RNE(e_j * (1.0f / sum));
  *   o[i]  = fmaf(p_j, v_j[i], o[i]) for increasing j from +0;
- *   y     = RNE(o), a NaN o stored as 0x7fc0;
+ *   y     = RNE(o) (a NaN o: the RNE's canonical 0x7fc0);
  *   yw    = y widened (<< 16), wide forms only (decode64_wide, decode_ring64_wide, prefill64_wide,
  *           prefill_ring64_wide, decode32_wide: yw + h*d, prefill row i at yw + i*yw_ld).
  * Perturbations: FKC_TREE_PAIRWISE sums the dot lanes and e adjacent-pairwise; FKC_LANES_PERMUTED
@@ -21,7 +21,7 @@
  * in one lane in order of j; FKC_CURSOR_OFF_BY_ONE puts the window off by one
  * (a ring not yet full: one stale slot too many; a full ring: the oldest slot dropped; a linear cache:
  * the newest position dropped; never a read past the cache); FKC_RNE_BIAS rounds half up (y and so yw);
- * FKC_WIDE_UNROUNDED stores o itself in yw, FKC_WIDE_NAN_SKIPPED widens RNE(o) without the NaN rule. */
+ * FKC_WIDE_UNROUNDED stores o itself in yw; FKC_NAN_PAYLOAD rounds with the payload kept (y and yw). */
 #include <math.h>
 
 #include "contract.h"
@@ -85,11 +85,9 @@ static void attn(const uint16_t *q, const uint16_t *k, const uint16_t *v, uint16
         for (int i = 0; i < hd; i++) o[i] = fmaf(s[j], fkc_bf16_to_f32(vp[i]), o[i]);
       }
       for (int i = 0; i < hd; i++) {
-        y[h * hd + i] = isnan(o[i]) ? (uint16_t)0x7fc0 : fkc_rne_bits(fkc_f32_bits(o[i]), p);
+        y[h * hd + i] = fkc_rne_bits(fkc_f32_bits(o[i]), p);
         if (!yw) continue;
-        yw[h * hd + i] = p == FKC_WIDE_UNROUNDED     ? o[i]
-                         : p == FKC_WIDE_NAN_SKIPPED ? fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(o[i]), p))
-                                                     : fkc_bf16_to_f32(y[h * hd + i]);
+        yw[h * hd + i] = p == FKC_WIDE_UNROUNDED ? o[i] : fkc_bf16_to_f32(y[h * hd + i]);
       }
     }
   }

@@ -8,10 +8,11 @@
  *
  * Special values, as every model here and every exact stamp computes them: accumulators start
  * at +0.0f, so a sum of -0 products is +0; lanes past the valid length are left as they are
- * (nothing is added, not even +0). Propagated NaNs keep sign and payload (quieted). A NaN
- * created by an invalid operation (inf - inf, 0 * inf) is the ISA's default NaN: 0xffc00000 on
- * x86, 0x7fc00000 on AArch64, the one bit difference the exact tier has across ISAs
- * (tests/harness/fkh.h, FKH_NAN_DEFAULT).
+ * (nothing is added, not even +0). Every NaN a leaf stores (bf16 or f32, outputs and state,
+ * copies included) is the canonical quiet NaN 0x7fc00000 / 0x7fc0: the models round with
+ * fkc_rne_bits (whose NaN is 0x7fc0) and pass every other stored float through fkc_canon /
+ * fkc_canon_bf16, so the payload a NaN has inside a model (the compiler's and the ISA's choice
+ * where NaNs meet or are made) never reaches an output; tests compare NaNs bit for bit.
  *
  * A perturbation (fkc_perturb) changes one rule on purpose; the perturbation tests use it to
  * prove that the gates see that kind of error. FKC_EXACT is the contract itself. */
@@ -40,14 +41,19 @@ typedef enum fkc_perturb {
   FKC_SAMPLE_RECIP_T,  /* sample topk: s = x * (1 / T) instead of x / T */
   FKC_SAMPLE_CDF_REVERSED, /* sample topk: the cumulative sums run from the highest index down */
   FKC_WIDE_UNROUNDED,  /* attn wide forms: yw holds the f32 output o before its RNE to bf16 */
-  FKC_WIDE_NAN_SKIPPED, /* attn wide forms: yw widens RNE(o) without the NaN rule (a NaN o keeps its
-                           sign and payload instead of becoming 0x7fc0) */
   FKC_ONCE_ROUNDED_TWICE, /* rmsnorm once forms: h * inv rounded to bf16 before the weight product (the
                              LFM2 forms' two roundings instead of liquid-audio's one) */
+  FKC_NAN_PAYLOAD,     /* every leaf: a NaN stored with its payload instead of the canonical one (RNE's
+                          NaN is (u >> 16) | 0x40, sign and top payload kept: the rule before issue 18;
+                          fkc_canon and fkc_canon_bf16 leave a NaN as the model's arithmetic made it) */
 } fkc_perturb;
 
-/* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> quiet, sign/top payload kept). */
+/* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> the canonical 0x7fc0). */
 uint16_t fkc_rne_bits(uint32_t u, fkc_perturb p);
+/* The canonical NaN of every stored value: NaN -> 0x7fc00000 (f32), 0x7fc0 (bf16); other values
+ * unchanged. FKC_NAN_PAYLOAD: the NaN as it is. */
+float fkc_canon(float x, fkc_perturb p);
+uint16_t fkc_canon_bf16(uint16_t h, fkc_perturb p);
 float fkc_bf16_to_f32(uint16_t h);
 uint32_t fkc_f32_bits(float f);
 float fkc_bits_f32(uint32_t u);

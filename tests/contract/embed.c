@@ -1,10 +1,11 @@
 /* tests/contract/embed.c: contract model of templates/embed.lua (params codebooks=8, upsample=6).
  *
- * gather_bf16(_wide): row j of y = row ids[j] of the table, bits as they are (the wide form:
- * each bf16 widened exactly, << 16). codebook_mean(_x6): for frame j, with e_c the widened row
+ * gather_bf16(_wide): row j of y = row ids[j] of the table, bits as they are except a NaN, which
+ * becomes the canonical 0x7fc0 (the wide form: each bf16 widened exactly, << 16; NaN 0x7fc00000).
+ * codebook_mean(_x6): for frame j, with e_c the widened row
  * c * vocab + codes[j * ld_codes + c * cb_stride] of the table,
  *   s = +0.0f; s = s + e_c for c = 0 .. 7 in increasing c (f32 adds);  y = s / 8
- * (the template multiplies by 0.125f: the same real number, rounded once, NaNs propagated alike);
+ * (the template multiplies by 0.125f: the same real number, rounded once; a NaN mean: 0x7fc00000);
  * the _x6 form writes y to rows 6j .. 6j+5, the _x6_bf16 form RNE(y) (the integer rule) to bf16 rows
  * 6j .. 6j+5. codebook_sum_bf16: the same s, no divide, y = RNE(s) (the integer rule) in bf16 row j.
  * Ids are in range (the caller's guarantee). */
@@ -19,8 +20,8 @@ static void gather(const int32_t *ids, const uint16_t *table, uint16_t *y, float
     int64_t k = p == FKC_CURSOR_OFF_BY_ONE && j + 1 < m ? j + 1 : j;
     const uint16_t *src = table + (int64_t)ids[k] * ld_table;
     for (int64_t i = 0; i < d; i++) {
-      if (yw) yw[j * ldy + i] = fkc_bf16_to_f32(src[i]);
-      else y[j * ldy + i] = src[i];
+      if (yw) yw[j * ldy + i] = fkc_bf16_to_f32(fkc_canon_bf16(src[i], p));
+      else y[j * ldy + i] = fkc_canon_bf16(src[i], p);
     }
   }
 }
@@ -59,7 +60,7 @@ static void mean(const int32_t *codes, const uint16_t *table, float *y, uint16_t
       int copies = p == FKC_CURSOR_OFF_BY_ONE && rep > 1 ? rep - 1 : rep;
       for (int k = 0; k < copies; k++) {
         if (yb) yb[((int64_t)rep * j + k) * ldy + i] = fkc_rne_bits(fkc_f32_bits(v), p);
-        else y[((int64_t)rep * j + k) * ldy + i] = v;
+        else y[((int64_t)rep * j + k) * ldy + i] = fkc_canon(v, p);
       }
     }
   }

@@ -51,10 +51,10 @@ static const uint16_t *packed_row(const uint16_t *wp, int64_t n, int64_t k) {
 #define RM(a) ((a)->w + n * (a)->ldw)
 #define PK(a) packed_row((a)->w, n, (a)->k)
 
-void fkc_gemv_f32(const fk_gemv_f32_args *a, fkc_perturb p) { FKC_GEMV_LOOP(a, p, RM(a), a->y[at] = s) }
+void fkc_gemv_f32(const fk_gemv_f32_args *a, fkc_perturb p) { FKC_GEMV_LOOP(a, p, RM(a), a->y[at] = fkc_canon(s, p)) }
 
 void fkc_gemv_f32_bias(const fk_gemv_f32_bias_args *a, fkc_perturb p) {
-  FKC_GEMV_LOOP(a, p, RM(a), a->y[at] = s + a->bias[n])
+  FKC_GEMV_LOOP(a, p, RM(a), a->y[at] = fkc_canon(s + a->bias[n], p))
 }
 
 void fkc_gemv_bf16_rne(const fk_gemv_bf16_rne_args *a, fkc_perturb p) {
@@ -66,11 +66,11 @@ void fkc_gemv_bf16_rne_add(const fk_gemv_bf16_rne_add_args *a, fkc_perturb p) {
 }
 
 void fkc_gemv_f32_packed(const fk_gemv_f32_packed_args *a, fkc_perturb p) {
-  FKC_GEMV_LOOP(a, p, PK(a), a->y[at] = s)
+  FKC_GEMV_LOOP(a, p, PK(a), a->y[at] = fkc_canon(s, p))
 }
 
 void fkc_gemv_f32_bias_packed(const fk_gemv_f32_bias_packed_args *a, fkc_perturb p) {
-  FKC_GEMV_LOOP(a, p, PK(a), a->y[at] = s + a->bias[n])
+  FKC_GEMV_LOOP(a, p, PK(a), a->y[at] = fkc_canon(s + a->bias[n], p))
 }
 
 void fkc_gemv_bf16_rne_packed(const fk_gemv_bf16_rne_packed_args *a, fkc_perturb p) {

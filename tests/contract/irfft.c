@@ -78,8 +78,8 @@ static void irfft(const plan *P, const float *re, const float *im, float *y, fkc
   float (*z)[LMAX] = irfft_z(P, re, im, pert);
   float sc = f(P->scale[0]);
   for (int m = 0; m < P->n / 2; m++) {
-    y[2 * m] = z[0][m] * sc;
-    y[2 * m + 1] = z[1][m] * sc;
+    y[2 * m] = fkc_canon(z[0][m] * sc, pert);       /* a NaN: the canonical one */
+    y[2 * m + 1] = fkc_canon(z[1][m] * sc, pert);
   }
 }
 

@@ -7,7 +7,8 @@
  * (t = 0), E = E1, E2, E3 for t = 1, 2, >= 3 (the envelope tables), and that ring segment +0.
  * flush (frame = T): y[0..320) = ring / F0 (F0T2 for T = 2) over segment (T & 3), y[320..480) =
  * ring / F1 over the first 160 of segment ((T + 1) & 3), then the ring all +0. The _i16 forms: q = y * 32767 (f32), q = min(max(q,
- * -32768), 32767) with max(a, b) = a > b ? a : b, rint, as int16. */
+ * -32768), 32767) with max(a, b) = a > b ? a : b, rint, as int16. Every NaN stored in y (f32) or
+ * the ring is the canonical 0x7fc00000 (fkc_canon). */
 #include <math.h>
 #include <string.h>
 
@@ -16,9 +17,9 @@
 
 static float f(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 
-static void put(float v, float *yf, uint16_t *yi, int i) {
+static void put(float v, float *yf, uint16_t *yi, int i, fkc_perturb pert) {
   if (yf) {
-    yf[i] = v;
+    yf[i] = fkc_canon(v, pert);
     return;
   }
   float q = v * 32767.0f;
@@ -43,12 +44,12 @@ static void frame(const float *x, float *ring, float *yf, uint16_t *yi, int64_t 
     for (int i = 0; i < 320; i++) {
       int n = 320 * k + i;
       float z = n % 2 ? zi[n / 2] : zr[n / 2];
-      ring[g + i] = ring[g + i] + z * f(FK_ISTFT_WN[n]);
+      ring[g + i] = fkc_canon(ring[g + i] + z * f(FK_ISTFT_WN[n]), pert);
     }
   }
   int g0 = (int)(t & 3) * 320, from = t == 0 ? 320 : (t == 1 ? 160 : 0);
   const uint32_t *e = t <= 1 ? FK_ISTFT_E1 : (t == 2 ? FK_ISTFT_E2 : FK_ISTFT_E3);
-  for (int i = from; i < 320; i++) put(ring[g0 + i] / f(e[i]), yf, yi, i - from);
+  for (int i = from; i < 320; i++) put(ring[g0 + i] / f(e[i]), yf, yi, i - from, pert);
   if (pert != FKC_SKIP_COMMIT)   /* FKC_SKIP_COMMIT: the finished segment is not cleared */
     for (int i = 0; i < 320; i++) ring[g0 + i] = 0.0f;
 }
@@ -57,8 +58,8 @@ static void flush(float *ring, float *yf, uint16_t *yi, int64_t T, fkc_perturb p
   const int late = pert == FKC_CURSOR_OFF_BY_ONE;
   int g0 = (int)((T + late) & 3) * 320, g1 = (int)((T + 1 + late) & 3) * 320;
   const uint32_t *f0 = T == 2 ? FK_ISTFT_F0T2 : FK_ISTFT_F0;
-  for (int i = 0; i < 320; i++) put(ring[g0 + i] / f(f0[i]), yf, yi, i);
-  for (int i = 0; i < 160; i++) put(ring[g1 + i] / f(FK_ISTFT_F1[i]), yf, yi, 320 + i);
+  for (int i = 0; i < 320; i++) put(ring[g0 + i] / f(f0[i]), yf, yi, i, pert);
+  for (int i = 0; i < 160; i++) put(ring[g1 + i] / f(FK_ISTFT_F1[i]), yf, yi, 320 + i, pert);
   if (pert != FKC_SKIP_COMMIT)
     for (int i = 0; i < 1280; i++) ring[i] = 0.0f;
 }

@@ -2,8 +2,9 @@
  *
  * Row t = 0..m-1 in order; per channel c: bx = RNE(B*x) (f32 product); p2 = carry[c],
  * p1 = carry[h + c]; acc = w0*p2 (form bf16_bias: fmaf(w0, p2, bias)); acc = fmaf(w1, p1, acc);
- * acc = fmaf(w2, bx, acc); y = RNE(C * RNE(acc)); then carry[c] = p1, carry[h + c] = bx, before
- * the next row reads them. Tap k of w is w[k*h + c]. The _wide forms store y widened to f32. */
+ * acc = fmaf(w2, bx, acc); y = RNE(C * RNE(acc)); then carry[c] = p1 (a NaN made canonical),
+ * carry[h + c] = bx, before the next row reads them. Tap k of w is w[k*h + c]. The _wide forms
+ * store y widened to f32. */
 #include <math.h>
 #include <stddef.h>
 
@@ -26,7 +27,7 @@ static void shortconv(const uint16_t *in, const uint16_t *w, const uint16_t *bia
       if (yw) yw[t * ldy + c] = fkc_bf16_to_f32(out); /* the wide forms: the same bits, widened */
       else y[t * ldy + c] = out;
       if (p != FKC_SKIP_COMMIT) {
-        carry[c] = p1;
+        carry[c] = fkc_canon_bf16(p1, p);
         carry[h + c] = bx;
       }
     }

@@ -2,9 +2,8 @@
  *
  * Row r = 0..rows-1, element i = 0..n-1: e = fkc_exp(-g) (the template's exp; -g flips the sign
  * bit), d = 1 + e, s = g / d (f32, correctly rounded), then form f32: h = u * s; forms bf16 and
- * bf16_wide: s = RNE(s), h = RNE(u * s) (bf16_wide stores those bits widened to f32).
- * NaN choice of the product, as both ISAs make it for u * s with a computed (quiet) s: u's NaN
- * when u is NaN, else s's; written out so that the compiler cannot commute the operands.
+ * bf16_wide: s = RNE(s), h = RNE(u * s) (bf16_wide stores those bits widened to f32). A NaN h is
+ * the canonical 0x7fc00000 / 0x7fc0 (fkc_canon, the RNE's NaN).
  * Perturbations: FKC_SILU_SIGMOID, silu as g * (1 / d) (one more rounding; over all 65536 bf16 g
  * it never changes the bf16 silu, so only form f32 can show it); FKC_SILU_UNROUNDED, the bf16
  * forms' product taken with the f32 silu (torch rounds silu's output to bf16 first). */
@@ -13,18 +12,9 @@
 
 #include "contract.h"
 
-static float quiet(float x) { return fkc_bits_f32(fkc_f32_bits(x) | 0x00400000u); }
-
-/* u * s with the NaN operand order of the stamps' multiply (first operand's NaN wins) */
-static float mul_ordered(float a, float b) {
-  if (isnan(a)) return quiet(a);
-  if (isnan(b)) return quiet(b);
-  return a * b;
-}
-
 static float silu(float g, fkc_perturb p) {
   float d = 1.0f + fkc_exp(-g);
-  if (p == FKC_SILU_SIGMOID) return mul_ordered(g, 1.0f / d);
+  if (p == FKC_SILU_SIGMOID) return g * (1.0f / d);
   return g / d;
 }
 
@@ -37,11 +27,11 @@ static void swiglu(const void *g, const void *u, void *h, int wide_in, int out, 
       float uv = wide_in ? ((const float *)u)[r * us + i] : fkc_bf16_to_f32(((const uint16_t *)u)[r * us + i]);
       float s = silu(gv, p);
       if (out == 2) {
-        ((float *)h)[r * hs + i] = mul_ordered(uv, s);
+        ((float *)h)[r * hs + i] = fkc_canon(uv * s, p);
         continue;
       }
       if (p != FKC_SILU_UNROUNDED) s = fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(s), p));
-      uint16_t y = fkc_rne_bits(fkc_f32_bits(mul_ordered(uv, s)), p);
+      uint16_t y = fkc_rne_bits(fkc_f32_bits(uv * s), p);
       if (out == 1) ((float *)h)[r * hs + i] = fkc_bf16_to_f32(y);
       else ((uint16_t *)h)[r * hs + i] = y;
     }

@@ -67,21 +67,23 @@ void fkc_sincos(float x, float *s_out, float *c_out) {
 }
 
 void fkc_vmath_exp(const fk_vmath_exp_args *a, fkc_perturb p) {
-  (void)p;
-  for (int64_t i = 0; i < a->n; i++) a->y[i] = fkc_exp(a->x[i]);
+  for (int64_t i = 0; i < a->n; i++) a->y[i] = fkc_canon(fkc_exp(a->x[i]), p);
 }
 
 void fkc_vmath_sincos(const fk_vmath_sincos_args *a, fkc_perturb p) {
-  (void)p;
-  for (int64_t i = 0; i < a->n; i++) fkc_sincos(a->x[i], &a->s[i], &a->c[i]);
+  for (int64_t i = 0; i < a->n; i++) {
+    float s, c;
+    fkc_sincos(a->x[i], &s, &c);
+    a->s[i] = fkc_canon(s, p);
+    a->c[i] = fkc_canon(c, p);
+  }
 }
 
 void fkc_vmath_polar(const fk_vmath_polar_args *a, fkc_perturb p) {
-  (void)p;
   for (int64_t i = 0; i < a->n; i++) {
     float s, c, mag = fkc_exp(a->m[i]);
     fkc_sincos(a->p[i], &s, &c);
-    a->re[i] = mag * c;
-    a->im[i] = mag * s;
+    a->re[i] = fkc_canon(mag * c, p);
+    a->im[i] = fkc_canon(mag * s, p);
   }
 }

@@ -14,6 +14,50 @@ static const struct { const char *id, *name; void (*fn)(void); } all[] = { FK_ST
 
 static uint32_t bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float val(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+/* the NaN rule: every stored NaN is the canonical 0x7fc00000 */
+static uint32_t canon(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : u; }
+static uint16_t canon16(uint16_t h) { return (h & 0x7fffu) > 0x7f80u ? 0x7fc0u : h; }
+
+typedef void (*canon_fn_t)(const fk_opcheck_canon_args *);
+
+/* form canon: canon (vector, tails, scalar) and canon_raw over every kind of NaN in every lane */
+static int check_canon(int *runs) {
+  enum { MAXN = 37, NR = 3, GUARD = 8 };
+  static const uint32_t kinds[] = { 0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u, 0x7fc12345u, 0xffe54321u,
+                                    0x7fffffffu, 0xffffffffu, 0x7fa00003u, 0x7f800000u, 0xff800000u, 0x00000000u,
+                                    0x80000000u, 0x00000001u, 0x3f800000u, 0x7f7fffffu, 0xff400000u };
+  static const uint16_t kinds16[] = { 0x7fc0, 0xffc0, 0x7f81, 0xff81, 0x7fc1, 0xffe5, 0x7fff, 0xffff, 0x7fa0,
+                                      0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x3f80, 0x7f7f, 0xff40 };
+  const int nk = (int)(sizeof kinds / sizeof kinds[0]);
+  int bad = 0;
+  for (size_t s = 0; s < sizeof all / sizeof all[0]; s++) {
+    if (strcmp(all[s].id, "opcheck_canon") != 0) continue;
+    canon_fn_t fn = (canon_fn_t)all[s].fn;
+    for (int64_t n = 1; n <= MAXN; n++) {
+      float a[MAXN], cn[MAXN + GUARD], cs[MAXN + GUARD];
+      uint16_t h[32 * NR], cr[32 * NR + GUARD];
+      for (int i = 0; i < n; i++) a[i] = val(kinds[(i + n) % nk]);
+      for (int i = 0; i < 32 * NR; i++) h[i] = kinds16[(i * 7 + n) % nk];
+      for (int i = 0; i < MAXN + GUARD; i++) cn[i] = cs[i] = val(0x7fa5a5a5u);
+      for (int i = 0; i < 32 * NR + GUARD; i++) cr[i] = 0x7fa5;
+      fk_opcheck_canon_args args = { a, h, cn, cs, cr, n, n % (NR + 1) };
+      fn(&args);
+      (*runs)++;
+      for (int i = 0; i < MAXN + GUARD; i++) {
+        uint32_t want = i < n ? canon(bits(a[i])) : 0x7fa5a5a5u;
+        if ((bits(cn[i]) != want || bits(cs[i]) != want) && bad++ < 5)
+          printf("%s n=%lld [%d]: canon 0x%08x, scalar 0x%08x, want 0x%08x\n", all[s].name, (long long)n, i,
+                 bits(cn[i]), bits(cs[i]), want);
+      }
+      for (int i = 0; i < 32 * NR + GUARD; i++) {
+        uint16_t want = i < 32 * (n % (NR + 1)) ? canon16(h[i]) : 0x7fa5;
+        if (cr[i] != want && bad++ < 5)
+          printf("%s n=%lld [%d]: canon_raw 0x%04x, want 0x%04x\n", all[s].name, (long long)n, i, cr[i], want);
+      }
+    }
+  }
+  return bad;
+}
 
 static uint64_t mix(uint64_t *z) {
   *z = *z * 6364136223846793005ull + 1442695040888963407ull;
@@ -45,7 +89,7 @@ static int check_int(int *runs) {
       for (int i = 0; i < MAXN + GUARD; i++) {
         uint32_t want_gt = i < n ? ((int32_t)bits(a[i]) > (int32_t)bits(b[i]) ? 0xffffffffu : 0u) : 0x7fa5a5a5u;
         if (i < n) acc += a[i];
-        uint32_t want_run = i < n ? bits(acc) : 0x7fa5a5a5u;
+        uint32_t want_run = i < n ? canon(bits(acc)) : 0x7fa5a5a5u;
         if (bits(gt[i]) != want_gt || bits(run[i]) != want_run) {
           if (bad++ < 5)
             printf("%s n=%lld [%d]: gt 0x%08x want 0x%08x, run 0x%08x want 0x%08x\n", all[s].name, (long long)n, i,
@@ -91,25 +135,26 @@ int main(void) {
       fn(&args);
       runs++;
       for (int i = 0; i < MAXN + GUARD; i++) {
-        uint32_t want_mx = i < n ? bits(a[i] > b[i] ? a[i] : b[i]) : 0x7fa5a5a5u;
-        uint32_t want_fm = i < n ? bits(fmaf(a[i], b[i] * 0.75f, c[i])) : 0x7fa5a5a5u;
+        uint32_t want_mx = i < n ? canon(bits(a[i] > b[i] ? a[i] : b[i])) : 0x7fa5a5a5u;
+        uint32_t want_fm = i < n ? canon(bits(fmaf(a[i], b[i] * 0.75f, c[i]))) : 0x7fa5a5a5u;
         if (bits(mx[i]) != want_mx || bits(fm[i]) != want_fm) {
           if (bad++ < 5)
             printf("%s n=%lld [%d]: max 0x%08x want 0x%08x, fma 0x%08x want 0x%08x\n", all[s].name,
                    (long long)n, i, bits(mx[i]), want_mx, bits(fm[i]), want_fm);
         }
       }
-      uint32_t want0 = bits(a[0] * b[0] + c[0]), want1 = bits((float)(n - 1));
+      uint32_t want0 = canon(bits(a[0] * b[0] + c[0])), want1 = bits((float)(n - 1));
       if (bits(sc[0]) != want0 || bits(sc[1]) != want1 || bits(sc[2]) != 0x7fa5a5a5u) {
         if (bad++ < 5) printf("%s n=%lld: scalar 0x%08x 0x%08x, want 0x%08x 0x%08x\n", all[s].name,
                               (long long)n, bits(sc[0]), bits(sc[1]), want0, want1);
       }
     }
   }
-  int int_runs = 0;
+  int int_runs = 0, canon_runs = 0;
   bad += check_int(&int_runs);
-  runs += int_runs;
-  printf("opcheck: %d stamp runs (%d of form int), %d mismatches\n", runs, int_runs, bad);
-  if (int_runs == 0) return 1;
+  bad += check_canon(&canon_runs);
+  runs += int_runs + canon_runs;
+  printf("opcheck: %d stamp runs (%d of form int, %d of form canon), %d mismatches\n", runs, int_runs, canon_runs, bad);
+  if (int_runs == 0 || canon_runs == 0) return 1;
   return bad != 0 || runs == 0;
 }

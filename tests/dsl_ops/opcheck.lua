@@ -4,7 +4,9 @@
 --   isub, iconst, cvt_f32, bcast, and a prefetch past the end of the buffer (a hint never faults);
 -- form int (the sampler's ops): igt_v (int32 a > b: all ones / 0), a scalar running sum
 -- (sfill, sadd_acc in a for_rows loop), uint64 loads and stores, 64-bit xor, logical shift
--- right (0, 1, 40, 63), wrapping multiply and 64-bit constants (iconst64).
+-- right (0, 1, 40, 63), wrapping multiply and 64-bit constants (iconst64);
+-- form canon: canon on vectors (tails too) and scalars, canon_raw on raw bf16 pairs, over NaNs
+-- of every kind in every lane. Every float stored is canonical (the NaN rule, docs/dsl.md).
 return {
   leaf = "opcheck",
   doc = "DSL conformance: elementwise max and fma, scalar ops",
@@ -20,9 +22,23 @@ return {
         { "a", "const float *", extent = "n" }, { "b", "const float *", extent = "n" },
         { "gt", "float *", extent = "n" }, { "run", "float *", extent = "n" },
         { "st", "uint64_t *", inout = true, extent = "8" }, { "n", "int64_t" } } },
+    { name = "canon", args = {
+        { "a", "const float *", extent = "n" }, { "h", "const uint16_t *", extent = "32 * nr" },
+        { "cn", "float *", extent = "n" }, { "cs", "float *", extent = "n" }, { "cr", "uint16_t *", extent = "32 * nr" },
+        { "n", "int64_t" }, { "nr", "int64_t" } } },
   },
   body = function(t, _, form)
     local a = t.arg
+    if form.name == "canon" then
+      t:for_tiles(a.n, 16, function(i, tail)
+        local lanes = tail and tail(0)
+        t:store_f32(a.cn, i, 0, t:canon(t:load_f32(a.a, i, 0, lanes)), lanes)
+      end)
+      t:for_rows(t:iconst(0), a.n, 1, function(r) t:store1_f32(a.cs, r, 0, t:canon(t:load1_f32(a.a, r, 0))) end)
+      t:for_tiles(t:mul(a.nr, 32), 32, function(i) t:store_raw(a.cr, i, 0, t:canon_raw(t:load_raw(a.h, i, 0))) end,
+                  nil, { whole = true })
+      return
+    end
     if form.name == "int" then
       t:for_tiles(a.n, 16, function(i, tail)
         local lanes = tail and tail(0)
@@ -32,7 +48,7 @@ return {
       local acc = t:sfill(0x3f800000)
       t:for_rows(t:iconst(0), a.n, 1, function(r)
         t:sadd_acc(acc, t:load1_f32(a.a, r, 0))
-        t:store1_f32(a.run, r, 0, acc)
+        t:store1_f32(a.run, r, 0, t:canon(acc))
       end)
       -- st[2..7] from st[0] (x) and st[1] (y)
       local zero = t:iconst(0)
@@ -50,13 +66,13 @@ return {
       local lanes = tail and tail(0)
       t:prefetch(a.a, i, 4096, 4)         -- a hint far past the end: must not fault
       local va, vb, vc = t:load_f32(a.a, i, 0, lanes), t:load_f32(a.b, i, 0, lanes), t:load_f32(a.c, i, 0, lanes)
-      t:store_f32(a.mx, i, 0, t:max(va, vb), lanes)
-      t:store_f32(a.fm, i, 0, t:fma(va, t:mul(vb, sv), vc), lanes)
+      t:store_f32(a.mx, i, 0, t:canon(t:max(va, vb)), lanes)
+      t:store_f32(a.fm, i, 0, t:canon(t:fma(va, t:mul(vb, sv), vc)), lanes)
     end)
     -- sc[0] = a[0] * b[0] + c[0] - in scalar ops; sc[1] = (float)(n - 1)
     local zero = t:iconst(0)
     local p = t:mul(t:load1_f32(a.a, zero, 0), t:load1_f32(a.b, zero, 0))
-    t:store1_f32(a.sc, zero, 0, t:add(p, t:load1_f32(a.c, zero, 0)))
-    t:store1_f32(a.sc, zero, 1, t:cvt_f32(t:sub(a.n, 1)))
+    t:store1_f32(a.sc, zero, 0, t:canon(t:add(p, t:load1_f32(a.c, zero, 0))))
+    t:store1_f32(a.sc, zero, 1, t:canon(t:cvt_f32(t:sub(a.n, 1))))
   end,
 }

@@ -334,12 +334,11 @@ int fkh_write_calls(const char *path, const fkh_call *calls, int ncalls, const c
   FILE *f = fopen(path, "wb");
   if (!f) return -1;
   uint32_t n = (uint32_t)ncalls;
-  int bad = wbytes(f, "FKH1", 4) || wbytes(f, &n, 4) || wstr(f, suffix);
+  int bad = wbytes(f, "FKH2", 4) || wbytes(f, &n, 4) || wstr(f, suffix);
   for (int k = 0; k < ncalls && !bad; k++) {
     const fkh_call *c = &calls[k];
     const fkh_form *fm = &fkh_forms[c->form];
-    int32_t pol = c->nan_policy;
-    bad = wstr(f, fm->id) || wstr(f, c->name) || wbytes(f, &pol, 4);
+    bad = wstr(f, fm->id) || wstr(f, c->name);
     for (int i = 0; i < fm->nfields && !bad; i++) {
       if (fm->fields[i].kind == FK_FIELD_I64) bad = wbytes(f, &c->v[i].i64, 8);
       else if (fm->fields[i].kind == FK_FIELD_F32) bad = wbytes(f, &c->v[i].f32, 4);
@@ -357,7 +356,7 @@ int fkh_read_calls(const char *path, fkh_call **out, int *nout, char *suffix, si
   if (!f) return -1;
   char magic[4];
   uint32_t n;
-  if (rbytes(f, magic, 4) || memcmp(magic, "FKH1", 4) || rbytes(f, &n, 4) || rstr(f, suffix, suffixlen)) {
+  if (rbytes(f, magic, 4) || memcmp(magic, "FKH2", 4) || rbytes(f, &n, 4) || rstr(f, suffix, suffixlen)) {
     fclose(f);
     return -1;
   }
@@ -366,11 +365,9 @@ int fkh_read_calls(const char *path, fkh_call **out, int *nout, char *suffix, si
   int bad = 0;
   for (uint32_t k = 0; k < n && !bad; k++) {
     char id[64], name[96];
-    int32_t pol;
-    bad = rstr(f, id, sizeof id) || rstr(f, name, sizeof name) || rbytes(f, &pol, 4);
+    bad = rstr(f, id, sizeof id) || rstr(f, name, sizeof name);
     if (bad || fkh_form_index(id) < 0) { bad = 1; break; }
     fkh_call_init(&calls[k], id, name);
-    calls[k].nan_policy = pol;
     const fkh_form *fm = &fkh_forms[calls[k].form];
     for (int i = 0; i < fm->nfields && !bad; i++) {
       if (fm->fields[i].kind == FK_FIELD_I64) bad = rbytes(f, &calls[k].v[i].i64, 8);
@@ -443,12 +440,6 @@ int fkh_read_results(const char *path, fkh_call *calls, int ncalls, char *err, s
 
 /* ---------------------------------------------------------------- comparison ----------- */
 
-/* The default quiet NaN (no payload), either sign. */
-static int is_default_nan(uint32_t u, int elem) {
-  if (elem == FK_ELEM_F32) return (u & 0x7fffffffu) == 0x7fc00000u;
-  return (u & 0x7fffu) == 0x7fc0u;
-}
-
 int fkh_same_outputs(const fkh_call *a, const fkh_call *b, char *msg, size_t msglen) {
   const fkh_form *fm = &fkh_forms[a->form];
   if (a->failed || b->failed) {
@@ -465,10 +456,7 @@ int fkh_same_outputs(const fkh_call *a, const fkh_call *b, char *msg, size_t msg
       uint64_t p = 0, q = 0;
       memcpy(&p, x->data + k * es, es);
       memcpy(&q, y->data + k * es, es);
-      if (p == q) continue;
-      if (a->nan_policy == FKH_NAN_DEFAULT && fd->elem != FK_ELEM_U64 && is_default_nan((uint32_t)p, fd->elem) &&
-          is_default_nan((uint32_t)q, fd->elem))
-        continue;
+      if (p == q) continue;   /* bits, NaNs included: the exact tier stores one canonical NaN */
       if (bad++ == 0) { first = k; ux = p; uy = q; }
     }
     if (bad) {

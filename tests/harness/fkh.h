@@ -6,7 +6,8 @@
  * start). Every buffer carries canaries on both sides; a target that writes outside a buffer
  * fails the call. FKH_GUARD_PAGES=end|start puts one side against a PROT_NONE page instead
  * (fkh_buf below): any access past it faults. Outputs of two targets are compared bit for bit,
- * with the NaN policy below.
+ * NaNs included: every NaN an exact leaf stores is the canonical 0x7fc00000 / 0x7fc0 on every
+ * target (docs/design.md, "NaN, subnormal and tie policy"), so there is no NaN exception.
  */
 #ifndef FKH_H
 #define FKH_H
@@ -77,17 +78,9 @@ typedef struct fkh_val {
   fkh_buf buf;
 } fkh_val;
 
-/* NaN policy. The exact tier is bit-identical across ISAs with one exception the hardware
- * fixes: a NaN *created* by an invalid operation (inf - inf, 0 * inf) is the ISA's default NaN,
- * 0xffc00000 on x86 and 0x7fc00000 on AArch64; propagated NaNs keep sign and payload alike
- * (measured: every strict case below passes across ISAs). FKH_NAN_STRICT: equal bits.
- * FKH_NAN_DEFAULT: equal bits, or both the default quiet NaN (no payload) of either sign. */
-enum { FKH_NAN_STRICT = 0, FKH_NAN_DEFAULT = 1 };
-
 typedef struct fkh_call {
   int form;
   char name[96];
-  int nan_policy;
   fkh_val v[FKH_MAX_FIELDS];
   int failed;            /* set by a target: canary broken or target error */
   char why[160];
@@ -150,8 +143,8 @@ int fkh_available(const fkh_target *t, char *why, size_t whylen);
 int fkh_run(const fkh_target *t, fkh_call *calls, int ncalls, char *err, size_t errlen);
 
 /* Comparison ----------------------------------------------------------------------------- */
-/* Compares every output (out/inout) buffer of a and b. Returns 1 when equal under the call's
- * NaN policy, else 0 and a message naming the call, field, index and both bit patterns. */
+/* Compares every output (out/inout) buffer of a and b bit for bit. Returns 1 when equal, else 0
+ * and a message naming the call, field, index and both bit patterns. */
 int fkh_same_outputs(const fkh_call *a, const fkh_call *b, char *msg, size_t msglen);
 
 /* Remote protocol (shared by the host and the stamp runner) ------------------------------ */

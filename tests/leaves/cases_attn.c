@@ -241,6 +241,18 @@ static int prefill_cases(const char *form, fkh_call **out) {
              (long long)s.group, (long long)s.pos, (long long)s.rows, (long long)w);
     prefill_case(&l, form, name, s, &rng, -4, 2);
   }
+  /* NaNs meeting NaNs (issue 18; the decode cases' nan_meet below, inside the block): a quiet q
+   * and a signalling key in one product, NaN values of both kinds in one column of v, a NaN key
+   * only the later rows see, inf - inf in v */
+  {
+    fkh_rng nrng = { 0x6e616e70u };
+    c = prefill_case(&l, form, "nan_meet_block", (pshape){ 2, 2, 33, 5, 30, 0, 0, 8, 1 }, &nrng, -3, 1);
+    ((uint16_t *)fkh_buf_of(c, "q"))[hd + 3] = 0x7fc3;      /* row 0, head 1 (kv head 0) */
+    *kv_pos(c, "k", 20, 0, 3) = 0x7f81;
+    *kv_pos(c, "k", 35, 1, 6) = 0xff85, *kv_pos(c, "k", 36, 1, 6 + 16) = 0x7fd1;   /* rows 2.., 3.. */
+    *kv_pos(c, "v", 10, 0, 7) = 0x7fc1, *kv_pos(c, "v", 30, 0, 7) = 0xff81, *kv_pos(c, "v", 37, 0, 7) = 0x7fa1;
+    *kv_pos(c, "v", 12, 1, 9) = 0x7f80, *kv_pos(c, "v", 13, 1, 9) = 0xff80, *kv_pos(c, "v", 14, 1, 9) = 0xffd5;
+  }
   *out = l.calls;
   return l.n;
 }
@@ -336,6 +348,25 @@ int fkt_attn_cases(const char *form, fkh_call **out) {
     snprintf(name, sizeof name, "random_%d_kv%lld_g%lld_pos%lld_W%lld", i, (long long)s.kv_heads, (long long)s.group,
              (long long)s.pos, (long long)w);
     attn_case(&l, form, name, s, &rng, -4, 2);
+  }
+  /* NaNs meeting NaNs (issue 18): x86 keeps an operand by its position, AArch64 prefers a
+   * signalling NaN, inf - inf differs in sign; y (and yw) hold the canonical NaN whatever met.
+   * nan_meet_qk: a quiet q element times a signalling key element (one lane of the dot), a
+   * negative quiet key and a signalling one in one lane two positions apart (the scores' NaNs
+   * meet in the max and the sum); nan_meet_v: NaN values quiet and signalling, both signs, in one
+   * column of v at several positions, inf and -inf in another column beside a NaN (the KV cache
+   * as the caller left it). */
+  {
+    fkh_rng nrng = { 0x6e616e61u };
+    c = attn_case(&l, form, "nan_meet_qk", (ashape){ 2, 2, 33, 30, 1 }, &nrng, -3, 1);
+    uint16_t *q = fkh_buf_of(c, "q");
+    q[3] = 0x7fc3, q[hd + 40 % hd] = 0xff85;
+    *kv_at(c, "k", 4, 0, 3) = 0x7f81, *kv_at(c, "k", 6, 0, 40 % hd) = 0x7fc1;
+    *kv_at(c, "k", 8, 1, 5) = 0xffd5, *kv_at(c, "k", 10, 1, 5) = 0x7fa1, *kv_at(c, "k", 11, 1, 21) = 0xff81;
+    c = attn_case(&l, form, "nan_meet_v", (ashape){ 2, 4, 40, 30, 3 }, &nrng, -3, 1);
+    *kv_at(c, "v", 1, 0, 7) = 0x7fc1, *kv_at(c, "v", 3, 0, 7) = 0xff81, *kv_at(c, "v", 9, 0, 7) = 0x7fa1;
+    *kv_at(c, "v", 2, 1, 9) = 0x7f80, *kv_at(c, "v", 4, 1, 9) = 0xff80, *kv_at(c, "v", 5, 1, 9) = 0xffd5;
+    *kv_at(c, "v", 0, 1, hd - 1) = 0x7f85, *kv_at(c, "v", 7, 1, hd - 1) = 0xffc3;
   }
   *out = l.calls;
   return l.n;

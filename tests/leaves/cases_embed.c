@@ -127,7 +127,6 @@ static void mean_specials(fkt_list *l, const char *form, fkh_rng *rng) {
   /* infinities: one sign keeps it; +inf and -inf make the ISA's default NaN */
   c = make(l, form, "inf", s, rng, -3, 3);
   distinct_codes(c);
-  c->nan_policy = FKH_NAN_DEFAULT;
   for (int64_t j = 0; j < s.m; j++) {
     *cell(c, j, (int)(j % 8), 1) = 0x7f80;
     *cell(c, j, (int)((j + 3) % 8), 2) = 0xff80;
@@ -216,6 +215,34 @@ int fkt_embed_cases(const char *form, fkh_call **out) {
     int spread = (int)fkh_range(&rng, 0, 3) * 8;
     snprintf(name, sizeof name, "random_%d_d%lld_m%lld_v%lld", i, (long long)d, (long long)s.m, (long long)s.vocab);
     make(&l, form, name, s, &rng, -4 - spread, 4 + spread);
+  }
+  /* NaNs meeting NaNs (issue 18). Mean and sum forms: in one element of one frame, a quiet NaN
+   * then a signalling one a few codebooks later (the running sum's NaN meets it: x86 keeps the
+   * sum's, AArch64 the signalling one's), both signs, two signalling ones, NaN beside inf - inf;
+   * several such elements across the lanes of a tile and its tail. Gathers: a row of every kind
+   * of NaN (quiet, signalling, both signs, payloads in every bit), copied as the canonical NaN. */
+  {
+    fkh_rng nrng = { 0x6e616e65u };
+    fkh_call *c = make(&l, form, "nan_meet", (shape){ 41, 4, mean ? 6 : 5, 2, 1 }, &nrng, -3, 3);
+    if (mean) {
+      distinct_codes(c);
+      static const uint16_t v[6][CODEBOOKS] = {
+        { 0x3f80, 0x7fc3, 0x4000, 0x3f80, 0x7f81, 0x3f80, 0x3f80, 0x3f80 },   /* quiet, then signalling */
+        { 0xff85, 0x3f80, 0x7fd1, 0x3f80, 0x3f80, 0x3f80, 0xffc1, 0x3f80 },   /* signalling first */
+        { 0x3f80, 0x7fa1, 0x3f80, 0xff81, 0x3f80, 0x3f80, 0x3f80, 0x7fc1 },   /* two signalling */
+        { 0x7f80, 0x3f80, 0xff80, 0x3f80, 0x7fc5, 0x3f80, 0xff81, 0x3f80 },   /* inf - inf, then NaNs */
+        { 0xffc3, 0xffc5, 0x7fc1, 0x7f81, 0xff81, 0x7fff, 0xffff, 0x7f82 },   /* every codebook a NaN */
+        { 0x3f80, 0x3f80, 0x3f80, 0x3f80, 0x3f80, 0x3f80, 0xffa1, 0x7f81 },   /* the last two codebooks */
+      };
+      for (int64_t j = 0; j < 4; j++)
+        for (int e = 0; e < 6; e++) set_frame(c, j, (e * 7 + j * 3) % 41, v[(e + j) % 6]);
+    } else {
+      static const uint16_t nans[] = { 0x7fc0, 0xffc0, 0x7f81, 0xff81, 0x7fff, 0xffff, 0x7fa5, 0xffd5, 0x7f80, 0x7fc1 };
+      uint16_t *t = fkh_buf_of(c, "table");
+      const int64_t ld = fkh_i64_of(c, "ld_table");
+      for (int64_t r = 0; r < 5; r++)
+        for (int64_t i = 0; i < 41; i++) if ((i + r) % 3 != 1) t[r * ld + i] = nans[(i + 2 * r) % 10];
+    }
   }
   *out = l.calls;
   return l.n;

@@ -80,7 +80,6 @@ static void cancel_case(fkt_list *l, const char *form, const char *name, int64_t
  * whole group, as those forms require (the extra rows are computed like the others). */
 void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *out) {
   fkh_call_init(out, packed_form, rm->name);
-  out->nan_policy = rm->nan_policy;
   const fkh_form *from = &fkh_forms[rm->form], *to = &fkh_forms[out->form];
   for (int i = 0; i < to->nfields; i++) {
     const char *name = to->fields[i].name;
@@ -170,7 +169,6 @@ int fkt_gemv_cases(const char *form, fkh_call **out) {
   w[3] = 0x7f80;
   w[40 + 7] = 0x7f80;
   w[40 + 30] = 0xff80;
-  c->nan_policy = FKH_NAN_DEFAULT;
   /* signed zeros: every product is -0 or +0; the accumulators start at +0 */
   c = gemv_case(&l, form, "signed_zero", sh(35, 0, 3, 1), &rng, -6, 0, -2, 2);
   w = fkh_buf_of(c, "w");
@@ -188,7 +186,6 @@ int fkt_gemv_cases(const char *form, fkh_call **out) {
   gemv_case(&l, form, "subnormal_inputs", sh(70, 0, 4, 1), &rng, -133, -120, -2, 2);
   /* overflow to infinity in the f32 accumulation */
   c = gemv_case(&l, form, "overflow", sh(64, 0, 4, 1), &rng, 60, 64, 60, 64);
-  c->nan_policy = FKH_NAN_DEFAULT;
   /* exact RNE ties at the output: k = 1, products exact in f32 */
   c = gemv_case(&l, form, "ties", sh(1, 0, 6, 1), &rng, 0, 0, 0, 0);
   static const uint16_t tw[6] = { 0x3f80, 0x3fc0, 0xbf80, 0x4040, 0x0001, 0x3f80 };
@@ -253,6 +250,49 @@ int fkt_gemv_cases(const char *form, fkh_call **out) {
     snprintf(name, sizeof name, "random_%d_k%lld_m%lld_rows%lld_%lld", i, (long long)k, (long long)m, (long long)rb,
              (long long)(rb + nr));
     gemv_case(&l, form, name, s, &rng, -8, 0, -3, 3);
+  }
+  /* NaNs meeting NaNs (issue 18): where two meet, x86 keeps an operand by its position and AArch64
+   * prefers a signalling one, and a NaN made by inf - inf or 0 * inf differs in sign; the exact
+   * tier stores the canonical NaN whatever met. Rows of w against activation rows of x (k = 70:
+   * two tiles): in one product (a quiet w times a signalling x and the reverse, negative NaNs), in
+   * one lane of one chain (a quiet NaN accumulated, then a signalling one a tile later), across
+   * chains (different NaNs meeting in the tree), NaN beside inf - inf and 0 * inf; then a NaN sum
+   * meeting a NaN residual or bias. Own generator: the cases above keep their values. */
+  {
+    fkh_rng nrng = { 0x6e616e6du };
+    c = gemv_case(&l, form, "nan_meet_lane", sh(70, 0, 6, 4), &nrng, -6, 0, -2, 2);
+    w = fkh_buf_of(c, "w");
+    x = fkh_buf_of(c, "x");
+    w[5] = 0x7fc3;                                             /* row 0: quiet w ... */
+    x[5] = fkt_f32(0x7f800001u), x[70 + 5] = fkt_f32(0xff812345u);   /* ... times signalling x */
+    x[140 + 5] = fkt_f32(0x7fc12345u), x[210 + 5] = fkt_f32(0xffe54321u);
+    w[70 + 9] = 0x7f81;                                        /* row 1: signalling w times quiet x */
+    x[9] = fkt_f32(0x7fc12345u), x[70 + 9] = fkt_f32(0xffe54321u), x[140 + 9] = fkt_f32(0x7fa00003u);
+    w[140 + 2] = 0xffd5, w[140 + 66] = 0xff85;                 /* row 2: one lane of chain 0, two tiles */
+    x[210 + 2] = fkt_f32(0x7f800001u);
+    w[210 + 0] = 0x7fc3, w[210 + 33] = 0xffa1;                 /* row 3: chains 0 and 3 */
+    x[32] = fkt_f32(0xff800001u), x[70 + 1] = fkt_f32(0x7f812345u), x[140 + 63] = fkt_f32(0xffc00000u);
+    w[280 + 3] = 0x7f80, w[280 + 35] = 0xff80;                 /* row 4: inf - inf beside a NaN */
+    for (int j = 0; j < 4; j++) x[70 * j + 3] = 1.0f, x[70 * j + 35] = 1.0f;
+    x[70 + 40] = fkt_f32(0x7fc12345u);
+    w[350 + 7] = 0x7f80;                                       /* row 5: 0 * inf, then a NaN in x */
+    for (int j = 0; j < 4; j++) x[70 * j + 7] = 0.0f;
+    x[140 + 20] = fkt_f32(0x7f800001u);
+    if (add || fkh_field_index(c, "bias") >= 0) {
+      c = gemv_case(&l, form, "nan_meet_destination", sh(40, 0, 5, 2), &nrng, -6, 0, -2, 2);
+      x = fkh_buf_of(c, "x");
+      x[11] = fkt_f32(0x7fc12345u);          /* activation row 0: a quiet NaN sum in every row */
+      x[40 + 17] = fkt_f32(0xffe54321u);     /* row 1: a negative one */
+      if (add) {
+        uint16_t *r = fkh_buf_of(c, "r");    /* y + y_off + j * ldy + n: ldy = row_end = 5 */
+        static const uint16_t rn[10] = { 0x7f81, 0xffd5, 0xff85, 0x7fa1, 0x3f80, 0xff81, 0x7fc3, 0x7f80, 0xffa1, 0x0000 };
+        for (int i = 0; i < 10; i++) r[i] = rn[i];
+      } else {
+        float *b = fkh_buf_of(c, "bias");
+        static const uint32_t bn[5] = { 0x7f800001u, 0xffe54321u, 0xff812345u, 0x7fa00003u, 0x3f800000u };
+        for (int i = 0; i < 5; i++) b[i] = fkt_f32(bn[i]);
+      }
+    }
   }
   *out = l.calls;
   return l.n;

@@ -51,7 +51,6 @@ int fkt_irfft_cases(const char *form, fkh_call **out) {
   ((float *)fkh_buf_of(c, "re"))[7] = fkt_f32(0x7fc12345u);
   c = fft_case(&l, form, "inf_bin", &rng, -2, 2);
   ((float *)fkh_buf_of(c, "im"))[9] = fkt_f32(0xff800000u);
-  c->nan_policy = FKH_NAN_DEFAULT;
   c = fft_case(&l, form, "zeros", &rng, 0, 0);
   for (int64_t j = 0; j < h; j++) ((float *)fkh_buf_of(c, "re"))[j] = fkt_f32(j % 2 ? 0x80000000u : 0), ((float *)fkh_buf_of(c, "im"))[j] = fkt_f32(j % 3 ? 0x80000000u : 0);
   fft_case(&l, form, "subnormal", &rng, -149, -127);
@@ -60,6 +59,23 @@ int fkt_irfft_cases(const char *form, fkh_call **out) {
     int e = (int)fkh_range(&rng, -30, 30);
     snprintf(name, sizeof name, "random_%d_e%d", i, e);
     fft_case(&l, form, name, &rng, e - 3, e + 3);
+  }
+  /* NaNs meeting NaNs (issue 18): NaN bins of every kind meet in the first butterfly (bin k with
+   * bin N/2 - k: a quiet one against a signalling one, both signs) and in the later stages; an
+   * infinite bin against a NaN and against the other infinity (inf - inf); every output NaN is
+   * stored as the canonical 0x7fc00000 */
+  {
+    fkh_rng nrng = { 0x6e616e66u };
+    c = fft_case(&l, form, "nan_meet", &nrng, -2, 2);
+    float *re = fkh_buf_of(c, "re"), *im = fkh_buf_of(c, "im");
+    re[3] = fkt_f32(0x7fc12345u), re[h - 1 - 3] = fkt_f32(0x7f800001u);
+    im[5] = fkt_f32(0xff812345u), im[h - 1 - 5] = fkt_f32(0xffe54321u);
+    re[11] = fkt_f32(0x7fa00003u), im[11] = fkt_f32(0x7fc00001u);
+    re[20] = fkt_f32(0x7f800000u), re[h - 1 - 20] = fkt_f32(0xff800000u);
+    im[30] = fkt_f32(0xff800000u), re[h - 1 - 30] = fkt_f32(0xff800001u);
+    c = fft_case(&l, form, "nan_meet_made", &nrng, -2, 2);   /* invalid operations only */
+    re = fkh_buf_of(c, "re");
+    re[2] = fkt_f32(0x7f800000u), re[h - 1 - 2] = fkt_f32(0xff800000u), re[9] = fkt_f32(0xff800000u);
   }
   *out = l.calls;
   return l.n;

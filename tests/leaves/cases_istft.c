@@ -53,18 +53,38 @@ int fkt_istft_cases(const char *form, fkh_call **out) {
     c = st_case(&l, form, "exp_edges", 6, 0, &rng);
     x = fkh_buf_of(c, "x");
     x[3] = 88.0f, x[4] = 89.0f, x[5] = -104.0f, x[6] = -87.5f, x[7] = fkt_f32(0xff800000u), x[8] = 0.0f;
-    c->nan_policy = FKH_NAN_DEFAULT;   /* inf magnitudes meet zero twiddles: 0 * inf */
     c = st_case(&l, form, "big_phases", 7, 0, &rng);
     x = fkh_buf_of(c, "x");
     for (int k = 641; k < 1282; k++) x[k] = fkh_f32(&rng, 10, 26);
     c = st_case(&l, form, "nan_bin", 8, 0, &rng);
     ((float *)fkh_buf_of(c, "x"))[20] = fkt_f32(0x7fc12345u);
-    c->nan_policy = FKH_NAN_DEFAULT;
   }
   for (int i = 0; i < 200; i++) {
     int64_t t = fkh_range(&rng, frame_form ? 0 : 2, 400);
     snprintf(name, sizeof name, "random_%d_t%lld", i, (long long)t);
     st_case(&l, form, name, t, (int)fkh_range(&rng, 0, 1), &rng);
+  }
+  /* NaNs meeting NaNs (issue 18): NaN log-magnitudes and phases of every kind in several bins
+   * (their NaNs meet in the spectrum's product and the FFT's butterflies), an infinite magnitude
+   * against a zero twiddle (inf * 0) beside them; the ring (the state) holding NaNs of every kind
+   * and infinities of both signs where the frame adds (inf - inf) and where the output divides
+   * (the flush too). The ring and y store the canonical NaN whatever met. */
+  {
+    fkh_rng nrng = { 0x6e616e69u };
+    static const uint32_t nans[] = { 0x7fc12345u, 0xff812345u, 0x7f800001u, 0xffc00000u, 0x7fa00003u, 0xffe54321u };
+    for (int64_t t = frame_form ? 1 : 2; t <= 5; t += 2) {
+      snprintf(name, sizeof name, "nan_meet_t%lld", (long long)t);
+      fkh_call *c = st_case(&l, form, name, t, 0, &nrng);
+      float *ring = fkh_buf_of(c, "ring");
+      for (int i = 0; i < 1280; i += 97) ring[i] = fkt_f32(nans[(i / 97) % 6]);
+      ring[(t & 3) * 320 + 200] = fkt_f32(0x7f800000u), ring[((t + 1) & 3) * 320 + 100] = fkt_f32(0xff800000u);
+      if (frame_form) {
+        float *x = fkh_buf_of(c, "x");
+        x[12] = fkt_f32(0x7fc12345u), x[641 + 12] = fkt_f32(0x7f800001u);    /* one bin: both NaN */
+        x[640 - 12] = fkt_f32(0xff812345u), x[641 + 33] = fkt_f32(0xffe54321u);
+        x[100] = 89.0f, x[641 + 100] = 0.0f;                                 /* inf * sin 0 */
+      }
+    }
   }
   *out = l.calls;
   return l.n;

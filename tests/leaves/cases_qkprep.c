@@ -107,7 +107,6 @@ int fkt_qkprep_cases(const char *form, fkh_call **out) {
   c = qk_case(&l, form, "inf", (shape){ Q_ROWS, 2, 2, 1, 0, 0, eps }, &rng, -3, 3);
   *at(c, 0, 1, 3) = 0x7f80;
   *at(c, 1, 0, 30) = 0xff80;
-  c->nan_policy = FKH_NAN_DEFAULT;
   /* zero heads (inv = 1/sqrt(eps)), signed zeros mixed with values */
   c = qk_case(&l, form, "zeros", (shape){ Q_ROWS, 2, 1, 9, 0, 0, eps }, &rng, -3, 3);
   for (int i = 0; i < hd; i++) *at(c, 0, 0, i) = (uint16_t)(i % 2 ? 0x8000 : 0), *at(c, 0, 1, i) &= (uint16_t)(i % 3 ? 0xffff : 0x8000);
@@ -155,6 +154,31 @@ int fkt_qkprep_cases(const char *form, fkh_call **out) {
     snprintf(name, sizeof name, "random_%d_lay%d_h%lld_m%lld_pos%lld", i, (int)lay, (long long)heads, (long long)m,
              (long long)pos);
     qk_case(&l, form, name, s, &rng, -4, 4);
+  }
+  /* NaNs meeting NaNs (issue 18): x86 keeps an operand by its position, AArch64 prefers a
+   * signalling NaN, inf - inf and 0 * inf differ in sign; the leaf stores the canonical NaN in
+   * every slot it writes whatever met. Per head: a quiet and a signalling NaN in one lane of one
+   * chain (i, i + 32 at d 64; i, i + 16 across chains at d 32), NaNs of both signs across chains, a
+   * NaN beside an infinity; NaN table values (a signalling cos and sin) against NaN heads; the
+   * cache layouts (a ring wrapping, the linear cache) too. */
+  {
+    fkh_rng nrng = { 0x6e616e71u };
+    const int h2 = hd / 2;
+    c = qk_case(&l, form, "nan_meet_q", (shape){ Q_ROWS, 4, 2, 5, 0, 0, eps }, &nrng, -3, 3);
+    *at(c, 0, 0, 3) = 0x7fc3, *at(c, 0, 0, hd == 64 ? 35 : 19) = 0x7f81;   /* lane 3: chain 0 twice (d 64), chain 1 */
+    *at(c, 0, 1, 0) = 0xff85, *at(c, 0, 1, 16) = 0x7fa1, *at(c, 0, 1, h2 + 1) = 0xffd5;
+    *at(c, 0, 2, 5) = 0x7f80, *at(c, 0, 2, 7) = 0xff81;           /* inf beside a NaN */
+    *at(c, 1, 3, 2) = 0x7f81, *at(c, 1, 3, 2 + h2) = 0x7fc1;      /* a rotation pair, both NaN */
+    *at(c, 1, 0, 9) = 0xffa1;
+    ((float *)fkh_buf_of(c, "cos"))[6 * h2 + 2] = fkt_f32(0x7f800001u);   /* row 1's table */
+    ((float *)fkh_buf_of(c, "sin"))[6 * h2 + 4] = fkt_f32(0xff812345u);
+    ((float *)fkh_buf_of(c, "sin"))[5 * h2 + 1] = fkt_f32(0x7fc12345u);   /* row 0's, head 0 NaN */
+    c = qk_case(&l, form, "nan_meet_ring", (shape){ RING, 3, 4, 58, 30, 0, eps }, &nrng, -3, 3);
+    *at(c, 1, 0, 1) = 0x7fd1, *at(c, 1, 0, 33 % hd) = 0xff81;
+    *at(c, 2, 2, 0) = 0xff80, *at(c, 2, 2, 1) = 0x7f80;           /* inf and -inf in one head */
+    *at(c, 3, 1, hd - 1) = 0x7f85, *at(c, 3, 1, 0) = 0xffc3;
+    c = qk_case(&l, form, "nan_meet_linear", (shape){ LINEAR, 2, 3, 30, 40, 0, eps }, &nrng, -3, 3);
+    *at(c, 0, 1, 4) = 0x7f81, *at(c, 0, 1, 4 + h2) = 0xff81, *at(c, 2, 0, 8) = 0xffc3, *at(c, 2, 0, 9) = 0x7fa1;
   }
   *out = l.calls;
   return l.n;

@@ -81,7 +81,6 @@ int fkt_rmsnorm_cases(const char *form, fkh_call **out) {
   c = norm_case(&l, form, "inf", (shape){ 37, 2, 0, eps }, &rng, -3, 3);
   set_x(c, 5, 0x7f800000u);
   set_x(c, 37 + 9, 0xff800000u);
-  c->nan_policy = FKH_NAN_DEFAULT;
   /* signed zeros: inv = 1/sqrt(eps), y keeps the sign of each zero times w */
   c = norm_case(&l, form, "signed_zero", (shape){ 33, 1, 0, eps }, &rng, -3, 3);
   for (int i = 0; i < 33; i++) set_x(c, i, i % 2 ? 0x80000000u : 0u);
@@ -134,6 +133,33 @@ int fkt_rmsnorm_cases(const char *form, fkh_call **out) {
     shape s = { n, fkh_range(&rng, 1, 4), fkh_range(&rng, 0, 7), (i % 2) ? 1e-5f : 1e-6f };
     snprintf(name, sizeof name, "random_%d_n%lld_rows%lld_pad%lld", i, (long long)n, (long long)s.rows, (long long)s.pad);
     norm_case(&l, form, name, s, &rng, -4, 4);
+  }
+  /* NaNs meeting NaNs (issue 18): x86 keeps an operand by its position, AArch64 prefers a signalling
+   * NaN, and inf - inf or 0 * inf differ in sign; the leaf stores the canonical NaN whatever met.
+   * Row 0: a quiet NaN and a signalling one in one lane of one chain (i and i + 32), another in the
+   * other chain; row 1: two signalling NaNs of both signs across chains; row 2: a NaN beside an
+   * infinity (inv = NaN meets h = NaN and h = inf). The add forms: x and r NaN in one element (a
+   * quiet x with a signalling r and the reverse, negative payloads), and r NaN beside x = inf. The
+   * bf16 x forms take the high halves (still NaNs: signalling 0x7f81.., quiet 0x7fc1..). */
+  {
+    fkh_rng nrng = { 0x6e616e72u };
+    const int64_t n = 70, xs = n + 1, rs = n + 3;
+    c = norm_case(&l, form, "nan_meet", (shape){ n, 3, 1, eps }, &nrng, -3, 3);
+    set_x(c, 3, 0x7fc12345u), set_x(c, 35, 0x7f812345u), set_x(c, 19, 0xffe54321u);
+    set_x(c, xs + 0, 0xff850001u), set_x(c, xs + 48, 0x7fa10003u), set_x(c, xs + 66, 0x7fc30000u);
+    set_x(c, 2 * xs + 8, 0x7f800000u), set_x(c, 2 * xs + 40, 0xffd50000u);
+    if (add) {
+      set_r(c, 3, 0x7f81), set_r(c, 5, 0xffd5), set_r(c, 35, 0x7fc3);
+      set_x(c, 5, 0x7f812345u);
+      set_r(c, rs + 0, 0x7fc3), set_r(c, rs + 48, 0xff85);
+      set_r(c, 2 * rs + 8, 0xffc1), set_r(c, 2 * rs + 9, 0xff80);
+      set_x(c, 2 * xs + 9, 0x7f800000u);     /* inf + -inf: a NaN made in the residual */
+    }
+    if (xf32) {   /* f32-only patterns: a signalling NaN whose payload is in the low half */
+      c = norm_case(&l, form, "nan_meet_f32_payloads", (shape){ 40, 2, 0, eps }, &nrng, -3, 3);
+      set_x(c, 1, 0x7f800001u), set_x(c, 33, 0x7fc00001u), set_x(c, 40 + 7, 0xff800001u), set_x(c, 40 + 8, 0xffc00000u);
+      if (add) set_r(c, 1, 0xff81), set_r(c, 42 + 7, 0x7fc1);   /* r rows: n + 2 apart */
+    }
   }
   *out = l.calls;
   return l.n;

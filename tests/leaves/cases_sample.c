@@ -171,6 +171,19 @@ static int topk_cases(fkt_list *lp, fkh_call **out) {
       for (int64_t j = 0; j < n; j++) x[j] = (float)fkh_range(&rng, -3, 3);   /* many ties */
     if (i % 13 == 2) x[fkh_range(&rng, 0, n - 1)] = ninf;
   }
+  /* NaNs meeting NaNs (issue 18): NaNs of every kind (quiet, signalling, both signs, payloads)
+   * in several lanes of the tiles and the tail, against +inf and ties: NaN counts as -inf, so the
+   * drawn token never is one; k = 0 (all kept), 3, and k past the non-NaN count */
+  {
+    fkh_rng nrng = { 0x6e616e74u };
+    static const uint32_t nans[] = { 0x7fc12345u, 0xff812345u, 0x7f800001u, 0xffc00000u, 0x7fffffffu, 0xffa00003u };
+    for (int k = 0; k <= 6; k += 3) {
+      snprintf(name, sizeof name, "nan_meet_k%d", k == 6 ? 40 : k);
+      x = topk_case(&l, name, 37, k == 6 ? 40 : k, 0.9f, 0x6e616eu + (uint64_t)k, 5, &nrng);
+      for (int j = 0; j < 37; j += 2) x[j] = fkt_f32(nans[(j / 2) % 6]);
+      x[7] = inf, x[33] = 2.0f, x[35] = 2.0f;
+    }
+  }
   *out = l.calls;
   return l.n;
 }
@@ -268,6 +281,15 @@ int fkt_sample_cases(const char *form, fkh_call **out) {
       for (int j = 0; j < 3; j++) x[fkh_range(&rng, 0, n - 1)] = mx;
     }
     if (i % 17 == 5) x[fkh_range(&rng, 0, n - 1)] = fkt_f32(0x7fc00000u | (uint32_t)i);
+  }
+  /* NaNs meeting NaNs (issue 18): NaNs of every kind in many lanes of one tile, in the tail and
+   * across tiles (the max tree meets them): the first NaN's index, whatever its kind */
+  {
+    fkh_rng nrng = { 0x6e616e78u };
+    static const uint32_t kinds[] = { 0xff812345u, 0x7fc12345u, 0x7f800001u, 0xffc00000u, 0x7fffffffu, 0xffa00003u };
+    x = argmax_case(&l, form, "nan_meet", 45, &nrng, -4, 4);
+    for (int j = 5; j < 45; j += 3) x[j] = fkt_f32(kinds[(j / 3) % 6]);
+    x[2] = fkt_f32(0x7f800000u);
   }
   *out = l.calls;
   return l.n;

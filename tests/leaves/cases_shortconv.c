@@ -72,7 +72,6 @@ int fkt_shortconv_cases(const char *form, fkh_call **out) {
   part(c, 0, 2)[2] = 0x0000;
   part(c, 1, 0)[9] = 0xff80;
   part(c, 2, 1)[11] = 0x7f80;
-  c->nan_policy = FKH_NAN_DEFAULT;
   /* signed zeros: B * x = -0; with no bias the conv starts from w0 * p2 (its sign kept) */
   c = conv_case(&l, form, "signed_zero", (shape){ 33, 3, 0, 0, 1 }, &rng, -3, 3);
   for (int64_t r = 0; r < 3; r++)
@@ -100,6 +99,35 @@ int fkt_shortconv_cases(const char *form, fkh_call **out) {
     shape s = { h, fkh_range(&rng, 1, 6), fkh_range(&rng, 0, 5), fkh_range(&rng, 0, 5), (int)fkh_range(&rng, 0, 1) };
     snprintf(name, sizeof name, "random_%d_h%lld_m%lld", i, (long long)h, (long long)s.m);
     conv_case(&l, form, name, s, &rng, -4, 4);
+  }
+  /* NaNs meeting NaNs (issue 18): x86 keeps an operand by its position, AArch64 prefers a
+   * signalling NaN, inf - inf and 0 * inf differ in sign; the leaf stores the canonical NaN in y
+   * and in the carry whatever met. Per channel (h = 40: a whole tile of 32 and a tail): B and x NaN
+   * in one product (quiet with signalling both ways, negative payloads); the carry's Bx[t-2] and
+   * Bx[t-1] NaN in one sum (the state); a NaN carry beside a NaN Bx; the bias NaN against a NaN
+   * conv; the gate NaN against a NaN conv; inf * 0 beside a NaN. m = 1 and m = 3: with one row the
+   * carry's Bx[t-1] moves to Bx[t-2] (a NaN there is stored canonical too). */
+  {
+    fkh_rng nrng = { 0x6e616e73u };
+    for (int64_t m = 1; m <= 3; m += 2) {
+      snprintf(name, sizeof name, "nan_meet_m%lld", (long long)m);
+      fkh_call *c2 = conv_case(&l, form, name, (shape){ 40, m, 1, 2, 0 }, &nrng, -3, 3);
+      uint16_t *carry = fkh_buf_of(c2, "carry");
+      part(c2, 0, 0)[1] = 0x7fc3, part(c2, 0, 2)[1] = 0x7f81;     /* B quiet, x signalling */
+      part(c2, 0, 0)[2] = 0xff85, part(c2, 0, 2)[2] = 0xffd5;     /* B signalling, x quiet */
+      part(c2, 0, 0)[34] = 0x7fa1, part(c2, 0, 2)[34] = 0xff81;   /* both signalling (the tail) */
+      carry[5] = 0x7fc3, carry[40 + 5] = 0xff85;                   /* p2 quiet, p1 signalling */
+      carry[6] = 0xff81, carry[40 + 6] = 0x7fd1;                   /* p2 signalling, p1 quiet */
+      carry[40 + 7] = 0x7f81, part(c2, 0, 0)[7] = 0xffc5;          /* p1 signalling, Bx NaN */
+      carry[40 + 36] = 0xffa1;                                      /* a NaN p1 in the tail */
+      part(c2, 0, 1)[9] = 0x7f81, carry[9] = 0xffd5;               /* gate signalling, conv NaN */
+      part(c2, 0, 0)[10] = 0x7f80, part(c2, 0, 2)[10] = 0, carry[10] = 0x7fc3;   /* 0 * inf and a NaN */
+      if (fkh_field_index(c2, "bias") >= 0) {
+        uint16_t *b = fkh_buf_of(c2, "bias");
+        b[5] = 0xff81, b[12] = 0x7f81, carry[12] = 0xffc5, b[37] = 0x7fc1, carry[37] = 0xff81;
+      }
+      if (m > 1) part(c2, 2, 2)[3] = 0x7f81, part(c2, 2, 0)[3] = 0xffc3;   /* row 2: one product */
+    }
   }
   *out = l.calls;
   return l.n;

@@ -67,7 +67,6 @@ int fkt_vmath_cases(const char *form, fkh_call **out) {
   in0(c)[2] = fkt_f32(0x7f800000u);
   in0(c)[11] = fkt_f32(0xff800000u);
   if (is_polar) ((float *)fkh_buf_of(c, "m"))[7] = fkt_f32(0x7f800000u), ((float *)fkh_buf_of(c, "m"))[8] = fkt_f32(0xff800000u);
-  c->nan_policy = FKH_NAN_DEFAULT;
   /* signed zeros and subnormals */
   c = vm_case(&l, form, "zeros_subnormals", 33, &rng, -149, -127);
   for (int i = 0; i < 33; i += 3) in0(c)[i] = fkt_f32(i % 2 ? 0x80000000u : 0u);
@@ -76,6 +75,23 @@ int fkt_vmath_cases(const char *form, fkh_call **out) {
     int emin = (int)fkh_range(&rng, is_exp ? -30 : -30, is_exp ? 6 : 24);
     snprintf(name, sizeof name, "random_%d_n%lld_e%d", i, (long long)n, emin);
     vm_case(&l, form, name, n, &rng, emin, emin + (int)fkh_range(&rng, 0, 4) > 127 ? 127 : emin + (int)fkh_range(&rng, 0, 4));
+  }
+  /* NaNs meeting NaNs (issue 18): every kind of NaN input (quiet, signalling, both signs, a payload
+   * in every bit) in every lane position of a tile and its tail; polar: a NaN magnitude against a
+   * NaN phase in one element (exp(m) * cos(p): two NaNs meet), a NaN against the invalid cos and
+   * sin of an infinite phase, and 0 * inf (a zero magnitude exp(-inf) times an infinite phase's
+   * NaN); every output NaN stored as the canonical 0x7fc00000. */
+  {
+    fkh_rng nrng = { 0x6e616e76u };
+    static const uint32_t nans[] = { 0x7fc12345u, 0xff812345u, 0x7f800001u, 0xffc00000u, 0x7fffffffu, 0xffa00003u,
+                                     0x7f800000u, 0xff800000u };
+    c = vm_case(&l, form, "nan_meet", 45, &nrng, -2, 2);
+    for (int i = 0; i < 45; i += 2) in0(c)[i] = fkt_f32(nans[(i / 2) % 8]);
+    if (is_polar) {
+      float *m = fkh_buf_of(c, "m");
+      for (int i = 0; i < 45; i += 3) m[i] = fkt_f32(nans[(i / 3 + 3) % 8]);
+      m[1] = fkt_f32(0xff800000u);
+    }
   }
   *out = l.calls;
   return l.n;

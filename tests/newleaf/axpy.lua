@@ -4,6 +4,7 @@
 --
 --   y[r][i] = fma(x[r][i], alpha, y[r][i])          form f32 (one rounding)
 --   y[r][i] = RNE(fma(x[r][i], alpha, y[r][i]))     form bf16 (y widened exactly, the sum rounded)
+-- A NaN y is the canonical quiet NaN 0x7fc00000 (bf16 0x7fc0: the RNE's NaN; f32: t:canon).
 --
 -- Rows r = 0..rows-1 of n elements, x row r at x + r*ldx, y row r at y + r*ldy; elements past n
 -- are neither loaded nor stored. Elementwise: no reduction order to fix.
@@ -46,7 +47,7 @@ return {
           local y = t:fma(x, alpha, t:load_bf16(yrow, i, 0, lanes))
           t:store_bf16(yrow, i, 0, t:rne_store(y), lanes)
         else
-          t:store_f32(yrow, i, 0, t:fma(x, alpha, t:load_f32(yrow, i, 0, lanes)), lanes)
+          t:store_f32(yrow, i, 0, t:canon(t:fma(x, alpha, t:load_f32(yrow, i, 0, lanes))), lanes)
         end
       end)
     end)
