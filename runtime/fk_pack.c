@@ -11,7 +11,7 @@
 /* docs/design.md, "BF16 rounding"; tests/contract/rne.c is the oracle (tests/api/test_api.c
  * compares all 2^32 patterns). */
 static inline uint16_t rne_bits(uint32_t u) {
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;   /* the canonical quiet NaN */
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 

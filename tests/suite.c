@@ -262,6 +262,15 @@ static double tensor_at(const fkfix_tensor *t, int64_t i0, int64_t i1) {
   }
 }
 
+int fkt_fixture_bits_equal(const void *got, const void *want, size_t es) {
+  uint32_t g = 0, w = 0;
+  if (!memcmp(got, want, es)) return 1;
+  memcpy(&g, got, es);
+  memcpy(&w, want, es);
+  if (es == 2) return (g & 0x7fffu) > 0x7f80u && (w & 0x7fffu) > 0x7f80u;
+  return es == 4 && (g & 0x7fffffffu) > 0x7f800000u && (w & 0x7fffffffu) > 0x7f800000u;
+}
+
 /* Special values compare by class; returns 1 when decided (ok set), 0 when both are finite. */
 static int by_class(double y, double ref, int *ok) {
   if (isnan(ref)) { *ok = isnan(y); return 1; }
@@ -301,7 +310,7 @@ static int check_rmsnorm(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, 
         ok = 0;
       } else if (b->bitexact) {
         uint16_t want = ((const uint16_t *)ref->data)[r * ref->strides[0] + i * ref->strides[1]];
-        ok = got == want;
+        ok = fkt_fixture_bits_equal(&got, &want, 2);   /* a NaN by class (suite.h) */
       } else if (!by_class(y, f64 ? bf16_value(w[i]) * rv : rv, &ok)) {
         double wi = bf16_value(w[i]), zi = tensor_at(z, r, i);
         double bound = rmsnorm_bound(wi, zi, delta), once = rmsnorm_once_bound(wi, zi, delta);
@@ -337,8 +346,9 @@ static int check_gemv(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, int
       int ok;
       if (b->bitexact) {
         int64_t off = j * ref->strides[0] + row * ref->strides[1];
-        ok = f32_out ? ((const uint32_t *)fkh_buf_of(c, "y"))[at] == ((const uint32_t *)ref->data)[off]
-                     : ((const uint16_t *)fkh_buf_of(c, "y"))[at] == ((const uint16_t *)ref->data)[off];
+        /* a NaN by class (suite.h, fkt_fixture_bits_equal) */
+        ok = f32_out ? fkt_fixture_bits_equal((const uint32_t *)fkh_buf_of(c, "y") + at, (const uint32_t *)ref->data + off, 4)
+                     : fkt_fixture_bits_equal((const uint16_t *)fkh_buf_of(c, "y") + at, (const uint16_t *)ref->data + off, 2);
       } else if (!strcmp(b->tolerance, "gemv_f64") || !strcmp(b->tolerance, "gemv_fast_f64") ||
                  !strcmp(b->tolerance, "gemv_torch")) {
         double e;
@@ -381,7 +391,7 @@ static int check_embed(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, ch
       memcpy(&got, out + at * (wide ? 4 : 2), wide ? 4 : 2);
       memcpy(&want, (const uint8_t *)ref->data + off * (wide || rounded ? 4 : 2), wide || rounded ? 4 : 2);
       if (rounded) want = fkc_rne_bits(want, FKC_EXACT); /* the contract's integer RNE */
-      if (got != want) {
+      if (!fkt_fixture_bits_equal(&got, &want, wide ? 4 : 2)) {   /* a NaN by class (suite.h) */
         snprintf(msg, len, "%s: boundary %s/%s (bitexact): row %lld [%lld]: got 0x%0*x, reference 0x%0*x", fx->path,
                  b->field, b->tensor, (long long)r, (long long)i, wide ? 8 : 4, got, wide ? 8 : 4, want);
         return 0;
@@ -617,7 +627,8 @@ static int check_generic(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, 
     } else {
       rv = ref->dtype == FKFIX_F64 ? ((const double *)ref->data)[i] : ref->dtype == FKFIX_F32
            ? (double)((const float *)ref->data)[i] : bf16_value(((const uint16_t *)ref->data)[i]);
-      if (b->bitexact) ok = !memcmp((const uint8_t *)out + es * (size_t)i, (const uint8_t *)ref->data + es * (size_t)i, es);
+      /* bitexact: bits, a NaN by class (suite.h, fkt_fixture_bits_equal) */
+      if (b->bitexact) ok = fkt_fixture_bits_equal((const uint8_t *)out + es * (size_t)i, (const uint8_t *)ref->data + es * (size_t)i, es);
       else if (!by_class(y, rv, &ok)) ok = fabs(y - rv) <= ((const double *)bd->data)[i];
     }
     if (!ok) {

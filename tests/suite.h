@@ -47,6 +47,13 @@ int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases);
  * perturbation tests). Returns the number of failing boundaries, with the first message. */
 int fkt_fixture_check(const fkfix *fx, fkh_call *c, int fast, char *msg, size_t msglen);
 
+/* A bitexact fixture boundary's element rule: got equals want bit for bit (es = 2 for bf16, 4 for
+ * f32), or both are NaN. A NaN compares by class against a reference: its payload is the
+ * reference's (numpy's integer RNE in fixtures/ref/fkfix.py keeps sign and payload, torch
+ * gives 0x7fc0 or 0xffff), not our contract; the exact tier's canonical NaN (0x7fc0 / 0x7fc00000,
+ * docs/design.md) is checked bit for bit against the contract model and across ISAs. */
+int fkt_fixture_bits_equal(const void *got, const void *want, size_t es);
+
 /* Builds the leaf call described by a fixture (inputs copied, outputs allocated). */
 int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen);
 

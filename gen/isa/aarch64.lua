@@ -36,7 +36,7 @@ M.variants = {
 local T0, T1, T2, T3 = "v28", "v29", "v30", "v31"
 
 -- Constants the ops read, held in registers per loop where they fit (gen/kregs.lua, M.constants)
-local K_B16, K_BIAS, K_QUIET, K_ZERO = 0x00010000, 0x00007fff, 0x00400000, 0
+local K_B16, K_BIAS, K_NAN, K_ZERO = 0x00010000, 0x00007fff, 0x7fc00000, 0
 
 local function n(r) return r:match("%d+$") end
 local function q(r) return "q" .. n(r) end
@@ -175,6 +175,16 @@ local function materialize(ctx, reg, bits)
   if b then return ctx:wline(string.format("movi %s.4s, #0x%02x, msl #%d", v, b, sh)) end
   b, sh = fits_msl(C.bnot(bits))
   if b then return ctx:wline(string.format("mvni %s.4s, #0x%02x, msl #%d", v, b, sh)) end
+  -- two nonzero bytes: MOVI of one, ORR of the other (0x7fc00000: the canonical NaN)
+  local nz = {}
+  for sh2 = 0, 24, 8 do
+    local byte = C.band(C.shr(bits, sh2), 0xff)
+    if byte ~= 0 then nz[#nz + 1] = { byte, sh2 } end
+  end
+  if #nz == 2 then
+    ctx:wline(string.format("movi %s.4s, #0x%02x, lsl #%d", v, nz[2][1], nz[2][2]))
+    return ctx:wline(string.format("orr %s.4s, #0x%02x, lsl #%d", v, nz[1][1], nz[1][2]))
+  end
   local lo, hi = C.band(bits, 0xffff), C.shr(bits, 16)
   if lo == hi and (C.band(lo, 0xff00) == 0 or C.band(lo, 0xff) == 0) then
     local sh16 = C.band(lo, 0xff) == 0 and 8 or 0
@@ -885,31 +895,25 @@ function ops.vfma(ctx, op)
   end
 end
 
--- Integer RNE to bf16 in the high half of each lane of q register d, from q register v (d ~= v):
--- u + 0x7fff + ((u >> 16) & 1), as CMTST (-1 where bit 16 is set), SUB (so +1), ADD (the bias);
--- NaN lanes (FCMEQ v, v false) take the NaN rule by BSL: (u | 0x00400000), quiet with sign and
--- top payload kept; `clear` zeroes the low half (vrne, srne: TRN2 with the zero register; rne_store
--- leaves it). 5 to 7 instructions per 4 lanes, every one on either vector pipe of the cores the
--- census models (no shift: N2 issues those on one pipe only), the constants held in registers for
--- a loop.
+-- Integer RNE to bf16 in the high half of each lane of q register d, from q register v (d may be
+-- v: REUSE): u + 0x7fff + ((u >> 16) & 1), as CMTST (-1 where bit 16 is set), SUB (so +1), ADD
+-- (the bias); NaN lanes (FCMEQ v, v false) take the canonical quiet NaN 0x7fc00000 by BSL;
+-- `clear` zeroes the low half (vrne, srne: TRN2 with the zero register; rne_store leaves it).
+-- 5 instructions per 4 lanes (6 with the clear), every one on either vector pipe of the cores
+-- the census models (no shift: N2 issues those on one pipe only), the four constants held in
+-- registers for a loop.
 local function rne_consts(ctx, op)
   return { b16 = konst(ctx, op, K_B16, T2), bias = konst(ctx, op, K_BIAS, T3),
-           zero = ctx:kreg(op, K_ZERO), quiet = ctx:kreg(op, K_QUIET) }
+           nan = konst(ctx, op, K_NAN, T1), zero = ctx:kreg(op, K_ZERO) }
 end
 
 local function rne(ctx, k, d, v, clear)
   ctx:wline("cmtst " .. v4s(T0) .. ", " .. v4s(v) .. ", " .. v4s(k.b16))
   ctx:wline("sub " .. v4s(T0) .. ", " .. v4s(v) .. ", " .. v4s(T0))
   ctx:wline("add " .. v4s(T0) .. ", " .. v4s(T0) .. ", " .. v4s(k.bias))
-  if k.quiet then
-    ctx:wline("orr " .. v16b(T1) .. ", " .. v16b(v) .. ", " .. v16b(k.quiet))
-  else
-    ctx:wline("mov " .. v16b(T1) .. ", " .. v16b(v))
-    ctx:wline("orr " .. v4s(T1) .. ", #0x40, lsl #16")
-  end
-  -- v's last read: d may be v (REUSE)
+  -- v's last read: d may be v
   ctx:wline("fcmeq " .. v4s(d) .. ", " .. v4s(v) .. ", " .. v4s(v))   -- all ones unless NaN
-  ctx:wline("bsl " .. v16b(d) .. ", " .. v16b(T0) .. ", " .. v16b(T1))
+  ctx:wline("bsl " .. v16b(d) .. ", " .. v16b(T0) .. ", " .. v16b(k.nan))
   if not clear then return end
   if k.zero then     -- the high halfwords kept, zeros below them (TRN2 with the zero register)
     ctx:wline("trn2 v" .. n(d) .. ".8h, v" .. n(k.zero) .. ".8h, v" .. n(d) .. ".8h")
@@ -938,8 +942,8 @@ end
 -- and the zero register of the widenings (TRN and ZIP with zero halfwords).
 function M.constants(op)
   local o = op.op
-  if o == "vrne" or o == "srne" then return { K_B16, K_BIAS, K_QUIET, K_ZERO } end
-  if o == "vrne_st" then return { K_B16, K_BIAS, K_QUIET } end
+  if o == "vrne" or o == "srne" then return { K_B16, K_BIAS, K_NAN, K_ZERO } end
+  if o == "vrne_st" then return { K_B16, K_BIAS, K_NAN } end
   if o == "bf16_even" or o == "bf16_odd" or (o == "load_bf16" and not op.lanes) then return { K_ZERO } end
   return nil
 end

@@ -101,7 +101,7 @@ local function bconst(ctx, name, word)
 end
 
 -- The constants the RNE and the masks read (held in registers per loop where they fit)
-local K_BIAS, K_B16, K_ONE, K_QUIET, K_HI, K_SIGN = 0x7fff, 0x10000, 1, 0x00400000, 0xffff0000, 0x80000000
+local K_BIAS, K_B16, K_ONE, K_NAN, K_HI, K_SIGN = 0x7fff, 0x10000, 1, 0x7fc00000, 0xffff0000, 0x80000000
 
 -- A 32-bit constant as the last operand of a vector instruction: the register its loop holds
 -- (gen/kregs.lua), else a broadcast from memory as bconst. `xmm`: the scalar (128-bit) form.
@@ -722,7 +722,7 @@ function ops.vfma(ctx, op)
 end
 
 -- Integer RNE to bf16 (kept in the high half): u + 0x7fff + ((u >> 16) & 1), low half cleared;
--- NaN lanes become (u | 0x00400000) with the low half cleared (quiet, sign and top payload kept).
+-- NaN lanes become the canonical quiet NaN 0x7fc00000, whatever their sign and payload.
 -- AVX-512 uses EVEX forms only (registers 16-31 have no VEX encoding), scalars included: a
 -- scalar is rounded as lane 0 of its zmm, the other lanes being don't-care. It adds the tie
 -- bit under a mask (k7, free between ops: kmask sets it per op) instead of shifting it down.
@@ -736,28 +736,32 @@ local function rne(ctx, op, d, v, xmm, keep_low)
     ctx:wline("vptestmd k7, " .. v .. ", " .. kopnd(ctx, op, "bit16", K_B16))
     ctx:wline("vpaddd " .. d .. "{k7}, " .. d .. ", " .. kopnd(ctx, op, "one", K_ONE))
     ctx:wline("vcmpps k6, " .. v .. ", " .. v .. ", 3")                 -- unordered: NaN lanes
-    ctx:wline("vpord " .. d .. "{k6}, " .. v .. ", " .. kopnd(ctx, op, "qnan_bit", K_QUIET))
+    local kn = ctx:kreg(op, K_NAN)
+    if kn then
+      ctx:wline("vmovdqa32 " .. d .. "{k6}, " .. Z(kn))
+    else
+      ctx:wline("vpbroadcastd " .. d .. "{k6}, dword ptr " .. kconst(ctx, "qnan", K_NAN, 1))
+    end
     if not keep_low then ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. kopnd(ctx, op, "hi16", K_HI)) end
     return
   end
   local W = xmm and X or Y
-  local t, q = W(scratch(ctx, 1)), W(scratch(ctx, 2))
+  local t = W(scratch(ctx, 1))
   d, v = W(d), W(v)
   ctx:wline("vpsrld " .. d .. ", " .. v .. ", 16")
   ctx:wline("vpand " .. d .. ", " .. d .. ", " .. kopnd(ctx, op, "one", K_ONE, xmm))
   ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. v)
   ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. kopnd(ctx, op, "rne_bias", K_BIAS, xmm))
   ctx:wline("vcmpps " .. t .. ", " .. v .. ", " .. v .. ", 3")          -- all ones in NaN lanes
-  ctx:wline("vpor " .. q .. ", " .. v .. ", " .. kopnd(ctx, op, "qnan_bit", K_QUIET, xmm))
-  ctx:wline("vblendvps " .. d .. ", " .. d .. ", " .. q .. ", " .. t)
+  ctx:wline("vblendvps " .. d .. ", " .. d .. ", " .. kopnd(ctx, op, "qnan", K_NAN, xmm) .. ", " .. t)
   if not keep_low then ctx:wline("vpand " .. d .. ", " .. d .. ", " .. kopnd(ctx, op, "hi16", K_HI, xmm)) end
 end
 
 -- The constants an op reads from registers when its loop holds them (gen/kregs.lua).
 function M.constants(op)
   local o = op.op
-  if o == "vrne" or o == "srne" then return { K_BIAS, K_B16, K_ONE, K_QUIET, K_HI } end
-  if o == "vrne_st" then return { K_BIAS, K_B16, K_ONE, K_QUIET } end
+  if o == "vrne" or o == "srne" then return { K_BIAS, K_B16, K_ONE, K_NAN, K_HI } end
+  if o == "vrne_st" then return { K_BIAS, K_B16, K_ONE, K_NAN } end
   if o == "bf16_odd" or o == "bf16_pairs" then return { K_HI } end
   if o == "vneg" then return { K_SIGN } end
   return nil

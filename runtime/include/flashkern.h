@@ -117,8 +117,8 @@ fk_status fk_leaf_check(const char *form, const void *args, fk_error *err);
 /* ---- bf16: the host's conversions, by the stamps' own rule ------------------------------------
  * fk_bf16_from_f32(): f32 -> bf16 bit pattern, round to nearest even by the integer rule every
  * exact stamp uses (docs/design.md, "BF16 rounding"): u += 0x7fff + ((u >> 16) & 1), out = u >> 16,
- * so subnormals are rounded (not flushed), and values from 0x7f7f8000 up round to infinity; a NaN
- * becomes the quiet NaN (u >> 16) | 0x40, sign and top payload kept. Never fails.
+ * so subnormals are rounded (not flushed), and values from 0x7f7f8000 up round to infinity; every
+ * NaN becomes the canonical quiet NaN 0x7fc0 (whatever its sign and payload). Never fails.
  * fk_f32_from_bf16(): bf16 -> f32, exact (the pattern shifted left by 16). */
 uint16_t fk_bf16_from_f32(float f);
 float fk_f32_from_bf16(uint16_t h);

@@ -104,8 +104,9 @@ Test(bf16, spot_values) {
     { 0x00018000, 0x0002 }, /* a subnormal tie, up to even: x86's VCVTNEPS2BF16 gives 0 */
     { 0x7f7f8000, 0x7f80 }, /* rounds to infinity */
     { 0xff800000, 0xff80 }, /* -inf */
-    { 0x7f800001, 0x7fc0 }, /* a signalling NaN: quieted, sign and top payload kept */
-    { 0xffa5a5a5, 0xffe5 }, /* a negative NaN with payload */
+    { 0x7f800001, 0x7fc0 }, /* a signalling NaN: the canonical quiet NaN */
+    { 0xffa5a5a5, 0x7fc0 }, /* a negative NaN with payload: the canonical NaN, sign and payload dropped */
+    { 0xffc00000, 0x7fc0 }, /* x86's default NaN: the canonical one */
     { 0x80000000, 0x8000 }, /* -0 */
   };
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {

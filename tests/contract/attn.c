@@ -88,7 +88,7 @@ static void attn(const uint16_t *q, const uint16_t *k, const uint16_t *v, uint16
         y[h * hd + i] = isnan(o[i]) ? (uint16_t)0x7fc0 : fkc_rne_bits(fkc_f32_bits(o[i]), p);
         if (!yw) continue;
         yw[h * hd + i] = p == FKC_WIDE_UNROUNDED     ? o[i]
-                         : p == FKC_WIDE_NAN_SKIPPED ? fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(o[i]), p))
+                         : p == FKC_WIDE_NAN_SKIPPED ? fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(o[i]), FKC_NAN_PAYLOAD))
                                                      : fkc_bf16_to_f32(y[h * hd + i]);
       }
     }

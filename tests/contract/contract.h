@@ -44,9 +44,11 @@ typedef enum fkc_perturb {
                            sign and payload instead of becoming 0x7fc0) */
   FKC_ONCE_ROUNDED_TWICE, /* rmsnorm once forms: h * inv rounded to bf16 before the weight product (the
                              LFM2 forms' two roundings instead of liquid-audio's one) */
+  FKC_NAN_PAYLOAD,     /* every leaf: a NaN stored with its payload instead of the canonical one (RNE's
+                          NaN is (u >> 16) | 0x40, sign and top payload kept: the rule before issue 18) */
 } fkc_perturb;
 
-/* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> quiet, sign/top payload kept). */
+/* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> the canonical 0x7fc0). */
 uint16_t fkc_rne_bits(uint32_t u, fkc_perturb p);
 float fkc_bf16_to_f32(uint16_t h);
 uint32_t fkc_f32_bits(float f);

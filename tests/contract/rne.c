@@ -17,10 +17,11 @@ float fkc_bits_f32(uint32_t u) {
 
 float fkc_bf16_to_f32(uint16_t h) { return fkc_bits_f32((uint32_t)h << 16); }
 
-/* u += 0x7fff + ((u >> 16) & 1); out = u >> 16. NaN: (u >> 16) | 0x40. Denormals are rounded
- * like any other value (x86's VCVTNEPS2BF16 would flush them: it cannot serve this tier). */
+/* u += 0x7fff + ((u >> 16) & 1); out = u >> 16. NaN: the canonical quiet NaN 0x7fc0, whatever its
+ * sign and payload (FKC_NAN_PAYLOAD: the old (u >> 16) | 0x40, sign and top payload kept). Denormals
+ * are rounded like any other value (x86's VCVTNEPS2BF16 would flush them: it cannot serve this tier). */
 uint16_t fkc_rne_bits(uint32_t u, fkc_perturb p) {
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return p == FKC_NAN_PAYLOAD ? (uint16_t)((u >> 16) | 0x40u) : (uint16_t)0x7fc0u;
   if (p == FKC_RNE_BIAS) return (uint16_t)((u + 0x8000u) >> 16);
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
