@@ -6,8 +6,13 @@
 -- gen/isa/x86_64.lua's.
 --
 -- Lowering conventions:
---   * a bf16 value lives in the high half of an f32 lane: SHLL #16 widens, SHRN #16 narrows,
---     and a tail load of one bf16 writes halfword 2l+1 of a zeroed register;
+--   * a bf16 value lives in the high half of an f32 lane: ZIP1/ZIP2 or TRN1/TRN2 with a zero
+--     register widen (SHLL #16 where the loop holds no zero register), UZP2 narrows, and a tail
+--     load of one bf16 writes halfword 2l+1 of a zeroed register;
+--   * the hot loops are written for the vector pipes of the cores the census models: no shift
+--     where a permute or a logic op does the same (N2 issues SHL/SHLL/USHR/SHRN on one of its two
+--     vector pipes only), constants held in registers per loop (gen/kregs.lua, M.constants),
+--     pointers bumped per tile (gen/bump.lua) and immediate offsets, broadcasts in one register;
 --   * NEON has no masked memory access, so tail lanes are loaded and stored one by one up to
 --     the remainder: nothing past the end is touched;
 --   * x16, x17 and v28-v31 are scratch, outside the allocator; d8-d15 are saved when used.
@@ -152,7 +157,7 @@ end
 
 -- A 32-bit pattern in every lane of q register `reg`: one MOVI/MVNI when an immediate form
 -- encodes it, else MOVZ/MOVK into w16 and DUP.
-local function materialize(ctx, reg, bits)
+local function const_lines(reg, bits)
   local v = "v" .. n(reg)
   local function fits(x)
     for sh = 0, 24, 8 do
@@ -165,16 +170,21 @@ local function materialize(ctx, reg, bits)
     if C.band(x, 0xff00ffff) == 0x0000ffff then return C.shr(x, 16), 16 end
     return nil
   end
-  if bits == 0 then return ctx:wline("movi " .. v .. ".2d, #0") end
-  if bits == 0xffffffff then return ctx:wline("movi " .. v .. ".2d, #0xffffffffffffffff") end
+  if bits == 0 then return { "movi " .. v .. ".2d, #0" } end
+  if bits == 0xffffffff then return { "movi " .. v .. ".2d, #0xffffffffffffffff" } end
   local b, sh = fits(bits)
-  if b then return ctx:wline(string.format("movi %s.4s, #0x%02x, lsl #%d", v, b, sh)) end
+  if b then return { string.format("movi %s.4s, #0x%02x, lsl #%d", v, b, sh) } end
   b, sh = fits(C.bnot(bits))
-  if b then return ctx:wline(string.format("mvni %s.4s, #0x%02x, lsl #%d", v, b, sh)) end
+  if b then return { string.format("mvni %s.4s, #0x%02x, lsl #%d", v, b, sh) } end
   b, sh = fits_msl(bits)
-  if b then return ctx:wline(string.format("movi %s.4s, #0x%02x, msl #%d", v, b, sh)) end
+  if b then return { string.format("movi %s.4s, #0x%02x, msl #%d", v, b, sh) } end
   b, sh = fits_msl(C.bnot(bits))
-  if b then return ctx:wline(string.format("mvni %s.4s, #0x%02x, msl #%d", v, b, sh)) end
+  if b then return { string.format("mvni %s.4s, #0x%02x, msl #%d", v, b, sh) } end
+  local lo, hi = C.band(bits, 0xffff), C.shr(bits, 16)
+  if lo == hi and (C.band(lo, 0xff00) == 0 or C.band(lo, 0xff) == 0) then
+    local sh16 = C.band(lo, 0xff) == 0 and 8 or 0
+    return { string.format("movi %s.8h, #0x%02x, lsl #%d", v, C.shr(lo, sh16), sh16) }
+  end
   -- two nonzero bytes: MOVI of one, ORR of the other (0x7fc00000: the canonical NaN)
   local nz = {}
   for sh2 = 0, 24, 8 do
@@ -182,17 +192,17 @@ local function materialize(ctx, reg, bits)
     if byte ~= 0 then nz[#nz + 1] = { byte, sh2 } end
   end
   if #nz == 2 then
-    ctx:wline(string.format("movi %s.4s, #0x%02x, lsl #%d", v, nz[2][1], nz[2][2]))
-    return ctx:wline(string.format("orr %s.4s, #0x%02x, lsl #%d", v, nz[1][1], nz[1][2]))
+    return { string.format("movi %s.4s, #0x%02x, lsl #%d", v, nz[2][1], nz[2][2]),
+             string.format("orr %s.4s, #0x%02x, lsl #%d", v, nz[1][1], nz[1][2]) }
   end
-  local lo, hi = C.band(bits, 0xffff), C.shr(bits, 16)
-  if lo == hi and (C.band(lo, 0xff00) == 0 or C.band(lo, 0xff) == 0) then
-    local sh16 = C.band(lo, 0xff) == 0 and 8 or 0
-    return ctx:wline(string.format("movi %s.8h, #0x%02x, lsl #%d", v, C.shr(lo, sh16), sh16))
-  end
-  ctx:wline(string.format("movz w16, #0x%04x", lo))
-  if hi ~= 0 then ctx:wline(string.format("movk w16, #0x%04x, lsl #16", hi)) end
-  ctx:wline("dup " .. v .. ".4s, w16")
+  local out = { string.format("movz w16, #0x%04x", lo) }
+  if hi ~= 0 then out[#out + 1] = string.format("movk w16, #0x%04x, lsl #16", hi) end
+  out[#out + 1] = "dup " .. v .. ".4s, w16"
+  return out
+end
+
+local function materialize(ctx, reg, bits)
+  for _, l in ipairs(const_lines(reg, bits)) do ctx:wline(l) end
 end
 
 -- The register holding constant `bits` for op: the loop's held one (gen/kregs.lua), else
