@@ -127,6 +127,7 @@ local function rewrite_loop(L, block, fresh)
   if #order == 0 then return false end
   local new_ops, bumps = {}, {}
   local function emit(kind, src, attr)
+    attr.pointer = true
     local op = { id = L.id, op = kind, src = src, attr = attr, line = L.line }
     op.dst = { id = fresh(), type = "i", line = L.line }
     op.dst.def = op

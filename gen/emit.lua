@@ -163,7 +163,10 @@ local function op_summary(op)
   if op.op == "arg" or op.op == "arg_f32" then s = s .. " " .. op.attr.field.name end
   if op.op == "reduce_add" then s = s .. " " .. op.attr.tree end
   if op.lanes then s = s .. " (tail lanes " .. C.int(op.lanes.base) .. "+)" end
-  if op.op == "kconst" then s = string.format("kconst 0x%08x (held for the loop)", op.attr.bits) end
+  -- the schedule passes' ops (gen/kregs.lua, gen/bump.lua) carry their loop's id; their summary
+  -- names no ISA-specific detail, so that tools/asmdiff.lua pairs them across the ISAs
+  if op.op == "kconst" then s = "kconst (a constant held for the loop)" end
+  if op.attr.pointer then s = s .. " (a pointer bumped by the loop)" end
   return s
 end
 
