@@ -8,6 +8,8 @@
 local C = require("compat")
 local IR = require("ir")
 local RA = require("regalloc")
+local KR = require("kregs")
+local BUMP = require("bump")
 
 local M = {}
 
@@ -41,6 +43,15 @@ function Ctx:regs(v)
   return self.assign[v]
 end
 
+-- The register holding constant `bits` for op (gen/kregs.lua), or nil when the op's loop does
+-- not hold it (the backend then makes the constant itself, as without held constants).
+function Ctx:kreg(op, bits)
+  for _, k in ipairs(op.consts or {}) do
+    if k.bits == bits then return self.assign[k.value][1] end
+  end
+  return nil
+end
+
 -- A read-only constant table shared by the stamp. `words` are u32 values; identical
 -- (name, words) requests return the same label. Returns the table's symbol.
 function Ctx:const(name, words)
@@ -69,9 +80,56 @@ function Ctx:lower(list)
 end
 
 -- Lower one proc for one variant. Returns the stamp text. `meta` carries banner fields.
+-- Register allocation with constants held per loop (gen/kregs.lua): the placements that fit the
+-- proc's register pressure; if the allocation then fails after all, the placements tried one by
+-- one (hottest loops first); none held when the proc does not fit even without them (the
+-- allocator's error then names what was live).
+local function allocate(proc, backend, variant, regs, fail)
+  local placements = KR.plan(proc, backend, variant)
+  if #placements == 0 then return RA.allocate(proc, regs, fail) end
+  local nofit = {}
+  local function try(enabled)
+    local undo = KR.apply(proc, placements, enabled)
+    local ok, assign, saved = pcall(RA.allocate, proc, regs, function() error(nofit, 0) end)
+    if ok then return assign, saved end
+    undo()
+    return nil
+  end
+  local events, size = RA.pressure(proc, regs)
+  local chosen = KR.choose(placements, events, size, function(p)
+    local cls = regs.classes[p.move and (regs.class_of and regs.class_of(p.move.dst) or "v") or "c"]
+    return cls.pool, cls.n
+  end)
+  local assign, saved = try(chosen)
+  if assign then return assign, saved end
+  local enabled = {}
+  for _, p in ipairs(KR.priority(placements)) do
+    enabled[p] = true
+    local undo = KR.apply(proc, placements, enabled)
+    if not pcall(RA.allocate, proc, regs, function() error(nofit, 0) end) then enabled[p] = nil end
+    undo()
+  end
+  KR.apply(proc, placements, enabled)
+  return RA.allocate(proc, regs, fail)
+end
+
 function M.stamp(proc, backend, variant, meta, fail)
   local regs = backend.registers(variant)
-  local assign, saved = RA.allocate(proc, regs, fail)
+  -- pointers bumped per tile where the backend asks (gen/bump.lua), taken back when the proc
+  -- then runs out of registers
+  local unbump = backend.bump_pointers and BUMP.apply(proc)
+  local assign, saved
+  if unbump then
+    local nofit = {}
+    local ok, a, s = pcall(allocate, proc, backend, variant, regs, function() error(nofit, 0) end)
+    if ok then
+      assign, saved = a, s
+    else
+      if a ~= nofit then error(a, 0) end
+      unbump()
+    end
+  end
+  if not assign then assign, saved = allocate(proc, backend, variant, regs, fail) end
   local ctx = setmetatable({
     proc = proc, backend = backend, variant = variant, symbol = meta.symbol,
     assign = assign, saved = saved, regs_desc = regs,
@@ -105,6 +163,10 @@ local function op_summary(op)
   if op.op == "arg" or op.op == "arg_f32" then s = s .. " " .. op.attr.field.name end
   if op.op == "reduce_add" then s = s .. " " .. op.attr.tree end
   if op.lanes then s = s .. " (tail lanes " .. C.int(op.lanes.base) .. "+)" end
+  -- the schedule passes' ops (gen/kregs.lua, gen/bump.lua) carry their loop's id; their summary
+  -- names no ISA-specific detail, so that tools/asmdiff.lua pairs them across the ISAs
+  if op.op == "kconst" then s = "kconst (a constant held for the loop)" end
+  if op.attr.pointer then s = s .. " (a pointer bumped by the loop)" end
   return s
 end
 
@@ -125,6 +187,12 @@ local function register_map(ctx, out)
     if op.op == "zero" or (op.op == "vconst" and op.dst.var) then
       out[#out + 1] = string.format("//   %s accumulator [%d] (%s:%d)",
         pad(table.concat(ctx.assign[op.dst], ","), 12), op.id, proc.path, op.line)
+    end
+  end)
+  IR.walk_proc(proc, function(op)
+    if op.op == "kconst" then
+      out[#out + 1] = string.format("//   %s constant 0x%08x held for loop [%d] (%s:%d)",
+        pad(table.concat(ctx.assign[op.dst], ","), 12), op.attr.bits, op.id, proc.path, op.line)
     end
   end)
   out[#out + 1] = "//   callee-saved used: " .. (#ctx.saved > 0 and table.concat(ctx.saved, ", ") or "none")

@@ -14,8 +14,8 @@ local gen_dir = script:match("^(.*)/[^/]*$") or "."
 package.path = gen_dir .. "/?.lua;" .. package.path
 
 -- Every module the generator loads, in load order; their contents make the generator hash.
-local MODULES = { "compat", "sha1", "ir", "extent", "vmath", "vfft", "dsl", "regalloc", "emit", "header", "isa.aarch64",
-                  "isa.x86_64" }
+local MODULES = { "compat", "sha1", "ir", "extent", "vmath", "vfft", "dsl", "regalloc", "kregs", "bump", "emit",
+                  "header", "isa.aarch64", "isa.x86_64" }
 local loaded = {}
 for _, name in ipairs(MODULES) do loaded[name] = require(name) end
 

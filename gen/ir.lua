@@ -6,6 +6,8 @@
 --   v  16 32-bit lanes, the canonical vector (1 zmm, 2 ymm or 4 q registers): f32 values, or
 --      "raw" pairs of bf16 (lane l = halfwords 2l, 2l+1) from load_raw
 --   s  one f32 in lane 0 (1 register on every ISA)
+--   c  a 32-bit pattern in every lane of one vector register (1 register on every ISA): a
+--      constant a backend holds in a register for the ops of a loop (gen/kregs.lua)
 -- Temps are single-assignment. Accumulators ("vars") are updated in place by *_acc ops, which
 -- is what FMLA, VFMADD231PS, BFDOT and VDPBF16PS do; their live range spans every loop that
 -- touches them.
@@ -112,6 +114,8 @@ M.OPS = {
   vcanon     = { "v", { "v" } },                     -- NaN lanes -> the canonical NaN 0x7fc00000, others kept
   scanon     = { "s", { "s" } },
   vcanon_raw = { "v", { "v" } },                     -- raw pairs: NaN halfwords -> 0x7fc0, others kept
+  kconst     = { "c", {}, { "bits" } },              -- a constant held in a register (gen/kregs.lua): the
+                                                     -- ops of a loop read it through op.consts
   for_tiles  = { false, { "i" }, { "tile", "ivar", "rem", "full", "tail" } }, -- attr.start: i value or nil
   for_rows   = { false, { "i", "i" }, { "group", "ivar", "grouped", "single" } },
   cases      = { false, { "i" }, { "arms" } },       -- arms: { { value = n, body = {...} } }
@@ -126,7 +130,7 @@ M.FAST_ONLY = { dot_bf16_acc = true }
 
 M.TREES = { halving = true }   -- lane i += lane i + s for s = 8, 4, 2, 1
 
-M.VALUE_TYPES = { i = true, v = true, s = true }
+M.VALUE_TYPES = { i = true, v = true, s = true, c = true }
 
 -- The nested bodies of a structured op, in program order.
 function M.sub_blocks(op)
@@ -138,6 +142,14 @@ function M.sub_blocks(op)
     return b
   end
   return {}
+end
+
+-- The constants a backend holds in registers for an op (gen/kregs.lua sets op.consts, a list of
+-- { bits, value }): hidden operands, read where the op is lowered. A list of values.
+function M.consts_of(op)
+  local out = {}
+  for _, k in ipairs(op.consts or {}) do out[#out + 1] = k.value end
+  return out
 end
 
 -- Visit every op in program order, nested bodies depth first; fn(op, depth).
@@ -152,6 +164,36 @@ M.walk = walk
 function M.walk_proc(proc, fn)
   walk(proc.prologue, fn, 0)
   walk(proc.body, fn, 0)
+end
+
+-- A snapshot of a proc's structure for the passes that try a rewrite and may take it back
+-- (gen/kregs.lua, gen/bump.lua): every block's ops, every op's operands and attribute table, and
+-- no held constants. The rewrites replace an op's attr table rather than edit it. Returns the
+-- function that restores the proc to this state.
+function M.snapshot(proc)
+  local lists, ops = {}, {}
+  local function grab(list)
+    local copy = {}
+    for i, op in ipairs(list) do
+      copy[i] = op
+      local src = {}
+      for k, v in ipairs(op.src) do src[k] = v end
+      ops[#ops + 1] = { op = op, src = src, attr = op.attr }
+      for _, b in ipairs(M.sub_blocks(op)) do grab(b) end
+    end
+    lists[#lists + 1] = { list = list, copy = copy }
+  end
+  grab(proc.prologue)
+  grab(proc.body)
+  return function()
+    for _, l in ipairs(lists) do
+      for i = #l.list, 1, -1 do l.list[i] = nil end
+      for i, op in ipairs(l.copy) do l.list[i] = op end
+    end
+    for _, o in ipairs(ops) do
+      o.op.src, o.op.attr, o.op.consts = o.src, o.attr, nil
+    end
+  end
 end
 
 -- Structural validation. Returns nil or (message, op) for the first problem.
@@ -178,6 +220,9 @@ function M.validate(proc)
     end
     for _, a in ipairs(attrs) do
       if op.attr[a] == nil then return fail(op.op .. ": missing attribute '" .. a .. "'", op) end
+    end
+    for _, k in ipairs(M.consts_of(op)) do
+      if k.type ~= "c" or not defined[k] then return fail(op.op .. ": a held constant used before definition", op) end
     end
     if op.lanes then
       if not M.MASKABLE[op.op] then return fail(op.op .. " cannot take a lane group", op) end
@@ -252,6 +297,13 @@ end
 -- defined in stays live to the loop's end (the back edge re-reads it). Returns the list of
 -- intervals { value, from, to } sorted by start, and the ops in position order.
 function M.liveness(proc)
+  -- a proc may be allocated more than once (gen/kregs.lua tries held constants, then fewer):
+  -- every interval is computed afresh
+  M.walk_proc(proc, function(op)
+    if op.dst then op.dst.interval = nil end
+    if op.attr.ivar then op.attr.ivar.interval = nil end
+    if op.attr.rem then op.attr.rem.interval = nil end
+  end)
   local pos, order = 0, {}
   local spans = {}           -- loop op -> { from, to }
   local def_pos, use_pos = {}, {}
@@ -284,6 +336,7 @@ function M.liveness(proc)
     op.pos = pos
     order[#order + 1] = op
     for _, s in ipairs(op.src) do note_use(s, pos) end
+    for _, k in ipairs(M.consts_of(op)) do note_use(k, pos) end
     if op.lanes then note_use(op.lanes.rem, pos) end
     if op.dst then note_def(op.dst, pos) end
     if op.op == "fma_acc" or op.op == "max_acc" or op.op == "sadd_acc" then note_def(op.src[1], pos) end

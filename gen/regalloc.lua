@@ -57,9 +57,16 @@ function M.allocate(proc, regs, fail)
     return table.concat(names, " ")
   end
 
+  -- a backend may give some values a class of their own (regs.class_of: a NEON broadcast is
+  -- one q register read as all four parts of a vector)
+  local function class_of(v)
+    local name = regs.class_of and regs.class_of(v) or v.type
+    return regs.classes[name]
+  end
+
   for _, iv in ipairs(intervals) do
     expire(iv.from)
-    local cls = regs.classes[iv.value.type]
+    local cls = class_of(iv.value)
     local pool = regs.pools[cls.pool]
     local got = {}
     -- a result may take the registers of an operand that dies here, where the backend allows
@@ -100,11 +107,65 @@ function M.allocate(proc, regs, fail)
     active[#active + 1] = iv
   end
 
+  -- a class with `expand` = n: its one register stands for each of the value's n parts
+  for _, iv in ipairs(intervals) do
+    local cls = class_of(iv.value)
+    if cls.expand then
+      local r, parts = assign[iv.value][1], {}
+      for i = 1, cls.expand do parts[i] = r end
+      assign[iv.value] = parts
+    end
+  end
+
   local saved = {}
   for _, pname in ipairs(C.sorted_keys(regs.pools)) do
     for _, r in ipairs(regs.pools[pname]) do if used[r] then saved[#saved + 1] = r end end
   end
   return assign, saved
+end
+
+-- The register pressure of a proc as allocate would meet it, without choosing registers: for
+-- every interval start, the registers of its pool in use once the value has its own (the same
+-- expiry and operand reuse as allocate). Returns { { pos, pool, used } ... } in position order and
+-- each pool's size: what gen/kregs.lua needs to see which loops have room for a held constant.
+function M.pressure(proc, regs)
+  local intervals = IR.liveness(proc)
+  local function class_of(v)
+    local name = regs.class_of and regs.class_of(v) or v.type
+    return regs.classes[name]
+  end
+  local active, used, n_of, events = {}, {}, {}, {}
+  for _, iv in ipairs(intervals) do
+    local keep = {}
+    for _, a in ipairs(active) do
+      if a.to < iv.from then used[a.pool] = used[a.pool] - n_of[a.value] else keep[#keep + 1] = a end
+    end
+    active = keep
+    local cls = class_of(iv.value)
+    used[cls.pool] = used[cls.pool] or 0
+    local def = iv.value.def
+    if def and regs.reuse and not iv.value.fixed then
+      for _, i in ipairs(regs.reuse(def) or {}) do
+        local src = def.src[i]
+        local siv = src and src.interval
+        if siv and siv.to == iv.from and n_of[src] == cls.n and siv.pool == cls.pool and not src.fixed then
+          local k2 = {}
+          for _, a in ipairs(active) do if a ~= siv then k2[#k2 + 1] = a end end
+          if #k2 < #active then used[cls.pool] = used[cls.pool] - n_of[src] end
+          active = k2
+          break
+        end
+      end
+    end
+    iv.pool = cls.pool
+    n_of[iv.value] = cls.n
+    used[cls.pool] = used[cls.pool] + cls.n
+    active[#active + 1] = iv
+    events[#events + 1] = { pos = iv.from, pool = cls.pool, used = used[cls.pool] }
+  end
+  local size = {}
+  for _, pname in ipairs(C.sorted_keys(regs.pools)) do size[pname] = #regs.pools[pname] end
+  return events, size
 end
 
 return M

@@ -6,18 +6,25 @@
 -- gen/isa/x86_64.lua's.
 --
 -- Lowering conventions:
---   * a bf16 value lives in the high half of an f32 lane: SHLL #16 widens, SHRN #16 narrows,
---     and a tail load of one bf16 writes halfword 2l+1 of a zeroed register;
+--   * a bf16 value lives in the high half of an f32 lane: ZIP1/ZIP2 or TRN1/TRN2 with a zero
+--     register widen (SHLL #16 where the loop holds no zero register), UZP2 narrows, and a tail
+--     load of one bf16 writes halfword 2l+1 of a zeroed register;
+--   * the hot loops are written for the vector pipes of the cores the census models: no shift
+--     where a permute or a logic op does the same (N2 issues SHL/SHLL/USHR/SHRN on one of its two
+--     vector pipes only), constants held in registers per loop (gen/kregs.lua, M.constants),
+--     pointers bumped per tile (gen/bump.lua) and immediate offsets, broadcasts in one register;
 --   * NEON has no masked memory access, so tail lanes are loaded and stored one by one up to
 --     the remainder: nothing past the end is touched;
 --   * x16, x17 and v28-v31 are scratch, outside the allocator; d8-d15 are saved when used.
 
 local C = require("compat")
+local IR = require("ir")
 
 local M = {
   isa = "aarch64",
   abi = "AAPCS64",
   comment = "//",
+  bump_pointers = true,   -- gen/bump.lua: an address costs an instruction here
 }
 
 -- tuning: the schedule parameters templates read (gen/dsl.lua TUNING says what each means); a
@@ -33,6 +40,9 @@ M.variants = {
 
 local T0, T1, T2, T3 = "v28", "v29", "v30", "v31"
 
+-- Constants the ops read, held in registers per loop where they fit (gen/kregs.lua, M.constants)
+local K_B16, K_BIAS, K_NAN, K_ZERO = 0x00010000, 0x00007fff, 0x7fc00000, 0
+
 local function n(r) return r:match("%d+$") end
 local function q(r) return "q" .. n(r) end
 local function s(r) return "s" .. n(r) end
@@ -42,10 +52,12 @@ local function v16b(r) return "v" .. n(r) .. ".16b" end
 
 -- Ops whose result may take a dying operand's registers (regalloc.lua): FMLA accumulates into
 -- its destination, so vfma may take only the addend's; binary ops are three-operand.
+-- The RNE and the widenings read each source part before writing the result part.
 local REUSE = { vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, viadd = { 1, 2 },
                 visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 }, vor = { 1, 2 },
                 vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 }, vcvt_i2f = { 1 },
-                vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 } }
+                vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 }, vrne = { 1 }, vrne_st = { 1 }, srne = { 1 },
+                bf16_even = { 1 }, bf16_odd = { 1 }, bf16_pairs = { 1, 2 }, vneg = { 1 } }
 function M.reuse(op) return REUSE[op.op] end
 
 function M.registers()
@@ -57,29 +69,71 @@ function M.registers()
   for i = 16, 27 do vec[#vec + 1] = "v" .. C.int(i) end
   for i = 8, 15 do vec[#vec + 1] = "v" .. C.int(i); saved["v" .. C.int(i)] = true end
   return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "x0", reuse = M.reuse,
-           scratch = { "x16", "x17", "v28-v31" },
-           classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 4 }, s = { pool = "vec", n = 1 } } }
+           scratch = { "x16", "x17", "v28-v31" }, class_of = M.class_of,
+           classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 4 }, s = { pool = "vec", n = 1 },
+                       c = { pool = "vec", n = 1 }, u = { pool = "vec", n = 1, expand = 4 } } }
+end
+
+-- A broadcast (the same 32 bits in all 16 lanes) is one q register that stands for all four parts
+-- of the canonical vector: no copies, three registers fewer. Accumulators (updated in place)
+-- keep four.
+local UNIFORM = { bcast = true, load_bcast_f32 = true, load_pair_bcast = true, vconst = true }
+function M.class_of(v)
+  if v.type == "v" and not v.var and v.def and UNIFORM[v.def.op] then return "u" end
+  return v.type
 end
 
 local function imm(x) return "#" .. C.int(x) end
 
--- x16 = base + idx * size + off * size (the offset folded when it is zero).
--- x16 = base + idx * size; returns the byte offset the access adds to x16. The offset is folded
--- into x16 (and 0 returned) when the instruction's immediate could not reach offset + 32 (LDP/
--- STP of q registers: -1024..1008, a multiple of 16), or with `scalar`, the offset itself (a
--- single LDR/LDRSW/STR of one element: unsigned, a multiple of size, up to 4095 elements).
+-- Bumped pointers (gen/bump.lua) inside their loop's body: a pointer may move forward mid-body
+-- (rebase) when an access lies beyond an instruction's immediate; ctx.disp[value] = { d = bytes
+-- moved so far this iteration, depth = the nesting depth of the body that may move it }, and the
+-- back edge adds the rest of the tile's bytes. Nested bodies (a dispatch's arms, inner loops,
+-- the tail) read a pointer with its displacement but never move it: straight-line code only.
 local add_imm
-local function elem_addr(ctx, op, size, scalar)
-  local sh = ({ [1] = 0, [2] = 1, [4] = 2, [8] = 3 })[size]
-  ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(sh))
-  local o = op.attr.off * size
-  local far
-  if scalar then far = o < 0 or o > 4095 * size else far = o < -1024 or o + 32 > 1008 or o % 16 ~= 0 end
-  if far then
-    add_imm(ctx, "x16", "x16", o)
-    return 0
+local function disp_of(ctx, v)
+  local e = ctx.disp and ctx.disp[v]
+  return e and e.d or 0
+end
+
+-- An access's base register and byte offset from its loop's pointer; `fits(o)` says whether the
+-- instruction's immediate takes o. Returns (register, offset that fits). Moves the pointer
+-- (rebase) when it may, else x16 = pointer + offset.
+local function from_ptr(ctx, op, pos, o, fits)
+  local v = op.src[pos]
+  local r = ctx:reg(v)
+  o = o - disp_of(ctx, v)
+  if fits(o) then return r, o end
+  local e = ctx.disp and ctx.disp[v]
+  if e and e.depth == ctx.depth then
+    add_imm(ctx, r, r, o)
+    e.d = e.d + o
+    return r, 0
   end
-  return o
+  add_imm(ctx, "x16", r, o)
+  return "x16", 0
+end
+
+-- The address of element idx + off of an op's array, as (register, byte offset) for the access
+-- [register, #offset]: x16 = base + idx * size, or the op's own pointer where a loop bumps it
+-- (attr.at, gen/bump.lua: no instruction). The offset moves into the register (and 0 is returned)
+-- when the instruction's immediate could not reach offset + 32 (LDP/STP of q registers:
+-- -1024..1008, a multiple of 16), or with `scalar`, the offset itself (a single LDR/LDRSW/STR of
+-- one element: unsigned, a multiple of size, up to 4095 elements).
+local SHIFT = { [1] = 0, [2] = 1, [4] = 2, [8] = 3 }
+local function elem_addr(ctx, op, size, scalar)
+  local function fits(o)
+    if scalar then return o >= 0 and o <= 4095 * size and o % size == 0 end
+    return o >= -1024 and o + 32 <= 1008 and o % 16 == 0
+  end
+  local o = op.attr.off * size
+  if op.attr.at then return from_ptr(ctx, op, 1, o, fits) end
+  ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(SHIFT[size]))
+  if not fits(o) then
+    add_imm(ctx, "x16", "x16", o)
+    return "x16", 0
+  end
+  return "x16", o
 end
 
 add_imm = function(ctx, d, a, x)
@@ -101,6 +155,65 @@ local function const_addr(ctx, reg, sym)
   ctx:wline("add " .. reg .. ", " .. reg .. ", FK_PAGEOFF(FK_SYM(" .. sym .. "))")
 end
 
+-- A 32-bit pattern in every lane of q register `reg`: one MOVI/MVNI when an immediate form
+-- encodes it, else MOVZ/MOVK into w16 and DUP.
+local function const_lines(reg, bits)
+  local v = "v" .. n(reg)
+  local function fits(x)
+    for sh = 0, 24, 8 do
+      if x == C.shl(C.band(C.shr(x, sh), 0xff), sh) then return C.shr(x, sh), sh end
+    end
+    return nil
+  end
+  local function fits_msl(x)
+    if C.band(x, 0xffff00ff) == 0x000000ff then return C.shr(x, 8), 8 end
+    if C.band(x, 0xff00ffff) == 0x0000ffff then return C.shr(x, 16), 16 end
+    return nil
+  end
+  if bits == 0 then return { "movi " .. v .. ".2d, #0" } end
+  if bits == 0xffffffff then return { "movi " .. v .. ".2d, #0xffffffffffffffff" } end
+  local b, sh = fits(bits)
+  if b then return { string.format("movi %s.4s, #0x%02x, lsl #%d", v, b, sh) } end
+  b, sh = fits(C.bnot(bits))
+  if b then return { string.format("mvni %s.4s, #0x%02x, lsl #%d", v, b, sh) } end
+  b, sh = fits_msl(bits)
+  if b then return { string.format("movi %s.4s, #0x%02x, msl #%d", v, b, sh) } end
+  b, sh = fits_msl(C.bnot(bits))
+  if b then return { string.format("mvni %s.4s, #0x%02x, msl #%d", v, b, sh) } end
+  local lo, hi = C.band(bits, 0xffff), C.shr(bits, 16)
+  if lo == hi and (C.band(lo, 0xff00) == 0 or C.band(lo, 0xff) == 0) then
+    local sh16 = C.band(lo, 0xff) == 0 and 8 or 0
+    return { string.format("movi %s.8h, #0x%02x, lsl #%d", v, C.shr(lo, sh16), sh16) }
+  end
+  -- two nonzero bytes: MOVI of one, ORR of the other (0x7fc00000: the canonical NaN)
+  local nz = {}
+  for sh2 = 0, 24, 8 do
+    local byte = C.band(C.shr(bits, sh2), 0xff)
+    if byte ~= 0 then nz[#nz + 1] = { byte, sh2 } end
+  end
+  if #nz == 2 then
+    return { string.format("movi %s.4s, #0x%02x, lsl #%d", v, nz[2][1], nz[2][2]),
+             string.format("orr %s.4s, #0x%02x, lsl #%d", v, nz[1][1], nz[1][2]) }
+  end
+  local out = { string.format("movz w16, #0x%04x", lo) }
+  if hi ~= 0 then out[#out + 1] = string.format("movk w16, #0x%04x, lsl #16", hi) end
+  out[#out + 1] = "dup " .. v .. ".4s, w16"
+  return out
+end
+
+local function materialize(ctx, reg, bits)
+  for _, l in ipairs(const_lines(reg, bits)) do ctx:wline(l) end
+end
+
+-- The register holding constant `bits` for op: the loop's held one (gen/kregs.lua), else
+-- `scratch` with the constant made in it now.
+local function konst(ctx, op, bits, scratch)
+  local r = ctx:kreg(op, bits)
+  if r then return r end
+  materialize(ctx, scratch, bits)
+  return scratch
+end
+
 ---------------------------------------------------------------------------------------------
 -- Function frame
 
@@ -120,7 +233,45 @@ local function save_list(ctx)
   return all
 end
 
+-- Broadcast bf16 pairs that only BFDOT reads (as its x operand) and whose aligned group of four
+-- pairs the same block loads too: each is loaded as the q register of its group (LDR, no
+-- vector-pipe work) and read by BFDOT by element, lane = pair index mod 4. The group's 16
+-- bytes are all read by the template anyway: no new memory is touched. value -> lane.
+local function pair_lanes(proc)
+  local uses, ok = {}, {}
+  IR.walk_proc(proc, function(o)
+    for i, v in ipairs(o.src) do
+      uses[v] = (uses[v] or 0) + 1
+      if o.op == "dot_bf16_acc" and i == 3 then ok[v] = (ok[v] or 0) + 1 end
+    end
+  end)
+  local lanes = {}
+  local function visit(list)
+    local seen = {}
+    for _, o in ipairs(list) do
+      if o.op == "load_pair_bcast" and o.attr.off % 2 == 0 then
+        local key = tostring(o.src[1].id) .. ":" .. tostring(o.src[2].id) .. ":" .. tostring(o.attr.at)
+        seen[key] = seen[key] or {}
+        seen[key][o.attr.off] = true
+      end
+      for _, b in ipairs(IR.sub_blocks(o)) do visit(b) end
+    end
+    for _, o in ipairs(list) do
+      if o.op == "load_pair_bcast" and o.attr.off % 2 == 0 and uses[o.dst] and uses[o.dst] == ok[o.dst] then
+        local key = tostring(o.src[1].id) .. ":" .. tostring(o.src[2].id) .. ":" .. tostring(o.attr.at)
+        local o0, all = o.attr.off - o.attr.off % 8, true
+        for k = 0, 6, 2 do all = all and seen[key][o0 + k] == true end
+        if all then lanes[o.dst] = (o.attr.off % 8) / 2 end
+      end
+    end
+  end
+  visit(proc.prologue)
+  visit(proc.body)
+  return lanes
+end
+
 function M.begin(ctx)
+  ctx.pair_lane = pair_lanes(ctx.proc)
   local sym = ctx.symbol
   ctx:wraw("    FK_TEXT")
   ctx:wraw("    .p2align 6")
@@ -194,14 +345,40 @@ function ops.isub(ctx, op)
   ctx:wline("sub " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]))
 end
 
+-- a & imm: AND with the immediate where the logical-immediate encoding holds it (a run of ones
+-- at the bottom or at the top: 2^k - 1, -2^k), else through x16.
 function ops.iandi(ctx, op)
-  ctx:wline("mov x16, " .. imm(op.attr.imm))
+  local x = op.attr.imm
+  local low = x > 0 and x < 2 ^ 62 and (x + 1) == 2 ^ math.floor(math.log(x + 1, 2) + 0.5)
+  local high = x < 0 and x > -(2 ^ 62) and -x == 2 ^ math.floor(math.log(-x, 2) + 0.5)
+  if low or high then
+    ctx:wline("and " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", " .. imm(x))
+    return
+  end
+  ctx:wline("mov x16, " .. imm(x))
   ctx:wline("and " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", x16")
 end
 
+-- a * imm: a shift for a power of two, an add of a shifted copy for 2^k + 1, else MOV + MUL.
 function ops.imuli(ctx, op)
-  ctx:wline("mov x16, " .. imm(op.attr.imm))
-  ctx:wline("mul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]) .. ", x16")
+  local d, a, x = ctx:reg(op.dst), ctx:reg(op.src[1]), op.attr.imm
+  local function log2(v)
+    if v < 1 then return nil end
+    local k = math.floor(math.log(v, 2) + 0.5)
+    return (2 ^ k == v) and k or nil
+  end
+  local k = log2(x)
+  if k and k <= 63 then
+    ctx:wline("lsl " .. d .. ", " .. a .. ", " .. imm(k))
+    return
+  end
+  k = log2(x - 1)
+  if k and k >= 1 and k <= 4 then
+    ctx:wline("add " .. d .. ", " .. a .. ", " .. a .. ", lsl " .. imm(k))
+    return
+  end
+  ctx:wline("mov x16, " .. imm(x))
+  ctx:wline("mul " .. d .. ", " .. a .. ", x16")
 end
 
 function ops.imul(ctx, op)
@@ -272,8 +449,19 @@ local function lane_walk(ctx, op, count, emit)
 end
 
 local function tail_addr(ctx, op, size)
-  local o = elem_addr(ctx, op, size)
-  add_imm(ctx, "x16", "x16", o)
+  local b, o = elem_addr(ctx, op, size)
+  add_imm(ctx, "x16", b, o)
+end
+
+-- A register holding the element's address for an access without offset (LD1R, ST1 lane): the
+-- loop's bumped pointer itself when the offset is 0, else x16.
+local function exact_addr(ctx, op, size)
+  if op.attr.at then
+    local r, o = from_ptr(ctx, op, 1, op.attr.off * size, function(o) return o == 0 end)
+    return r, o
+  end
+  tail_addr(ctx, op, size)
+  return "x16"
 end
 
 -- v31 = the lanes of part p (1..4) of the op's lane group, as all-ones lanes.
@@ -287,6 +475,14 @@ local function qmask(ctx, op, p)
   ctx:wline("ldr " .. q(T3) .. ", [x17, " .. imm(16 * (p - 1)) .. "]")
   ctx:wline("cmgt " .. v4s(T3) .. ", " .. v4s(T2) .. ", " .. v4s(T3))
   return T3
+end
+
+-- Parts 2-4 of a broadcast made in part 1: nothing for a uniform value (one register, M.class_of),
+-- copies for an accumulator.
+local function copies(ctx, d)
+  for p = 2, 4 do
+    if d[p] ~= d[1] then ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(d[1])) end
+  end
 end
 
 local function zero_parts(ctx, d)
@@ -303,9 +499,9 @@ function ops.load_f32(ctx, op)
     end)
     return
   end
-  local o = elem_addr(ctx, op, 4)
-  ctx:wline("ldp " .. q(d[1]) .. ", " .. q(d[2]) .. ", [x16, " .. imm(o) .. "]")
-  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [x16, " .. imm(o + 32) .. "]")
+  local b, o = elem_addr(ctx, op, 4)
+  ctx:wline("ldp " .. q(d[1]) .. ", " .. q(d[2]) .. ", [" .. b .. ", " .. imm(o) .. "]")
+  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [" .. b .. ", " .. imm(o + 32) .. "]")
 end
 
 function ops.load_bf16(ctx, op)
@@ -318,9 +514,18 @@ function ops.load_bf16(ctx, op)
     end)
     return
   end
-  local o = elem_addr(ctx, op, 2)
-  -- 16 halfwords into d3, d4; widen into d1..d4 in an order that reads each source first
-  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [x16, " .. imm(o) .. "]")
+  local b, o = elem_addr(ctx, op, 2)
+  -- 16 halfwords into d3, d4; widen into d1..d4 in an order that reads each source first: ZIP1/2
+  -- with zero halfwords (lane l = (0, h[l])) where a zero register is held, else SHLL #16
+  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [" .. b .. ", " .. imm(o) .. "]")
+  local z = ctx:kreg(op, K_ZERO)
+  if z then
+    local function zip(ins, dd, src)
+      ctx:wline(ins .. " v" .. n(dd) .. ".8h, v" .. n(z) .. ".8h, v" .. n(src) .. ".8h")
+    end
+    zip("zip1", d[1], d[3]); zip("zip2", d[2], d[3]); zip("zip1", d[3], d[4]); zip("zip2", d[4], d[4])
+    return
+  end
   ctx:wline("shll " .. v4s(d[1]) .. ", v" .. n(d[3]) .. ".4h, #16")
   ctx:wline("shll2 " .. v4s(d[2]) .. ", v" .. n(d[3]) .. ".8h, #16")
   ctx:wline("shll " .. v4s(d[3]) .. ", v" .. n(d[4]) .. ".4h, #16")
@@ -338,16 +543,29 @@ function ops.load_raw(ctx, op)
     end)
     return
   end
-  local o = elem_addr(ctx, op, 2)
-  ctx:wline("ldp " .. q(d[1]) .. ", " .. q(d[2]) .. ", [x16, " .. imm(o) .. "]")
-  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [x16, " .. imm(o + 32) .. "]")
+  local b, o = elem_addr(ctx, op, 2)
+  ctx:wline("ldp " .. q(d[1]) .. ", " .. q(d[2]) .. ", [" .. b .. ", " .. imm(o) .. "]")
+  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [" .. b .. ", " .. imm(o + 32) .. "]")
 end
 
+-- PRFM with its offset as an immediate (unsigned, a multiple of 8, up to 32760; PRFUM: -256..255),
+-- from the loop's bumped pointer or x16 = base + idx * size.
 function ops.prefetch(ctx, op)
-  local sh = ({ [1] = 0, [2] = 1, [4] = 2, [8] = 3 })[op.attr.size]
-  ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(sh))
-  add_imm(ctx, "x16", "x16", op.attr.off * op.attr.size)
-  ctx:wline("prfm " .. (op.attr.level == 2 and "pldl2keep" or "pldl1keep") .. ", [x16]")
+  local o, b = op.attr.off * op.attr.size, "x16"
+  if op.attr.at then
+    b, o = ctx:reg(op.src[1]), o - disp_of(ctx, op.src[1])
+  else
+    ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(SHIFT[op.attr.size]))
+  end
+  local hint = op.attr.level == 2 and "pldl2keep" or "pldl1keep"
+  if o >= 0 and o <= 32760 and o % 8 == 0 then
+    ctx:wline("prfm " .. hint .. ", [" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
+  elseif o >= -256 and o < 256 then
+    ctx:wline("prfum " .. hint .. ", [" .. b .. ", " .. imm(o) .. "]")
+  else
+    add_imm(ctx, "x16", b, o)
+    ctx:wline("prfm " .. hint .. ", [x16]")
+  end
 end
 
 function ops.store_f32(ctx, op)
@@ -359,9 +577,9 @@ function ops.store_f32(ctx, op)
     end)
     return
   end
-  local o = elem_addr(ctx, op, 4)
-  ctx:wline("stp " .. q(v[1]) .. ", " .. q(v[2]) .. ", [x16, " .. imm(o) .. "]")
-  ctx:wline("stp " .. q(v[3]) .. ", " .. q(v[4]) .. ", [x16, " .. imm(o + 32) .. "]")
+  local b, o = elem_addr(ctx, op, 4)
+  ctx:wline("stp " .. q(v[1]) .. ", " .. q(v[2]) .. ", [" .. b .. ", " .. imm(o) .. "]")
+  ctx:wline("stp " .. q(v[3]) .. ", " .. q(v[4]) .. ", [" .. b .. ", " .. imm(o + 32) .. "]")
 end
 
 function ops.store_bf16(ctx, op)
@@ -373,38 +591,37 @@ function ops.store_bf16(ctx, op)
     end)
     return
   end
-  local o = elem_addr(ctx, op, 2)
-  ctx:wline("shrn v" .. n(T0) .. ".4h, " .. v4s(v[1]) .. ", #16")
-  ctx:wline("shrn2 v" .. n(T0) .. ".8h, " .. v4s(v[2]) .. ", #16")
-  ctx:wline("shrn v" .. n(T1) .. ".4h, " .. v4s(v[3]) .. ", #16")
-  ctx:wline("shrn2 v" .. n(T1) .. ".8h, " .. v4s(v[4]) .. ", #16")
-  ctx:wline("stp " .. q(T0) .. ", " .. q(T1) .. ", [x16, " .. imm(o) .. "]")
+  local b, o = elem_addr(ctx, op, 2)
+  -- the high halfwords of parts 1, 2 and of 3, 4 (UZP2: no shift, either vector pipe)
+  ctx:wline("uzp2 v" .. n(T0) .. ".8h, v" .. n(v[1]) .. ".8h, v" .. n(v[2]) .. ".8h")
+  ctx:wline("uzp2 v" .. n(T1) .. ".8h, v" .. n(v[3]) .. ".8h, v" .. n(v[4]) .. ".8h")
+  ctx:wline("stp " .. q(T0) .. ", " .. q(T1) .. ", [" .. b .. ", " .. imm(o) .. "]")
 end
 
 -- 32 halfwords from 16 raw pairs (as load_raw reads them).
 function ops.store_raw(ctx, op)
   local v = ctx:regs(op.src[3])
-  local o = elem_addr(ctx, op, 2)
-  ctx:wline("stp " .. q(v[1]) .. ", " .. q(v[2]) .. ", [x16, " .. imm(o) .. "]")
-  ctx:wline("stp " .. q(v[3]) .. ", " .. q(v[4]) .. ", [x16, " .. imm(o + 32) .. "]")
+  local b, o = elem_addr(ctx, op, 2)
+  ctx:wline("stp " .. q(v[1]) .. ", " .. q(v[2]) .. ", [" .. b .. ", " .. imm(o) .. "]")
+  ctx:wline("stp " .. q(v[3]) .. ", " .. q(v[4]) .. ", [" .. b .. ", " .. imm(o + 32) .. "]")
 end
 
 function ops.load1_bf16(ctx, op)
-  local o = elem_addr(ctx, op, 2)
+  local b, o = elem_addr(ctx, op, 2)
   local d = ctx:reg(op.dst)
-  ctx:wline("ldr " .. h(d) .. ", [x16, " .. imm(o) .. "]")
+  ctx:wline("ldr " .. h(d) .. ", [" .. b .. ", " .. imm(o) .. "]")
   ctx:wline("shl v" .. n(d) .. ".2s, v" .. n(d) .. ".2s, #16")
 end
 
 function ops.load1_f32(ctx, op)
-  local o = elem_addr(ctx, op, 4)
-  ctx:wline("ldr " .. s(ctx:reg(op.dst)) .. ", [x16, " .. imm(o) .. "]")
+  local b, o = elem_addr(ctx, op, 4)
+  ctx:wline("ldr " .. s(ctx:reg(op.dst)) .. ", [" .. b .. ", " .. imm(o) .. "]")
 end
 
 -- one int32 element, sign-extended to 64 bits (a gather's row index), and one uint64 element
 local function scalar_addr(ctx, op, size)
-  local o = elem_addr(ctx, op, size, true)
-  return "[x16" .. (o ~= 0 and (", " .. imm(o)) or "") .. "]"
+  local b, o = elem_addr(ctx, op, size, true)
+  return "[" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]"
 end
 
 function ops.load1_i32(ctx, op)
@@ -420,13 +637,13 @@ function ops.store1_u64(ctx, op)
 end
 
 function ops.store1_bf16(ctx, op)
-  tail_addr(ctx, op, 2)
-  ctx:wline("st1 {v" .. n(ctx:reg(op.src[3])) .. ".h}[1], [x16]")
+  local b = exact_addr(ctx, op, 2)
+  ctx:wline("st1 {v" .. n(ctx:reg(op.src[3])) .. ".h}[1], [" .. b .. "]")
 end
 
 function ops.store1_f32(ctx, op)
-  local o = elem_addr(ctx, op, 4)
-  ctx:wline("str " .. s(ctx:reg(op.src[3])) .. ", [x16, " .. imm(o) .. "]")
+  local b, o = elem_addr(ctx, op, 4)
+  ctx:wline("str " .. s(ctx:reg(op.src[3])) .. ", [" .. b .. ", " .. imm(o) .. "]")
 end
 
 function ops.fma_acc(ctx, op)
@@ -443,23 +660,40 @@ function ops.fma_acc(ctx, op)
   end
 end
 
--- acc += a * [memory]: each q part of the multiplicand loaded into v29 just before its fmla.
+-- acc += a * [memory]: the multiplicand loaded into scratch right before its FMLAs, by two LDPs
+-- (v28-v31) for a whole vector; with a lane group, one LDR per part (v29) beside its mask.
 function ops.fma_acc_mem(ctx, op)
   local acc, a = ctx:regs(op.src[1]), ctx:regs(op.src[2])
-  local o = op.attr.off * 4
+  local function addr()          -- the base register (x16, or the loop's bumped pointer) and offset
+    if op.attr.at then return ctx:reg(op.src[3]), op.attr.off * 4 - disp_of(ctx, op.src[3]) end
+    ctx:wline("add x16, " .. ctx:reg(op.src[3]) .. ", " .. ctx:reg(op.src[4]) .. ", lsl #2")
+    return "x16", op.attr.off * 4
+  end
+  if not op.lanes then
+    local b, o = addr()
+    if o < -1024 or o + 32 > 1008 or o % 16 ~= 0 then
+      add_imm(ctx, "x16", b, o)
+      b, o = "x16", 0
+    end
+    local t = { T0, T1, T2, T3 }
+    for p = 1, 4, 2 do
+      ctx:wline("ldp " .. q(t[p]) .. ", " .. q(t[p + 1]) .. ", [" .. b .. ", " .. imm(o + 16 * (p - 1)) .. "]")
+      for k = p, p + 1 do ctx:wline("fmla " .. v4s(acc[k]) .. ", " .. v4s(a[k]) .. ", " .. v4s(t[k])) end
+    end
+    return
+  end
   for p = 1, 4 do
-    local m = op.lanes and qmask(ctx, op, p)     -- (uses x16, x17: the address comes after)
-    if op.lanes or p == 1 then
-      ctx:wline("add x16, " .. ctx:reg(op.src[3]) .. ", " .. ctx:reg(op.src[4]) .. ", lsl #2")
+    local m = qmask(ctx, op, p)     -- (uses x16, x17: the address comes after)
+    local b, o = addr()
+    o = o + 16 * (p - 1)
+    if o < 0 or o > 65520 or o % 16 ~= 0 then
+      add_imm(ctx, "x16", b, o)
+      b, o = "x16", 0
     end
-    ctx:wline("ldr " .. q(T1) .. ", [x16, " .. imm(o + 16 * (p - 1)) .. "]")
-    if op.lanes then
-      ctx:wline("mov " .. v16b(T0) .. ", " .. v16b(acc[p]))
-      ctx:wline("fmla " .. v4s(T0) .. ", " .. v4s(a[p]) .. ", " .. v4s(T1))
-      ctx:wline("bit " .. v16b(acc[p]) .. ", " .. v16b(T0) .. ", " .. v16b(m))
-    else
-      ctx:wline("fmla " .. v4s(acc[p]) .. ", " .. v4s(a[p]) .. ", " .. v4s(T1))
-    end
+    ctx:wline("ldr " .. q(T1) .. ", [" .. b .. ", " .. imm(o) .. "]")
+    ctx:wline("mov " .. v16b(T0) .. ", " .. v16b(acc[p]))
+    ctx:wline("fmla " .. v4s(T0) .. ", " .. v4s(a[p]) .. ", " .. v4s(T1))
+    ctx:wline("bit " .. v16b(acc[p]) .. ", " .. v16b(T0) .. ", " .. v16b(m))
   end
 end
 
@@ -468,29 +702,64 @@ end
 function ops.dot_bf16_acc(ctx, op)
   if ctx.variant.name ~= "bf16" then error("internal: dot_bf16_acc needs the bf16 variant") end
   local acc, w, x = ctx:regs(op.src[1]), ctx:regs(op.src[2]), ctx:regs(op.src[3])
+  local lane = ctx.pair_lane[op.src[3]]
   for p = 1, 4 do
-    ctx:wline("bfdot " .. v4s(acc[p]) .. ", v" .. n(w[p]) .. ".8h, v" .. n(x[p]) .. ".8h")
+    local xs = lane and ("v" .. n(x[p]) .. ".2h[" .. C.int(lane) .. "]") or ("v" .. n(x[p]) .. ".8h")
+    ctx:wline("bfdot " .. v4s(acc[p]) .. ", v" .. n(w[p]) .. ".8h, " .. xs)
   end
 end
 
--- The bf16 pair at an element address, in every 32-bit lane (LD1R, copied to the other parts).
+-- The bf16 pair at an element address, in every 32-bit lane (LD1R, copied to the other parts);
+-- or, for BFDOT by element (pair_lanes), the q register of its group of four pairs.
 function ops.load_pair_bcast(ctx, op)
   local d = ctx:regs(op.dst)
-  tail_addr(ctx, op, 2)
-  ctx:wline("ld1r {v" .. n(d[1]) .. ".4s}, [x16]")
-  for p = 2, 4 do ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(d[1])) end
+  local lane = ctx.pair_lane[op.dst]
+  if lane then
+    local size, o0 = 2, (op.attr.off - 2 * lane) * 2
+    local b, o
+    local function fits(x) return x >= 0 and x <= 65520 and x % 16 == 0 end
+    if op.attr.at then
+      b, o = from_ptr(ctx, op, 1, o0, fits)
+    else
+      ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(SHIFT[size]))
+      b, o = "x16", o0
+      if not fits(o) then
+        add_imm(ctx, "x16", "x16", o)
+        o = 0
+      end
+    end
+    ctx:wline("ldr " .. q(d[1]) .. ", [" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
+    return
+  end
+  local b = exact_addr(ctx, op, 2)
+  ctx:wline("ld1r {v" .. n(d[1]) .. ".4s}, [" .. b .. "]")
+  copies(ctx, d)
 end
 
--- Raw pairs -> f32: the even halfword moved up (<< 16), the odd one kept (& 0xffff0000).
+-- Raw pairs -> f32: the even halfword moved up (TRN1 with zero halfwords: lane l = (h[2l], 0)
+-- read as 32 bits), the odd one kept (TRN2: (h[2l+1], 0)); without a held zero register, a shift
+-- and a mask.
 function ops.bf16_even(ctx, op)
-  local d, r = ctx:regs(op.dst), ctx:regs(op.src[1])
-  for p = 1, 4 do ctx:wline("shl " .. v4s(d[p]) .. ", " .. v4s(r[p]) .. ", #16") end
+  local d, r, z = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:kreg(op, K_ZERO)
+  for p = 1, 4 do
+    if z then
+      ctx:wline("trn1 v" .. n(d[p]) .. ".8h, v" .. n(z) .. ".8h, v" .. n(r[p]) .. ".8h")
+    else
+      ctx:wline("shl " .. v4s(d[p]) .. ", " .. v4s(r[p]) .. ", #16")
+    end
+  end
 end
 
 function ops.bf16_odd(ctx, op)
-  local d, r = ctx:regs(op.dst), ctx:regs(op.src[1])
-  ctx:wline("mvni " .. v4s(T0) .. ", #0xff, msl #8")                  -- 0xffff0000
-  for p = 1, 4 do ctx:wline("and " .. v16b(d[p]) .. ", " .. v16b(r[p]) .. ", " .. v16b(T0)) end
+  local d, r, z = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:kreg(op, K_ZERO)
+  if not z then ctx:wline("mvni " .. v4s(T0) .. ", #0xff, msl #8") end      -- 0xffff0000
+  for p = 1, 4 do
+    if z then
+      ctx:wline("trn2 v" .. n(d[p]) .. ".8h, v" .. n(z) .. ".8h, v" .. n(r[p]) .. ".8h")
+    else
+      ctx:wline("and " .. v16b(d[p]) .. ", " .. v16b(r[p]) .. ", " .. v16b(T0))
+    end
+  end
 end
 
 -- Raw pairs from two rounded vectors: TRN2 on halfwords takes the high half of each 32-bit lane
@@ -602,16 +871,15 @@ end
 
 function ops.load_bcast_f32(ctx, op)
   local d = ctx:regs(op.dst)
-  tail_addr(ctx, op, 4)
-  ctx:wline("ld1r {v" .. n(d[1]) .. ".4s}, [x16]")
-  for p = 2, 4 do ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(d[1])) end
+  local b = exact_addr(ctx, op, 4)
+  ctx:wline("ld1r {v" .. n(d[1]) .. ".4s}, [" .. b .. "]")
+  copies(ctx, d)
 end
 
 function ops.vconst(ctx, op)
   local d = ctx:regs(op.dst)
-  const_addr(ctx, "x17", ctx:const(string.format("f%08x", op.attr.bits), { op.attr.bits }))
-  ctx:wline("ld1r {v" .. n(d[1]) .. ".4s}, [x17]")
-  for p = 2, 4 do ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(d[1])) end
+  materialize(ctx, d[1], op.attr.bits)
+  copies(ctx, d)
 end
 
 -- max(a, b) = a > b ? a : b (NaN or equal -> b), the x86 (v)maxps rule; FMAX differs.
@@ -637,37 +905,61 @@ function ops.vfma(ctx, op)
   end
 end
 
--- Integer RNE to bf16 (high half): u + 0x7fff + ((u >> 16) & 1), low half cleared; NaN
--- lanes become the canonical quiet NaN 0x7fc00000, whatever their sign and payload.
-local function rne(ctx, d, v, keep_low)
-  ctx:wline("ushr " .. v4s(d) .. ", " .. v4s(v) .. ", #16")
-  ctx:wline("movi " .. v4s(T0) .. ", #1")
-  ctx:wline("and " .. v16b(d) .. ", " .. v16b(d) .. ", " .. v16b(T0))
-  ctx:wline("add " .. v4s(d) .. ", " .. v4s(d) .. ", " .. v4s(v))
-  ctx:wline("movi " .. v4s(T0) .. ", #0x7f, msl #8")                 -- 0x00007fff
-  ctx:wline("add " .. v4s(d) .. ", " .. v4s(d) .. ", " .. v4s(T0))
-  ctx:wline("fcmeq " .. v4s(T0) .. ", " .. v4s(v) .. ", " .. v4s(v))  -- all ones unless NaN
-  ctx:wline("movi " .. v4s(T1) .. ", #0x7f, lsl #24")
-  ctx:wline("orr " .. v4s(T1) .. ", #0xc0, lsl #16")                 -- 0x7fc00000
-  ctx:wline("bif " .. v16b(d) .. ", " .. v16b(T1) .. ", " .. v16b(T0))
-  if keep_low then return end
-  ctx:wline("bic " .. v4s(d) .. ", #0xff")
-  ctx:wline("bic " .. v4s(d) .. ", #0xff, lsl #8")
+-- Integer RNE to bf16 in the high half of each lane of q register d, from q register v (d may be
+-- v: REUSE): u + 0x7fff + ((u >> 16) & 1), as CMTST (-1 where bit 16 is set), SUB (so +1), ADD
+-- (the bias); NaN lanes (FCMEQ v, v false) take the canonical quiet NaN 0x7fc00000 by BSL;
+-- `clear` zeroes the low half (vrne, srne: TRN2 with the zero register; rne_store leaves it).
+-- 5 instructions per 4 lanes (6 with the clear), every one on either vector pipe of the cores
+-- the census models (no shift: N2 issues those on one pipe only), the four constants held in
+-- registers for a loop.
+local function rne_consts(ctx, op)
+  return { b16 = konst(ctx, op, K_B16, T2), bias = konst(ctx, op, K_BIAS, T3),
+           nan = konst(ctx, op, K_NAN, T1), zero = ctx:kreg(op, K_ZERO) }
+end
+
+local function rne(ctx, k, d, v, clear)
+  ctx:wline("cmtst " .. v4s(T0) .. ", " .. v4s(v) .. ", " .. v4s(k.b16))
+  ctx:wline("sub " .. v4s(T0) .. ", " .. v4s(v) .. ", " .. v4s(T0))
+  ctx:wline("add " .. v4s(T0) .. ", " .. v4s(T0) .. ", " .. v4s(k.bias))
+  -- v's last read: d may be v
+  ctx:wline("fcmeq " .. v4s(d) .. ", " .. v4s(v) .. ", " .. v4s(v))   -- all ones unless NaN
+  ctx:wline("bsl " .. v16b(d) .. ", " .. v16b(T0) .. ", " .. v16b(k.nan))
+  if not clear then return end
+  if k.zero then     -- the high halfwords kept, zeros below them (TRN2 with the zero register)
+    ctx:wline("trn2 v" .. n(d) .. ".8h, v" .. n(k.zero) .. ".8h, v" .. n(d) .. ".8h")
+  else
+    ctx:wline("bic " .. v4s(d) .. ", #0xff")
+    ctx:wline("bic " .. v4s(d) .. ", #0xff, lsl #8")
+  end
 end
 
 function ops.vrne(ctx, op)
-  local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
-  for p = 1, 4 do rne(ctx, d[p], v[p]) end
+  local d, v, k = ctx:regs(op.dst), ctx:regs(op.src[1]), rne_consts(ctx, op)
+  for p = 1, 4 do rne(ctx, k, d[p], v[p], true) end
 end
 
 -- the same, the low half left as it is (its only readers take the high half)
 function ops.vrne_st(ctx, op)
-  local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
-  for p = 1, 4 do rne(ctx, d[p], v[p], true) end
+  local d, v, k = ctx:regs(op.dst), ctx:regs(op.src[1]), rne_consts(ctx, op)
+  for p = 1, 4 do rne(ctx, k, d[p], v[p], false) end
 end
 
 function ops.srne(ctx, op)
-  rne(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]))
+  rne(ctx, rne_consts(ctx, op), ctx:reg(op.dst), ctx:reg(op.src[1]), true)
+end
+
+-- The constants an op reads from registers when its loop holds them (gen/kregs.lua): RNE's,
+-- and the zero register of the widenings (TRN and ZIP with zero halfwords).
+function M.constants(op)
+  local o = op.op
+  if o == "vrne" or o == "srne" then return { K_B16, K_BIAS, K_NAN, K_ZERO } end
+  if o == "vrne_st" then return { K_B16, K_BIAS, K_NAN } end
+  if o == "bf16_even" or o == "bf16_odd" or (o == "load_bf16" and not op.lanes) then return { K_ZERO } end
+  return nil
+end
+
+function ops.kconst(ctx, op)
+  materialize(ctx, ctx:reg(op.dst), op.attr.bits)
 end
 
 -- The canonical NaN: NaN lanes become 0x7fc00000 (T1), the others are kept. FCMEQ x, x is all
@@ -721,8 +1013,9 @@ function ops.vcanon_raw(ctx, op)
 end
 
 function ops.bcast(ctx, op)
-  local src = ctx:reg(op.src[1])
-  for _, p in ipairs(ctx:regs(op.dst)) do ctx:wline("dup " .. v4s(p) .. ", v" .. n(src) .. ".s[0]") end
+  local src, d = ctx:reg(op.src[1]), ctx:regs(op.dst)
+  ctx:wline("dup " .. v4s(d[1]) .. ", v" .. n(src) .. ".s[0]")
+  copies(ctx, d)
 end
 
 -- acc = a > acc ? a : acc (NaN or equal -> acc, the x86 (v)maxps rule), in place.
@@ -794,6 +1087,7 @@ function ops.for_rows(ctx, op)
   ctx:wline("add x16, " .. r .. ", " .. imm(g))
   ctx:wline("cmp x16, " .. last)
   ctx:wline("b.gt " .. (g > 1 and ls or le))
+  ctx.depth = (ctx.depth or 0) + 1   -- (an enclosing loop's pointers are not moved in here)
   ctx:lower(op.attr.grouped)
   ctx:wline("add " .. r .. ", " .. r .. ", " .. imm(g))
   ctx:wline("b " .. lg)
@@ -806,6 +1100,7 @@ function ops.for_rows(ctx, op)
     ctx:wline("b " .. ls)
   end
   ctx:wlabel(le)
+  ctx.depth = ctx.depth - 1
 end
 
 -- Full tiles in a bottom-tested loop (one taken branch per tile), then the tail.
@@ -819,7 +1114,18 @@ function ops.for_tiles(ctx, op)
   ctx:wraw("    .p2align 4")
   ctx:wlabel(lt)
   ctx:mca_begin(op)
+  -- pointers bumped per tile (gen/bump.lua): moved mid-body where an offset needs it, the rest of
+  -- the tile's bytes at the back edge
+  local saved = ctx.disp
+  ctx.disp = setmetatable({}, { __index = saved })
+  ctx.depth = (ctx.depth or 0) + 1
+  for _, bp in ipairs(op.attr.bumps or {}) do ctx.disp[bp.value] = { d = 0, depth = ctx.depth } end
   ctx:lower(op.attr.full)
+  for _, bp in ipairs(op.attr.bumps or {}) do
+    local r = ctx:reg(bp.value)
+    add_imm(ctx, r, r, bp.bytes - ctx.disp[bp.value].d)
+    ctx.disp[bp.value].d = 0
+  end
   ctx:wline("add " .. i .. ", " .. i .. ", " .. imm(tile))
   ctx:wlabel(lc)
   ctx:wline("add x16, " .. i .. ", " .. imm(tile))
@@ -827,11 +1133,15 @@ function ops.for_tiles(ctx, op)
   ctx:wline("b.le " .. lt)
   ctx:mca_end(op)
   ctx:wlabel(ltail)
-  if op.attr.whole then return end
-  ctx:wline("subs " .. rem .. ", " .. cnt .. ", " .. i)
-  ctx:wline("b.le " .. le)
-  ctx:lower(op.attr.tail)
-  ctx:wlabel(le)
+  ctx.depth = ctx.depth + 1          -- the tail reads the pointers, never moves them
+  if not op.attr.whole then
+    ctx:wline("subs " .. rem .. ", " .. cnt .. ", " .. i)
+    ctx:wline("b.le " .. le)
+    ctx:lower(op.attr.tail)
+    ctx:wlabel(le)
+  end
+  ctx.depth = ctx.depth - 2
+  ctx.disp = saved
 end
 
 -- Dispatch: compare and branch to each arm; no arm for other values.
@@ -841,7 +1151,9 @@ function ops.cases(ctx, op)
     local next_ = ctx:new_label("case")
     ctx:wline("cmp " .. v .. ", " .. imm(arm.value))
     ctx:wline("b.ne " .. next_)
+    ctx.depth = (ctx.depth or 0) + 1
     ctx:lower(arm.body)
+    ctx.depth = ctx.depth - 1
     ctx:wline("b " .. done)
     ctx:wlabel(next_)
   end

@@ -64,12 +64,14 @@ function M.registers(variant)
     scratch[#scratch + 1] = "zmm29-zmm31"
     scratch[#scratch + 1] = "k6-k7"
     return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "rdi", scratch = scratch, reuse = M.reuse,
-             classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 1 }, s = { pool = "vec", n = 1 } } }
+             classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 1 }, s = { pool = "vec", n = 1 },
+                         c = { pool = "vec", n = 1 } } }
   end
   for i = 0, 13 do vec[#vec + 1] = "ymm" .. C.int(i) end
   scratch[#scratch + 1] = "ymm14-ymm15"
   return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "rdi", scratch = scratch, reuse = M.reuse,
-           classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 2 }, s = { pool = "vec", n = 1 } } }
+           classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 2 }, s = { pool = "vec", n = 1 },
+                       c = { pool = "vec", n = 1 } } }
 end
 
 -- scratch vector registers
@@ -96,6 +98,18 @@ end
 local function bconst(ctx, name, word)
   if is512(ctx) then return "dword ptr " .. kconst(ctx, name, word, 1) .. "{1to16}" end
   return "ymmword ptr " .. kconst(ctx, name .. "_x8", word, 8)
+end
+
+-- The constants the RNE and the masks read (held in registers per loop where they fit)
+local K_BIAS, K_B16, K_ONE, K_NAN, K_HI, K_SIGN = 0x7fff, 0x10000, 1, 0x7fc00000, 0xffff0000, 0x80000000
+
+-- A 32-bit constant as the last operand of a vector instruction: the register its loop holds
+-- (gen/kregs.lua), else a broadcast from memory as bconst. `xmm`: the scalar (128-bit) form.
+local function kopnd(ctx, op, name, bits, xmm)
+  local r = ctx:kreg(op, bits)
+  if r then return xmm and X(r) or (is512(ctx) and Z(r) or Y(r)) end
+  if xmm and not is512(ctx) then return "xmmword ptr " .. kconst(ctx, name .. "_x8", bits, 8) end
+  return bconst(ctx, name, bits)
 end
 
 -- Lane index tables: dwords 0, step, 2*step, ... (16 lanes), or 32 halfwords 0..31.
@@ -141,8 +155,10 @@ local function parts(ctx, v)
 end
 
 -- Address of element (idx + off) of an array of `size`-byte elements.
+-- (attr.at: operand 1 already points at element idx, a pointer its loop bumps: gen/bump.lua)
 local function elem(ctx, op, size, extra)
-  return mem(ctx:reg(op.src[1]), ctx:reg(op.src[2]), size, (op.attr.off + (extra or 0)) * size)
+  local idx = not op.attr.at and ctx:reg(op.src[2]) or nil
+  return mem(ctx:reg(op.src[1]), idx, size, (op.attr.off + (extra or 0)) * size)
 end
 
 ---------------------------------------------------------------------------------------------
@@ -459,7 +475,7 @@ end
 -- acc += a * [memory]: the multiplicand straight from memory (a full load, never masked).
 function ops.fma_acc_mem(ctx, op)
   local acc, a = parts(ctx, op.src[1]), parts(ctx, op.src[2])
-  local base, idx = ctx:reg(op.src[3]), ctx:reg(op.src[4])
+  local base, idx = ctx:reg(op.src[3]), not op.attr.at and ctx:reg(op.src[4]) or nil
   if is512(ctx) then
     local k = op.lanes and kmask(ctx, op) or ""
     ctx:wline("vfmadd231ps " .. acc[1] .. k .. ", " .. a[1] .. ", zmmword ptr " .. mem(base, idx, 4, op.attr.off * 4))
@@ -500,7 +516,7 @@ end
 function ops.bf16_odd(ctx, op)
   local d, r = parts(ctx, op.dst), parts(ctx, op.src[1])
   for i = 1, #d do
-    ctx:wline((is512(ctx) and "vpandd " or "vpand ") .. d[i] .. ", " .. r[i] .. ", " .. bconst(ctx, "hi16", 0xffff0000))
+    ctx:wline((is512(ctx) and "vpandd " or "vpand ") .. d[i] .. ", " .. r[i] .. ", " .. kopnd(ctx, op, "hi16", K_HI))
   end
 end
 
@@ -511,10 +527,10 @@ function ops.bf16_pairs(ctx, op)
     ctx:wline("vpsrld " .. d[i] .. ", " .. e[i] .. ", 16")
     if is512(ctx) then
       -- d | (o & hi16): ternary truth table 0xf8 (A = d, B = o, C = the mask)
-      ctx:wline("vpternlogd " .. d[i] .. ", " .. o[i] .. ", " .. bconst(ctx, "hi16", 0xffff0000) .. ", 0xf8")
+      ctx:wline("vpternlogd " .. d[i] .. ", " .. o[i] .. ", " .. kopnd(ctx, op, "hi16", K_HI) .. ", 0xf8")
     else
       local t = scratch(ctx, 1)
-      ctx:wline("vpand " .. t .. ", " .. o[i] .. ", ymmword ptr " .. kconst(ctx, "hi16_x8", 0xffff0000, 8))
+      ctx:wline("vpand " .. t .. ", " .. o[i] .. ", " .. kopnd(ctx, op, "hi16", K_HI))
       ctx:wline("vpor " .. d[i] .. ", " .. d[i] .. ", " .. t)
     end
   end
@@ -682,9 +698,9 @@ function ops.vneg(ctx, op)
   local d, a = parts(ctx, op.dst), parts(ctx, op.src[1])
   for i = 1, #d do
     if is512(ctx) then
-      ctx:wline("vpxord " .. d[i] .. ", " .. a[i] .. ", " .. bconst(ctx, "sign", 0x80000000))
+      ctx:wline("vpxord " .. d[i] .. ", " .. a[i] .. ", " .. kopnd(ctx, op, "sign", K_SIGN))
     else
-      ctx:wline("vxorps " .. d[i] .. ", " .. a[i] .. ", ymmword ptr " .. kconst(ctx, "sign_x8", 0x80000000, 8))
+      ctx:wline("vxorps " .. d[i] .. ", " .. a[i] .. ", " .. kopnd(ctx, op, "sign", K_SIGN))
     end
   end
 end
@@ -710,45 +726,71 @@ end
 -- AVX-512 uses EVEX forms only (registers 16-31 have no VEX encoding), scalars included: a
 -- scalar is rounded as lane 0 of its zmm, the other lanes being don't-care. It adds the tie
 -- bit under a mask (k7, free between ops: kmask sets it per op) instead of shifting it down.
-local function rne(ctx, d, v, xmm, keep_low)
+-- The constants are registers where the loop holds them (gen/kregs.lua), else broadcasts from
+-- memory.
+local function rne(ctx, op, d, v, xmm, keep_low)
   if is512(ctx) then
     -- u + 0x7fff, plus 1 in the lanes whose bit 16 (the kept part's lowest bit) is set
     d, v = Z(d), Z(v)
-    ctx:wline("vpaddd " .. d .. ", " .. v .. ", " .. bconst(ctx, "rne_bias", 0x7fff))
-    ctx:wline("vptestmd k7, " .. v .. ", " .. bconst(ctx, "bit16", 0x10000))
-    ctx:wline("vpaddd " .. d .. "{k7}, " .. d .. ", " .. bconst(ctx, "one", 1))
+    ctx:wline("vpaddd " .. d .. ", " .. v .. ", " .. kopnd(ctx, op, "rne_bias", K_BIAS))
+    ctx:wline("vptestmd k7, " .. v .. ", " .. kopnd(ctx, op, "bit16", K_B16))
+    ctx:wline("vpaddd " .. d .. "{k7}, " .. d .. ", " .. kopnd(ctx, op, "one", K_ONE))
     ctx:wline("vcmpps k6, " .. v .. ", " .. v .. ", 3")                 -- unordered: NaN lanes
-    ctx:wline("vpbroadcastd " .. d .. "{k6}, dword ptr " .. kconst(ctx, "qnan", 0x7fc00000, 1))
-    if not keep_low then ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "hi16", 0xffff0000)) end
+    local kn = ctx:kreg(op, K_NAN)
+    if kn then
+      ctx:wline("vmovdqa32 " .. d .. "{k6}, " .. Z(kn))
+    else
+      ctx:wline("vpbroadcastd " .. d .. "{k6}, dword ptr " .. kconst(ctx, "qnan", K_NAN, 1))
+    end
+    if not keep_low then ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. kopnd(ctx, op, "hi16", K_HI)) end
     return
   end
   local W = xmm and X or Y
-  local size = xmm and "xmmword ptr " or "ymmword ptr "
-  local row = function(name, word) return size .. kconst(ctx, name .. "_x8", word, 8) end
   local t = W(scratch(ctx, 1))
   d, v = W(d), W(v)
   ctx:wline("vpsrld " .. d .. ", " .. v .. ", 16")
-  ctx:wline("vpand " .. d .. ", " .. d .. ", " .. row("one", 1))
+  ctx:wline("vpand " .. d .. ", " .. d .. ", " .. kopnd(ctx, op, "one", K_ONE, xmm))
   ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. v)
-  ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. row("rne_bias", 0x7fff))
+  ctx:wline("vpaddd " .. d .. ", " .. d .. ", " .. kopnd(ctx, op, "rne_bias", K_BIAS, xmm))
   ctx:wline("vcmpps " .. t .. ", " .. v .. ", " .. v .. ", 3")          -- all ones in NaN lanes
-  ctx:wline("vblendvps " .. d .. ", " .. d .. ", " .. row("qnan", 0x7fc00000) .. ", " .. t)
-  if not keep_low then ctx:wline("vpand " .. d .. ", " .. d .. ", " .. row("hi16", 0xffff0000)) end
+  ctx:wline("vblendvps " .. d .. ", " .. d .. ", " .. kopnd(ctx, op, "qnan", K_NAN, xmm) .. ", " .. t)
+  if not keep_low then ctx:wline("vpand " .. d .. ", " .. d .. ", " .. kopnd(ctx, op, "hi16", K_HI, xmm)) end
+end
+
+-- The constants an op reads from registers when its loop holds them (gen/kregs.lua).
+function M.constants(op)
+  local o = op.op
+  if o == "vrne" or o == "srne" then return { K_BIAS, K_B16, K_ONE, K_NAN, K_HI } end
+  if o == "vrne_st" then return { K_BIAS, K_B16, K_ONE, K_NAN } end
+  if o == "bf16_odd" or o == "bf16_pairs" then return { K_HI } end
+  if o == "vneg" then return { K_SIGN } end
+  return nil
+end
+
+-- A held constant: a broadcast from the stamp's constant pool, zero by an xor.
+function ops.kconst(ctx, op)
+  local d = ctx:reg(op.dst)
+  if op.attr.bits == 0 then
+    ctx:wline((is512(ctx) and "vpxord " or "vpxor ") .. d .. ", " .. d .. ", " .. d)
+    return
+  end
+  local bits = op.attr.bits
+  ctx:wline("vpbroadcastd " .. d .. ", dword ptr " .. kconst(ctx, string.format("f%08x", bits), bits, 1))
 end
 
 function ops.vrne(ctx, op)
   local d, v = parts(ctx, op.dst), parts(ctx, op.src[1])
-  for i = 1, #d do rne(ctx, d[i], v[i], false) end
+  for i = 1, #d do rne(ctx, op, d[i], v[i], false) end
 end
 
 -- the same, the low half left as it is (its only readers take the high half)
 function ops.vrne_st(ctx, op)
   local d, v = parts(ctx, op.dst), parts(ctx, op.src[1])
-  for i = 1, #d do rne(ctx, d[i], v[i], false, true) end
+  for i = 1, #d do rne(ctx, op, d[i], v[i], false, true) end
 end
 
 function ops.srne(ctx, op)
-  rne(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]), true)
+  rne(ctx, op, ctx:reg(op.dst), ctx:reg(op.src[1]), true)
 end
 
 -- The canonical NaN: NaN lanes become 0x7fc00000, the others are kept (d may be v). AVX-512:
@@ -906,6 +948,9 @@ function ops.for_tiles(ctx, op)
   ctx:wlabel(lt)
   ctx:mca_begin(op)
   ctx:lower(op.attr.full)
+  for _, bp in ipairs(op.attr.bumps or {}) do          -- pointers bumped per tile (gen/bump.lua)
+    ctx:wline("add " .. ctx:reg(bp.value) .. ", " .. C.int(bp.bytes))
+  end
   ctx:wline("add " .. i .. ", " .. C.int(tile))
   ctx:wlabel(lc)
   ctx:wline("lea rax, " .. mem(i, nil, 1, tile))
