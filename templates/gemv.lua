@@ -16,9 +16,12 @@
 --     k mod 64 = 32*(c div 2) + 2*l + (c mod 2)
 -- (chains 0, 1: even and odd elements of the first 32 of a tile; chains 2, 3: of the second 32,
 -- which is how a 64-byte load of bf16 pairs splits into two f32 vectors with a shift and a
--- mask). Lanes past k contribute nothing. Then v = (c0 + c1) + (c2 + c3) lane by lane, the
--- halving tree sums v, and the destination op is applied. The schedule (how many activation
--- rows share one pass over a weight row) follows the register file; the order does not.
+-- mask). Lanes past k contribute nothing (the stamps add -0 there: xs holds -0 past k, the
+-- weights +0, and x + (-0) = x for every x). Then v = (c0 + c1) + (c2 + c3) lane by lane, the
+-- halving tree sums v, and the destination op is applied. The schedule follows the register
+-- file, the order does not: every pass covers all m activation rows (a weight tile is loaded
+-- and widened once per pass), and where the accumulators cannot hold four chains for m rows a
+-- pass covers two chains or one, the partial sums waiting in stack slots.
 --
 -- Fast tier (faithful only). x is rounded to bf16 once per call (integer RNE) into xs; lane l
 -- of chain c (0, 1) accumulates, with the CPU's bf16 dot instruction (VDPBF16PS, BFDOT), the

@@ -44,6 +44,10 @@ typedef enum fkc_perturb {
                            sign and payload instead of becoming 0x7fc0) */
   FKC_ONCE_ROUNDED_TWICE, /* rmsnorm once forms: h * inv rounded to bf16 before the weight product (the
                              LFM2 forms' two roundings instead of liquid-audio's one) */
+  FKC_TAIL_PADDED,     /* gemv: the accumulator lanes past K in the last tile take fma(+0, +0, acc), a tail
+                          over +0 padding on both sides (a -0 lane becomes +0) */
+  FKC_TAIL_RESET,      /* gemv: the accumulator lanes past K in the last tile are reset to +0 (a blend
+                          from the wrong side: an inf or NaN they held is lost) */
 } fkc_perturb;
 
 /* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> quiet, sign/top payload kept). */
