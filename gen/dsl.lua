@@ -854,6 +854,15 @@ place_args = function(self)
       depth = depth + 1
     end
     depth = depth - 1
+    -- never inside an innermost tile loop: loaded before it, the field stays in a register
+    -- across its iterations
+    for d = 2, depth do
+      local parent = ps[1][d - 1].block[ps[1][d - 1].index]
+      if parent.op == "for_tiles" and not holds_loop(parent.attr.full) then
+        depth = d - 1
+        break
+      end
+    end
     local block = ps[1][depth].block
     -- group the uses by their op in this block, in order
     local by_index, idxs = {}, {}
