@@ -237,7 +237,7 @@ end
 function B:_lanes(lanes, what)
   if lanes == nil then return nil end
   if type(lanes) ~= "table" or lanes.kind ~= "lanes" then
-    self:_fail(what .. ": the last argument must be a lane group from tail(base[, step]) or nil")
+    self:_fail(what .. ": the last argument must be a lane group (tail(base[, step]) or t:lanes) or nil")
   end
   return { rem = lanes.rem, base = lanes.base, step = lanes.step }
 end
@@ -423,6 +423,14 @@ function B:max_acc(acc, a)
   if not acc.var then self:_fail("max_acc: the accumulator must come from t:zero() or t:fill()") end
   self:_emit("max_acc", false, { acc, self:_want(a, "v", "max_acc", "a") })
   acc.updated = true
+end
+
+-- var = v, in place: a vector carried from one iteration of a loop to the next (var from
+-- t:zero() or t:fill(), defined before the loop).
+function B:set(var, v)
+  self:_want(var, "v", "set", "var")
+  if not var.var then self:_fail("set: the target must come from t:zero() or t:fill()") end
+  self:_emit("vset", false, { var, self:_want(v, "v", "set", "v") })
 end
 
 -- acc[l] += w[2l] * x[2l] + w[2l+1] * x[2l+1] on raw bf16 pairs, with the CPU's bf16 dot
@@ -643,7 +651,19 @@ end
 local function loader(kind, vtype)
   return function(self, base, idx, off, lanes) return mem_op(self, kind, vtype, kind, base, idx, off, lanes).dst end
 end
-B.load_f32, B.load_bf16, B.load_raw = loader("load_f32", "v"), loader("load_bf16", "v"), loader("load_raw", "v")
+B.load_bf16, B.load_raw = loader("load_bf16", "v"), loader("load_raw", "v")
+-- 16 f32 lanes; with a lane group, the lanes outside it hold +0, or `fill`: -0 (0x80000000), the
+-- one addend that leaves every accumulator as it is (x + -0 = x for every x, -0 and NaN included)
+function B:load_f32(base, idx, off, lanes, fill)
+  local op = mem_op(self, "load_f32", "v", "load_f32", base, idx, off, lanes)
+  if fill ~= nil then
+    if type(fill) == "string" then fill = tonumber(fill) end
+    if fill ~= 0 and fill ~= 0x80000000 then self:_fail("load_f32: fill is 0 (+0) or 0x80000000 (-0)") end
+    if not lanes then self:_fail("load_f32: a fill needs a lane group (the lanes it fills)") end
+    op.attr.fill = fill
+  end
+  return op.dst
+end
 -- the f32 at element idx + off of an array, in every lane
 B.load_bcast_f32 = loader("load_bcast_f32", "v")
 -- the bf16 pair (32 bits) at element idx + off of a bf16 array, in every lane (for an outer product)
@@ -710,6 +730,37 @@ B.store_raw = storer("store_raw", "v")   -- 32 bf16 (16 raw pairs), never masked
 B.store1_f32, B.store1_bf16 = storer("store1_f32", "s"), storer("store1_bf16", "s")
 B.store1_u64 = storer("store1_u64", "i")   -- an integer value to a uint64 element
 
+-- The lane group of the lanes l with base + step * l < rem, for any integer rem (a tile
+-- loop's tail gives the same for rem = n - i): the last block of a loop whose every iteration
+-- runs one body.
+function B:lanes(rem, base, step)
+  base, step = self:_int(base or 0, "lanes"), step or 1
+  if base < 0 or base > 63 then self:_fail("lanes(rem, base): base must be 0..63") end
+  if step ~= 1 and step ~= 2 then self:_fail("lanes(rem, base, step): step must be 1 or 2") end
+  return { kind = "lanes", rem = self:_want(rem, "i", "lanes", "rem"), base = base, step = step }
+end
+
+-- Stack slots: a vector kept in the stamp's frame while a later pass needs its registers (a
+-- partial sum across passes over other chains). spill(v) returns a handle, reload(handle) the
+-- vector, once; a slot is reused after its reload. Bits are moved, never changed.
+function B:spill(v)
+  self:_want(v, "v", "spill", "v")
+  local slot = 0
+  while self.slots_live[slot] do slot = slot + 1 end
+  self.slots_live[slot] = true
+  if slot + 1 > self.nslots then self.nslots = slot + 1 end
+  self:_emit("spill", false, { v }, { slot = slot })
+  return { kind = "spill", slot = slot, open = true }
+end
+
+function B:reload(h)
+  if type(h) ~= "table" or h.kind ~= "spill" then self:_fail("reload: give the handle t:spill returned") end
+  if not h.open then self:_fail("reload: this spill was reloaded already (one reload per spill)") end
+  h.open = false
+  self.slots_live[h.slot] = nil
+  return self:_emit("reload", "v", {}, { slot = h.slot }).dst
+end
+
 -- Loops -----------------------------------------------------------------------------------
 
 local function capture(self, fn, ...)
@@ -743,7 +794,12 @@ end
 -- opts.whole: n is known to be a multiple of the tile (no tail is emitted).
 function B:for_tiles(n, tile, body, start, opts)
   tile = self:_int(tile, "for_tiles")
-  if tile < 16 or tile % 16 ~= 0 then self:_fail("for_tiles: the tile must be a multiple of 16 lanes") end
+  if opts and opts.whole then
+    -- no tail: any step (a loop over groups of rows whose count is a multiple of the step)
+    if tile < 1 then self:_fail("for_tiles: the step must be >= 1") end
+  elseif tile < 16 or tile % 16 ~= 0 then
+    self:_fail("for_tiles: the tile must be a multiple of 16 lanes (any step >= 1 with opts.whole)")
+  end
   local op = self:_emit("for_tiles", false, { self:_want(n, "i", "for_tiles", "n") }, { tile = tile })
   if start ~= nil then
     -- i runs from `start` instead of 0: a second operand, read once at the loop's entry
@@ -845,6 +901,15 @@ place_args = function(self)
       depth = depth + 1
     end
     depth = depth - 1
+    -- never inside an innermost tile loop: loaded before it, the field stays in a register
+    -- across its iterations
+    for d = 2, depth do
+      local parent = ps[1][d - 1].block[ps[1][d - 1].index]
+      if parent.op == "for_tiles" and not holds_loop(parent.attr.full) then
+        depth = d - 1
+        break
+      end
+    end
     local block = ps[1][depth].block
     -- group the uses by their op in this block, in order
     local by_index, idxs = {}, {}
@@ -978,7 +1043,7 @@ M.TUNING = {
 function M.build(path, template, form, params, tier, tuning)
   local fields, size = M.layout(form.args, path)   -- fkgen has validated the layout already
   local self = setmetatable({ path = path, nops = 0, nvalues = 0, prologue = {}, body = {},
-                              pending = {}, tier = tier }, B)
+                              pending = {}, tier = tier, slots_live = {}, nslots = 0 }, B)
   local used = {}
   self.tune = setmetatable({}, {
     __index = function(_, name)
@@ -1037,7 +1102,7 @@ function M.build(path, template, form, params, tier, tuning)
   place_args(self)
   local proc = { leaf = template.leaf, form = form.name, fields = fields, struct_size = size,
                  prologue = self.prologue, body = self.body, nops = self.nops, path = path, tier = tier,
-                 tuning_used = used }
+                 tuning_used = used, frame_slots = self.nslots }
   local msg, op = IR.validate(proc)
   if msg then M.raise(path, msg, op and op.line or 0) end
   return proc

@@ -14,8 +14,12 @@
 --
 -- A lane group ({ rem = i value, base = n, step = 1 | 2 }) on a memory or accumulate op selects
 -- the lanes l with base + step * l < rem (for load_raw: halfwords h with base + h < rem). The
--- other lanes are neither read nor written, and accumulate nothing. Backends materialise the
--- mask themselves (k registers, vector masks, or lane-by-lane code), outside the allocator.
+-- other lanes are neither read nor written, and accumulate nothing; a masked load gives them
+-- +0, or the pattern of its attr.fill (0x80000000: -0). Backends materialise the mask themselves
+-- (k registers, vector masks, or lane-by-lane code), outside the allocator.
+--
+-- Stack slots (spill, reload) hold vectors across a pass that needs their registers; the stamp's
+-- frame holds proc.frame_slots of them, 64 bytes each. They move bits, never change them.
 --
 -- ORDER OP: every op kind is listed here with its operand shape; validate() checks each op
 -- against this table and every backend must implement every kind (gen/fkgen.lua checks).
@@ -62,6 +66,7 @@ M.OPS = {
   fma_acc    = { false, { "v", "v", "v" } },         -- src1 += src2 * src3 (fused), in place
   fma_acc_mem = { false, { "v", "v", "i", "i" }, { "off" } }, -- src1 += src2 * f32 [src3 + (src4 + off) * 4]
   max_acc    = { false, { "v", "v" } },              -- src1 = src2 > src1 ? src2 : src1 (vmax rule), in place
+  vset       = { false, { "v", "v" } },              -- src1 = src2, in place (a loop-carried vector)
   dot_bf16_acc = { false, { "v", "v", "v" } },       -- src1[l] += pair dot of raw src2, src3 (fast tier)
 
   bf16_even  = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l
@@ -116,6 +121,8 @@ M.OPS = {
   vcanon_raw = { "v", { "v" } },                     -- raw pairs: NaN halfwords -> 0x7fc0, others kept
   kconst     = { "c", {}, { "bits" } },              -- a constant held in a register (gen/kregs.lua): the
                                                      -- ops of a loop read it through op.consts
+  spill      = { false, { "v" }, { "slot" } },       -- src1 to stack slot `slot` (64 bytes) of the stamp's frame
+  reload     = { "v", {}, { "slot" } },              -- the vector last spilled to stack slot `slot`
   for_tiles  = { false, { "i" }, { "tile", "ivar", "rem", "full", "tail" } }, -- attr.start: i value or nil
   for_rows   = { false, { "i", "i" }, { "group", "ivar", "grouped", "single" } },
   cases      = { false, { "i" }, { "arms" } },       -- arms: { { value = n, body = {...} } }
@@ -233,6 +240,15 @@ function M.validate(proc)
         return fail("load_raw: its lane group counts halfwords (step 1)", op)
       end
     end
+    if op.attr.fill ~= nil then
+      if op.op ~= "load_f32" or not op.lanes then return fail(op.op .. ": only a masked load_f32 takes a fill", op) end
+      if op.attr.fill ~= 0 and op.attr.fill ~= 0x80000000 then
+        return fail("load_f32: the fill of lanes outside the group is +0 (0) or -0 (0x80000000)", op)
+      end
+    end
+    if (op.op == "spill" or op.op == "reload") and (op.attr.slot < 0 or op.attr.slot >= (proc.frame_slots or 0)) then
+      return fail(op.op .. ": slot " .. tostring(op.attr.slot) .. " outside the frame", op)
+    end
     if M.FAST_ONLY[op.op] and proc.tier ~= "fast" then
       return fail(op.op .. " rounds differently on each ISA: only a fast-tier form may use it", op)
     end
@@ -339,7 +355,9 @@ function M.liveness(proc)
     for _, k in ipairs(M.consts_of(op)) do note_use(k, pos) end
     if op.lanes then note_use(op.lanes.rem, pos) end
     if op.dst then note_def(op.dst, pos) end
-    if op.op == "fma_acc" or op.op == "max_acc" or op.op == "sadd_acc" then note_def(op.src[1], pos) end
+    if op.op == "fma_acc" or op.op == "max_acc" or op.op == "sadd_acc" or op.op == "vset" then
+      note_def(op.src[1], pos)
+    end
     if op.op == "cases" then
       -- arms are alternatives: a value defined before the dispatch and used in an arm stays
       -- live to the end of the dispatch (a register may not be reused by another arm's temp

@@ -16,9 +16,12 @@
 --     k mod 64 = 32*(c div 2) + 2*l + (c mod 2)
 -- (chains 0, 1: even and odd elements of the first 32 of a tile; chains 2, 3: of the second 32,
 -- which is how a 64-byte load of bf16 pairs splits into two f32 vectors with a shift and a
--- mask). Lanes past k contribute nothing. Then v = (c0 + c1) + (c2 + c3) lane by lane, the
--- halving tree sums v, and the destination op is applied. The schedule (how many activation
--- rows share one pass over a weight row) follows the register file; the order does not.
+-- mask). Lanes past k contribute nothing (the stamps add -0 there: xs holds -0 past k, the
+-- weights +0, and x + (-0) = x for every x). Then v = (c0 + c1) + (c2 + c3) lane by lane, the
+-- halving tree sums v, and the destination op is applied. The schedule follows the register
+-- file, the order does not: every pass covers all m activation rows (a weight tile is loaded
+-- and widened once per pass), and where the accumulators cannot hold four chains for m rows a
+-- pass covers two chains or one, the partial sums waiting in stack slots.
 --
 -- Fast tier (faithful only). x is rounded to bf16 once per call (integer RNE) into xs; lane l
 -- of chain c (0, 1) accumulates, with the CPU's bf16 dot instruction (VDPBF16PS, BFDOT), the
@@ -105,74 +108,118 @@ end
 -- The fast tier's outer product over the blocked layout: lane l of an accumulator is output
 -- row n + l; each step adds w[n+l][k, k+1] . x[k, k+1] (x rounded to bf16 once, the pair
 -- broadcast from memory); no horizontal reduction. Rows past row_end (zero padding) are
--- computed and not stored.
-blocked_body = function(t, p, form_, a, ms)
+-- computed and not stored: every block runs one body, its stores (and r, bias loads) masked to
+-- the rows before row_end.
+blocked_body = function(t, p, form_, a)
   local BR, BG = BLOCK_ROWS, BLOCK_GROUP
+  local budget = t.tune.accumulators
   local kpad = t:iand(t:add(a.k, BLOCK_KALIGN - 1), -BLOCK_KALIGN)
-  t:cases(a.m, ms, function(M)
-    -- xs: x rounded to bf16 once, row j at xs + j * kpad halfwords, zero-padded to kpad
-    for j = 0, M - 1 do
-      local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
-      local xsrow = t:addr(t:view(a.xs, "bf16"), t:mul(kpad, j), 2)
-      t:for_tiles(a.k, 16, function(i, tail)
-        t:store_bf16(xsrow, i, 0, t:rne(t:load_f32(xrow, i, 0, tail and tail(0))))
-      end)
-    end
-    -- accumulators (activation rows x blocks) + the broadcast x pairs + one w vector in flight
-    local budget = t.tune.accumulators
-    local group = math.max(1, math.min(M, math.floor(budget / (BG + 1))))   -- activation rows per pass
-    local sub = BG                                      -- blocks per pass: a divisor of the group
-    while sub > 1 and (BG % sub ~= 0 or sub * group + group > budget) do sub = sub - 1 end
-    t:for_tiles(a.row_end, BR * BG, function(n, tail)
+  -- xs: x rounded to bf16 once, row j at xs + j * kpad halfwords, zero-padded to kpad
+  t:for_rows(t:iconst(0), a.m, 1, function(j)
+    local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
+    local xsrow = t:addr(t:view(a.xs, "bf16"), t:mul(kpad, j), 2)
+    t:for_tiles(a.k, 16, function(i, tail)
+      t:store_bf16(xsrow, i, 0, t:rne(t:load_f32(xrow, i, 0, tail and tail(0))))
+    end)
+  end)
+  -- blocks per pass for g activation rows: their accumulators beside their broadcast x pairs
+  -- (one w vector in flight) fit the budget
+  local function blocks_for(g)
+    local sub = BG
+    while sub > 1 and (BG % sub ~= 0 or sub * g + g > budget) do sub = sub - 1 end
+    return sub
+  end
+  -- activation rows share each pass over the weights in groups of G (a power of two): a runtime
+  -- loop over the whole groups, then one group of the m mod G rows left
+  local G = 1
+  while 2 * G <= p.max_m and blocks_for(2 * G) * 2 * G + 2 * G <= budget and blocks_for(2 * G) >= 2 do G = 2 * G end
+  local rows_pad = t:iand(t:add(a.row_end, BR * BG - 1), -(BR * BG))
+  -- a pass over every block for activation rows j0 .. j0 + g - 1 (j0 nil: from row 0)
+  local function group(j0, g)
+    local sub = blocks_for(g)
+    local esz = form_.f32 and 4 or 2
+    t:for_tiles(rows_pad, BR * BG, function(n)
       for b0 = 0, BG - 1, sub do
-        for g0 = 0, M - 1, group do
-          local js, bs = {}, {}
-          for j = g0, math.min(g0 + group, M) - 1 do js[#js + 1] = j end
-          for b = b0, b0 + sub - 1 do bs[#bs + 1] = b end
-          local acc = {}
-          for _, j in ipairs(js) do
-            acc[j] = {}
-            for _, b in ipairs(bs) do acc[j][b] = t:zero() end
-          end
-          local gw = t:addr(a.w, t:mul(n, kpad), 2)     -- n is a multiple of BR * BG
-          local xsrow = {}
-          for _, j in ipairs(js) do xsrow[j] = t:addr(t:view(a.xs, "bf16"), t:mul(kpad, j), 2) end
-          t:for_tiles(kpad, 16, function(i)
-            local wi = t:mul(i, BG * BR)
-            for u = 0, 7 do                            -- the 8 pairs of this 16-element tile
-              local xp = {}
-              for _, j in ipairs(js) do xp[j] = t:load_pair_bcast(xsrow[j], i, 2 * u) end
-              for _, b in ipairs(bs) do
-                local off = (u * BG + b) * 2 * BR
-                if p.prefetch_stream > 0 and M > 1 then t:prefetch(gw, wi, off + p.prefetch_stream, 2, 2) end
-                local w = t:load_raw(gw, wi, off)
-                for _, j in ipairs(js) do t:dot_bf16_acc(acc[j][b], w, xp[j]) end
-              end
-            end
-          end, nil, { whole = true })
-          for _, j in ipairs(js) do
+        local xs0 = t:view(a.xs, "bf16")
+        if j0 then xs0 = t:addr(xs0, t:mul(kpad, j0), 2) end
+        local bs = {}
+        for b = b0, b0 + sub - 1 do bs[#bs + 1] = b end
+        local acc = {}
+        for j = 0, g - 1 do
+          acc[j] = {}
+          for _, b in ipairs(bs) do acc[j][b] = t:zero() end
+        end
+        local gw = t:addr(a.w, t:mul(n, kpad), 2)       -- n is a multiple of BR * BG
+        local xsrow = { [0] = xs0 }
+        for j = 1, g - 1 do xsrow[j] = t:addr(xsrow[j - 1], kpad, 2) end
+        t:for_tiles(kpad, 16, function(i)
+          local wi = t:mul(i, BG * BR)
+          for u = 0, 7 do                              -- the 8 pairs of this 16-element tile
+            local xp = {}
+            for j = 0, g - 1 do xp[j] = t:load_pair_bcast(xsrow[j], i, 2 * u) end
             for _, b in ipairs(bs) do
-              local lanes = tail and tail(BR * b)
-              local v = acc[j][b]
-              local yrow = t:addr(a.y, a.y_off, form_.f32 and 4 or 2)
-              if j > 0 then yrow = t:addr(yrow, t:mul(a.ldy, j), form_.f32 and 4 or 2) end
-              if form_.f32 then
-                if form_.bias then v = t:add(v, t:load_f32(a.bias, n, BR * b, lanes)) end
-                t:store_f32(yrow, n, BR * b, t:canon(v), lanes)
-              else
-                if form_.add then
-                  local rrow = t:addr(a.r, a.y_off, 2)
-                  if j > 0 then rrow = t:addr(rrow, t:mul(a.ldy, j), 2) end
-                  v = t:add(v, t:load_bf16(rrow, n, BR * b, lanes))
-                end
-                t:store_bf16(yrow, n, BR * b, t:rne(v), lanes)
+              local off = (u * BG + b) * 2 * BR
+              if p.prefetch_stream > 0 and g > 1 then t:prefetch(gw, wi, off + p.prefetch_stream, 2, 2) end
+              local w = t:load_raw(gw, wi, off)
+              for j = 0, g - 1 do t:dot_bf16_acc(acc[j][b], w, xp[j]) end
+            end
+          end
+        end, nil, { whole = true })
+        local live = t:sub(a.row_end, n)                -- rows of this block before row_end
+        local yrow = t:addr(a.y, a.y_off, esz)
+        if j0 then yrow = t:addr(yrow, t:mul(a.ldy, j0), esz) end
+        for j = 0, g - 1 do
+          if j > 0 then yrow = t:addr(yrow, a.ldy, esz) end
+          for _, b in ipairs(bs) do
+            local lanes = t:lanes(live, BR * b)
+            local v = acc[j][b]
+            if form_.f32 then
+              if form_.bias then v = t:add(v, t:load_f32(a.bias, n, BR * b, lanes)) end
+              t:store_f32(yrow, n, BR * b, t:canon(v), lanes)
+            else
+              if form_.add then
+                -- r is indexed like y
+                local rrow = t:addr(a.r, a.y_off, 2)
+                if j0 or j > 0 then rrow = t:addr(rrow, t:mul(a.ldy, j0 and t:add(j0, j) or j), 2) end
+                v = t:add(v, t:load_bf16(rrow, n, BR * b, lanes))
               end
+              t:store_bf16(yrow, n, BR * b, t:rne(v), lanes)
             end
           end
         end
       end
-    end, a.row_begin)
-  end)
+    end, a.row_begin, { whole = true })
+  end
+  if G == p.max_m then
+    -- every m is one group
+    local ms = {}
+    for mm = 1, p.max_m do ms[mm] = mm end
+    t:cases(a.m, ms, function(M) group(nil, M) end)
+    return
+  end
+  local mfull = G > 1 and t:iand(a.m, -G) or a.m
+  t:for_tiles(mfull, G, function(j0) group(j0, G) end, nil, { whole = true })
+  if G > 1 then
+    local left = {}
+    for r = 1, G - 1 do left[r] = r end
+    t:cases(t:sub(a.m, mfull), left, function(r) group(mfull, r) end)
+  end
+end
+
+-- The schedule of the row forms: per M, C chains per pass (all four when the accumulators fit
+-- them, else two or one: a chain-split pass, so that every activation row shares each widened
+-- weight tile) and R weight rows per pass (a packed group's rows share each xs load, when whole
+-- passes fit). Neither changes a sum: each chain accumulates the same k in the same order.
+local function schedule(p, form_, M, nchains, wregs, budget)
+  local C = nchains
+  while C > 1 and C * M + wregs > budget do C = math.floor(C / 2) end
+  local R = 1
+  if C == nchains then
+    local rmax = form_.packed and p.pack_rows or p.max_rows
+    R = rmax
+    while R > 1 and ((form_.packed and rmax % R ~= 0) or R * (nchains * M + wregs) > budget) do R = R - 1 end
+  end
+  return C, R
 end
 
 return {
@@ -227,125 +274,153 @@ return {
     local fast = t.tier == "fast"
     local ms = {}
     for mm = 1, p.max_m do ms[mm] = mm end
-    if form_.blocked then return blocked_body(t, p, form_, a, ms) end
-    t:cases(a.m, ms, function(M)
-      -- xs: per tile, M blocks of 64 (exact: f32 chains 0..3; fast: bf16 in order)
-      for j = 0, M - 1 do
-        local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
-        t:for_tiles(a.k, p.tile, function(i, tail)
-          local im = t:mul(i, M)
-          local v = {}
-          for q = 0, 3 do v[q] = t:load_f32(xrow, i, 16 * q, tail and tail(16 * q)) end
-          if fast then
-            for q = 0, 3 do t:store_bf16(t:view(a.xs, "bf16"), im, 64 * j + 16 * q, t:rne(v[q])) end
-          else
-            t:store_f32(a.xs, im, 64 * j, t:uzp_even(v[0], v[1]))
-            t:store_f32(a.xs, im, 64 * j + 16, t:uzp_odd(v[0], v[1]))
-            t:store_f32(a.xs, im, 64 * j + 32, t:uzp_even(v[2], v[3]))
-            t:store_f32(a.xs, im, 64 * j + 48, t:uzp_odd(v[2], v[3]))
-          end
-        end)
-      end
-      -- schedule: `rows` weight rows share each xs load (a packed group, or max_rows row-major
-      -- rows), and as many of the m activation rows as the accumulators fit share each pass
-      -- over the weights; neither changes a sum's order
-      local nchains = fast and 2 or 4
-      local budget = t.tune.accumulators                 -- beside one x vector in flight
-      local wregs = fast and 1 or 2                      -- raw w (+ widened w) per row
-      local function group_for(nrows)
-        return math.max(1, math.min(M, math.floor((budget - nrows * wregs) / (nrows * nchains))))
-      end
-      local rows = form_.packed and p.pack_rows
-                   or math.max(1, math.min(p.max_rows, math.floor(budget / (group_for(1) * nchains + wregs))))
-      local kpad = form_.packed and t:iand(t:add(a.k, p.tile - 1), -p.tile)
-      t:for_rows(a.row_begin, a.row_end, rows, function(n, nrows)
-        -- row_at(rs): for the rows of a pass, { pointer, element offset } of where each row's
-        -- elements start (computed per pass: only that pass's pointers hold registers; a packed
-        -- group shares one pointer); widx(i): the element index of tile i from there
-        local row_at, widx
-        if form_.packed then
-          local pr = p.pack_rows
-          if nrows == pr then
-            row_at = function(rs)                            -- n is a multiple of pack_rows
-              local base, at = t:addr(a.w, t:mul(n, kpad), 2), {}
-              for _, r in ipairs(rs) do at[r] = { base, p.tile * r } end
-              return at
-            end
-          else
-            row_at = function(rs)
-              local base = t:addr(a.w, t:mul(t:iand(n, -pr), kpad), 2)
-              return { [rs[1]] = { t:addr(base, t:mul(t:iand(n, pr - 1), p.tile), 2), 0 } }
-            end
-          end
-          widx = function(i) return t:mul(i, pr) end
-        else
-          row_at = function(rs)
-            local at = {}
-            for _, r in ipairs(rs) do at[r] = { t:addr(a.w, t:mul(t:add(n, r), a.ldw), 2), 0 } end
-            return at
-          end
-          widx = function(i) return i end
+    if form_.blocked then return blocked_body(t, p, form_, a) end
+    -- xs: activation row j at xs + j * kpad, one loop for every m. Exact: per 64-element tile,
+    -- chains 0..3 of 16 f32 lanes (the lane mapping), the lanes past k -0: a tile of weights
+    -- past k (+0: zero padding, a masked load) adds (+0) * (-0) = -0 to its lanes, which leaves
+    -- every accumulator as it is (-0, NaN and inf included): the tail is one more ordinary
+    -- iteration. Fast: bf16 in order, past k +0.
+    local kpad = t:iand(t:add(a.k, p.tile - 1), -p.tile)
+    t:for_rows(t:iconst(0), a.m, 1, function(j)
+      local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
+      local xsb = fast and t:addr(t:view(a.xs, "bf16"), t:mul(kpad, j), 2)
+      local xsf = not fast and t:addr(a.xs, t:mul(kpad, j), 4)
+      t:for_tiles(a.k, p.tile, function(i, tail)
+        local v = {}
+        for q = 0, 3 do
+          v[q] = t:load_f32(xrow, i, 16 * q, tail and tail(16 * q), (tail and not fast) and 0x80000000 or nil)
         end
-        -- rows of this pass that fit the accumulators together (a small register file walks
-        -- a packed group one row at a time)
-        local sub = nrows
-        while sub > 1 and sub * (nchains * group_for(sub) + wregs) > budget do sub = sub - 1 end
-        for r0 = 0, nrows - 1, sub do
-          local rs = {}
-          for r = r0, math.min(r0 + sub, nrows) - 1 do rs[#rs + 1] = r end
-          local group = group_for(#rs)
-          local wrow = row_at(rs)
-          for g0 = 0, M - 1, group do
-            local js = {}
-            for j = g0, math.min(g0 + group, M) - 1 do js[#js + 1] = j end
-            local acc = {}
-            for _, r in ipairs(rs) do
-              acc[r] = {}
-              for _, j in ipairs(js) do
-                acc[r][j] = {}
-                for c = 0, nchains - 1 do acc[r][j][c] = t:zero() end
+        if fast then
+          for q = 0, 3 do t:store_bf16(xsb, i, 16 * q, t:rne(v[q])) end
+        else
+          t:store_f32(xsf, i, 0, t:uzp_even(v[0], v[1]))
+          t:store_f32(xsf, i, 16, t:uzp_odd(v[0], v[1]))
+          t:store_f32(xsf, i, 32, t:uzp_even(v[2], v[3]))
+          t:store_f32(xsf, i, 48, t:uzp_odd(v[2], v[3]))
+        end
+      end)
+    end)
+    local nchains = fast and 2 or 4
+    local wregs = fast and 1 or 2                      -- raw w (+ widened w) per row
+    local pr = p.pack_rows
+    t:cases(a.m, ms, function(M)
+      -- every pass covers all M activation rows (J = M): a weight tile is loaded and widened once
+      -- per pass, never per activation row
+      local C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators)
+      t:for_rows(a.row_begin, a.row_end, R, function(n, nrows)
+        -- wrow[r]: { pointer, element offset } of row n + r; widx(i): tile i's index from there.
+        -- Packed: row n of its group, the group's rows 64 elements apart in every tile (a pass
+        -- of R rows starts at a multiple of R, R dividing pack_rows); the tile loop runs over
+        -- the zero-padded k (no tail).
+        local wrow = {}
+        local function widx(i) return form_.packed and t:mul(i, pr) or i end
+        if form_.packed then
+          local base = t:addr(a.w, t:add(t:mul(t:iand(n, -pr), kpad), t:mul(t:iand(n, pr - 1), p.tile)), 2)
+          for r = 0, nrows - 1 do wrow[r] = { base, p.tile * r } end
+        else
+          for r = 0, nrows - 1 do wrow[r] = { t:addr(a.w, t:mul(t:add(n, r), a.ldw), 2), 0 } end
+        end
+        local cpass = nrows == R and C or nchains       -- (rows alone: R > 1 only when C = nchains)
+        -- the chains' partial sums across passes: exact (c0 + c1) + (c2 + c3), fast c0 + c1;
+        -- a value a later pass must not hold in registers waits in a stack slot
+        local part = {}                                 -- part[r][j][key]: value or spill handle
+        for r = 0, nrows - 1 do
+          part[r] = {}
+          for j = 0, M - 1 do part[r][j] = {} end
+        end
+        local function get(x) return (type(x) == "table" and x.kind == "spill") and t:reload(x) or x end
+        local npass = math.floor(nchains / cpass)
+        local first_reader = {}                         -- half -> the first pass reading it
+        for s = 0, npass - 1 do
+          for c = s * cpass, (s + 1) * cpass - 1 do
+            local h = fast and c or math.floor(c / 2)
+            if first_reader[h] == nil then first_reader[h] = s end
+          end
+        end
+        for s = 0, npass - 1 do
+          local cs = {}
+          for c = s * cpass, (s + 1) * cpass - 1 do cs[#cs + 1] = c end
+          local halves, hs = {}, {}                     -- half -> its chains in this pass
+          for _, c in ipairs(cs) do
+            local h = fast and c or math.floor(c / 2)
+            if not halves[h] then halves[h] = {}; hs[#hs + 1] = h end
+            halves[h][#halves[h] + 1] = c
+          end
+          -- xs rows j (per pass: no register held across the row loop)
+          local xsj = { [0] = fast and t:view(a.xs, "bf16") or a.xs }
+          for j = 1, M - 1 do xsj[j] = t:addr(xsj[j - 1], kpad, fast and 2 or 4) end
+          local acc = {}
+          for r = 0, nrows - 1 do
+            acc[r] = {}
+            for j = 0, M - 1 do
+              acc[r][j] = {}
+              for _, c in ipairs(cs) do acc[r][j][c] = t:zero() end
+            end
+          end
+          local body = function(i, tail)
+            local wi = widx(i)
+            if p.prefetch > 0 and not form_.packed and s == 0 then
+              for r = 0, nrows - 1 do t:prefetch(wrow[r][1], wi, wrow[r][2] + p.prefetch, 2) end
+            end
+            for _, h in ipairs(hs) do
+              local raw = {}
+              for r = 0, nrows - 1 do
+                if p.prefetch_stream > 0 and form_.packed and first_reader[h] == s then
+                  t:prefetch(wrow[r][1], wi, wrow[r][2] + 32 * h + p.prefetch_stream, 2, 2)
+                end
+                -- a row-major tail: the weights past k are not read (+0)
+                raw[r] = t:load_raw(wrow[r][1], wi, wrow[r][2] + 32 * h, tail and tail(32 * h) or nil)
+              end
+              if fast then
+                for j = 0, M - 1 do
+                  local xr = t:load_raw(xsj[j], i, 32 * h)
+                  for r = 0, nrows - 1 do t:dot_bf16_acc(acc[r][j][h], raw[r], xr) end
+                end
+              else
+                for _, c in ipairs(halves[h]) do
+                  local wv = {}
+                  for r = 0, nrows - 1 do wv[r] = c % 2 == 0 and t:bf16_even(raw[r]) or t:bf16_odd(raw[r]) end
+                  for j = 0, M - 1 do
+                    local xv = t:load_f32(xsj[j], i, 16 * c)
+                    for r = 0, nrows - 1 do t:fma_acc(acc[r][j][c], wv[r], xv) end
+                  end
+                end
               end
             end
-            t:for_tiles(a.k, p.tile, function(i, tail)
-              local im, wi = t:mul(i, M), widx(i)
-              if p.prefetch > 0 and not form_.packed then
-                for _, r in ipairs(rs) do t:prefetch(wrow[r][1], wi, wrow[r][2] + p.prefetch, 2) end
-              end
-              for h = 0, 1 do
-                local raw = {}
-                for _, r in ipairs(rs) do
-                  if p.prefetch_stream > 0 and form_.packed then
-                    t:prefetch(wrow[r][1], wi, wrow[r][2] + 32 * h + p.prefetch_stream, 2, 2)
-                  end
-                  -- packed rows are zero-padded to the tile: their tail needs no masked load
-                  raw[r] = t:load_raw(wrow[r][1], wi, wrow[r][2] + 32 * h,
-                                      (tail and not form_.packed) and tail(32 * h) or nil)
-                end
-                if fast then
-                  for _, j in ipairs(js) do
-                    local xr = t:load_raw(t:view(a.xs, "bf16"), im, 64 * j + 32 * h)
-                    for _, r in ipairs(rs) do t:dot_bf16_acc(acc[r][j][h], raw[r], xr) end
-                  end
+          end
+          if form_.packed then
+            t:for_tiles(kpad, p.tile, body, nil, { whole = true })
+          else
+            t:for_tiles(a.k, p.tile, body)
+          end
+          local last = s == npass - 1
+          for r = 0, nrows - 1 do
+            for j = 0, M - 1 do
+              local pr_ = part[r][j]
+              for _, c in ipairs(cs) do
+                local v = acc[r][j][c]
+                if c % 2 == 0 then
+                  pr_[c] = v
                 else
-                  for par = 0, 1 do
-                    local c = 2 * h + par
-                    local wv = {}
-                    for _, r in ipairs(rs) do wv[r] = par == 0 and t:bf16_even(raw[r]) or t:bf16_odd(raw[r]) end
-                    for _, j in ipairs(js) do
-                      local xv = t:load_f32(a.xs, im, 64 * j + 16 * c)
-                      for _, r in ipairs(rs) do
-                        t:fma_acc(acc[r][j][c], wv[r], xv, tail and tail(32 * h + par, 2))
-                      end
-                    end
+                  -- a pair done: chains c - 1 and c
+                  v = t:add(get(pr_[c - 1]), v)
+                  pr_[c - 1] = nil
+                  if fast or c == 3 then
+                    if not fast then v = t:add(get(pr_.pair0), v); pr_.pair0 = nil end
+                    finish(t, form_, a, t:reduce_add(v, p.tree), j, t:add(n, r))
+                  else
+                    pr_.pair0 = v
                   end
                 end
               end
-            end)
-            for _, r in ipairs(rs) do
-              for _, j in ipairs(js) do
-                local q = acc[r][j]
-                local v = fast and t:add(q[0], q[1]) or t:add(t:add(q[0], q[1]), t:add(q[2], q[3]))
-                finish(t, form_, a, t:reduce_add(v, p.tree), j, t:add(n, r))
+              -- what the next pass must not hold in registers
+              if not last then
+                for _, key in ipairs({ 0, 2, "pair0" }) do
+                  local x = pr_[key]
+                  if x ~= nil and not (type(x) == "table" and x.kind == "spill") then
+                    pr_[key] = t:spill(x)
+                  end
+                end
               end
             end
           end

@@ -123,16 +123,24 @@ local function topk_body(t, p)
     t:store_f32(a.scratch, i, 0, key(s), lanes)
   end)
 
-  -- k: min(top_k, n), or n when top_k <= 0 (a positive f32 has positive bits); limit = n - k
-  local nf = t:bcast(t:cvt_f32(a.n))
-  local kf = t:bcast(t:cvt_f32(a.top_k))
-  local limit = t:vsub(nf, sel(t:igt_v(kf, c(0)), t:min(kf, nf), nf))
+  local mxs = t:reduce_max(mx, p.tree)                  -- (one register through the passes below)
 
-  -- passes 2..33: the k-th largest unsigned key, bit by bit from the top
-  local P = c(0)
-  for b = 31, 0, -1 do
-    local bit = math.floor(2 ^ b)
-    local th = t:bxor(t:bor(P, c(bit)), c(SIGN))        -- the candidate as a signed key
+  -- k: min(top_k, n), or n when top_k <= 0; limit = n - k, exact (integers below 2^21), made in
+  -- integer registers where it is compared: f = 1 when top_k <= 0 (top_k < 0, or top_k - 1 < 0:
+  -- either alone misses INT64_MIN or 0), k = min(top_k + f * (n - top_k), n) (wrapping arithmetic:
+  -- top_k + (n - top_k) is n for any top_k)
+  local function limit()
+    local f = t:imin(t:add(t:ishr(a.top_k, 63), t:ishr(t:sub(a.top_k, 1), 63)), 1)
+    local k = t:imin(t:add(a.top_k, t:mul(f, t:sub(a.n, a.top_k))), a.n)
+    return t:bcast(t:cvt_f32(t:sub(a.n, k)))
+  end
+
+  -- passes 2..33: the k-th largest unsigned key, bit by bit from the top (one loop: P and the
+  -- bit carried from pass to pass, the bit 2^31 .. 2^0)
+  local P = t:fill(0)
+  local bit = t:fill(SIGN)
+  t:for_rows(t:iconst(0), t:iconst(32), 1, function()
+    local th = t:bxor(t:bor(P, bit), c(SIGN))            -- the candidate as a signed key
     local below = t:zero()                               -- per lane: keys < the candidate
     t:for_tiles(a.n, 16, function(i, tail)
       local lanes = tail and tail(0)
@@ -140,12 +148,13 @@ local function topk_body(t, p)
       t:fma_acc(below, t:i2f(t:igt_v(th, k)), c(MINUS_ONE), lanes)    -- -1 * -1
     end)
     local cnt = t:bcast(t:reduce_add(below, p.tree))
-    P = t:bor(P, t:band(vnot(t:igt_v(cnt, limit)), c(bit)))   -- counts: non-negative f32 bits
-  end
+    t:set(P, t:bor(P, t:band(vnot(t:igt_v(cnt, limit())), bit)))   -- counts: non-negative f32 bits
+    t:set(bit, t:band(t:isra_v(bit, 1), c(ABS)))         -- the next bit down
+  end)
   local kth = t:bxor(P, c(SIGN))                         -- the k-th largest s, as a signed key
 
   -- pass 34: d = s - m where kept (NaN d -> +0), else -inf
-  local m = t:bcast(t:reduce_max(mx, p.tree))
+  local m = t:bcast(mxs)
   t:for_tiles(a.n, 16, function(i, tail)
     local lanes = tail and tail(0)
     local k = t:load_f32(a.scratch, i, 0, lanes)

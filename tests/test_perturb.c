@@ -123,6 +123,37 @@ Test(perturb, reordered_reduction_lanes) {
   expect_caught_all("qkprep", fkt_qkprep_cases, FKC_LANES_PERMUTED, "permuted lanes");
 }
 
+/* gemv tails: the stamps add -0 in the accumulator lanes past K (xs holds -0 past k, the weights
+ * +0), which leaves -0, inf and NaN lanes as they are. A tail over +0 padding on both sides turns
+ * a -0 lane into +0, a tail that clears those lanes loses an inf or NaN: the tail_* cases of
+ * tests/leaves/cases_gemv.c see both, on every exact gemv form (the packed ones through
+ * fk_gemv_pack), on the host and through the AArch64 runner. */
+static int gemv_cases_named(const char *form, fkh_call **out, const char *prefix) {
+  fkh_call *all;
+  int n = fkt_gemv_cases(form, &all), k = 0;
+  for (int i = 0; i < n; i++) {
+    if (strncmp(all[i].name, prefix, strlen(prefix)) == 0) all[k++] = all[i];
+    else fkh_call_free(&all[i]);
+  }
+  *out = all;
+  return k;
+}
+/* the -0 cases alone, and the inf and NaN ones alone: each perturbation is seen by the cases
+ * made for it, not only by the others */
+static int gemv_tail_zero_cases(const char *form, fkh_call **out) { return gemv_cases_named(form, out, "tail_neg_zero"); }
+static int gemv_tail_inf_cases(const char *form, fkh_call **out) { return gemv_cases_named(form, out, "tail_inf"); }
+static int gemv_tail_nan_cases(const char *form, fkh_call **out) { return gemv_cases_named(form, out, "tail_nan"); }
+
+Test(perturb, gemv_tail_lanes, .timeout = 300) {
+  expect_caught_all("gemv", gemv_tail_zero_cases, FKC_TAIL_PADDED, "tail over +0 padding");
+  expect_caught_all("gemv", gemv_tail_inf_cases, FKC_TAIL_RESET, "tail lanes reset (inf)");
+  expect_caught_all("gemv", gemv_tail_nan_cases, FKC_TAIL_RESET, "tail lanes reset (NaN)");
+  expect_caught("gemv_bf16_rne_packed", gemv_tail_zero_cases, fkh_remote("neon", "max"), FKC_TAIL_PADDED,
+                "tail over +0 padding (AArch64)");
+  expect_caught("gemv_f32", gemv_tail_nan_cases, fkh_remote("neon", "max"), FKC_TAIL_RESET,
+                "tail lanes reset (NaN, AArch64)");
+}
+
 Test(perturb, skipped_residual_commit) {
   expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_SKIP_COMMIT, "skipped commit");
 }

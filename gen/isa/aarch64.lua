@@ -290,9 +290,13 @@ function M.begin(ctx)
     end
   end
   ctx.save_regs = regs
+  -- stack slots (spill, reload): 64 bytes each, below the saved registers
+  ctx.frame_bytes = 64 * (ctx.proc.frame_slots or 0)
+  if ctx.frame_bytes > 0 then ctx:wline("sub sp, sp, " .. imm(ctx.frame_bytes)) end
 end
 
 function M.finish(ctx)
+  if ctx.frame_bytes > 0 then ctx:wline("add sp, sp, " .. imm(ctx.frame_bytes)) end
   local regs = ctx.save_regs
   local groups = {}
   for i = 1, #regs, 2 do
@@ -435,17 +439,88 @@ function ops.cvt_i2s(ctx, op)
   ctx:wline("scvtf " .. s(ctx:reg(op.dst)) .. ", " .. ctx:reg(op.src[1]))
 end
 
--- Lane-by-lane walk over the valid elements of a tail lane group (x16 already points at the
--- first): emit(j) for element j while base + step*j < rem. NEON has no masked memory access.
-local function lane_walk(ctx, op, count, emit)
-  local done = ctx:new_label("lanes")
-  local rem, l = ctx:reg(op.lanes.rem), op.lanes
-  for j = 0, count - 1 do
-    ctx:wline("cmp " .. rem .. ", " .. imm(l.base + l.step * j + 1))
-    ctx:wline("b.lt " .. done)
-    emit(j)
+-- Tail lane groups. NEON has no masked memory access: the valid elements of a group move one at
+-- a time in a short loop, nothing past the end is touched. x17 = their count (elements j with
+-- base + step * j < rem, at most `count`); 0 skips the move, `count` takes the whole-vector
+-- path (a lane group of a full block, t:lanes).
+local function lane_count(ctx, op, count, done, whole)
+  local l = op.lanes
+  add_imm(ctx, "x17", ctx:reg(l.rem), -l.base)
+  if l.step == 2 then
+    ctx:wline("add x17, x17, #1")
+    ctx:wline("asr x17, x17, #1")
   end
+  ctx:wline("cmp x17, " .. imm(count))
+  ctx:wline("b.ge " .. whole)
+  ctx:wline("cmp x17, #0")
+  ctx:wline("b.le " .. done)
+end
+
+-- Loads the valid elements of the op's lane group into d (four q registers, already filled):
+-- from the last one down, each step moves the register quadruple up by one element (`esz`
+-- bytes of the registers) and inserts the next element at element 0 with `ins` (an LD1 of one
+-- lane from [x16]). `size`: the element's bytes in memory. whole(): the full-vector load.
+local function tail_load(ctx, op, d, count, size, esz, ins, whole)
+  local done, loop, full = ctx:new_label("tail_ld_end"), ctx:new_label("tail_ld"), ctx:new_label("tail_ld_all")
+  local sh = ({ [2] = 1, [4] = 2 })[size]
+  local b, o = elem_addr(ctx, op, size)
+  add_imm(ctx, "x16", b, o)
+  lane_count(ctx, op, count, done, full)
+  ctx:wline("add x16, x16, x17, lsl " .. imm(sh))              -- one past the last valid element
+  ctx:wlabel(loop)
+  for p = 4, 2, -1 do
+    ctx:wline("ext " .. v16b(d[p]) .. ", " .. v16b(d[p - 1]) .. ", " .. v16b(d[p]) .. ", " .. imm(16 - esz))
+  end
+  ctx:wline("ext " .. v16b(d[1]) .. ", " .. v16b(d[1]) .. ", " .. v16b(d[1]) .. ", " .. imm(16 - esz))
+  ctx:wline("sub x16, x16, " .. imm(size))
+  ctx:wline(ins)
+  ctx:wline("subs x17, x17, #1")
+  ctx:wline("b.ne " .. loop)
+  ctx:wline("b " .. done)
+  ctx:wlabel(full)
+  whole()
   ctx:wlabel(done)
+end
+
+-- Stores the valid elements of the op's lane group from the scratch registers t (prep() fills
+-- them): after each store of element 0 (`ins`, post-incrementing x16) they move down by one
+-- element (`esz` bytes). whole(): the full-vector store to [x16].
+local function tail_store(ctx, op, t, count, size, esz, ins, prep, whole)
+  local done, loop, full = ctx:new_label("tail_st_end"), ctx:new_label("tail_st"), ctx:new_label("tail_st_all")
+  local b, o = elem_addr(ctx, op, size)
+  add_imm(ctx, "x16", b, o)
+  lane_count(ctx, op, count, done, full)
+  prep()
+  ctx:wlabel(loop)
+  ctx:wline(ins)
+  for p = 1, #t - 1 do
+    ctx:wline("ext " .. v16b(t[p]) .. ", " .. v16b(t[p]) .. ", " .. v16b(t[p + 1]) .. ", " .. imm(esz))
+  end
+  ctx:wline("ext " .. v16b(t[#t]) .. ", " .. v16b(t[#t]) .. ", " .. v16b(t[#t]) .. ", " .. imm(esz))
+  ctx:wline("subs x17, x17, #1")
+  ctx:wline("b.ne " .. loop)
+  ctx:wline("b " .. done)
+  ctx:wlabel(full)
+  whole()
+  ctx:wlabel(done)
+end
+
+-- v30 = rem - base in every lane and x17 = the lane index table of the op's lane group (x17 is
+-- the only general register it writes); then part_mask(p) gives v31 = the lanes of part p (1..4)
+-- as all-ones lanes.
+local function mask_setup(ctx, op)
+  local l = op.lanes
+  local w = {}
+  for i = 0, 15 do w[i + 1] = l.step * i end
+  add_imm(ctx, "x17", ctx:reg(l.rem), -l.base)
+  ctx:wline("dup " .. v4s(T2) .. ", w17")
+  const_addr(ctx, "x17", ctx:const(l.step == 1 and "iota" or "iota" .. C.int(l.step), w))
+end
+
+local function part_mask(ctx, p)
+  ctx:wline("ldr " .. q(T3) .. ", [x17, " .. imm(16 * (p - 1)) .. "]")
+  ctx:wline("cmgt " .. v4s(T3) .. ", " .. v4s(T2) .. ", " .. v4s(T3))
+  return T3
 end
 
 local function tail_addr(ctx, op, size)
@@ -464,17 +539,11 @@ local function exact_addr(ctx, op, size)
   return "x16"
 end
 
--- v31 = the lanes of part p (1..4) of the op's lane group, as all-ones lanes.
-local function qmask(ctx, op, p)
-  local l = op.lanes
-  local w = {}
-  for i = 0, 15 do w[i + 1] = l.step * i end
-  add_imm(ctx, "x16", ctx:reg(l.rem), -l.base)
-  ctx:wline("dup " .. v4s(T2) .. ", w16")
-  const_addr(ctx, "x17", ctx:const(l.step == 1 and "iota" or "iota" .. C.int(l.step), w))
-  ctx:wline("ldr " .. q(T3) .. ", [x17, " .. imm(16 * (p - 1)) .. "]")
-  ctx:wline("cmgt " .. v4s(T3) .. ", " .. v4s(T2) .. ", " .. v4s(T3))
-  return T3
+local function fill_parts(ctx, d, fill)
+  for _, p in ipairs(d) do
+    if fill == 0x80000000 then ctx:wline("movi " .. v4s(p) .. ", #0x80, lsl #24")
+    else ctx:wline("movi v" .. n(p) .. ".2d, #0") end
+  end
 end
 
 -- Parts 2-4 of a broadcast made in part 1: nothing for a uniform value (one register, M.class_of),
@@ -485,18 +554,16 @@ local function copies(ctx, d)
   end
 end
 
-local function zero_parts(ctx, d)
-  for _, p in ipairs(d) do ctx:wline("movi v" .. n(p) .. ".2d, #0") end
+local function load4(ctx, d)            -- four q registers from [x16]
+  ctx:wline("ldp " .. q(d[1]) .. ", " .. q(d[2]) .. ", [x16]")
+  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [x16, #32]")
 end
 
 function ops.load_f32(ctx, op)
   local d = ctx:regs(op.dst)
   if op.lanes then
-    zero_parts(ctx, d)
-    tail_addr(ctx, op, 4)
-    lane_walk(ctx, op, 16, function(j)
-      ctx:wline("ld1 {v" .. n(d[math.floor(j / 4) + 1]) .. ".s}[" .. C.int(j % 4) .. "], [x16], #4")
-    end)
+    fill_parts(ctx, d, op.attr.fill or 0)
+    tail_load(ctx, op, d, 16, 4, 4, "ld1 {v" .. n(d[1]) .. ".s}[0], [x16]", function() load4(ctx, d) end)
     return
   end
   local b, o = elem_addr(ctx, op, 4)
@@ -506,41 +573,38 @@ end
 
 function ops.load_bf16(ctx, op)
   local d = ctx:regs(op.dst)
-  if op.lanes then
-    zero_parts(ctx, d)
-    tail_addr(ctx, op, 2)
-    lane_walk(ctx, op, 16, function(j)
-      ctx:wline("ld1 {v" .. n(d[math.floor(j / 4) + 1]) .. ".h}[" .. C.int(2 * (j % 4) + 1) .. "], [x16], #2")
-    end)
-    return
-  end
-  local b, o = elem_addr(ctx, op, 2)
   -- 16 halfwords into d3, d4; widen into d1..d4 in an order that reads each source first: ZIP1/2
   -- with zero halfwords (lane l = (0, h[l])) where a zero register is held, else SHLL #16
-  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [" .. b .. ", " .. imm(o) .. "]")
-  local z = ctx:kreg(op, K_ZERO)
-  if z then
-    local function zip(ins, dd, src)
-      ctx:wline(ins .. " v" .. n(dd) .. ".8h, v" .. n(z) .. ".8h, v" .. n(src) .. ".8h")
+  local function widen(b, o)
+    ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [" .. b .. ", " .. imm(o) .. "]")
+    local z = ctx:kreg(op, K_ZERO)
+    if z then
+      local function zip(ins, dd, src)
+        ctx:wline(ins .. " v" .. n(dd) .. ".8h, v" .. n(z) .. ".8h, v" .. n(src) .. ".8h")
+      end
+      zip("zip1", d[1], d[3]); zip("zip2", d[2], d[3]); zip("zip1", d[3], d[4]); zip("zip2", d[4], d[4])
+      return
     end
-    zip("zip1", d[1], d[3]); zip("zip2", d[2], d[3]); zip("zip1", d[3], d[4]); zip("zip2", d[4], d[4])
+    ctx:wline("shll " .. v4s(d[1]) .. ", v" .. n(d[3]) .. ".4h, #16")
+    ctx:wline("shll2 " .. v4s(d[2]) .. ", v" .. n(d[3]) .. ".8h, #16")
+    ctx:wline("shll " .. v4s(d[3]) .. ", v" .. n(d[4]) .. ".4h, #16")
+    ctx:wline("shll2 " .. v4s(d[4]) .. ", v" .. n(d[4]) .. ".8h, #16")
+  end
+  if op.lanes then
+    -- the valid halfwords straight into the high halves of zeroed lanes
+    fill_parts(ctx, d, 0)
+    tail_load(ctx, op, d, 16, 2, 4, "ld1 {v" .. n(d[1]) .. ".h}[1], [x16]", function() widen("x16", 0) end)
     return
   end
-  ctx:wline("shll " .. v4s(d[1]) .. ", v" .. n(d[3]) .. ".4h, #16")
-  ctx:wline("shll2 " .. v4s(d[2]) .. ", v" .. n(d[3]) .. ".8h, #16")
-  ctx:wline("shll " .. v4s(d[3]) .. ", v" .. n(d[4]) .. ".4h, #16")
-  ctx:wline("shll2 " .. v4s(d[4]) .. ", v" .. n(d[4]) .. ".8h, #16")
+  widen(elem_addr(ctx, op, 2))
 end
 
 -- 32 bf16 as they lie in memory: lane l holds halfwords 2l (low) and 2l + 1 (high).
 function ops.load_raw(ctx, op)
   local d = ctx:regs(op.dst)
   if op.lanes then
-    zero_parts(ctx, d)
-    tail_addr(ctx, op, 2)
-    lane_walk(ctx, op, 32, function(j)
-      ctx:wline("ld1 {v" .. n(d[math.floor(j / 8) + 1]) .. ".h}[" .. C.int(j % 8) .. "], [x16], #2")
-    end)
+    fill_parts(ctx, d, 0)
+    tail_load(ctx, op, d, 32, 2, 2, "ld1 {v" .. n(d[1]) .. ".h}[0], [x16]", function() load4(ctx, d) end)
     return
   end
   local b, o = elem_addr(ctx, op, 2)
@@ -571,9 +635,12 @@ end
 function ops.store_f32(ctx, op)
   local v = ctx:regs(op.src[3])
   if op.lanes then
-    tail_addr(ctx, op, 4)
-    lane_walk(ctx, op, 16, function(j)
-      ctx:wline("st1 {v" .. n(v[math.floor(j / 4) + 1]) .. ".s}[" .. C.int(j % 4) .. "], [x16], #4")
+    local t = { T0, T1, T2, T3 }
+    tail_store(ctx, op, t, 16, 4, 4, "st1 {v" .. n(T0) .. ".s}[0], [x16], #4", function()
+      for p = 1, 4 do ctx:wline("mov " .. v16b(t[p]) .. ", " .. v16b(v[p])) end
+    end, function()
+      ctx:wline("stp " .. q(v[1]) .. ", " .. q(v[2]) .. ", [x16]")
+      ctx:wline("stp " .. q(v[3]) .. ", " .. q(v[4]) .. ", [x16, #32]")
     end)
     return
   end
@@ -584,17 +651,15 @@ end
 
 function ops.store_bf16(ctx, op)
   local v = ctx:regs(op.src[3])
-  if op.lanes then
-    tail_addr(ctx, op, 2)
-    lane_walk(ctx, op, 16, function(j)
-      ctx:wline("st1 {v" .. n(v[math.floor(j / 4) + 1]) .. ".h}[" .. C.int(2 * (j % 4) + 1) .. "], [x16], #2")
-    end)
-    return
-  end
-  local b, o = elem_addr(ctx, op, 2)
   -- the high halfwords of parts 1, 2 and of 3, 4 (UZP2: no shift, either vector pipe)
   ctx:wline("uzp2 v" .. n(T0) .. ".8h, v" .. n(v[1]) .. ".8h, v" .. n(v[2]) .. ".8h")
   ctx:wline("uzp2 v" .. n(T1) .. ".8h, v" .. n(v[3]) .. ".8h, v" .. n(v[4]) .. ".8h")
+  if op.lanes then
+    tail_store(ctx, op, { T0, T1 }, 16, 2, 2, "st1 {v" .. n(T0) .. ".h}[0], [x16], #2", function() end,
+               function() ctx:wline("stp " .. q(T0) .. ", " .. q(T1) .. ", [x16]") end)
+    return
+  end
+  local b, o = elem_addr(ctx, op, 2)
   ctx:wline("stp " .. q(T0) .. ", " .. q(T1) .. ", [" .. b .. ", " .. imm(o) .. "]")
 end
 
@@ -646,11 +711,14 @@ function ops.store1_f32(ctx, op)
   ctx:wline("str " .. s(ctx:reg(op.src[3])) .. ", [" .. b .. ", " .. imm(o) .. "]")
 end
 
+-- A masked accumulate computes aside (v28) and blends the group's lanes back (v31: the part's
+-- mask), so lanes outside the group keep their value.
 function ops.fma_acc(ctx, op)
   local acc, a, b = ctx:regs(op.src[1]), ctx:regs(op.src[2]), ctx:regs(op.src[3])
+  if op.lanes then mask_setup(ctx, op) end
   for p = 1, 4 do
     if op.lanes then
-      local m = qmask(ctx, op, p)
+      local m = part_mask(ctx, p)
       ctx:wline("mov " .. v16b(T0) .. ", " .. v16b(acc[p]))
       ctx:wline("fmla " .. v4s(T0) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p]))
       ctx:wline("bit " .. v16b(acc[p]) .. ", " .. v16b(T0) .. ", " .. v16b(m))
@@ -664,13 +732,14 @@ end
 -- (v28-v31) for a whole vector; with a lane group, one LDR per part (v29) beside its mask.
 function ops.fma_acc_mem(ctx, op)
   local acc, a = ctx:regs(op.src[1]), ctx:regs(op.src[2])
-  local function addr()          -- the base register (x16, or the loop's bumped pointer) and offset
-    if op.attr.at then return ctx:reg(op.src[3]), op.attr.off * 4 - disp_of(ctx, op.src[3]) end
+  local b, o                     -- the base register (x16, or the loop's bumped pointer) and offset
+  if op.attr.at then
+    b, o = ctx:reg(op.src[3]), op.attr.off * 4 - disp_of(ctx, op.src[3])
+  else
     ctx:wline("add x16, " .. ctx:reg(op.src[3]) .. ", " .. ctx:reg(op.src[4]) .. ", lsl #2")
-    return "x16", op.attr.off * 4
+    b, o = "x16", op.attr.off * 4
   end
   if not op.lanes then
-    local b, o = addr()
     if o < -1024 or o + 32 > 1008 or o % 16 ~= 0 then
       add_imm(ctx, "x16", b, o)
       b, o = "x16", 0
@@ -682,15 +751,11 @@ function ops.fma_acc_mem(ctx, op)
     end
     return
   end
+  add_imm(ctx, "x16", b, o)      -- the group's first element (before mask_setup takes x17)
+  mask_setup(ctx, op)
   for p = 1, 4 do
-    local m = qmask(ctx, op, p)     -- (uses x16, x17: the address comes after)
-    local b, o = addr()
-    o = o + 16 * (p - 1)
-    if o < 0 or o > 65520 or o % 16 ~= 0 then
-      add_imm(ctx, "x16", b, o)
-      b, o = "x16", 0
-    end
-    ctx:wline("ldr " .. q(T1) .. ", [" .. b .. ", " .. imm(o) .. "]")
+    local m = part_mask(ctx, p)
+    ctx:wline("ldr " .. q(T1) .. ", [x16, " .. imm(16 * (p - 1)) .. "]")
     ctx:wline("mov " .. v16b(T0) .. ", " .. v16b(acc[p]))
     ctx:wline("fmla " .. v4s(T0) .. ", " .. v4s(a[p]) .. ", " .. v4s(T1))
     ctx:wline("bit " .. v16b(acc[p]) .. ", " .. v16b(T0) .. ", " .. v16b(m))
@@ -1074,6 +1139,35 @@ ops.sdiv = sbinary("fdiv")
 
 function ops.ssqrt(ctx, op)
   ctx:wline("fsqrt " .. s(ctx:reg(op.dst)) .. ", " .. s(ctx:reg(op.src[1])))
+end
+
+function ops.vset(ctx, op)
+  local d, v = ctx:regs(op.src[1]), ctx:regs(op.src[2])
+  for p = 1, 4 do
+    if d[p] ~= v[p] then ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(v[p])) end
+  end
+end
+
+-- Stack slots: 64 bytes each at sp (the frame reserves them, M.begin).
+local function slot_at(ctx, op)
+  local o = 64 * op.attr.slot
+  if o + 32 <= 1008 then return "[sp, " .. imm(o) .. "]", "[sp, " .. imm(o + 32) .. "]" end
+  add_imm(ctx, "x16", "sp", o)
+  return "[x16]", "[x16, #32]"
+end
+
+function ops.spill(ctx, op)
+  local v = ctx:regs(op.src[1])
+  local a, b = slot_at(ctx, op)
+  ctx:wline("stp " .. q(v[1]) .. ", " .. q(v[2]) .. ", " .. a)
+  ctx:wline("stp " .. q(v[3]) .. ", " .. q(v[4]) .. ", " .. b)
+end
+
+function ops.reload(ctx, op)
+  local d = ctx:regs(op.dst)
+  local a, b = slot_at(ctx, op)
+  ctx:wline("ldp " .. q(d[1]) .. ", " .. q(d[2]) .. ", " .. a)
+  ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", " .. b)
 end
 
 -- Loops -------------------------------------------------------------------------------------

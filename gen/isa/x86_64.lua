@@ -177,9 +177,13 @@ function M.begin(ctx)
   ctx:wraw("    FK_TYPE_FUNC(" .. s .. ")")
   ctx:wraw("FK_SYM(" .. s .. "):")
   for _, r in ipairs(ctx.saved) do ctx:wline("push " .. r) end
+  -- stack slots (spill, reload): 64 bytes each, at rsp
+  ctx.frame_bytes = 64 * (ctx.proc.frame_slots or 0)
+  if ctx.frame_bytes > 0 then ctx:wline("sub rsp, " .. C.int(ctx.frame_bytes)) end
 end
 
 function M.finish(ctx)
+  if ctx.frame_bytes > 0 then ctx:wline("add rsp, " .. C.int(ctx.frame_bytes)) end
   ctx:wline("vzeroupper")
   for i = #ctx.saved, 1, -1 do ctx:wline("pop " .. ctx.saved[i]) end
   ctx:wline("ret")
@@ -304,17 +308,28 @@ local function lane_walk(ctx, op, count, emit)
   ctx:wlabel(done)
 end
 
+-- A masked load gives the lanes outside its group +0, or -0 with attr.fill = 0x80000000.
 function ops.load_f32(ctx, op)
   local d = parts(ctx, op.dst)
+  local neg = op.attr.fill == 0x80000000
   if is512(ctx) then
-    local k = op.lanes and (kmask(ctx, op) .. "{z}") or ""
+    local k = ""
+    if op.lanes then
+      k = kmask(ctx, op) .. (neg and "" or "{z}")
+      if neg then ctx:wline("vpbroadcastd " .. d[1] .. ", dword ptr " .. kconst(ctx, "f80000000", 0x80000000, 1)) end
+    end
     ctx:wline("vmovups " .. d[1] .. k .. ", zmmword ptr " .. elem(ctx, op, 4))
     return
   end
   for i = 1, 2 do
     local a = "ymmword ptr " .. elem(ctx, op, 4, 8 * (i - 1))
     if op.lanes then
-      ctx:wline("vmaskmovps " .. d[i] .. ", " .. ymask(ctx, op, i) .. ", " .. a)
+      local m = ymask(ctx, op, i)
+      ctx:wline("vmaskmovps " .. d[i] .. ", " .. m .. ", " .. a)
+      if neg then                                    -- -0 where the mask is clear
+        ctx:wline("vandnps ymm15, " .. m .. ", " .. bconst(ctx, "f80000000", 0x80000000))
+        ctx:wline("vorps " .. d[i] .. ", " .. d[i] .. ", ymm15")
+      end
     else
       ctx:wline("vmovups " .. d[i] .. ", " .. a)
     end
@@ -908,6 +923,32 @@ ops.sdiv = sbinary("vdivss")
 function ops.ssqrt(ctx, op)
   local d = X(ctx:reg(op.dst))
   ctx:wline("vsqrtss " .. d .. ", " .. d .. ", " .. X(ctx:reg(op.src[1])))
+end
+
+function ops.vset(ctx, op)
+  local d, v = parts(ctx, op.src[1]), parts(ctx, op.src[2])
+  for i = 1, #d do
+    if d[i] ~= v[i] then ctx:wline("vmovaps " .. d[i] .. ", " .. v[i]) end
+  end
+end
+
+-- Stack slots: 64 bytes each at rsp (the frame reserves them, M.begin).
+function ops.spill(ctx, op)
+  local v, o = parts(ctx, op.src[1]), 64 * op.attr.slot
+  if is512(ctx) then
+    ctx:wline("vmovups zmmword ptr " .. mem("rsp", nil, 1, o) .. ", " .. v[1])
+    return
+  end
+  for i = 1, 2 do ctx:wline("vmovups ymmword ptr " .. mem("rsp", nil, 1, o + 32 * (i - 1)) .. ", " .. v[i]) end
+end
+
+function ops.reload(ctx, op)
+  local d, o = parts(ctx, op.dst), 64 * op.attr.slot
+  if is512(ctx) then
+    ctx:wline("vmovups " .. d[1] .. ", zmmword ptr " .. mem("rsp", nil, 1, o))
+    return
+  end
+  for i = 1, 2 do ctx:wline("vmovups " .. d[i] .. ", ymmword ptr " .. mem("rsp", nil, 1, o + 32 * (i - 1))) end
 end
 
 -- Loops -------------------------------------------------------------------------------------

@@ -46,6 +46,10 @@ typedef enum fkc_perturb {
   FKC_NAN_PAYLOAD,     /* every leaf: a NaN stored with its payload instead of the canonical one (RNE's
                           NaN is (u >> 16) | 0x40, sign and top payload kept: the rule before issue 18;
                           fkc_canon and fkc_canon_bf16 leave a NaN as the model's arithmetic made it) */
+  FKC_TAIL_PADDED,     /* gemv: the accumulator lanes past K in the last tile take fma(+0, +0, acc), a tail
+                          over +0 padding on both sides (a -0 lane becomes +0) */
+  FKC_TAIL_RESET,      /* gemv: the accumulator lanes past K in the last tile are reset to +0 (a blend
+                          from the wrong side: an inf or NaN they held is lost) */
 } fkc_perturb;
 
 /* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> the canonical 0x7fc0). */

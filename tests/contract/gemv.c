@@ -2,7 +2,9 @@
  *
  * Order, per weight row n and activation row j: 4 chains x 16 lanes start at +0.0f; for k in
  * [0, K), the element's slot s = k mod 64 goes to chain c = 2*(s / 32) + (s % 2), lane
- * l = (s % 32) / 2, and acc[c][l] = fmaf(w, x, acc[c][l]); lanes past K are left as they are.
+ * l = (s % 32) / 2, and acc[c][l] = fmaf(w, x, acc[c][l]); lanes past K are left as they are (the
+ * stamps add -0 there, which leaves every value as it is; FKC_TAIL_PADDED adds +0 * +0 instead,
+ * FKC_TAIL_RESET clears them).
  * Then v[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]), the halving tree sums v, and
  * the destination op applies: y = s | s + bias[n] | RNE(s) | RNE(s + r). The destination of
  * (j, n) is y + y_off + j*ldy + n (r is indexed the same way). The xs scratch is the stamps'
@@ -22,6 +24,11 @@ static float row_sum(const uint16_t *w, const float *x, int64_t k, fkc_perturb p
     if (p == FKC_LANES_PERMUTED) c = s / LANES, l = s % LANES; /* contiguous */
     acc[c][l] = fmaf(fkc_bf16_to_f32(w[i]), x[i], acc[c][l]);
   }
+  if ((p == FKC_TAIL_PADDED || p == FKC_TAIL_RESET) && k % TILE != 0)
+    for (int s = (int)(k % TILE); s < TILE; s++) {
+      int c = 2 * (s / 32) + s % 2, l = (s % 32) / 2;
+      acc[c][l] = p == FKC_TAIL_RESET ? 0.0f : fmaf(0.0f, 0.0f, acc[c][l]);
+    }
   float v[LANES];
   for (int l = 0; l < LANES; l++) v[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
   return fkc_reduce16(v, p);

@@ -181,6 +181,35 @@ int fkt_gemv_cases(const char *form, fkh_call **out) {
     x[i] = i == 0 ? fkt_f32(0x80000000u) : x[i];
   }
   if (add) ((uint16_t *)fkh_buf_of(c, "r"))[2] = 0x8000;
+  /* the tail (K off the tile) with special accumulator lanes past K (the stamps add -0 there:
+   * docs/design.md "Tails and padding"): every product -2^-200, which rounds to -0, so every
+   * lane holds -0 before the tail and y is -0 (r and bias -0 too; +0 padding gives +0: caught by
+   * FKC_TAIL_PADDED); +inf, or a NaN with a payload, only in a lane past K (a lane lost in the
+   * tail gives a finite y: caught by FKC_TAIL_RESET) */
+  static const int64_t tail_k[] = { 65, 100, 127, 191 };
+  for (int i = 0; i < 4; i++) {
+    snprintf(name, sizeof name, "tail_neg_zero_k%lld_m%d", (long long)tail_k[i], i + 1);
+    c = gemv_case(&l, form, name, sh(tail_k[i], 0, 5, i + 1), &rng, -6, 0, -2, 2);
+    w = fkh_buf_of(c, "w");
+    x = fkh_buf_of(c, "x");
+    for (int64_t e = 0; e < 5 * tail_k[i]; e++) w[e] = 0x8d80;                     /* -2^-100 */
+    for (int64_t e = 0; e < (i + 1) * tail_k[i]; e++) x[e] = fkt_f32(0x0d800000u); /* 2^-100 */
+    if (add) {
+      uint16_t *r = fkh_buf_of(c, "r");
+      for (int e = 0; e < 5 * (i + 1); e++) r[e] = 0x8000;                     /* ldy = 5 */
+    }
+    if (fkh_field_index(c, "bias") >= 0) {
+      float *b = fkh_buf_of(c, "bias");
+      for (int n = 0; n < 5; n++) b[n] = fkt_f32(0x80000000u);
+    }
+  }
+  c = gemv_case(&l, form, "tail_inf_past_k", sh(67, 0, 3, 2), &rng, -6, 0, -2, 2);
+  ((uint16_t *)fkh_buf_of(c, "w"))[5] = 0x7f80;        /* slot 5 of the tail tile lies past K = 67 */
+  ((float *)fkh_buf_of(c, "x"))[5] = 1.0f;
+  ((uint16_t *)fkh_buf_of(c, "w"))[67 + 5] = 0xff80;
+  ((float *)fkh_buf_of(c, "x"))[67 + 5] = 1.0f;
+  c = gemv_case(&l, form, "tail_nan_past_k", sh(70, 0, 3, 1), &rng, -6, 0, -2, 2);
+  ((float *)fkh_buf_of(c, "x"))[9] = fkt_f32(0x7fc12345u);   /* slot 9 lies past K = 70 */
   /* subnormals: subnormal inputs and products that underflow */
   gemv_case(&l, form, "subnormal", sh(70, 0, 4, 2), &rng, -80, -60, -90, -70);
   gemv_case(&l, form, "subnormal_inputs", sh(70, 0, 4, 1), &rng, -133, -120, -2, 2);
