@@ -225,7 +225,7 @@ end
 return {
   leaf = "gemv",
   doc = "BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations",
-  tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "bf16", "avx512bf16" } },
+  tiers = { exact = { "neon", "bfcvt", "avx2", "avx512" }, fast = { "bf16", "avx512bf16" } },
   tolerance = { fast = "gemv_fast_f64" },
   -- prefetch: elements ahead in a row-major row; prefetch_stream: elements ahead in a packed or
   -- blocked stream, every line (one stream gets no overlap of compute and DRAM from the hardware

@@ -39,7 +39,7 @@ end
 return {
   leaf = "shortconv",
   doc = "LFM2 ShortConv FIR/gate/carry: y = RNE(C * RNE(conv3(RNE(B * x)))), carry committed row by row",
-  tiers = { exact = { "neon", "avx2", "avx512" } },
+  tiers = { exact = { "neon", "bfcvt", "avx2", "avx512" } },
   fixture_gate = "sequence",   -- each manifest a sequence of calls on the carry the leaf commits
   params = { taps = 3 },
   check = function(p, need)

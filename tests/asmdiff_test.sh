@@ -155,7 +155,7 @@ if ! (cp -r "$src/gen" "$repo/" && mkdir "$repo/templates" &&
       lua5.4 "$repo/gen/fkgen.lua" --root "$repo" &&
       git_c init -q && git_c add -A && git_c commit -qm "two leaves" &&
       sed -i 's/t:f32("0x3f800000")/t:f32("0x40000000")/' "$repo/templates/rmsnorm.lua" &&
-      sed -i 's/tiers = { exact = { "neon", "avx2", "avx512" } },/tiers = { exact = { "neon", "avx512" } },/' \
+      sed -i 's/tiers = { exact = { "neon", "bfcvt", "avx2", "avx512" } },/tiers = { exact = { "neon", "bfcvt", "avx512" } },/' \
         "$repo/templates/shortconv.lua" &&
       [ "$(git_c diff --numstat | awk '{ s += $1 } END { print s }')" = 2 ] &&
       lua5.4 "$repo/gen/fkgen.lua" --root "$repo" &&

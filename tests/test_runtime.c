@@ -75,8 +75,8 @@ Test(runtime, feature_mask_from_the_environment) {
 }
 
 /* On AArch64 (the stamp runner under qemu): FEAT_BF16 present (-cpu max) resolves the fast tier
- * to the bf16 stamp; absent (-cpu neoverse-n1) refuses it, naming bf16, and still resolves the
- * exact tier to neon. */
+ * to the bf16 stamp and the exact tier to the bfcvt stamp; absent (-cpu neoverse-n1) refuses the
+ * fast tier, naming bf16, and still resolves the exact tier, to neon. */
 #include <stdio.h>
 #include <sys/wait.h>
 
@@ -99,6 +99,10 @@ Test(runtime, aarch64_fast_tier_needs_bf16) {
   cr_assert(strstr(out, "FK_EUNSUPPORTED") != NULL && strstr(out, "bf16") != NULL, "%s", out);
   cr_assert_eq(run_resolve("neoverse-n1", "gemv_f32", "exact", out, sizeof out), 0, "%s", out);
   cr_assert(strstr(out, "fk_gemv_f32__aarch64_neon_exact") != NULL, "%s", out);
+  cr_assert_eq(run_resolve("max", "gemv_f32", "exact", out, sizeof out), 0, "%s", out);
+  cr_assert(strstr(out, "fk_gemv_f32__aarch64_bfcvt_exact") != NULL, "%s", out);
+  cr_assert_eq(run_resolve("max", "rmsnorm_f32", "exact", out, sizeof out), 0, "%s", out);  /* no bfcvt stamp */
+  cr_assert(strstr(out, "fk_rmsnorm_f32__aarch64_neon_exact") != NULL, "%s", out);
 }
 
 /* ---------------------------------------------------------------- RoPE tables ----------- */

@@ -149,6 +149,9 @@ add_test(NAME stamp_assemble COMMAND ${CMAKE_SOURCE_DIR}/tests/assemble_stamps.s
 add_test(NAME gen_determinism COMMAND ${CMAKE_SOURCE_DIR}/tests/gen_determinism.sh)
 add_test(NAME gen_errors COMMAND ${CMAKE_SOURCE_DIR}/tests/gen_errors.sh)
 add_test(NAME dsl_ops COMMAND ${CMAKE_SOURCE_DIR}/tests/dsl_ops.sh)
+# the exact tier's RNE over every f32 on every exact variant (the AArch64 ones under qemu -cpu max)
+add_test(NAME rne_exhaustive COMMAND ${CMAKE_SOURCE_DIR}/tests/rne_exhaustive.sh)
+set_tests_properties(rne_exhaustive PROPERTIES TIMEOUT 1500)
 add_test(NAME fixture_provenance COMMAND ${CMAKE_SOURCE_DIR}/tests/fixture_provenance.sh)
 add_test(NAME census_tool COMMAND ${CMAKE_SOURCE_DIR}/tests/census_test.sh)
 add_test(NAME asmdiff COMMAND ${CMAKE_SOURCE_DIR}/tests/asmdiff_test.sh)
@@ -194,7 +197,7 @@ if(FK_BUILD_CHECKPOINTS)
   include(${CMAKE_SOURCE_DIR}/tests/ckpt/fixtures.cmake)  # the checkpoints of fixtures/ckpt/ against their traces
 endif()
 set_tests_properties(stamp_scan stamp_assemble gen_determinism gen_errors dsl_ops fixture_provenance install_host scan_archive
-  census_tool asmdiff PROPERTIES ENVIRONMENT "${FK_SCRIPT_ENV}")
+  census_tool asmdiff rne_exhaustive PROPERTIES ENVIRONMENT "${FK_SCRIPT_ENV}")
 
 # ---- labels: quick (ctest --preset quick: under 2 minutes on 2 cores), slow (a minute or more on
 # an idle machine), aarch64 (runs code under qemu-aarch64); the leaf suites also carry `leaf` and
@@ -203,8 +206,8 @@ set(FK_QUICK_TESTS bench_report fixture_provenance dsl_ops fixture_reader scan_a
   example_host install_host coverage fixture_lock vmath plan runtime_layers irfft badinput swiglu census_tool shortconv
   stamp_scan fuzz_regress rmsnorm api api_headers example_host_args ckpt)
 set(FK_SLOW_TESTS audio audio_trace lib_only attn guard_pages newleaf model qkprep perturb asmdiff gemv noalloc stamp_assemble gen_determinism
-  fuzz_smoke sample)
-set(FK_AARCH64_TESTS audio plan model guard_pages perturb longrun dsl_ops newleaf lib_only)
+  fuzz_smoke sample rne_exhaustive)
+set(FK_AARCH64_TESTS audio plan model guard_pages perturb longrun dsl_ops newleaf lib_only rne_exhaustive)
 foreach(fk_label quick slow aarch64)
   string(TOUPPER ${fk_label} fk_upper)
   foreach(fk_test IN LISTS FK_${fk_upper}_TESTS)

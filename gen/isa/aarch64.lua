@@ -34,14 +34,23 @@ M.variants = {
   -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "neon", tier = "exact", features = { "asimd" }, features_doc = "Armv8.0-A ASIMD",
     asflags = "-march=armv8-a", tuning = TUNE },
+  -- the exact tier on FEAT_BF16: rounds with BFCVTN/BFCVTN2 (under the Linux default FPCR, which
+  -- readiness checks, equal to the integer RNE: tests/rne_exhaustive.sh), NaNs made canonical after
+  { name = "bfcvt", tier = "exact", features = { "asimd", "bf16" },
+    features_doc = "ASIMD + FEAT_BF16 (BFCVTN rounding)", asflags = "-march=armv8.2-a+bf16", tuning = TUNE },
   { name = "bf16", tier = "fast", features = { "asimd", "bf16" }, features_doc = "ASIMD + FEAT_BF16 (BFDOT)",
     asflags = "-march=armv8.2-a+bf16", tuning = TUNE },
 }
 
 local T0, T1, T2, T3 = "v28", "v29", "v30", "v31"
 
+-- the ops that read a value bfcvt's vrne_st left narrowed (bfcvt_narrow)
+local NARROW_READERS = { store_bf16 = true, bf16_pairs = true }
+
 -- Constants the ops read, held in registers per loop where they fit (gen/kregs.lua, M.constants)
 local K_B16, K_BIAS, K_NAN, K_ZERO = 0x00010000, 0x00007fff, 0x7fc00000, 0
+-- the bfcvt variant's, per halfword: |h| mask, +inf, the canonical bf16 NaN
+local K_ABS16, K_INF16, K_NAN16 = 0x7fff7fff, 0x7f807f80, 0x7fc07fc0
 
 local function n(r) return r:match("%d+$") end
 local function q(r) return "q" .. n(r) end
@@ -184,6 +193,13 @@ local function const_lines(reg, bits)
   if lo == hi and (C.band(lo, 0xff00) == 0 or C.band(lo, 0xff) == 0) then
     local sh16 = C.band(lo, 0xff) == 0 and 8 or 0
     return { string.format("movi %s.8h, #0x%02x, lsl #%d", v, C.shr(lo, sh16), sh16) }
+  end
+  if lo == hi then          -- halfword patterns: MVNI of one byte, or MOVI + ORR of two
+    local nlo = C.band(C.bnot(lo), 0xffff)
+    if C.band(nlo, 0xff) == 0 then return { string.format("mvni %s.8h, #0x%02x, lsl #8", v, C.shr(nlo, 8)) } end
+    if C.band(nlo, 0xff00) == 0 then return { string.format("mvni %s.8h, #0x%02x", v, nlo) } end
+    return { string.format("movi %s.8h, #0x%02x, lsl #8", v, C.shr(lo, 8)),
+             string.format("orr %s.8h, #0x%02x", v, C.band(lo, 0xff)) }
   end
   -- two nonzero bytes: MOVI of one, ORR of the other (0x7fc00000: the canonical NaN)
   local nz = {}
@@ -651,16 +667,26 @@ end
 
 function ops.store_bf16(ctx, op)
   local v = ctx:regs(op.src[3])
-  -- the high halfwords of parts 1, 2 and of 3, 4 (UZP2: no shift, either vector pipe)
-  ctx:wline("uzp2 v" .. n(T0) .. ".8h, v" .. n(v[1]) .. ".8h, v" .. n(v[2]) .. ".8h")
-  ctx:wline("uzp2 v" .. n(T1) .. ".8h, v" .. n(v[3]) .. ".8h, v" .. n(v[4]) .. ".8h")
+  local s1, s2 = T0, T1
+  if ctx.narrow and ctx.narrow[op.src[3]] then            -- already the 16 halfwords (bfcvt_narrow)
+    s1, s2 = v[1], v[2]
+    if op.lanes then                                     -- (the tail's moves shift their registers)
+      ctx:wline("mov " .. v16b(T0) .. ", " .. v16b(s1))
+      ctx:wline("mov " .. v16b(T1) .. ", " .. v16b(s2))
+      s1, s2 = T0, T1
+    end
+  else
+    -- the high halfwords of parts 1, 2 and of 3, 4 (UZP2: no shift, either vector pipe)
+    ctx:wline("uzp2 v" .. n(T0) .. ".8h, v" .. n(v[1]) .. ".8h, v" .. n(v[2]) .. ".8h")
+    ctx:wline("uzp2 v" .. n(T1) .. ".8h, v" .. n(v[3]) .. ".8h, v" .. n(v[4]) .. ".8h")
+  end
   if op.lanes then
     tail_store(ctx, op, { T0, T1 }, 16, 2, 2, "st1 {v" .. n(T0) .. ".h}[0], [x16], #2", function() end,
                function() ctx:wline("stp " .. q(T0) .. ", " .. q(T1) .. ", [x16]") end)
     return
   end
   local b, o = elem_addr(ctx, op, 2)
-  ctx:wline("stp " .. q(T0) .. ", " .. q(T1) .. ", [" .. b .. ", " .. imm(o) .. "]")
+  ctx:wline("stp " .. q(s1) .. ", " .. q(s2) .. ", [" .. b .. ", " .. imm(o) .. "]")
 end
 
 -- 32 halfwords from 16 raw pairs (as load_raw reads them).
@@ -831,6 +857,19 @@ end
 -- of the first operand, then of the second.
 function ops.bf16_pairs(ctx, op)
   local d, e, o = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2])
+  local nw = ctx.narrow or {}
+  if nw[op.src[1]] or nw[op.src[2]] then
+    if not (nw[op.src[1]] and nw[op.src[2]]) then error("internal: bf16_pairs of a narrowed and a lane-form value") end
+    -- halfwords e0..e15, o0..o15 interleaved by ZIP1/ZIP2 of each half. d may be e or o (REUSE,
+    -- index for index): the second halves first (into d[3], d[4], which no source occupies),
+    -- then d[2] (e[2], o[2] read by then), then d[1] (may be e[1] or o[1]: its last read)
+    local function zip(ins, dd, a, b)
+      ctx:wline(ins .. " v" .. n(dd) .. ".8h, v" .. n(a) .. ".8h, v" .. n(b) .. ".8h")
+    end
+    zip("zip1", d[3], e[2], o[2]); zip("zip2", d[4], e[2], o[2])
+    zip("zip2", d[2], e[1], o[1]); zip("zip1", d[1], e[1], o[1])
+    return
+  end
   for p = 1, 4 do
     ctx:wline("trn2 v" .. n(d[p]) .. ".8h, v" .. n(e[p]) .. ".8h, v" .. n(o[p]) .. ".8h")
   end
@@ -998,25 +1037,89 @@ local function rne(ctx, k, d, v, clear)
   end
 end
 
+-- The bfcvt variant's RNE of parts a, b (b nil: a alone) into d1, d2 (nil: only d1): BFCVTN and
+-- BFCVTN2 round 8 lanes into the halfwords of T0 (RNE under the default FPCR: no flush, no default
+-- NaN, which readiness checks); a NaN halfword (|h| > 0x7f80: AND, CMHI) becomes 0x7fc0 (BIT);
+-- ZIP1/ZIP2 put the halfwords back in the high halves of the lanes, over zero halfwords (`clear`)
+-- or over themselves (vrne_st: only the high halves are read). 7 instructions per 8 lanes; BFCVTN
+-- issues on one vector pipe of N2, the others on either.
+local function bfcvt_consts(ctx, op, clear)
+  return { abs = konst(ctx, op, K_ABS16, T2), inf = konst(ctx, op, K_INF16, T3), nan = K_NAN16,
+           zero = clear and K_ZERO }
+end
+
+local function bfcvt_rne(ctx, op, k, d1, d2, a, b)
+  local function h8(r) return "v" .. n(r) .. ".8h" end
+  ctx:wline("bfcvtn v" .. n(T0) .. ".4h, " .. v4s(a))
+  if b then ctx:wline("bfcvtn2 " .. h8(T0) .. ", " .. v4s(b)) end
+  ctx:wline("and " .. v16b(T1) .. ", " .. v16b(T0) .. ", " .. v16b(k.abs))
+  ctx:wline("cmhi " .. h8(T1) .. ", " .. h8(T1) .. ", " .. h8(k.inf))
+  local nan = konst(ctx, op, k.nan, T2)            -- (T2 may have held |h|'s mask: read above)
+  ctx:wline("bit " .. v16b(T0) .. ", " .. v16b(nan) .. ", " .. v16b(T1))
+  local lo = T0
+  if k.zero then lo = konst(ctx, op, k.zero, T3) end
+  ctx:wline("zip1 " .. h8(d1) .. ", " .. h8(lo) .. ", " .. h8(T0))
+  if d2 then ctx:wline("zip2 " .. h8(d2) .. ", " .. h8(lo) .. ", " .. h8(T0)) end
+end
+
+local function bfcvt_parts(ctx, op, clear)
+  local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
+  for p = 1, 3, 2 do
+    -- the constants again for each pair: the ones not held were made in scratch the pair reuses
+    bfcvt_rne(ctx, op, bfcvt_consts(ctx, op, clear), d[p], d[p + 1], v[p], v[p + 1])
+  end
+end
+
+-- vrne_st on bfcvt leaves its value narrowed: parts 1, 2 hold the 16 rounded halfwords in
+-- order (8 each), parts 3, 4 nothing. Its readers (NARROW_READERS) know it; any other op
+-- reading it is an internal error (checked as the ops lower: the wrappers at the end).
+
+local function bfcvt_narrow(ctx, op)
+  local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
+  local function h8(r) return "v" .. n(r) .. ".8h" end
+  for p = 1, 2 do
+    -- d may be v (REUSE, index for index): d[1] = v[1] is written by the BFCVTN reading it, and
+    -- d[2] = v[2] only after the first pair's BFCVTN2 has read it
+    ctx:wline("bfcvtn v" .. n(d[p]) .. ".4h, " .. v4s(v[2 * p - 1]))
+    ctx:wline("bfcvtn2 " .. h8(d[p]) .. ", " .. v4s(v[2 * p]))
+  end
+  for p = 1, 2 do
+    local abs = konst(ctx, op, K_ABS16, T2)
+    ctx:wline("and " .. v16b(T1) .. ", " .. v16b(d[p]) .. ", " .. v16b(abs))
+    ctx:wline("cmhi " .. h8(T1) .. ", " .. h8(T1) .. ", " .. h8(konst(ctx, op, K_INF16, T3)))
+    ctx:wline("bit " .. v16b(d[p]) .. ", " .. v16b(konst(ctx, op, K_NAN16, T2)) .. ", " .. v16b(T1))
+  end
+  ctx.narrow = ctx.narrow or {}
+  ctx.narrow[op.dst] = true
+end
+
 function ops.vrne(ctx, op)
+  if ctx.variant.name == "bfcvt" then return bfcvt_parts(ctx, op, true) end
   local d, v, k = ctx:regs(op.dst), ctx:regs(op.src[1]), rne_consts(ctx, op)
   for p = 1, 4 do rne(ctx, k, d[p], v[p], true) end
 end
 
 -- the same, the low half left as it is (its only readers take the high half)
 function ops.vrne_st(ctx, op)
+  if ctx.variant.name == "bfcvt" then return bfcvt_narrow(ctx, op) end
   local d, v, k = ctx:regs(op.dst), ctx:regs(op.src[1]), rne_consts(ctx, op)
   for p = 1, 4 do rne(ctx, k, d[p], v[p], false) end
 end
 
 function ops.srne(ctx, op)
+  if ctx.variant.name == "bfcvt" then
+    return bfcvt_rne(ctx, op, bfcvt_consts(ctx, op, true), ctx:reg(op.dst), nil, ctx:reg(op.src[1]), nil)
+  end
   rne(ctx, rne_consts(ctx, op), ctx:reg(op.dst), ctx:reg(op.src[1]), true)
 end
 
 -- The constants an op reads from registers when its loop holds them (gen/kregs.lua): RNE's,
 -- and the zero register of the widenings (TRN and ZIP with zero halfwords).
-function M.constants(op)
+function M.constants(op, variant)
   local o = op.op
+  if variant and variant.name == "bfcvt" and (o == "vrne" or o == "srne" or o == "vrne_st") then
+    return o == "vrne_st" and { K_ABS16, K_INF16, K_NAN16 } or { K_ABS16, K_INF16, K_NAN16, K_ZERO }
+  end
   if o == "vrne" or o == "srne" then return { K_B16, K_BIAS, K_NAN, K_ZERO } end
   if o == "vrne_st" then return { K_B16, K_BIAS, K_NAN } end
   if o == "bf16_even" or o == "bf16_odd" or (o == "load_bf16" and not op.lanes) then return { K_ZERO } end
@@ -1254,4 +1357,17 @@ function ops.cases(ctx, op)
   ctx:wlabel(done)
 end
 
+-- A value bfcvt's vrne_st left narrowed is read only by the ops that know its layout.
+for name, hook in pairs(ops) do
+  if not NARROW_READERS[name] then
+    ops[name] = function(ctx, op)
+      if ctx.narrow then
+        for _, v in ipairs(op.src or {}) do
+          if ctx.narrow[v] then error("internal: op " .. name .. " reads a narrowed vrne_st value (bfcvt)") end
+        end
+      end
+      return hook(ctx, op)
+    end
+  end
+end
 return M
