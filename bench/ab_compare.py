@@ -4,8 +4,8 @@ in the same run (so that the machine's drift between runs cancels).
 
     ab_compare.py --before DIR [DIR...] --after DIR [DIR...] [--title TEXT] > OUT.md
 
-Each DIR holds one run's CSVs (gemv.csv, state.csv, fft.csv: whichever exist), written by the
-bench binaries of one build with --out DIR; run the two builds in alternation. For every case the
+Each DIR holds one run's CSVs (gemv.csv, state.csv, fft.csv, each possibly gzipped: whichever
+exist), written by the bench binaries of one build with --out DIR; run the two builds in alternation. For every case the
 ratio is peer time / flashkern time (above 1: flashkern is faster), its median over the runs of
 each build, and after / before. Cases: GEMV (each flashkern contender against oneDNN prepacked, hot
 and cold; the N x K shapes pooled by their median, with the worst shape's after / before), ShortConv and qkprep (against the compiler's vectorization of the contract), the irfft
@@ -13,16 +13,22 @@ and the ISTFT frame (against FFTW).
 """
 import argparse
 import csv
+import gzip
 import os
 import statistics
 import sys
 
 
 def rows(d, name):
+    """The ok rows of DIR/NAME, or of DIR/NAME.gz (the committed runs are gzipped)."""
     p = os.path.join(d, name)
-    if not os.path.exists(p):
+    if os.path.exists(p):
+        f = open(p, newline="")
+    elif os.path.exists(p + ".gz"):
+        f = gzip.open(p + ".gz", "rt", newline="")
+    else:
         return None
-    with open(p, newline="") as f:
+    with f:
         return [r for r in csv.DictReader(f) if r.get("status") == "ok"]
 
 
