@@ -101,6 +101,10 @@ Test(perturb, nan_payload_kept, .timeout = 600) {
   expect_caught("embed_gather_bf16", fkt_embed_cases, n1, FKC_NAN_PAYLOAD, "NaN copied with its payload (AArch64)");
   expect_caught("istft_frame", fkt_istft_cases, neon, FKC_NAN_PAYLOAD, "NaN payload kept (AArch64)");
   expect_caught("swiglu_f32", fkt_swiglu_cases, neon, FKC_NAN_PAYLOAD, "NaN payload kept (AArch64)");
+  /* the bfcvt variant's stamps (BFCVTN keeps a NaN's payload until the stamp replaces it) */
+  fkh_target bfcvt = fkh_remote("bfcvt", "max");
+  expect_caught("shortconv_bf16", fkt_shortconv_cases, bfcvt, FKC_NAN_PAYLOAD, "NaN payload kept (AArch64 bfcvt)");
+  expect_caught("gemv_bf16_rne_packed", fkt_gemv_cases, bfcvt, FKC_NAN_PAYLOAD, "NaN payload kept (AArch64 bfcvt)");
 }
 
 /* sample argmax: ties at the maximum (and among NaNs) going to the highest index instead of the
@@ -289,6 +293,9 @@ Test(perturb, seen_through_the_aarch64_runner, .timeout = 300) {
   expect_caught("rmsnorm_f32", fkt_rmsnorm_cases, neon, FKC_TREE_PAIRWISE, "pairwise tree (AArch64)");
   expect_caught("shortconv_bf16", fkt_shortconv_cases, neon, FKC_SKIP_COMMIT, "skipped carry commit (AArch64)");
   expect_caught("qkprep_cis64", fkt_qkprep_cases, neon, FKC_CURSOR_OFF_BY_ONE, "off-by-one cursor (AArch64)");
+  fkh_target bfcvt = fkh_remote("bfcvt", "max");
+  expect_caught("shortconv_bf16_wide", fkt_shortconv_cases, bfcvt, FKC_RNE_BIAS, "round-half-up (AArch64 bfcvt)");
+  expect_caught("gemv_bf16_rne_add", fkt_gemv_cases, bfcvt, FKC_RNE_BIAS, "round-half-up (AArch64 bfcvt)");
 }
 
 /* A stamp run with a wrong row stride against the contract run with the right one. */
