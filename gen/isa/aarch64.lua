@@ -1037,65 +1037,53 @@ local function rne(ctx, k, d, v, clear)
   end
 end
 
--- The bfcvt variant's RNE of parts a, b (b nil: a alone) into d1, d2 (nil: only d1): BFCVTN and
--- BFCVTN2 round 8 lanes into the halfwords of T0 (RNE under the default FPCR: no flush, no default
--- NaN, which readiness checks); a NaN halfword (|h| > 0x7f80: AND, CMHI) becomes 0x7fc0 (BIT);
--- ZIP1/ZIP2 put the halfwords back in the high halves of the lanes, over zero halfwords (`clear`)
--- or over themselves (vrne_st: only the high halves are read). 7 instructions per 8 lanes; BFCVTN
--- issues on one vector pipe of N2, the others on either.
-local function bfcvt_consts(ctx, op, clear)
-  return { abs = konst(ctx, op, K_ABS16, T2), inf = konst(ctx, op, K_INF16, T3), nan = K_NAN16,
-           zero = clear and K_ZERO }
+-- The bfcvt variant's RNE: BFCVTN and BFCVTN2 round 8 lanes into 8 halfwords (RNE under the
+-- default FPCR: no flush, no default NaN, which readiness checks); bfcvt_canon then makes a NaN
+-- halfword (|h| > 0x7f80: AND, CMHI) 0x7fc0 (BIT). vrne and srne (bfcvt_rne) put the halfwords back
+-- in the high halves of the lanes over zero halfwords (ZIP1/ZIP2); vrne_st leaves them narrowed
+-- (bfcvt_narrow). 7 instructions per 8 lanes (5 narrowed); BFCVTN issues on one vector pipe of N2,
+-- the others on either.
+local function h8(r) return "v" .. n(r) .. ".8h" end
+
+local function bfcvt_canon(ctx, op, r)
+  ctx:wline("and " .. v16b(T1) .. ", " .. v16b(r) .. ", " .. v16b(konst(ctx, op, K_ABS16, T2)))
+  ctx:wline("cmhi " .. h8(T1) .. ", " .. h8(T1) .. ", " .. h8(konst(ctx, op, K_INF16, T3)))
+  ctx:wline("bit " .. v16b(r) .. ", " .. v16b(konst(ctx, op, K_NAN16, T2)) .. ", " .. v16b(T1))
 end
 
-local function bfcvt_rne(ctx, op, k, d1, d2, a, b)
-  local function h8(r) return "v" .. n(r) .. ".8h" end
+-- parts a, b (b nil: a alone) into d1, d2 (nil: only d1), rounded in T0
+local function bfcvt_rne(ctx, op, d1, d2, a, b)
   ctx:wline("bfcvtn v" .. n(T0) .. ".4h, " .. v4s(a))
   if b then ctx:wline("bfcvtn2 " .. h8(T0) .. ", " .. v4s(b)) end
-  ctx:wline("and " .. v16b(T1) .. ", " .. v16b(T0) .. ", " .. v16b(k.abs))
-  ctx:wline("cmhi " .. h8(T1) .. ", " .. h8(T1) .. ", " .. h8(k.inf))
-  local nan = konst(ctx, op, k.nan, T2)            -- (T2 may have held |h|'s mask: read above)
-  ctx:wline("bit " .. v16b(T0) .. ", " .. v16b(nan) .. ", " .. v16b(T1))
-  local lo = T0
-  if k.zero then lo = konst(ctx, op, k.zero, T3) end
-  ctx:wline("zip1 " .. h8(d1) .. ", " .. h8(lo) .. ", " .. h8(T0))
-  if d2 then ctx:wline("zip2 " .. h8(d2) .. ", " .. h8(lo) .. ", " .. h8(T0)) end
-end
-
-local function bfcvt_parts(ctx, op, clear)
-  local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
-  for p = 1, 3, 2 do
-    -- the constants again for each pair: the ones not held were made in scratch the pair reuses
-    bfcvt_rne(ctx, op, bfcvt_consts(ctx, op, clear), d[p], d[p + 1], v[p], v[p + 1])
-  end
+  bfcvt_canon(ctx, op, T0)
+  local zero = konst(ctx, op, K_ZERO, T3)
+  ctx:wline("zip1 " .. h8(d1) .. ", " .. h8(zero) .. ", " .. h8(T0))
+  if d2 then ctx:wline("zip2 " .. h8(d2) .. ", " .. h8(zero) .. ", " .. h8(T0)) end
 end
 
 -- vrne_st on bfcvt leaves its value narrowed: parts 1, 2 hold the 16 rounded halfwords in
 -- order (8 each), parts 3, 4 nothing. Its readers (NARROW_READERS) know it; any other op
 -- reading it is an internal error (checked as the ops lower: the wrappers at the end).
-
 local function bfcvt_narrow(ctx, op)
   local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
-  local function h8(r) return "v" .. n(r) .. ".8h" end
   for p = 1, 2 do
     -- d may be v (REUSE, index for index): d[1] = v[1] is written by the BFCVTN reading it, and
     -- d[2] = v[2] only after the first pair's BFCVTN2 has read it
     ctx:wline("bfcvtn v" .. n(d[p]) .. ".4h, " .. v4s(v[2 * p - 1]))
     ctx:wline("bfcvtn2 " .. h8(d[p]) .. ", " .. v4s(v[2 * p]))
   end
-  for p = 1, 2 do
-    local abs = konst(ctx, op, K_ABS16, T2)
-    ctx:wline("and " .. v16b(T1) .. ", " .. v16b(d[p]) .. ", " .. v16b(abs))
-    ctx:wline("cmhi " .. h8(T1) .. ", " .. h8(T1) .. ", " .. h8(konst(ctx, op, K_INF16, T3)))
-    ctx:wline("bit " .. v16b(d[p]) .. ", " .. v16b(konst(ctx, op, K_NAN16, T2)) .. ", " .. v16b(T1))
-  end
+  for p = 1, 2 do bfcvt_canon(ctx, op, d[p]) end
   ctx.narrow = ctx.narrow or {}
   ctx.narrow[op.dst] = true
 end
 
 function ops.vrne(ctx, op)
-  if ctx.variant.name == "bfcvt" then return bfcvt_parts(ctx, op, true) end
-  local d, v, k = ctx:regs(op.dst), ctx:regs(op.src[1]), rne_consts(ctx, op)
+  local d, v = ctx:regs(op.dst), ctx:regs(op.src[1])
+  if ctx.variant.name == "bfcvt" then
+    for p = 1, 3, 2 do bfcvt_rne(ctx, op, d[p], d[p + 1], v[p], v[p + 1]) end
+    return
+  end
+  local k = rne_consts(ctx, op)
   for p = 1, 4 do rne(ctx, k, d[p], v[p], true) end
 end
 
@@ -1108,7 +1096,7 @@ end
 
 function ops.srne(ctx, op)
   if ctx.variant.name == "bfcvt" then
-    return bfcvt_rne(ctx, op, bfcvt_consts(ctx, op, true), ctx:reg(op.dst), nil, ctx:reg(op.src[1]), nil)
+    return bfcvt_rne(ctx, op, ctx:reg(op.dst), nil, ctx:reg(op.src[1]), nil)
   end
   rne(ctx, rne_consts(ctx, op), ctx:reg(op.dst), ctx:reg(op.src[1]), true)
 end
