@@ -1,0 +1,87 @@
+/* bench/ab_stamp.c: one GEMV stamp of two generator revisions, in one process, in turn (so that
+ * the machine's drift between runs cancels): the median of the per-round time ratios, and a check
+ * that the outputs are equal. Not built by CMake: a tool for a before/after question.
+ *
+ *   S=fk_gemv_bf16_rne_packed__x86_64_avx512bf16_fast
+ *   gcc -c -x assembler-with-cpp -I$OLD/generated $OLD/generated/x86_64/$S.S -o before.o
+ *   objcopy --redefine-sym $S=${S}_before before.o
+ *   gcc -c -x assembler-with-cpp -Igenerated generated/x86_64/$S.S -o after.o
+ *   gcc -O2 -Igenerated -Iruntime/include bench/ab_stamp.c before.o after.o build/libflashkern.a -lpthread -o ab_stamp
+ *   ./ab_stamp N K [M [ROUNDS]]
+ *
+ * (the args struct of the two revisions must be the same: diff their generated/fk_leaves.h) */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fk_leaves.h"
+#include "flashkern.h"
+
+void fk_gemv_bf16_rne_packed__x86_64_avx512bf16_fast_before(const fk_gemv_bf16_rne_packed_args *a);
+#define AFTER fk_gemv_bf16_rne_packed__x86_64_avx512bf16_fast
+#define BEFORE fk_gemv_bf16_rne_packed__x86_64_avx512bf16_fast_before
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: ab_stamp N K [M [ROUNDS]]\n");
+    return 2;
+  }
+  int64_t n = atoll(argv[1]), k = atoll(argv[2]);
+  int m = argc > 3 ? atoi(argv[3]) : 1, rounds = argc > 4 ? atoi(argv[4]) : 60;
+  if (n < 1 || k < 1 || m < 1 || m > 4 || rounds < 1 || rounds > 1000) {
+    fprintf(stderr, "ab_stamp: N, K >= 1, M 1..4, ROUNDS 1..1000\n");
+    return 2;
+  }
+  int64_t kp = (k + 63) / 64 * 64;
+  size_t el = fk_gemv_packed_elems(n, k);
+  uint16_t *wr = malloc((size_t)(n * k) * 2), *w = aligned_alloc(64, (el * 2 + 63) / 64 * 64);
+  float *x = malloc((size_t)(m * k) * 4), *xs = aligned_alloc(64, (size_t)(m * kp) * 4);
+  uint16_t *ya = malloc((size_t)(m * n) * 2), *yb = malloc((size_t)(m * n) * 2);
+  double *ta = malloc((size_t)rounds * sizeof *ta), *tb = malloc((size_t)rounds * sizeof *tb),
+         *q = malloc((size_t)rounds * sizeof *q);
+  if (!wr || !w || !x || !xs || !ya || !yb || !ta || !tb || !q) return 2;
+  for (int64_t i = 0; i < n * k; i++) wr[i] = (uint16_t)(0x3c00 + i % 251);
+  for (int64_t i = 0; i < m * k; i++) x[i] = (float)(i % 13) * 0.1f - 0.5f;
+  fk_error err;
+  if (fk_gemv_pack(wr, k, n, k, w, el, &err) != FK_OK) {
+    fprintf(stderr, "ab_stamp: %s\n", err.message);
+    return 2;
+  }
+  fk_gemv_bf16_rne_packed_args a = { .w = w, .x = x, .ldx = k, .xs = xs, .y = ya, .y_off = 0, .ldy = n,
+                                     .m = m, .k = k, .row_begin = 0, .row_end = n };
+  fk_gemv_bf16_rne_packed_args b = a;
+  b.y = yb;
+  int inner = (int)(2e8 / (double)(n * k));
+  if (inner < 1) inner = 1;
+  for (int r = 0; r < rounds; r++) {
+    double t0 = now();
+    for (int i = 0; i < inner; i++) BEFORE(&b);
+    double t1 = now();
+    for (int i = 0; i < inner; i++) AFTER(&a);
+    double t2 = now();
+    tb[r] = (t1 - t0) / inner;
+    ta[r] = (t2 - t1) / inner;
+    q[r] = ta[r] / tb[r];
+  }
+  int same = memcmp(ya, yb, (size_t)(m * n) * 2) == 0;
+  qsort(q, (size_t)rounds, sizeof *q, cmp);
+  qsort(ta, (size_t)rounds, sizeof *ta, cmp);
+  qsort(tb, (size_t)rounds, sizeof *tb, cmp);
+  printf("%lldx%lld m=%d: before %.1f us, after %.1f us; after / before time: median %.3f (q25 %.3f, q75 %.3f); "
+         "outputs %s\n", (long long)n, (long long)k, m, tb[rounds / 2] * 1e6, ta[rounds / 2] * 1e6, q[rounds / 2],
+         q[rounds / 4], q[3 * rounds / 4], same ? "equal" : "DIFFER");
+  return same ? 0 : 1;
+}
