@@ -282,7 +282,7 @@ FK_STATIC_ASSERT(sizeof(fk_rmsnorm_add_f32_wide_once_args) == 80, "fk_rmsnorm_ad
   X(rmsnorm_add_f32_wide_once, r_stride, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
   X(rmsnorm_add_f32_wide_once, eps, 72, FK_FIELD_F32, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
 
-/* ---- gemv (templates/gemv.lua): BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations ---- */
+/* ---- gemv (templates/gemv.lua): BF16 GEMV and GEMM: m = 1..4 activation rows (packed forms: any m), f32 or bf16 RNE destinations ---- */
 #define FK_GEMV_BLOCK_GROUP 4
 #define FK_GEMV_BLOCK_KALIGN 16
 #define FK_GEMV_BLOCK_ROWS 16
@@ -467,7 +467,7 @@ typedef struct fk_gemv_f32_packed_args {
   float *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
   int64_t y_off;  /* base offset of the destination, in elements */
   int64_t ldy;  /* stride between activation rows of the destination */
-  int64_t m;  /* activation rows, 1..4 */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 8 rows per pass) */
   int64_t k;  /* reduction length, >= 1 */
   int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
   int64_t row_end;  /* one past the last weight row */
@@ -506,7 +506,7 @@ typedef struct fk_gemv_f32_bias_packed_args {
   float *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
   int64_t y_off;  /* base offset of the destination, in elements */
   int64_t ldy;  /* stride between activation rows of the destination */
-  int64_t m;  /* activation rows, 1..4 */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 8 rows per pass) */
   int64_t k;  /* reduction length, >= 1 */
   int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
   int64_t row_end;  /* one past the last weight row */
@@ -546,7 +546,7 @@ typedef struct fk_gemv_bf16_rne_packed_args {
   uint16_t *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
   int64_t y_off;  /* base offset of the destination, in elements */
   int64_t ldy;  /* stride between activation rows of the destination */
-  int64_t m;  /* activation rows, 1..4 */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 8 rows per pass) */
   int64_t k;  /* reduction length, >= 1 */
   int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
   int64_t row_end;  /* one past the last weight row */
@@ -585,7 +585,7 @@ typedef struct fk_gemv_bf16_rne_add_packed_args {
   uint16_t *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
   int64_t y_off;  /* base offset of the destination, in elements */
   int64_t ldy;  /* stride between activation rows of the destination */
-  int64_t m;  /* activation rows, 1..4 */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 8 rows per pass) */
   int64_t k;  /* reduction length, >= 1 */
   int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
   int64_t row_end;  /* one past the last weight row */

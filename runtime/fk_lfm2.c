@@ -4,7 +4,7 @@
  * Steps and their shares (a barrier after each; every output element is computed by one leaf
  * call whose arithmetic does not depend on the share, so every team size gives the same bits):
  *   operator_norm, ffn_norm                      rows split
- *   in_proj, qkv_proj, o_proj, w1_w3, w2         weight rows split, row groups of <= 4
+ *   in_proj, qkv_proj, o_proj, w1_w3, w2         weight rows split, row groups of <= 24
  *   conv                                         member 0 (the carry is a recurrence over rows)
  *   qk_norm_rope        q heads then k heads split   attention            kv heads split
  *   swiglu              columns split (multiples of 64)

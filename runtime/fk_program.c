@@ -1,6 +1,12 @@
 /* runtime/fk_program.c: the GEMV phase runner every program family uses (fk_gemv_run: a member's
- * share of weight rows, row groups of <= 4, L2 blocks) and the listing of a program's steps. */
+ * share of weight rows, row groups of <= CALL_ROWS, L2 blocks) and the listing of a program's steps. */
 #include "fk_program.h"
+
+/* Activation rows per leaf call: the packed forms take any m, in blocks of the rows that share
+ * each pass over the weights (4 on AVX2 and NEON, 6 in the exact tier on AVX-512: the GEMM of
+ * templates/gemv.lua); 24 is a multiple of each, and bounds the x arrangement each member keeps
+ * (CALL_ROWS * round_up(k, 64) floats). */
+enum { CALL_ROWS = 24 };
 
 /* With more than one row group, the groups take the member's weight rows block by block, each
  * block small enough to stay in L2 while every group passes over it: the weights come from DRAM
@@ -10,7 +16,7 @@ enum { L2_BLOCK = 256 << 10 };
 
 static void gemv_call(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t b, int64_t e) {
   for (int64_t r = 0; r < rows;) {
-    int64_t cnt = rows - r < 4 ? rows - r : 4;
+    int64_t cnt = rows - r < CALL_ROWS ? rows - r : CALL_ROWS;
     int64_t dst = g->slot0 + r;
     if (g->ring) {
       dst %= g->ring;
@@ -64,7 +70,7 @@ void fk_gemv_run(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t 
   for (int64_t b0 = b; b0 < e; b0 += blk) gemv_call(p, m, g, rows, b0, b0 + blk < e ? b0 + blk : e);
 }
 
-void fk_gemv_need(fk_carver *c, int64_t k) { fk_carve_member(c, (size_t)(4 * ((k + 63) / 64 * 64)) * 4); }
+void fk_gemv_need(fk_carver *c, int64_t k) { fk_carve_member(c, (size_t)(CALL_ROWS * ((k + 63) / 64 * 64)) * 4); }
 
 void fk_program_steps(fk_plan *p, fk_carver *c, fk_program prog, void *rec,
                       void (*list)(fk_step_list *l, void *rec, fk_program prog)) {

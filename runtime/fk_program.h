@@ -22,7 +22,7 @@ static inline void fk_share_rows(int64_t rows, int m, int n, int64_t *b, int64_t
 
 /* ---- the GEMV phase ---------------------------------------------------------------------------- */
 
-/* One GEMV phase's work: the job's activation rows in groups of <= 4 over the member's share of
+/* One GEMV phase's work: the job's activation rows in groups of <= 24 over the member's share of
  * n weight rows; row i's outputs go to y + ((slot0 + i) mod ring, or slot0 + i when ring is 0) *
  * ldy. role picks the stamp and its struct: R_IN (bf16 out), R_OUT (bf16 out + the residual r),
  * R_LOGITS (f32 out), R_HEAD (f32 out + bias). */

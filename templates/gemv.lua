@@ -1,7 +1,8 @@
 -- templates/gemv.lua: the BF16 GEMV family.
 --
--- For activation rows j in [0, m) (m = 1..4, sharing each pass over the weights) and weight
--- rows n in [row_begin, row_end):
+-- For activation rows j in [0, m) and weight rows n in [row_begin, row_end) (the row-major
+-- forms: m = 1..4, sharing each pass over the weights; the packed forms, also the GEMM of a
+-- prompt or a batch: any m, in blocks of rows that share each pass):
 --   s[j,n] = sum_k W[n,k] * x[j,k]          W bf16, row n at w + n*ldw; x f32, row j at x + j*ldx
 --   form f32:          y = s                 (f32 out; a NaN stored as the canonical 0x7fc00000)
 --   form f32_bias:     y = s + bias[n]       (f32 out, f32 bias; NaN likewise)
@@ -19,9 +20,11 @@
 -- mask). Lanes past k contribute nothing (the stamps add -0 there: xs holds -0 past k, the
 -- weights +0, and x + (-0) = x for every x). Then v = (c0 + c1) + (c2 + c3) lane by lane, the
 -- halving tree sums v, and the destination op is applied. The schedule follows the register
--- file, the order does not: every pass covers all m activation rows (a weight tile is loaded
--- and widened once per pass), and where the accumulators cannot hold four chains for m rows a
--- pass covers two chains or one, the partial sums waiting in stack slots.
+-- file, the order does not: every pass covers all M activation rows of a block (a weight tile
+-- is loaded and widened once per pass), and where the accumulators cannot hold four chains for
+-- M rows a pass covers two chains or one, the partial sums waiting in stack slots. Blocks: the
+-- row-major forms take m = 1..4 as one block; the packed forms any m, in blocks of J rows
+-- (gemm_rows) and one of the m mod J left, xs holding a block's rows interleaved by tile.
 --
 -- Fast tier (faithful only). x is rounded to bf16 once per call (integer RNE) into xs; lane l
 -- of chain c (0, 1) accumulates, with the CPU's bf16 dot instruction (VDPBF16PS, BFDOT), the
@@ -69,7 +72,8 @@ local function args(form)
   a[#a + 1] = { "y", out, extent = DST, doc = "output (j, n) at y + y_off + j * ldy + n" }
   a[#a + 1] = { "y_off", "int64_t", doc = "base offset of the destination, in elements" }
   a[#a + 1] = { "ldy", "int64_t", doc = "stride between activation rows of the destination" }
-  a[#a + 1] = { "m", "int64_t", doc = "activation rows, 1..4" }
+  a[#a + 1] = { "m", "int64_t", doc = form.packed and "activation rows, 1 .. 2^28 - 1 (blocks of up to 8 rows per pass)"
+                                   or "activation rows, 1..4" }
   a[#a + 1] = { "k", "int64_t", doc = "reduction length, >= 1" }
   a[#a + 1] = { "row_begin", "int64_t", doc = form.blocked and "first weight row, a multiple of 64 (a block group)"
                                               or form.packed and "first weight row, a multiple of FK_GEMV_PACK_ROWS"
@@ -89,20 +93,34 @@ end
 -- The destination of (j, n): bias, residual, rounding, store.
 local blocked_body
 
-local function dest_row(t, a, base, j, size)
+-- activation row j0 + j of the destination (j0: a runtime block start, nil for 0)
+local function dest_row(t, a, base, j0, j, size)
   local row = t:addr(base, a.y_off, size)
+  if j0 then row = t:addr(row, t:mul(a.ldy, j0), size) end
   if j > 0 then row = t:addr(row, t:mul(a.ldy, j), size) end
   return row
 end
 
-local function finish(t, form_, a, s, j, n)
+local function finish(t, form_, a, s, j0, j, n)
   if form_.f32 then
     if form_.bias then s = t:add(s, t:load1_f32(a.bias, n, 0)) end
-    t:store1_f32(dest_row(t, a, a.y, j, 4), n, 0, t:canon(s))
+    t:store1_f32(dest_row(t, a, a.y, j0, j, 4), n, 0, t:canon(s))
     return
   end
-  if form_.add then s = t:add(s, t:load1_bf16(dest_row(t, a, a.r, j, 2), n, 0)) end
-  t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, t:rne(s))
+  if form_.add then s = t:add(s, t:load1_bf16(dest_row(t, a, a.r, j0, j, 2), n, 0)) end
+  t:store1_bf16(dest_row(t, a, a.y, j0, j, 2), n, 0, t:rne(s))
+end
+
+-- floor(v / d) for a constant 1 <= d <= 16 and 0 <= v < 2^28: a power of two shifts; any other
+-- d multiplies by ceil(2^32 / d) and shifts by 32, exact for v < 2^32 / d (the multiplier's
+-- excess, below d / 2^32, adds less than v / 2^32 < 1 / d to v / d)
+local function div_const(t, v, d)
+  assert(d >= 1 and d <= 16, "div_const: d must be 1..16")
+  local sh = 0
+  while 2 ^ sh < d do sh = sh + 1 end
+  if 2 ^ sh == d then return t:ishr(v, sh) end
+  local magic = math.floor(2 ^ 32 / d) + 1
+  return t:ishr(t:mul(v, magic), 32)
 end
 
 -- The fast tier's outer product over the blocked layout: lane l of an accumulator is output
@@ -222,9 +240,19 @@ local function schedule(p, form_, M, nchains, wregs, budget)
   return C, R
 end
 
+-- The activation rows of one block of the packed forms (the GEMM): max_m, or more where all the
+-- chains of more rows fit the accumulators beside the weights (the exact tier on AVX-512: 6
+-- rows, 24 accumulators), so that each widened weight tile serves them all. The fast tier keeps
+-- max_m (its GEMM is the blocked outer product).
+local function gemm_rows(p, fast, nchains, wregs, budget)
+  local J = p.max_m
+  while not fast and J < 8 and (J + 1) * nchains + wregs <= budget do J = J + 1 end
+  return J
+end
+
 return {
   leaf = "gemv",
-  doc = "BF16 GEMV, m = 1..4 activation rows, f32 or bf16 RNE destinations",
+  doc = "BF16 GEMV and GEMM: m = 1..4 activation rows (packed forms: any m), f32 or bf16 RNE destinations",
   tiers = { exact = { "neon", "bfcvt", "avx2", "avx512" }, fast = { "bf16", "avx512bf16" } },
   tolerance = { fast = "gemv_fast_f64" },
   -- prefetch: elements ahead in a row-major row; prefetch_stream: elements ahead in a packed or
@@ -280,11 +308,23 @@ return {
     -- past k (+0: zero padding, a masked load) adds (+0) * (-0) = -0 to its lanes, which leaves
     -- every accumulator as it is (-0, NaN and inf included): the tail is one more ordinary
     -- iteration. Fast: bf16 in order, past k +0.
+    local nchains = fast and 2 or 4
+    local wregs = fast and 1 or 2                      -- raw w (+ widened w) per row
+    local pr = p.pack_rows
+    -- rows per block: the packed forms take any m in blocks of J rows (the last one m mod J)
+    local J = form_.packed and gemm_rows(p, fast, nchains, wregs, t.tune.accumulators) or p.max_m
     local kpad = t:iand(t:add(a.k, p.tile - 1), -p.tile)
     t:for_rows(t:iconst(0), a.m, 1, function(j)
       local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
       local xsb = fast and t:addr(t:view(a.xs, "bf16"), t:mul(kpad, j), 2)
-      local xsf = not fast and t:addr(a.xs, t:mul(kpad, j), 4)
+      -- exact: the rows of a block interleaved by tile (tile i / 64 of row j0 + jj at
+      -- xs + j0 * kpad + i * M + 64 * jj, M the block's rows), so one pointer serves a block
+      local xsf, mb
+      if not fast then
+        local j0 = t:mul(div_const(t, j, J), J)
+        mb = t:imin(t:sub(a.m, j0), J)
+        xsf = t:addr(a.xs, t:add(t:mul(kpad, j0), t:mul(t:sub(j, j0), p.tile)), 4)
+      end
       t:for_tiles(a.k, p.tile, function(i, tail)
         local v = {}
         for q = 0, 3 do
@@ -293,17 +333,16 @@ return {
         if fast then
           for q = 0, 3 do t:store_bf16(xsb, i, 16 * q, t:rne(v[q])) end
         else
-          t:store_f32(xsf, i, 0, t:uzp_even(v[0], v[1]))
-          t:store_f32(xsf, i, 16, t:uzp_odd(v[0], v[1]))
-          t:store_f32(xsf, i, 32, t:uzp_even(v[2], v[3]))
-          t:store_f32(xsf, i, 48, t:uzp_odd(v[2], v[3]))
+          local at = t:mul(i, mb)
+          t:store_f32(xsf, at, 0, t:uzp_even(v[0], v[1]))
+          t:store_f32(xsf, at, 16, t:uzp_odd(v[0], v[1]))
+          t:store_f32(xsf, at, 32, t:uzp_even(v[2], v[3]))
+          t:store_f32(xsf, at, 48, t:uzp_odd(v[2], v[3]))
         end
       end)
     end)
-    local nchains = fast and 2 or 4
-    local wregs = fast and 1 or 2                      -- raw w (+ widened w) per row
-    local pr = p.pack_rows
-    t:cases(a.m, ms, function(M)
+    -- activation rows j0 .. j0 + M - 1 (j0 nil: from row 0) against rows [row_begin, row_end)
+    local function rows_block(j0, M)
       -- every pass covers all M activation rows (J = M): a weight tile is loaded and widened once
       -- per pass, never per activation row
       local C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators)
@@ -348,7 +387,10 @@ return {
           end
           -- xs rows j (per pass: no register held across the row loop)
           local xsj = { [0] = fast and t:view(a.xs, "bf16") or a.xs }
-          for j = 1, M - 1 do xsj[j] = t:addr(xsj[j - 1], kpad, fast and 2 or 4) end
+          if j0 then xsj[0] = t:addr(xsj[0], t:mul(kpad, j0), fast and 2 or 4) end
+          if fast then
+            for j = 1, M - 1 do xsj[j] = t:addr(xsj[j - 1], kpad, 2) end
+          end
           local acc = {}
           for r = 0, nrows - 1 do
             acc[r] = {}
@@ -359,6 +401,7 @@ return {
           end
           local body = function(i, tail)
             local wi = widx(i)
+            local xi = not fast and t:mul(i, M)          -- the block's tile: M rows, interleaved
             if p.prefetch > 0 and not form_.packed and s == 0 then
               for r = 0, nrows - 1 do t:prefetch(wrow[r][1], wi, wrow[r][2] + p.prefetch, 2) end
             end
@@ -381,7 +424,7 @@ return {
                   local wv = {}
                   for r = 0, nrows - 1 do wv[r] = c % 2 == 0 and t:bf16_even(raw[r]) or t:bf16_odd(raw[r]) end
                   for j = 0, M - 1 do
-                    local xv = t:load_f32(xsj[j], i, 16 * c)
+                    local xv = t:load_f32(xsj[0], xi, 64 * j + 16 * c)
                     for r = 0, nrows - 1 do t:fma_acc(acc[r][j][c], wv[r], xv) end
                   end
                 end
@@ -407,7 +450,7 @@ return {
                   pr_[c - 1] = nil
                   if fast or c == 3 then
                     if not fast then v = t:add(get(pr_.pair0), v); pr_.pair0 = nil end
-                    finish(t, form_, a, t:reduce_add(v, p.tree), j, t:add(n, r))
+                    finish(t, form_, a, t:reduce_add(v, p.tree), j0, j, t:add(n, r))
                   else
                     pr_.pair0 = v
                   end
@@ -426,6 +469,18 @@ return {
           end
         end
       end)
-    end)
+    end
+    if not form_.packed then
+      t:cases(a.m, ms, function(M) rows_block(nil, M) end)
+      return
+    end
+    -- the packed forms take any m (a prompt's rows, a batch's frames): blocks of J rows, each a
+    -- pass over the weights, then one block of the m mod J rows left (m <= max_m: that block
+    -- alone, as the GEMV)
+    local mfull = t:mul(div_const(t, a.m, J), J)
+    t:for_tiles(mfull, J, function(j0) rows_block(j0, J) end, nil, { whole = true })
+    local left = {}
+    for r = 1, J - 1 do left[r] = r end
+    t:cases(t:sub(a.m, mfull), left, function(M) rows_block(mfull, M) end)
   end,
 }

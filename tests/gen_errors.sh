@@ -11,10 +11,10 @@ fail=0
 # case name | sed script applied to templates/gemv.lua | expected message regex (after "error: ")
 cases=(
   "bad param|s/params = { chains = 4, tile = TILE/params = { chains = 3, tile = TILE/|params: the lane mapping is written for 4 chains over 64-element tiles"
-  "type error|s/t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, t:rne(s))/t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, t:rne(a.x))/|rne: operand a must be a scalar f32, got an integer \\(an address, index or count\\) \\(argument a.x\\)"
+  "type error|s/t:store1_bf16(dest_row(t, a, a.y, j0, j, 2), n, 0, t:rne(s))/t:store1_bf16(dest_row(t, a, a.y, j0, j, 2), n, 0, t:rne(a.x))/|rne: operand a must be a scalar f32, got an integer \\(an address, index or count\\) \\(argument a.x\\)"
   "unknown arg|s/t:load_f32(xrow, i, 16 \\* q/t:load_f32(a.xx, i, 16 * q/|no argument named 'xx' in form 'f32' \\(did you mean 'x'\\?\\)"
   "unknown op|s/t:fma_acc(acc\\[r\\]/t:fma_ac(acc[r]/|no DSL op named 'fma_ac' \\(did you mean 'fma_acc'\\?\\)"
-  "store into const|s/local xsf = not fast and t:addr(a.xs, t:mul(kpad, j), 4)/local xsf = not fast and t:addr(a.xs, t:mul(kpad, j), 4); t:store_f32(a.x, j, 0, t:zero())/|store_f32 into a.x, which is const float \\*"
+  "store into const|s/        mb = t:imin(t:sub(a.m, j0), J)/        mb = t:imin(t:sub(a.m, j0), J); t:store_f32(a.x, j, 0, t:zero())/|store_f32 into a.x, which is const float \\*"
   "store bf16 into float|s/for q = 0, 3 do t:store_bf16(xsb, i, 16 \\* q/for q = 0, 3 do t:store_bf16(a.xs, i, 16 * q/|store_bf16 into a.xs, which is float \\* \\(f32 elements; store_bf16 moves bf16\\)"
   "load bf16 from float|s/v\\[q\\] = t:load_f32(xrow, i, 16 \\* q/v[q] = t:load_bf16(xrow, i, 16 * q/|load_bf16 from a.x, which is const float \\* \\(f32 elements; load_bf16 moves bf16\\)"
   "addr scale|s/local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)/local xrow = t:addr(a.x, t:mul(a.ldx, j), 2)/|addr: a.x holds 4-byte elements \\(const float \\*\\), not 2-byte ones"
@@ -29,8 +29,8 @@ cases=(
   "unknown variant|s/fast = { \"bf16\", \"avx512bf16\" }/fast = { \"bf16\", \"sve\" }/|tiers: no fast-tier variant named 'sve'"
   "unknown tree|s/p.tree == \"halving\", \"tree must be 'halving'\"/true, \"\"/;s/tree = \"halving\", max_m/tree = \"butterfly\", max_m/|unknown tree 'butterfly'"
   "rne_store read|s/t:store_bf16(yrow, n, BR \\* b, t:rne(v), lanes)/t:store_bf16(yrow, n, BR * b, t:rne(t:add(t:rne_store(v), v)), lanes)/|vadd: operand 1 comes from rne_store"
-  "NaN rule|s/t:store1_f32(dest_row(t, a, a.y, j, 4), n, 0, t:canon(s))/t:store1_f32(dest_row(t, a, a.y, j, 4), n, 0, s)/|store1_f32 into a.y: the value may be a NaN whose bits differ between ISAs; an exact form stores canonical NaNs only"
-  "NaN rule, accumulator|s/t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, t:rne(s))/t:store1_bf16(dest_row(t, a, a.y, j, 2), n, 0, s)/|store1_bf16 into a.y: the value may be a NaN"
+  "NaN rule|s/t:store1_f32(dest_row(t, a, a.y, j0, j, 4), n, 0, t:canon(s))/t:store1_f32(dest_row(t, a, a.y, j0, j, 4), n, 0, s)/|store1_f32 into a.y: the value may be a NaN whose bits differ between ISAs; an exact form stores canonical NaNs only"
+  "NaN rule, accumulator|s/t:store1_bf16(dest_row(t, a, a.y, j0, j, 2), n, 0, t:rne(s))/t:store1_bf16(dest_row(t, a, a.y, j0, j, 2), n, 0, s)/|store1_bf16 into a.y: the value may be a NaN"
   "exact uses dot|s/local fast = t.tier == \"fast\"/local fast = true/|dot_bf16_acc rounds differently on each ISA: only a fast-tier form may use it"
 )
 for c in "${cases[@]}"; do

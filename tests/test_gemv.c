@@ -95,7 +95,11 @@ static void check_split(const fkh_target *t, splitter split, const char *what) {
   fkt_need(t);
   for (int f = 0; f < NEXACT_FORMS; f++) {
     fkh_call *all;
-    int n = fkt_gemv_cases(forms[f], &all), nparts = 0, cap = 8 * n;
+    int n = fkt_gemv_cases(forms[f], &all), nparts = 0, cap = 0;
+    for (int i = 0; i < n; i++) {   /* room for every part: a part per activation row or per row group */
+      int64_t m = fkh_i64_of(&all[i], "m"), rows = fkh_i64_of(&all[i], "row_end") - fkh_i64_of(&all[i], "row_begin");
+      cap += (int)(m > rows ? m : rows) + 1;
+    }
     fkh_call *parts = calloc((size_t)cap, sizeof *parts);
     int *owner = calloc((size_t)cap, sizeof *owner);
     cr_assert(parts && owner);

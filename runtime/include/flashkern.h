@@ -180,12 +180,12 @@ fk_status fk_rope_inv_freq(float theta, int64_t head_dim, float *inv, fk_error *
  *   FK_PROG_BLOCK_PREFILL  one LFM2 ShortConv block (operator_norm -> in_proj -> conv -> out_proj
  *                          + residual) over 1..max_rows rows, the residual stream updated in place:
  *     rmsnorm      rmsnorm_bf16_wide             rows split across the team
- *     in_proj      gemv_bf16_rne_packed          3*hidden weight rows split; row groups of <= 4
+ *     in_proj      gemv_bf16_rne_packed          3*hidden weight rows split; row groups of <= 24
  *     conv         shortconv_bf16[_bias]_wide    member 0: all rows, the carry committed row by row
  *     out_proj     gemv_bf16_rne_add_packed      hidden weight rows split; y = r = the residual row
  *   FK_PROG_BLOCK_DECODE   the same phases for exactly one row (one token).
  *   FK_PROG_TAIL           the LFM2.5 detokenizer's spectral tail over 1..max_frames frames:
- *     head         gemv_f32_bias_packed          1282 weight rows split; frame groups of <= 4
+ *     head         gemv_f32_bias_packed          1282 weight rows split; frame groups of <= 24
  *     frames       istft_frame[_i16]             member 0: frame by frame into the OLA ring -> PCM
  *   FK_PROG_TAIL_FLUSH     end of a PCM stream: the last 480 samples; the ring and the frame cursor
  *                          restart (a stream of 0 frames flushes nothing).

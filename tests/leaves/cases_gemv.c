@@ -112,21 +112,76 @@ void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *o
   }
 }
 
+/* The GEMM cases of the packed forms (m > 4: a prompt's rows, a detokenizer call's frames), built
+ * on the row-major form RM_FORM (whose stamps take m <= 4) and then packed: every block size a
+ * stamp may use (4, 6, 8 rows) whole, with each remainder, and more; a strided KV-slot
+ * destination; rows from a later group; NaNs and a cancellation in rows past the first block;
+ * seeded random shapes. Own generator: the GEMV cases keep their values. */
+static void gemm_cases(fkt_list *l, const char *form) {
+  fkh_rng rng = { 0x67656d6du };
+  char name[96];
+  static const int64_t ms[] = { 5, 6, 7, 8, 9, 11, 12, 13, 16, 17, 23, 24, 25 };
+  for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+    int64_t k = (int64_t[]){ 77, 64, 130, 1, 200 }[i % 5];
+    snprintf(name, sizeof name, "gemm_m%lld_k%lld", (long long)ms[i], (long long)k);
+    gemv_case(l, form, name, sh(k, 0, 6, ms[i]), &rng, -6, 0, -2, 2);
+  }
+  gemv_case(l, form, "gemm_frames50_k512", sh(512, 0, 5, 50), &rng, -8, -2, -2, 2);
+  gemv_case(l, form, "gemm_lfm2_k1024_m13", sh(1024, 0, 3, 13), &rng, -10, -4, -2, 2);
+  gemv_case(l, form, "gemm_row_begin_5_m9", sh(90, 5, 13, 9), &rng, -6, 0, -2, 2);
+  /* a K/V cache slot: rows j land ldy apart from a base offset */
+  gemv_case(l, form, "gemm_strided_destination_m11", (shape){ 70, 2, 9, 70, 11, 75, 13, 21 }, &rng, -6, 0, -2, 2);
+  /* NaNs in activation rows past the first block: a quiet one, a signalling one meeting a quiet
+   * one in one lane, and inf - inf; every one stored as the canonical NaN */
+  fkh_call *c = gemv_case(l, form, "gemm_nan_rows", sh(70, 0, 4, 15), &rng, -6, 0, -2, 2);
+  float *x = fkh_buf_of(c, "x");
+  uint16_t *w = fkh_buf_of(c, "w");
+  x[70 * 6 + 3] = fkt_f32(0x7fc12345u);
+  x[70 * 9 + 8] = fkt_f32(0xff812345u);
+  w[70 + 8] = 0x7fc3;
+  w[140 + 40] = 0x7f80, w[140 + 41] = 0xff80;
+  x[70 * 13 + 40] = 1.0f, x[70 * 13 + 41] = 1.0f;
+  /* cancellation in the last row of a block and the first of the next (see cancel_case) */
+  c = gemv_case(l, form, "gemm_cancel_rows", sh(64, 0, 3, 14), &rng, 0, 0, 0, 0);
+  x = fkh_buf_of(c, "x");
+  w = fkh_buf_of(c, "w");
+  for (int64_t i = 0; i < 3 * 64; i++) w[i] = 0x3f80;
+  for (int j = 5; j <= 8; j++) {
+    float *xr = x + 64 * j;
+    for (int i = 0; i < 64; i++) xr[i] = 0.0f;
+    xr[0] = 16777216.0f, xr[32] = -16777216.0f, xr[1] = 1.0f, xr[2] = 3.0f;
+  }
+  for (int i = 0; i < 40; i++) {
+    int64_t k = fkh_range(&rng, 0, 9) < 7 ? fkh_range(&rng, 1, 200) : fkh_range(&rng, 200, 1100);
+    int64_t rb = fkh_range(&rng, 0, 5), nr = fkh_range(&rng, 1, 6), m = fkh_range(&rng, 5, 30);
+    shape s = { k, rb, rb + nr, k + fkh_range(&rng, 0, 9), m, k + fkh_range(&rng, 0, 5), fkh_range(&rng, 0, 3), 0 };
+    s.ldy = s.row_end + fkh_range(&rng, 0, 4);
+    snprintf(name, sizeof name, "gemm_random_%d_k%lld_m%lld_rows%lld_%lld", i, (long long)k, (long long)m,
+             (long long)rb, (long long)(rb + nr));
+    gemv_case(l, form, name, s, &rng, -8, 0, -3, 3);
+  }
+}
+
 int fkt_gemv_cases(const char *form, fkh_call **out) {
   const char *packed = strstr(form, "_packed");
   if (!packed) packed = strstr(form, "_blocked");
   if (packed) {
-    /* the row-major cases of the same destination, with their weights packed */
+    /* the row-major cases of the same destination, with their weights packed; the packed forms
+     * (not the blocked ones, m <= 4) also take the GEMM cases */
     char rm_form[64];
     snprintf(rm_form, sizeof rm_form, "%.*s", (int)(packed - form), form);
     fkh_call *rm;
     int n = fkt_gemv_cases(rm_form, &rm);
-    fkh_call *calls = calloc((size_t)n, sizeof *calls);
+    fkt_list g = { 0 };
+    if (strstr(form, "_packed")) gemm_cases(&g, rm_form);
+    fkh_call *calls = calloc((size_t)(n + g.n), sizeof *calls);
     if (!calls) exit(2);
     for (int i = 0; i < n; i++) fkt_gemv_pack_call(&rm[i], form, &calls[i]);
+    for (int i = 0; i < g.n; i++) fkt_gemv_pack_call(&g.calls[i], form, &calls[n + i]);
     fkt_free_cases(rm, n);
+    fkt_free_cases(g.calls, g.n);
     *out = calls;
-    return n;
+    return n + g.n;
   }
   fkt_list l = { 0 };
   fkh_rng rng = { 0x6e6d76u };
