@@ -34,6 +34,11 @@ add_custom_target(bench-gemv
   COMMAND ${FK_BENCH_REPORT} gemv
   DEPENDS fk_bench_gemv WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
   COMMENT "GEMV benchmark (several minutes): bench/results/gemv.csv, gemv.md, gemv.png" USES_TERMINAL VERBATIM)
+add_custom_target(bench-gemm
+  COMMAND fk_bench_gemv --gemm --out ${FK_BENCH_RESULTS}
+  COMMAND ${FK_BENCH_REPORT} gemm
+  DEPENDS fk_bench_gemv WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+  COMMENT "GEMM benchmark (M = 8..300, hot): bench/results/gemm.csv, gemm.md" USES_TERMINAL VERBATIM)
 
 # ---- bench: fk_bench_state, ShortConv and qkprep against the compiler, at L2 (bench/README.md) --
 add_executable(fk_bench_state bench/fk_bench_state.c bench/fkb_common.c bench/fkb_harness.c bench/state_scalar.c

@@ -8,7 +8,9 @@
  * gemv_bf16_rne_blocked (the outer-product form) on copies blocked by fk_gemv_pack_blocked. The
  * leaf is resolved once per
  * shape for this CPU; each team member calls it on its share of rows (whole packing groups:
- * fkb_rows splits at multiples of 64) with its own x scratch (m * round_up(k, 64) floats). */
+ * fkb_rows splits at multiples of 64) with its own x scratch. M > 4 (the GEMM) runs on the packed
+ * forms only, the way the runtime's GEMV phases call them (runtime/fk_program.c): calls of at most
+ * CALL_ROWS activation rows, over blocks of weight rows small enough to stay in L2. */
 #include <stdio.h>
 #include <string.h>
 
@@ -27,9 +29,15 @@ typedef struct fk_state {
   const fkb_copies *copies;
   const float *x;
   float *xs[FKB_THREADS_MAX];
-  void *y; /* FKB_M_MAX x n, bf16 bits or f32 */
+  void *y; /* m_max x n, bf16 bits or f32 */
   int64_t n, k, m;
 } fk_state;
+
+/* as runtime/fk_program.c: rows per call, and the L2 block of weight rows when M > 4 */
+enum { CALL_ROWS = 24, L2_BLOCK = 256 << 10 };
+#ifndef FK_GEMV_GEMM_PART
+#define FK_GEMV_GEMM_PART 0
+#endif
 
 const char *fkb_flashkern_version(void) { return "flashkern " FKB_FLASHKERN_VERSION; }
 
@@ -56,10 +64,10 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   st->n = p->n;
   st->k = p->k;
   st->m = 1;
-  size_t xs_floats = (size_t)(FKB_M_MAX * ((p->k + 63) / 64 * 64));
+  size_t xs_floats = (size_t)(CALL_ROWS * ((p->k + 63) / 64 * 64) + FK_GEMV_GEMM_PART);
   int ok = 1;
   for (int t = 0; t < p->nthreads_max; t++) ok &= (st->xs[t] = fkb_alloc(xs_floats * sizeof(float))) != NULL;
-  ok &= (st->y = fkb_alloc((size_t)(FKB_M_MAX * p->n) * (st->f32_out ? sizeof(float) : sizeof(uint16_t)))) != NULL;
+  ok &= (st->y = fkb_alloc((size_t)(p->m_max * p->n) * (st->f32_out ? sizeof(float) : sizeof(uint16_t)))) != NULL;
   if (!ok) {
     snprintf(err, errlen, "out of memory");
     fkb_flashkern_finish(st);
@@ -136,8 +144,14 @@ int fkb_flashkern_prepare_fast_blocked(const fkb_problem *p, const fkb_copies *c
 }
 
 int fkb_flashkern_select(void *state, int64_t m, int nthreads, char *err, size_t errlen) {
-  (void)nthreads, (void)err, (void)errlen;
-  ((fk_state *)state)->m = m;
+  fk_state *st = state;
+  (void)nthreads;
+  if (m > FKB_M_MAX && (!st->packed || st->blocked)) {
+    snprintf(err, errlen, "M = %lld: %s takes M <= %d (the GEMM runs on the packed forms)", (long long)m,
+             st->leaf.symbol, FKB_M_MAX);
+    return -1;
+  }
+  st->m = m;
   return 0;
 }
 
@@ -153,10 +167,20 @@ void fkb_flashkern_run(void *state, size_t copy, int tid, int nthreads) {
                                         .row_end = e };
     st->leaf.fn(&a);
   } else if (st->packed) {
-    fk_gemv_bf16_rne_packed_args a = { .w = own, .x = st->x, .ldx = st->k, .xs = st->xs[tid], .y = st->y,
-                                       .y_off = 0, .ldy = st->n, .m = st->m, .k = st->k, .row_begin = b,
-                                       .row_end = e };
-    st->leaf.fn(&a);
+    /* M > 4: weight rows in L2 blocks, activation rows in calls of <= CALL_ROWS (the runtime's way) */
+    int64_t blk = e - b;
+    if (st->m > FKB_M_MAX) {
+      blk = L2_BLOCK / (2 * st->k) / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS;
+      if (blk < FK_GEMV_PACK_ROWS) blk = FK_GEMV_PACK_ROWS;
+    }
+    for (int64_t b0 = b; b0 < e; b0 += blk)
+      for (int64_t r = 0; r < st->m; r += CALL_ROWS) {
+        fk_gemv_bf16_rne_packed_args a = { .w = own, .x = st->x + r * st->k, .ldx = st->k, .xs = st->xs[tid],
+                                           .y = st->y, .y_off = r * st->n, .ldy = st->n,
+                                           .m = st->m - r < CALL_ROWS ? st->m - r : CALL_ROWS, .k = st->k,
+                                           .row_begin = b0, .row_end = b0 + blk < e ? b0 + blk : e };
+        st->leaf.fn(&a);
+      }
   } else if (st->f32_out) {
     fk_gemv_f32_args a = { .w = st->copies->w[copy], .ldw = st->k, .x = st->x, .ldx = st->k, .xs = st->xs[tid],
                            .y = st->y, .y_off = 0, .ldy = st->n, .m = st->m, .k = st->k,

@@ -16,7 +16,13 @@
  *
  * Output: DIR/gemv.csv (every row) and DIR/gemv-meta.csv (machine, versions, prepared layouts,
  * probe, environment, quiescence), which bench/report.py renders into DIR/gemv.md, gemv_m1.dat,
- * gemv_m4.dat and gemv.png. Progress goes to stderr. */
+ * gemv_m4.dat and gemv.png. Progress goes to stderr.
+ *
+ * --gemm: the GEMM (many activation rows per weight matrix: a prompt's prefill, a detokenizer
+ * call's frames). M = 8, 16, 32, 64, 300 (or --m), hot weights only (the GEMM is compute-bound),
+ * no read probe; instead the f32 FMA peak of 1 and 2 threads is measured beside the cases (an
+ * AVX-512 FMA loop, every 4th repetition) and each row says its share of it: M N K / time over the
+ * peak's FMA lanes per second. Output DIR/gemm.csv and gemm-meta.csv (bench/report.py gemm). */
 #define _GNU_SOURCE /* environ, syscall(SYS_gettid), strncasecmp */
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +39,10 @@
 #include <unistd.h>
 
 #include "fkb.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 /* ---- the contenders: adding one is adding a row ------------------------------------------- */
 
@@ -77,6 +87,12 @@ enum { NC = (int)(sizeof contenders / sizeof contenders[0]), NE = NC + 1 /* the 
 
 enum { MODE_COLD, MODE_HOT, NMODES };
 static const char *const mode_name[NMODES] = { "cold", "hot" };
+
+/* The Ms of the run (--m, --gemm), and whether it is the GEMM run (hot only, FMA peak). */
+static int64_t mlist[FKB_MS_MAX] = { 1, 2, 3, 4 };
+static int nm = 4, gemm_mode;
+static int64_t m_max = 4;
+static int mode_on(int mode) { return !gemm_mode || mode == MODE_HOT; }
 
 #define PROBE_BYTES (((size_t)1 << 30) + ((size_t)128 << 20)) /* 1.125 GiB */
 #define BATCH_BYTES ((double)(16 << 20)) /* a timed batch reads at least this much (bf16 bytes) */
@@ -270,7 +286,7 @@ static const shape default_shapes[] = { { 2048, 2048 }, { 8192, 2048 }, { 2048, 
 
 static struct options {
   int reps, threads, quick, openblas_core_set;
-  const char *out, *openblas_core, *only;
+  const char *out, *openblas_core, *only, *ms;
   shape shapes[32];
   int nshapes;
 } opt = { .reps = 21, .threads = FKB_THREADS_MAX, .out = "bench/results",
@@ -278,7 +294,7 @@ static struct options {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: fk_bench_gemv [--quick] [--reps N] [--shapes NxK,...] [--threads 1|2] [--out DIR]\n"
-             "                     [--only NAME,...] [--openblas-core NAME]\n"
+             "                     [--only NAME,...] [--openblas-core NAME] [--gemm] [--m M,...]\n"
              "  --quick          %d repetitions instead of %d: a smoke run\n"
              "  --reps N         repetitions (each one sample per contender per case)\n"
              "  --shapes LIST    N x K weight shapes (N output rows); default: all seven\n"
@@ -287,8 +303,12 @@ static void usage(FILE *f) {
              "  --out DIR        where gemv.csv and gemv-meta.csv go (default %s); bench/report.py gemv\n"
              "                   renders them into gemv.md and the plot\n"
              "  --openblas-core NAME  OPENBLAS_CORETYPE for the run (default %s; the bench re-executes\n"
-             "                   itself when the environment names another)\n",
-          3, 21, "bench/results", FKB_OPENBLAS_CORE);
+             "                   itself when the environment names another)\n"
+             "  --gemm           the GEMM run: M = 8,16,32,64,300, hot only, the FMA peak instead of the\n"
+             "                   read probe; gemm.csv and gemm-meta.csv (bench/report.py gemm)\n"
+             "  --m LIST         the Ms (default 1,2,3,4; with --gemm 8,16,32,64,300; at most %d, each\n"
+             "                   1..%d)\n",
+          3, 21, "bench/results", FKB_OPENBLAS_CORE, FKB_MS_MAX, FKB_GEMM_M_MAX);
 }
 
 static void parse_shapes(const char *s) {
@@ -316,6 +336,7 @@ static void parse_options(int argc, char **argv) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--quick")) opt.quick = 1;
+    else if (!strcmp(a, "--gemm")) gemm_mode = 1;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage(stdout), exit(0);
     else if (!v) usage(stderr), die("%s: missing value or unknown option", a);
     else if (!strcmp(a, "--reps")) opt.reps = atoi(v), reps_set = 1, i++;
@@ -324,9 +345,29 @@ static void parse_options(int argc, char **argv) {
     else if (!strcmp(a, "--out")) opt.out = v, i++;
     else if (!strcmp(a, "--openblas-core")) opt.openblas_core = v, opt.openblas_core_set = 1, i++;
     else if (!strcmp(a, "--only")) opt.only = v, i++;
+    else if (!strcmp(a, "--m")) opt.ms = v, i++;
     else usage(stderr), die("unknown option %s", a);
   }
   if (opt.quick && !reps_set) opt.reps = 3;
+  if (gemm_mode) {
+    static const int64_t gemm_ms[] = { 8, 16, 32, 64, 300 };
+    nm = 5;
+    memcpy(mlist, gemm_ms, sizeof gemm_ms);
+  }
+  if (opt.ms) {
+    nm = 0;
+    for (const char *q = opt.ms; *q;) {
+      char *end;
+      long long m = strtoll(q, &end, 10);
+      if (end == q || m < 1 || m > FKB_GEMM_M_MAX || (*end && *end != ',')) die("bad --m list at '%s'", q);
+      if (nm == FKB_MS_MAX) die("--m: at most %d values", FKB_MS_MAX);
+      mlist[nm++] = m;
+      q = *end ? end + 1 : end;
+    }
+    if (!nm) die("empty --m list");
+  }
+  m_max = 0;
+  for (int i = 0; i < nm; i++) m_max = mlist[i] > m_max ? mlist[i] : m_max;
   if (opt.reps < 1) die("--reps must be at least 1");
   if (opt.threads < 1 || opt.threads > FKB_THREADS_MAX) die("--threads must be 1..%d", FKB_THREADS_MAX);
   long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -414,18 +455,70 @@ static double *noise; /* per case (shape, M, mode, threads): others_share() whil
 static entry_info *infos;
 static int nthreads_list[FKB_THREADS_MAX], nnt;
 
-static cell *cell_at(int s, int m, int mode, int nt, int e) {
-  size_t i = ((((size_t)s * FKB_M_MAX + (size_t)(m - 1)) * NMODES + (size_t)mode) * FKB_THREADS_MAX +
+/* mi: the M's position in mlist */
+static cell *cell_at(int s, int mi, int mode, int nt, int e) {
+  size_t i = ((((size_t)s * FKB_MS_MAX + (size_t)mi) * NMODES + (size_t)mode) * FKB_THREADS_MAX +
               (size_t)(nt - 1)) * NE + (size_t)e;
   return &cells[i];
 }
 
-static double *noise_at(int s, int m, int mode, int nt) {
-  return &noise[(((size_t)s * FKB_M_MAX + (size_t)(m - 1)) * NMODES + (size_t)mode) * FKB_THREADS_MAX +
+static double *noise_at(int s, int mi, int mode, int nt) {
+  return &noise[(((size_t)s * FKB_MS_MAX + (size_t)mi) * NMODES + (size_t)mode) * FKB_THREADS_MAX +
                 (size_t)(nt - 1)];
 }
 
 typedef fkb_stats stats;
+
+/* ---- the FMA peak probe (the GEMM run) ------------------------------------------------------ *
+ * Each member runs FMA_ITERS rounds of 12 independent f32 FMAs on full vectors (AVX-512: 16 lanes,
+ * else AVX2: 8), enough chains to cover the FMA latency on two ports; its time, interleaved with
+ * the contenders like the read probe, gives the case's peak in FMA lanes per second. */
+enum { FMA_ITERS = 2000000 };
+static int fma_lanes = 8;
+static volatile float fma_sink;
+
+#if defined(__x86_64__)
+/* 12 accumulators named one by one (an array would live in memory at -O2) */
+#define FMA12(T, FMA, b, c)                                                                                       \
+  T a0 = b, a1 = c, a2 = b, a3 = c, a4 = b, a5 = c, a6 = b, a7 = c, a8 = b, a9 = c, a10 = b, a11 = c;           \
+  for (int r = 0; r < FMA_ITERS; r++) {                                                                         \
+    a0 = FMA(a0, b, c), a1 = FMA(a1, b, c), a2 = FMA(a2, b, c), a3 = FMA(a3, b, c);                              \
+    a4 = FMA(a4, b, c), a5 = FMA(a5, b, c), a6 = FMA(a6, b, c), a7 = FMA(a7, b, c);                              \
+    a8 = FMA(a8, b, c), a9 = FMA(a9, b, c), a10 = FMA(a10, b, c), a11 = FMA(a11, b, c);                          \
+    __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5));                         \
+    __asm__ volatile("" : "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));                       \
+  }
+
+__attribute__((target("avx512f"))) static void fma_loop512(void) {
+  __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+  FMA12(__m512, _mm512_fmadd_ps, b, c)
+  __m512 s0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                            _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+  fma_sink = _mm512_reduce_add_ps(_mm512_add_ps(s0, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
+}
+
+__attribute__((target("avx2,fma"))) static void fma_loop256(void) {
+  __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+  FMA12(__m256, _mm256_fmadd_ps, b, c)
+  __m256 s0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                            _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+  s0 = _mm256_add_ps(s0, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+  float v[8];
+  _mm256_storeu_ps(v, s0);
+  fma_sink = v[0];
+}
+#endif
+
+static void fma_probe_run(void *unused, size_t copy, int tid, int nthreads) {
+  (void)unused, (void)copy, (void)tid, (void)nthreads;
+#if defined(__x86_64__)
+  if (fma_lanes == 16) fma_loop512();
+  else fma_loop256();
+#endif
+}
+
+/* FMA lanes one probe turn of nt members computes */
+static double fma_probe_lanes(int nt) { return (double)nt * FMA_ITERS * 12.0 * fma_lanes; }
 
 static stats stats_of(const cell *c) {
   stats st = { 0, 0, 0, 0 };
@@ -442,36 +535,40 @@ static int probe_samples[FKB_THREADS_MAX + 1];
  * turns interleaved with it, not with a run-wide figure. 0 if the probe has no sample. */
 static double probe_case(int s, int m, int mode, int nt) {
   stats st = stats_of(cell_at(s, m, mode, nt, NC));
-  return st.ok ? (double)PROBE_BYTES / st.med / 1e9 : 0.0;
+  if (!st.ok) return 0.0;
+  return gemm_mode ? fma_probe_lanes(nt) / st.med / 1e9 : (double)PROBE_BYTES / st.med / 1e9;
 }
 
-/* this cell's median GB/s over its case's probe, or -1 */
-static double of_probe(const cell *c, int s, int m, int mode, int nt) {
+/* this cell's median GB/s over its case's probe (GEMM: its FMA lanes per second over the peak's), or -1 */
+static double of_probe(const cell *c, int s, int mi, int mode, int nt) {
   stats st = stats_of(c);
-  double p = probe_case(s, m, mode, nt);
-  return st.ok && p > 0 ? c->weight_bytes / st.med / 1e9 / p : -1.0;
+  double p = probe_case(s, mi, mode, nt);
+  if (!st.ok || p <= 0) return -1.0;
+  if (gemm_mode)
+    return (double)mlist[mi] * (double)opt.shapes[s].n * (double)opt.shapes[s].k / st.med / 1e9 / p;
+  return c->weight_bytes / st.med / 1e9 / p;
 }
 
 static void compute_probe_medians(void) {
   for (int ti = 0; ti < nnt; ti++) {
     int nt = nthreads_list[ti];
     cell all = { .state = CELL_OK };
-    all.s = malloc((size_t)(opt.nshapes * FKB_M_MAX * NMODES * opt.reps) * sizeof(double));
+    all.s = malloc((size_t)(opt.nshapes * nm * NMODES * opt.reps) * sizeof(double));
     if (!all.s) die("out of memory");
     for (int s = 0; s < opt.nshapes; s++)
-      for (int m = 1; m <= FKB_M_MAX; m++)
+      for (int mi = 0; mi < nm; mi++)
         for (int mode = 0; mode < NMODES; mode++) {
-          const cell *c = cell_at(s, m, mode, nt, NC);
+          const cell *c = cell_at(s, mi, mode, nt, NC);
           for (int i = 0; i < c->n; i++) all.s[all.n++] = c->s[i];
         }
     stats st = stats_of(&all);
-    probe_gbps[nt] = st.ok ? (double)PROBE_BYTES / st.med / 1e9 : 0.0;
+    probe_gbps[nt] = !st.ok ? 0.0 : gemm_mode ? fma_probe_lanes(nt) / st.med / 1e9 : (double)PROBE_BYTES / st.med / 1e9;
     probe_samples[nt] = all.n;
     probe_case_min[nt] = 1e300, probe_case_max[nt] = 0;
     for (int s = 0; s < opt.nshapes; s++)
-      for (int m = 1; m <= FKB_M_MAX; m++)
+      for (int mi = 0; mi < nm; mi++)
         for (int mode = 0; mode < NMODES; mode++) {
-          double g = probe_case(s, m, mode, nt);
+          double g = probe_case(s, mi, mode, nt);
           if (g <= 0) continue;
           if (g < probe_case_min[nt]) probe_case_min[nt] = g;
           if (g > probe_case_max[nt]) probe_case_max[nt] = g;
@@ -540,19 +637,20 @@ static int gate(entry *e, int64_t m, int nt, const fkb_problem *p, const uint16_
 
 static int cases_done, cases_total;
 
-static void progress_line(int s, int m, int mode, int nt) {
+static void progress_line(int s, int mi, int mode, int nt) {
   double el = now() - t_start;
   cases_done++;
   fprintf(stderr, "[%7.1fs, case %d/%d, ~%.0f s left] %lldx%lld M=%d %s %dT:", el, cases_done, cases_total,
-          el / cases_done * (cases_total - cases_done), (long long)opt.shapes[s].n, (long long)opt.shapes[s].k, m,
-          mode_name[mode], nt);
+          el / cases_done * (cases_total - cases_done), (long long)opt.shapes[s].n, (long long)opt.shapes[s].k,
+          (int)mlist[mi], mode_name[mode], nt);
   for (int e = 0; e < NE; e++) {
-    stats st = stats_of(cell_at(s, m, mode, nt, e));
+    stats st = stats_of(cell_at(s, mi, mode, nt, e));
     if (!st.ok) continue;
-    if (e == NC) fprintf(stderr, " | probe %.1f GB/s", (double)PROBE_BYTES / st.med / 1e9);
+    if (e == NC && gemm_mode) fprintf(stderr, " | FMA peak %.1f G lanes/s", fma_probe_lanes(nt) / st.med / 1e9);
+    else if (e == NC) fprintf(stderr, " | probe %.1f GB/s", (double)PROBE_BYTES / st.med / 1e9);
     else fprintf(stderr, " | %s %.1f us", contenders[e].name, st.med * 1e6);
   }
-  double busy = *noise_at(s, m, mode, nt);
+  double busy = *noise_at(s, mi, mode, nt);
   if (busy >= FKB_NOISY) fprintf(stderr, " | OTHER PROCESSES %.0f%% of the CPUs", 100.0 * busy);
   fputc('\n', stderr);
 }
@@ -574,13 +672,13 @@ static void timed_turn(void *ctx, int rep, int e) {
     quiesce();
     team_run(noop_job, NULL, 0, t->nt); /* wake the helper; the read itself is the sample */
     double a = now();
-    team_run(fkb_probe_run, probe, 0, t->nt);
+    team_run(gemm_mode ? fma_probe_run : fkb_probe_run, probe, 0, t->nt);
     c->s[c->n++] = now() - a;
     return;
   }
   entry *en = &t->es[e];
   char why[200];
-  if (en->c->select(en->prep.state, t->m, t->nt, why, sizeof why)) die("%s: select: %s", en->c->name, why);
+  if (en->c->select(en->prep.state, mlist[t->m], t->nt, why, sizeof why)) die("%s: select: %s", en->c->name, why);
   quiesce();
   call(en, next_copy(en, t->mode), t->nt);
   double a = now();
@@ -596,10 +694,10 @@ static void run_shape(int s) {
   /* the master weights and activations, then the shared copies */
   rng_state = 0x1234567u + (uint64_t)s;
   uint16_t *master = fkb_alloc(bytes);
-  float *x = fkb_alloc((size_t)(FKB_M_MAX * K) * sizeof(float));
+  float *x = fkb_alloc((size_t)(m_max * K) * sizeof(float));
   if (!master || !x) die("out of memory");
   for (int64_t i = 0; i < N * K; i++) master[i] = fkb_f32_to_bf16(uniform());
-  for (int64_t i = 0; i < FKB_M_MAX * K; i++) x[i] = uniform();
+  for (int64_t i = 0; i < m_max * K; i++) x[i] = uniform();
   shared_count = fkb_copy_count(bytes);
   size_t stride = fkb_copy_stride(bytes), region_bytes = shared_count * stride;
   char *region = fkb_region_alloc(region_bytes);
@@ -610,18 +708,19 @@ static void run_shape(int s) {
     w[i] = (const uint16_t *)(const void *)(region + i * stride);
   }
   fkb_copies copies = { .w = w, .count = shared_count };
-  fkb_problem problem = { .n = N, .k = K, .x = x, .nthreads_max = opt.threads };
+  fkb_problem problem = { .n = N, .k = K, .x = x, .nthreads_max = opt.threads, .ms = mlist, .nms = nm,
+                          .m_max = m_max };
   shared_cursor = 0;
 
   /* the references, on the master weights (every copy holds the same bits) */
-  uint16_t *ref_bf = fkb_alloc((size_t)(FKB_M_MAX * N) * sizeof(uint16_t));
-  float *ref_f32 = fkb_alloc((size_t)(FKB_M_MAX * N) * sizeof(float));
-  double *ref_f64 = fkb_alloc((size_t)(FKB_M_MAX * N) * sizeof(double));
-  double *ref_abs = fkb_alloc((size_t)(FKB_M_MAX * N) * sizeof(double));
-  float *y = fkb_alloc((size_t)(FKB_M_MAX * N) * sizeof(float));
+  uint16_t *ref_bf = fkb_alloc((size_t)(m_max * N) * sizeof(uint16_t));
+  float *ref_f32 = fkb_alloc((size_t)(m_max * N) * sizeof(float));
+  double *ref_f64 = fkb_alloc((size_t)(m_max * N) * sizeof(double));
+  double *ref_abs = fkb_alloc((size_t)(m_max * N) * sizeof(double));
+  float *y = fkb_alloc((size_t)(m_max * N) * sizeof(float));
   if (!ref_bf || !ref_f32 || !ref_f64 || !ref_abs || !y) die("out of memory");
-  fkb_ref_exact(master, K, x, K, FKB_M_MAX, N, K, ref_bf, ref_f32, N);
-  fkb_ref_f64(master, K, x, K, FKB_M_MAX, N, K, ref_f64, ref_abs, N);
+  fkb_ref_exact(master, K, x, K, m_max, N, K, ref_bf, ref_f32, N);
+  fkb_ref_f64(master, K, x, K, m_max, N, K, ref_f64, ref_abs, N);
 
   entry es[NC];
   for (int e = 0; e < NC; e++) {
@@ -648,7 +747,8 @@ static void run_shape(int s) {
   const int batch = (int)ceil(BATCH_BYTES / (double)bytes);
   batch_of[s] = batch;
   copies_of[s] = shared_count;
-  for (int m = 1; m <= FKB_M_MAX; m++) {
+  for (int mi = 0; mi < nm; mi++) {
+    int64_t m = mlist[mi];
     int live[FKB_THREADS_MAX + 1][NE];
     for (int ti = 0; ti < nnt; ti++) {
       int nt = nthreads_list[ti];
@@ -662,7 +762,7 @@ static void run_shape(int s) {
           live[nt][e] = 1;
         else fprintf(stderr, "fk_bench_gemv: %s is not timed: %s\n", contenders[e].name, why);
         for (int mode = 0; mode < NMODES; mode++) {
-          cell *c = cell_at(s, m, mode, nt, e);
+          cell *c = cell_at(s, mi, mode, nt, e);
           c->state = live[nt][e] ? CELL_OK : CELL_FAILED;
           snprintf(c->why, sizeof c->why, "%s", why);
           c->weight_bytes = e == NC ? (double)PROBE_BYTES : es[e].prep.weight_bytes;
@@ -672,13 +772,13 @@ static void run_shape(int s) {
       }
     }
     for (int mode = 0; mode < NMODES; mode++)
-      for (int ti = 0; ti < nnt; ti++) {
+      for (int ti = 0; ti < nnt && mode_on(mode); ti++) {
         int nt = nthreads_list[ti];
         fkb_cpu_mark mark = fkb_cpu_mark_now();
-        timed_ctx ctx = { es, live[nt], s, m, mode, nt, batch };
+        timed_ctx ctx = { es, live[nt], s, mi, mode, nt, batch };
         fkb_interleave(opt.reps, NE, timed_turn, &ctx);
-        *noise_at(s, m, mode, nt) = fkb_others_share(mark, fkb_cpu_mark_now());
-        progress_line(s, m, mode, nt);
+        *noise_at(s, mi, mode, nt) = fkb_others_share(mark, fkb_cpu_mark_now());
+        progress_line(s, mi, mode, nt);
       }
   }
 
@@ -722,6 +822,7 @@ static void results(fkb_out *o) {
   fkb_meta(o, "no_flashkern", "", "bench/contender_flashkern.c is compiled with FK_BENCH_WITH_FLASHKERN");
 #endif
   fkb_meta(o, "probe", "kind", "%s", fkb_probe_kind(probe));
+  if (gemm_mode) fkb_meta(o, "fma_probe", "lanes", "%d", fma_lanes); /* probe_gbps: G FMA lanes/s then */
   fkb_meta_num(o, "probe", "bytes", (double)PROBE_BYTES);
   for (int ti = 0; ti < nnt; ti++) {
     char t[16];
@@ -752,25 +853,26 @@ static void results(fkb_out *o) {
   }
 
   for (int s = 0; s < opt.nshapes; s++)
-    for (int m = 1; m <= FKB_M_MAX; m++)
+    for (int mi = 0; mi < nm; mi++)
       for (int mode = 0; mode < NMODES; mode++)
-        for (int ti = 0; ti < nnt; ti++) {
+        for (int ti = 0; ti < nnt && mode_on(mode); ti++) {
           int nt = nthreads_list[ti];
+          int64_t m = mlist[mi];
           stats bx = { 0, 0, 0, 0 }, bf = { 0, 0, 0, 0 };
-          if (ifx >= 0) bx = stats_of(cell_at(s, m, mode, nt, ifx));
-          if (iff >= 0) bf = stats_of(cell_at(s, m, mode, nt, iff));
+          if (ifx >= 0) bx = stats_of(cell_at(s, mi, mode, nt, ifx));
+          if (iff >= 0) bf = stats_of(cell_at(s, mi, mode, nt, iff));
           for (int e = 0; e < NE; e++) {
-            const cell *c = cell_at(s, m, mode, nt, e);
+            const cell *c = cell_at(s, mi, mode, nt, e);
             stats st = stats_of(c);
             fkb_col_int(o, opt.shapes[s].n);
             fkb_col_int(o, opt.shapes[s].k);
             fkb_col_int(o, m);
             fkb_col_word(o, mode_name[mode]);
             fkb_col_int(o, nt);
-            fkb_col_str(o, e == NC ? "read-bandwidth probe" : contenders[e].name);
+            fkb_col_str(o, e == NC ? (gemm_mode ? "FMA peak probe" : "read-bandwidth probe") : contenders[e].name);
             fkb_col_word(o, st.ok ? "ok" : "not timed");
             if (st.ok) {
-              double fr = of_probe(c, s, m, mode, nt);
+              double fr = of_probe(c, s, mi, mode, nt);
               fkb_col_num(o, st.med * 1e6), fkb_col_num(o, st.min * 1e6), fkb_col_num(o, st.max * 1e6);
               fkb_col_num(o, c->weight_bytes / st.med / 1e9);
               if (fr >= 0) fkb_col_num(o, fr);
@@ -781,13 +883,13 @@ static void results(fkb_out *o) {
               else fkb_col_empty(o);
               fkb_col_int(o, c->n);
               fkb_col_num(o, c->weight_bytes);
-              fkb_col_num(o, probe_case(s, m, mode, nt));
+              fkb_col_num(o, probe_case(s, mi, mode, nt));
             } else {
               for (int i = 0; i < 7; i++) fkb_col_empty(o);
               fkb_col_int(o, 0);
               fkb_col_empty(o), fkb_col_empty(o);
             }
-            fkb_col_num(o, *noise_at(s, m, mode, nt));
+            fkb_col_num(o, *noise_at(s, mi, mode, nt));
             fkb_col_str(o, st.ok ? "" : c->why[0] ? c->why : "not run");
             fkb_row_end(o);
           }
@@ -808,13 +910,21 @@ int main(int argc, char **argv) {
   if (want && strcasecmp(core, want) != 0)
     fprintf(stderr, "fk_bench_gemv: warning: OPENBLAS_CORETYPE=%s but OpenBLAS runs core %s\n", want, core);
 
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  fma_lanes = __builtin_cpu_supports("avx512f") ? 16 : 8;
+#endif
   self_check();
   fprintf(stderr, "fk_bench_gemv: self-check passed: the autovec peer matches the scalar contract model bit for bit\n");
 
-  fkb_out *out = fkb_out_open("fk_bench_gemv", opt.out, "gemv",
-                              "n,k,m,mode,threads,contender,status,median_us,min_us,max_us,gbps,of_probe,"
-                              "fk_exact_over_this,fk_fast_over_this,samples,weight_bytes,probe_gbps_case,"
-                              "others_cpu_share,why", argc, argv);
+  /* the GEMM run: of_probe is the share of the FMA peak, probe_gbps_case the peak's G lanes/s */
+  fkb_out *out = fkb_out_open("fk_bench_gemv", opt.out, gemm_mode ? "gemm" : "gemv",
+                              gemm_mode ? "n,k,m,mode,threads,contender,status,median_us,min_us,max_us,gbps,of_fma_peak,"
+                                          "fk_exact_over_this,fk_fast_over_this,samples,weight_bytes,peak_glanes_case,"
+                                          "others_cpu_share,why"
+                                        : "n,k,m,mode,threads,contender,status,median_us,min_us,max_us,gbps,of_probe,"
+                                          "fk_exact_over_this,fk_fast_over_this,samples,weight_bytes,probe_gbps_case,"
+                                          "others_cpu_share,why", argc, argv);
   nnt = 0;
   for (int t = 1; t <= opt.threads; t++) nthreads_list[nnt++] = t;
   team_start(opt.threads);
@@ -823,24 +933,25 @@ int main(int argc, char **argv) {
 
   probe = fkb_probe_create(PROBE_BYTES);
   if (!probe) die("out of memory for the %.2f GiB probe buffer", (double)PROBE_BYTES / (double)(1u << 30));
-  cells = calloc((size_t)opt.nshapes * FKB_M_MAX * NMODES * FKB_THREADS_MAX * NE, sizeof *cells);
-  noise = calloc((size_t)opt.nshapes * FKB_M_MAX * NMODES * FKB_THREADS_MAX, sizeof *noise);
+  cells = calloc((size_t)opt.nshapes * FKB_MS_MAX * NMODES * FKB_THREADS_MAX * NE, sizeof *cells);
+  noise = calloc((size_t)opt.nshapes * FKB_MS_MAX * NMODES * FKB_THREADS_MAX, sizeof *noise);
   if (!noise) die("out of memory");
   infos = calloc((size_t)opt.nshapes * NE, sizeof *infos);
   if (!cells || !infos) die("out of memory");
 
-  fprintf(stderr, "fk_bench_gemv: %d shapes x M 1..%d x cold/hot x %d thread count%s, %d repetitions\n",
-          opt.nshapes, FKB_M_MAX, nnt, nnt > 1 ? "s" : "", opt.reps);
-  cases_total = opt.nshapes * FKB_M_MAX * NMODES * nnt;
+  fprintf(stderr, "fk_bench_gemv: %d shapes x %d Ms (up to %lld) x %s x %d thread count%s, %d repetitions\n",
+          opt.nshapes, nm, (long long)m_max, gemm_mode ? "hot" : "cold/hot", nnt, nnt > 1 ? "s" : "", opt.reps);
+  cases_total = opt.nshapes * nm * (gemm_mode ? 1 : NMODES) * nnt;
   for (int s = 0; s < opt.nshapes; s++) run_shape(s);
   team_stop();
   compute_probe_medians();
   results(out);
   fkb_out_close(out);
-  fprintf(stderr, "fk_bench_gemv: wrote %s/gemv.csv, gemv-meta.csv (%.0f s; bench/report.py gemv renders them)\n",
-          opt.out, now() - t_start);
+  fprintf(stderr, "fk_bench_gemv: wrote %s/%s.csv, %s-meta.csv (%.0f s; bench/report.py %s renders them)\n",
+          opt.out, gemm_mode ? "gemm" : "gemv", gemm_mode ? "gemm" : "gemv", now() - t_start,
+          gemm_mode ? "gemm" : "gemv");
 
-  for (size_t i = 0; i < (size_t)opt.nshapes * FKB_M_MAX * NMODES * FKB_THREADS_MAX * NE; i++) free(cells[i].s);
+  for (size_t i = 0; i < (size_t)opt.nshapes * FKB_MS_MAX * NMODES * FKB_THREADS_MAX * NE; i++) free(cells[i].s);
   free(cells);
   free(noise);
   free(infos);

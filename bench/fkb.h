@@ -11,14 +11,16 @@
  * timed call. output() hands the last result back as f32 for the correctness gate, finish()
  * frees everything prepare() made.
  *
- * Problem: y[j][n] = sum_k x[j][k] * W[n][k], W is N x K, j < M, M = 1..FKB_M_MAX. */
+ * Problem: y[j][n] = sum_k x[j][k] * W[n][k], W is N x K, j < M: the GEMV's M = 1..FKB_M_MAX, or the
+ * GEMM's (fk_bench_gemv --gemm: M up to FKB_GEMM_M_MAX; a contender that cannot take an M says
+ * so in select() and is not timed there). */
 #ifndef FKB_H
 #define FKB_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-enum { FKB_M_MAX = 4, FKB_THREADS_MAX = 2 };
+enum { FKB_M_MAX = 4, FKB_GEMM_M_MAX = 512, FKB_MS_MAX = 8, FKB_THREADS_MAX = 2 };
 
 /* Weight copies of one shape: `count` identical N x K row-major bf16 matrices (ldw = k),
  * together more than FKB_ROTATE_BYTES. Contenders that read this layout rotate through them; a
@@ -30,8 +32,11 @@ typedef struct fkb_copies {
 
 typedef struct fkb_problem {
   int64_t n, k;       /* weights N x K */
-  const float *x;     /* FKB_M_MAX x k activations, ldx = k (a contender uses the first M rows) */
+  const float *x;     /* m_max x k activations, ldx = k (a contender uses the first M rows) */
   int nthreads_max;   /* select() will ask for 1..nthreads_max */
+  const int64_t *ms;  /* the Ms select() will ask for, nms of them (<= FKB_MS_MAX) */
+  int nms;
+  int64_t m_max;      /* the largest of them */
 } fkb_problem;
 
 typedef enum fkb_threading {

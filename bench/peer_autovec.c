@@ -124,7 +124,11 @@ int fkb_autovec_prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared 
 }
 
 int fkb_autovec_select(void *state, int64_t m, int nthreads, char *err, size_t errlen) {
-  (void)nthreads, (void)err, (void)errlen;
+  (void)nthreads;
+  if (m > FKB_M_MAX) {
+    snprintf(err, errlen, "M = %lld: the contract model's loop takes M <= %d", (long long)m, FKB_M_MAX);
+    return -1;
+  }
   ((autovec_state *)state)->m = m;
   return 0;
 }

@@ -1,4 +1,4 @@
-/* bench/peer_onednn.c: oneDNN bf16 matmul, y[m][n] = x[m][:] . W[n][:], M = 1..4.
+/* bench/peer_onednn.c: oneDNN bf16 matmul, y[m][n] = x[m][:] . W[n][:], for each M of the problem's list.
  *
  * Two contenders share this file:
  * - prepacked: the weights in oneDNN's preferred layout (format_tag::any), reordered from the
@@ -18,7 +18,7 @@
 
 #include "fkb.h"
 
-enum { MAX_POOLS = FKB_M_MAX * FKB_THREADS_MAX };
+enum { MAX_POOLS = FKB_MS_MAX * FKB_THREADS_MAX };
 
 typedef struct pool {        /* the weight copies one layout rotates through */
   dnnl_memory_desc_t md;
@@ -39,12 +39,14 @@ typedef struct onednn_state {
   int packed;
   dnnl_engine_t eng;
   dnnl_stream_t stream;
-  prim prims[FKB_M_MAX][FKB_THREADS_MAX];
+  prim prims[FKB_MS_MAX][FKB_THREADS_MAX];   /* per M of ms[], per thread count */
   pool pools[MAX_POOLS];
   int npools, nthreads_max;
-  uint16_t *xbf;             /* FKB_M_MAX x k */
-  float *y;                  /* FKB_M_MAX x n */
+  uint16_t *xbf;             /* m_max x k */
+  float *y;                  /* m_max x n */
   int64_t n, k, m;
+  int64_t ms[FKB_MS_MAX];
+  int nms;
   const prim *cur;
 } onednn_state;
 
@@ -103,13 +105,15 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   st->k = p->k;
   st->m = 1;
   st->nthreads_max = p->nthreads_max;
-  st->xbf = fkb_alloc((size_t)(FKB_M_MAX * p->k) * sizeof(uint16_t));
-  st->y = fkb_alloc((size_t)(FKB_M_MAX * p->n) * sizeof(float));
+  st->nms = p->nms;
+  for (int i = 0; i < p->nms; i++) st->ms[i] = p->ms[i];
+  st->xbf = fkb_alloc((size_t)(p->m_max * p->k) * sizeof(uint16_t));
+  st->y = fkb_alloc((size_t)(p->m_max * p->n) * sizeof(float));
   if (!st->xbf || !st->y) {
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
-  for (int64_t i = 0; i < FKB_M_MAX * p->k; i++) st->xbf[i] = fkb_f32_to_bf16(p->x[i]);
+  for (int64_t i = 0; i < p->m_max * p->k; i++) st->xbf[i] = fkb_f32_to_bf16(p->x[i]);
 
   CHECK(dnnl_engine_create(&st->eng, dnnl_cpu, 0));
   CHECK(dnnl_stream_create(&st->stream, st->eng, dnnl_stream_default_flags));
@@ -120,9 +124,10 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   dnnl_dims_t wdims = { p->k, p->n };
   CHECK(dnnl_memory_desc_init_by_tag(&rowmajor_md, 2, wdims, dnnl_bf16, dnnl_ba));
 
-  for (int m = 1; m <= FKB_M_MAX; m++)
+  for (int mi = 0; mi < st->nms; mi++)
     for (int t = 1; t <= p->nthreads_max; t++) {
-      prim *pr = &st->prims[m - 1][t - 1];
+      int64_t m = st->ms[mi];
+      prim *pr = &st->prims[mi][t - 1];
       dnnl_memory_desc_t src_md, wei_md, dst_md;
       dnnl_dims_t sdims = { m, p->k }, ddims = { m, p->n };
       CHECK(dnnl_memory_desc_init_by_tag(&src_md, 2, sdims, dnnl_bf16, dnnl_ab));
@@ -209,16 +214,16 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   /* detail: the implementations (one line if every M and thread count got the same) and the layouts */
   size_t at = 0;
   int same = 1;
-  for (int m = 0; m < FKB_M_MAX; m++)
-    for (int t = 0; t < p->nthreads_max; t++) same &= strcmp(st->prims[m][t].impl, st->prims[0][0].impl) == 0;
+  for (int mi = 0; mi < st->nms; mi++)
+    for (int t = 0; t < p->nthreads_max; t++) same &= strcmp(st->prims[mi][t].impl, st->prims[0][0].impl) == 0;
   if (same)
     at += (size_t)snprintf(out->detail, sizeof out->detail, "impl %s for every M and thread count",
                            st->prims[0][0].impl);
   else
-    for (int m = 0; m < FKB_M_MAX; m++)
+    for (int mi = 0; mi < st->nms; mi++)
       for (int t = 0; t < p->nthreads_max && at < sizeof out->detail; t++)
-        at += (size_t)snprintf(out->detail + at, sizeof out->detail - at, "%sM=%d %dT %s", at ? ", " : "impl ",
-                               m + 1, t + 1, st->prims[m][t].impl);
+        at += (size_t)snprintf(out->detail + at, sizeof out->detail - at, "%sM=%lld %dT %s", at ? ", " : "impl ",
+                               (long long)st->ms[mi], t + 1, st->prims[mi][t].impl);
   for (int i = 0; i < st->npools && at < sizeof out->detail; i++) {
     char lay[96];
     describe(&st->pools[i].md, lay, sizeof lay);
@@ -251,12 +256,14 @@ int fkb_onednn_prepare_rowmajor(const fkb_problem *p, const fkb_copies *c, fkb_p
 
 int fkb_onednn_select(void *state, int64_t m, int nthreads, char *err, size_t errlen) {
   onednn_state *st = state;
-  if (m < 1 || m > FKB_M_MAX || nthreads < 1 || nthreads > st->nthreads_max) {
+  int mi = 0;
+  while (mi < st->nms && st->ms[mi] != m) mi++;
+  if (mi == st->nms || nthreads < 1 || nthreads > st->nthreads_max) {
     snprintf(err, errlen, "no primitive for M=%lld, %d threads", (long long)m, nthreads);
     return -1;
   }
   st->m = m;
-  st->cur = &st->prims[m - 1][nthreads - 1];
+  st->cur = &st->prims[mi][nthreads - 1];
   omp_set_num_threads(nthreads);
   return 0;
 }
@@ -281,9 +288,9 @@ void fkb_onednn_output(void *state, float *y) {
 
 void fkb_onednn_finish(void *state) {
   onednn_state *st = state;
-  for (int m = 0; m < FKB_M_MAX; m++)
+  for (int mi = 0; mi < FKB_MS_MAX; mi++)
     for (int t = 0; t < FKB_THREADS_MAX; t++) {
-      prim *pr = &st->prims[m][t];
+      prim *pr = &st->prims[mi][t];
       if (pr->p) dnnl_primitive_destroy(pr->p);
       if (pr->src) dnnl_memory_destroy(pr->src);
       if (pr->dst) dnnl_memory_destroy(pr->dst);

@@ -39,7 +39,7 @@ int fkb_openblas_prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared
   st->stride = fkb_copy_stride(bytes);
   st->region_bytes = st->ncopies * st->stride;
   st->region = fkb_region_alloc(st->region_bytes);
-  st->y = fkb_alloc((size_t)(FKB_M_MAX * p->n) * sizeof(float));
+  st->y = fkb_alloc((size_t)(p->m_max * p->n) * sizeof(float));
   if (!st->region || !st->y) goto oom;
   for (size_t i = 0; i < st->ncopies; i++) {
     const uint16_t *src = c->w[i % c->count];

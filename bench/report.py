@@ -3,7 +3,7 @@
 
   report.py [--results DIR] [--out DIR] [--plot | --no-plot] [--check] (--all | BENCH ...)
 
-BENCH is gemv, state, fft, runtime, model, ckpt or audio. For each, reads DIR/<bench>.csv (the rows),
+BENCH is gemv, gemm, state, fft, runtime, model, ckpt or audio. For each, reads DIR/<bench>.csv (the rows),
 DIR/<bench>-meta.csv (key,item,value: the machine, versions, noise, probe and the run's facts; the
 bench's C harness writes both) and writes OUT/<bench>.md and the gnuplot data (OUT/<bench>*.dat),
 then, with --plot, runs gnuplot on bench/plot_<bench>.gp for OUT/<bench>.png. model reads
@@ -224,6 +224,100 @@ def render_gemv(rows, meta):
     return {"gemv.md": "".join(md), **dat}, {"m1": "gemv_m1.dat", "m4": "gemv_m4.dat", "out": "gemv.png",
                                             "ncols": len(contenders) + 1,
                                             "probe1": f(meta.num("probe_gbps", "1"), 1)}
+
+
+# ---- gemm ---------------------------------------------------------------------------------------
+
+def render_gemm(rows, meta):
+    """fk_bench_gemv --gemm: M rows per weight matrix, hot weights; each row's share of the f32 FMA
+    peak measured in the same case (the FMA peak probe's turns)."""
+    shapes = list(OrderedDict.fromkeys((r["n"], r["k"]) for r in rows))
+    contenders = [name for name, _ in meta.items("version")]
+    threads = sorted({int(r["threads"]) for r in rows})
+    ms = sorted({int(r["m"]) for r in rows})
+    cases = OrderedDict()
+    for r in rows:
+        cases.setdefault((r["n"], r["k"], int(r["m"]), int(r["threads"])), []).append(r)
+
+    def row_of(n, k, m, t, name):
+        for r in cases.get((n, k, m, t), []):
+            if r["contender"] == name and r["status"] == "ok":
+                return r
+        return None
+
+    md = []
+    w = md.append
+    w("# GEMM: flashkern and its peers, many activation rows per weight matrix\n\n")
+    w("Written by `fk_bench_gemv --gemm` (bench/fk_bench_gemv.c) from one run: `%s`, %s s. "
+      "Regenerate with `make bench-gemm`; never edit by hand.\n\n" % (meta.get("command"), f(meta.num("elapsed_s"), 0)))
+    w("**Machine:** %s\n\n" % machine_line(meta))
+    w("**Contenders** (weights N x K, y[j][n] = x[j][:] . W[n][:], j < M; hot weights: every call reads copy 0):\n\n")
+    for name in contenders:
+        said = OrderedDict()
+        for n, k in shapes:
+            item = "%s|%sx%s" % (name, n, k)
+            txt = meta.get("prepared", item) if meta.has("prepared", item) else "NOT RUN: " + meta.get("not_prepared", item)
+            said.setdefault(txt, []).append("%sx%s" % (n, k))
+        w("- **%s**: %s; %s-byte weights; threads: %s." % (
+            name, meta.get("version", name), meta.get("bytes_per_weight", name),
+            "the bench's team" if meta.get("threading", name) == "team" else "the library's own"))
+        for txt, where in said.items():
+            w("\n  - %s: %s" % (", ".join(where), txt))
+        w("\n")
+    w("- **FMA peak probe**: %s-lane f32 FMAs, 12 independent chains per thread, its turns interleaved with the "
+      "contenders' in every case; run-wide median: %s.\n\n" % (
+          meta.get("fma_probe", "lanes"), ", ".join("%s %s G FMA lanes/s" % (plural(t, "thread"),
+                                                                           f(meta.num("probe_gbps", str(t)), 1))
+                                                   for t in threads)))
+    w("**Columns.** *us*: microseconds per call, median [min, max] over %s repetitions. *of FMA peak*: M N K "
+      "multiply-adds per second over the FMA lanes per second of the probe's turns in the same case (the exact "
+      "tier's f32 FMA bound; the bf16 dot products of oneDNN and flashkern's fast tier can exceed 1). *fk exact / "
+      "this*, *fk fast / this*: flashkern's packed median time (exact or fast tier) over this row's; below 1 "
+      "flashkern is faster. flashkern calls its packed stamps the way the runtime's GEMV phases do: at most 24 "
+      "activation rows per call, over blocks of weight rows that stay in L2.\n\n" % meta.get("reps"))
+    fx = "flashkern exact packed"
+    for t in threads:
+        w("## Summary, %s: flashkern exact packed, share of the FMA peak (and oneDNN prepacked time / flashkern's)\n\n"
+          % plural(t, "thread"))
+        w("| shape |" + "".join(" M = %d |" % m for m in ms) + "\n|---|" + "---:|" * len(ms) + "\n")
+        for n, k in shapes:
+            cells = []
+            for m in ms:
+                r = row_of(n, k, m, t, fx)
+                o = row_of(n, k, m, t, "oneDNN prepacked")
+                if r is None:
+                    cells.append("-")
+                    continue
+                txt = f(float(r["of_fma_peak"]), 2) if r["of_fma_peak"] else "-"
+                if o is not None:
+                    txt += " (%s)" % f(float(o["median_us"]) / float(r["median_us"]), 2)
+                cells.append(txt)
+            w("| %sx%s | %s |\n" % (n, k, " | ".join(cells)))
+        w("\n")
+    for n, k in shapes:
+        w("## %s x %s (N x K)\n\n" % (n, k))
+        for m in ms:
+            for t in threads:
+                rs = cases.get((n, k, m, t))
+                if rs is None:
+                    continue
+                w("### %sx%s, M = %d, %s\n\n" % (n, k, m, plural(t, "thread")))
+                share = num(rs[0]["others_cpu_share"])
+                if share is not None and share >= NOISY:
+                    w("Other processes used %s%% of the CPUs while this case ran: its times are disturbed.\n\n"
+                      % f(100 * share, 0))
+                w("| contender | us median [min, max] | of FMA peak | fk exact / this | fk fast / this |\n"
+                  "|---|---:|---:|---:|---:|\n")
+                for r in rs:
+                    if r["status"] != "ok":
+                        w("| %s | not timed: %s | | | |\n" % (r["contender"], r["why"] or "not run"))
+                        continue
+                    cells = [r[c] if r[c] != "" else None for c in ("of_fma_peak", "fk_exact_over_this", "fk_fast_over_this")]
+                    w("| %s | %s [%s, %s] | %s |\n" % (
+                        r["contender"], f(float(r["median_us"]), 1), f(float(r["min_us"]), 1), f(float(r["max_us"]), 1),
+                        " | ".join("-" if v is None else f(float(v), 2) for v in cells)))
+                w("\n")
+    return {"gemm.md": "".join(md)}, None
 
 
 # ---- state --------------------------------------------------------------------------------------
@@ -1068,7 +1162,7 @@ def render_audio(rows, meta):
 
 # ---- main ---------------------------------------------------------------------------------------
 
-RENDERERS = {"gemv": render_gemv, "state": render_state, "fft": render_fft, "runtime": render_runtime, "model": render_model,
+RENDERERS = {"gemv": render_gemv, "gemm": render_gemm, "state": render_state, "fft": render_fft, "runtime": render_runtime, "model": render_model,
              "ckpt": render_ckpt, "audio": render_audio}
 
 
