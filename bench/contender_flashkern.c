@@ -35,9 +35,6 @@ typedef struct fk_state {
 
 /* as runtime/fk_program.c: rows per call, and the L2 block of weight rows when M > 4 */
 enum { CALL_ROWS = 24, L2_BLOCK = 256 << 10 };
-#ifndef FK_GEMV_GEMM_PART
-#define FK_GEMV_GEMM_PART 0
-#endif
 
 const char *fkb_flashkern_version(void) { return "flashkern " FKB_FLASHKERN_VERSION; }
 
@@ -64,7 +61,7 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   st->n = p->n;
   st->k = p->k;
   st->m = 1;
-  size_t xs_floats = (size_t)(CALL_ROWS * ((p->k + 63) / 64 * 64) + FK_GEMV_GEMM_PART);
+  size_t xs_floats = (size_t)(CALL_ROWS * ((p->k + 63) / 64 * 64));
   int ok = 1;
   for (int t = 0; t < p->nthreads_max; t++) ok &= (st->xs[t] = fkb_alloc(xs_floats * sizeof(float))) != NULL;
   ok &= (st->y = fkb_alloc((size_t)(p->m_max * p->n) * (st->f32_out ? sizeof(float) : sizeof(uint16_t)))) != NULL;

@@ -21,8 +21,8 @@
  * --gemm: the GEMM (many activation rows per weight matrix: a prompt's prefill, a detokenizer
  * call's frames). M = 8, 16, 32, 64, 300 (or --m), hot weights only (the GEMM is compute-bound),
  * no read probe; instead the f32 FMA peak of 1 and 2 threads is measured beside the cases (an
- * AVX-512 FMA loop, every 4th repetition) and each row says its share of it: M N K / time over the
- * peak's FMA lanes per second. Output DIR/gemm.csv and gemm-meta.csv (bench/report.py gemm). */
+ * AVX-512 FMA loop taking its turn in every repetition, like the read probe) and each row says its
+ * share of it: M N K / time over the peak's FMA lanes per second. Output DIR/gemm.csv and gemm-meta.csv (bench/report.py gemm). */
 #define _GNU_SOURCE /* environ, syscall(SYS_gettid), strncasecmp */
 #include <dirent.h>
 #include <errno.h>
@@ -520,6 +520,11 @@ static void fma_probe_run(void *unused, size_t copy, int tid, int nthreads) {
 /* FMA lanes one probe turn of nt members computes */
 static double fma_probe_lanes(int nt) { return (double)nt * FMA_ITERS * 12.0 * fma_lanes; }
 
+/* The probe's rate for a turn of `seconds` on nt threads: GB/s read, or (the GEMM run) G FMA lanes/s. */
+static double probe_rate(int nt, double seconds) {
+  return (gemm_mode ? fma_probe_lanes(nt) : (double)PROBE_BYTES) / seconds / 1e9;
+}
+
 static stats stats_of(const cell *c) {
   stats st = { 0, 0, 0, 0 };
   return c->state == CELL_OK ? fkb_stats_of(c->s, c->n) : st;
@@ -536,7 +541,7 @@ static int probe_samples[FKB_THREADS_MAX + 1];
 static double probe_case(int s, int m, int mode, int nt) {
   stats st = stats_of(cell_at(s, m, mode, nt, NC));
   if (!st.ok) return 0.0;
-  return gemm_mode ? fma_probe_lanes(nt) / st.med / 1e9 : (double)PROBE_BYTES / st.med / 1e9;
+  return probe_rate(nt, st.med);
 }
 
 /* this cell's median GB/s over its case's probe (GEMM: its FMA lanes per second over the peak's), or -1 */
@@ -562,7 +567,7 @@ static void compute_probe_medians(void) {
           for (int i = 0; i < c->n; i++) all.s[all.n++] = c->s[i];
         }
     stats st = stats_of(&all);
-    probe_gbps[nt] = !st.ok ? 0.0 : gemm_mode ? fma_probe_lanes(nt) / st.med / 1e9 : (double)PROBE_BYTES / st.med / 1e9;
+    probe_gbps[nt] = st.ok ? probe_rate(nt, st.med) : 0.0;
     probe_samples[nt] = all.n;
     probe_case_min[nt] = 1e300, probe_case_max[nt] = 0;
     for (int s = 0; s < opt.nshapes; s++)
@@ -646,8 +651,9 @@ static void progress_line(int s, int mi, int mode, int nt) {
   for (int e = 0; e < NE; e++) {
     stats st = stats_of(cell_at(s, mi, mode, nt, e));
     if (!st.ok) continue;
-    if (e == NC && gemm_mode) fprintf(stderr, " | FMA peak %.1f G lanes/s", fma_probe_lanes(nt) / st.med / 1e9);
-    else if (e == NC) fprintf(stderr, " | probe %.1f GB/s", (double)PROBE_BYTES / st.med / 1e9);
+    if (e == NC)
+      fprintf(stderr, " | %s %.1f %s", gemm_mode ? "FMA peak" : "probe", probe_rate(nt, st.med),
+              gemm_mode ? "G lanes/s" : "GB/s");
     else fprintf(stderr, " | %s %.1f us", contenders[e].name, st.med * 1e6);
   }
   double busy = *noise_at(s, mi, mode, nt);

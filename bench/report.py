@@ -80,6 +80,28 @@ def plural(n, word):
 
 # ---- gemv ---------------------------------------------------------------------------------------
 
+def contender_lines(w, meta, contenders, shapes, team_text):
+    """fk_bench_gemv's contender list: one line each (version, weight bytes, threads), then what
+    prepare() reported, shapes with the same text grouped."""
+    for name in contenders:
+        team = meta.get("threading", name) == "team"
+        w("- **%s**: %s; %s-byte weights; threads: %s." % (
+            name, meta.get("version", name), meta.get("bytes_per_weight", name),
+            team_text if team else "the library's own"))
+        said = OrderedDict()
+        for n, k in shapes:
+            item = "%s|%sx%s" % (name, n, k)
+            if meta.has("prepared", item):
+                txt = meta.get("prepared", item)
+            else:
+                txt = "NOT RUN: " + meta.get("not_prepared", item)
+            said.setdefault(txt, []).append("%sx%s" % (n, k))
+        for txt, where in said.items():
+            w("\n  - %s: %s" % (", ".join(where), txt))
+        w("\n")
+
+
+
 def render_gemv(rows, meta):
     shapes = list(OrderedDict.fromkeys((r["n"], r["k"]) for r in rows))
     contenders = [name for name, _ in meta.items("version")]
@@ -107,23 +129,7 @@ def render_gemv(rows, meta):
       "Regenerate with `make bench-gemv`; never edit by hand.\n\n" % (meta.get("command"), f(meta.num("elapsed_s"), 0)))
     w("**Machine:** %s\n\n" % machine_line(meta))
     w("**Contenders** (weights N x K, y[j][n] = x[j][:] . W[n][:], j < M):\n\n")
-    for name in contenders:
-        team = meta.get("threading", name) == "team"
-        w("- **%s**: %s; %s-byte weights; threads: %s." % (
-            name, meta.get("version", name), meta.get("bytes_per_weight", name),
-            "the bench's team, rows split at a multiple of 64" if team else "the library's own"))
-        # what prepare() reported, shapes with the same text grouped
-        said = OrderedDict()
-        for n, k in shapes:
-            item = "%s|%sx%s" % (name, n, k)
-            if meta.has("prepared", item):
-                txt = meta.get("prepared", item)
-            else:
-                txt = "NOT RUN: " + meta.get("not_prepared", item)
-            said.setdefault(txt, []).append("%sx%s" % (n, k))
-        for txt, where in said.items():
-            w("\n  - %s: %s" % (", ".join(where), txt))
-        w("\n")
+    contender_lines(w, meta, contenders, shapes, "the bench's team, rows split at a multiple of 64")
     if meta.has("no_flashkern"):
         w("- **flashkern**: not in this build (bench/contender_flashkern.c is compiled with "
           "FK_BENCH_WITH_FLASHKERN); the ratio columns are empty.\n")
@@ -252,18 +258,7 @@ def render_gemm(rows, meta):
       "Regenerate with `make bench-gemm`; never edit by hand.\n\n" % (meta.get("command"), f(meta.num("elapsed_s"), 0)))
     w("**Machine:** %s\n\n" % machine_line(meta))
     w("**Contenders** (weights N x K, y[j][n] = x[j][:] . W[n][:], j < M; hot weights: every call reads copy 0):\n\n")
-    for name in contenders:
-        said = OrderedDict()
-        for n, k in shapes:
-            item = "%s|%sx%s" % (name, n, k)
-            txt = meta.get("prepared", item) if meta.has("prepared", item) else "NOT RUN: " + meta.get("not_prepared", item)
-            said.setdefault(txt, []).append("%sx%s" % (n, k))
-        w("- **%s**: %s; %s-byte weights; threads: %s." % (
-            name, meta.get("version", name), meta.get("bytes_per_weight", name),
-            "the bench's team" if meta.get("threading", name) == "team" else "the library's own"))
-        for txt, where in said.items():
-            w("\n  - %s: %s" % (", ".join(where), txt))
-        w("\n")
+    contender_lines(w, meta, contenders, shapes, "the bench's team")
     w("- **FMA peak probe**: %s-lane f32 FMAs, 12 independent chains per thread, its turns interleaved with the "
       "contenders' in every case; run-wide median: %s.\n\n" % (
           meta.get("fma_probe", "lanes"), ", ".join("%s %s G FMA lanes/s" % (plural(t, "thread"),
