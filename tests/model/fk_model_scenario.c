@@ -8,7 +8,13 @@
  *       caches, carries, position, the sampler's counter).
  *   the same LM with a sliding window of 8 (a ring cache; the window truncates from position 8);
  *   detok: 12 code frames, one per call, then the flush: the PCM's digest and the state's.
- * The calls are tests/model/session.c's. Usage: fk_model_scenario THREADS [lm|detok|both] */
+ * The calls are tests/model/session.c's. Usage: fk_model_scenario THREADS [lm|detok|both]
+ *   fk_model_scenario THREADS gemm [exact|fast] [FORBID] [FLIP_ROW] [TOKENS] [FRAMES]: the GEMM
+ *       path against row by row (fkt_session_gemm): an LM prompt of TOKENS (53: calls of 24 + 24 +
+ *       5 rows inside) in one call against one token per call, and FRAMES detokenizer frames (9:
+ *       54 rows) in one call against frame by frame; FORBID: FK_CPU_* bits in hex the plan must
+ *       not use (desc.forbid_features), to reach the other variants; FLIP_ROW: the perturbation
+ *       (-1: none). Exits 1 when a run differs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +27,22 @@ int main(int argc, char **argv) {
   const char *which = argc > 2 ? argv[2] : "both";
   fkt_models m;
   if (fkt_models_make(&m) != 0) return 1;
+  if (strcmp(which, "gemm") == 0) {
+    const char *tier = argc > 3 ? argv[3] : "exact";
+    uint64_t forbid = argc > 4 ? strtoull(argv[4], NULL, 16) : 0;
+    int flip = argc > 5 ? atoi(argv[5]) : -1, rc = 0;
+    int64_t tokens = argc > 6 ? atoll(argv[6]) : 53, frames = argc > 7 ? atoll(argv[7]) : 9;
+    for (int lm = 1; lm >= 0 && rc == 0; lm--) {
+      fk_plan_desc d = fkt_models_desc(&m, lm ? FK_PROGRAMS_LM : FK_PROGRAMS_DETOK, threads);
+      d.tier = strcmp(tier, "fast") == 0 ? FK_TIER_FAST : FK_TIER_EXACT;
+      d.forbid_features = forbid;
+      d.lm.max_rows = tokens;
+      d.detok.max_frames = frames;
+      rc = fkt_session_gemm(&d, lm, lm ? tokens : frames, flip, stdout);
+    }
+    fkt_models_free(&m);
+    return rc < 0 ? 2 : rc;
+  }
   for (int win = 0; win <= 8 && strcmp(which, "detok") != 0; win += 8) {
     /* window 8: the ring cache of W + max_rows - 1 slots, decode through the prefill ring form */
     fk_plan_desc d = fkt_models_desc(&m, FK_PROGRAMS_LM, threads);

@@ -19,6 +19,14 @@ int fkt_session_lm(const fk_plan_desc *d, FILE *out);
  * stream, of the PCM and of the state before the flush. d: a plan of FK_PROGRAMS_DETOK. */
 int fkt_session_detok(const fk_plan_desc *d, FILE *out);
 
+/* gemm: n units (LM prompt tokens, detokenizer frames of 6 rows; n * rows <= 64) in one call, then
+ * on a fresh plan of the same descriptor one unit per call (LM: then 3 greedy decode steps on
+ * each): every row's residual stream at every step, the logits and tokens (LM) or the PCM
+ * (detokenizer), and the state must be the same bits. Prints one line (what differs, or the
+ * digests); flip_row >= 0 flips a bit of that row of the one-call run at its third step (the
+ * gate's perturbation). Returns 0 when equal, 1 when not, -1 with the refusal on stderr. */
+int fkt_session_gemm(const fk_plan_desc *d, int lm, int64_t n, int flip_row, FILE *out);
+
 /* The same calls on a ready plan (its state as fk_plan_create left it): an LM plan of vocabulary
  * `vocab`, a detokenizer plan of codebook_vocab codes. */
 int fkt_session_lm_run(fk_plan *p, int64_t vocab, FILE *out);

@@ -9,6 +9,8 @@
  *   team_sizes: the scenario's digests (every step's residual stream, logits, tokens, PCM, state)
  *     are the same for 1, 2, 3 and 4 members.
  *   same_on_aarch64: ... and the same under qemu-aarch64 (-cpu max, -cpu neoverse-n1).
+ *   gemm_equals_row_by_row: a 53-token prompt in one call == one token per call, 9 frames in one
+ *     call == one per call, bit for bit, on every target and team size; a flipped row is seen.
  *   turns_continue_exactly: a prompt in chunks, a snapshot moved into a fresh plan, then decode ==
  *     one plan end to end, bit for bit; detokenizer frames in chunks == frame by frame.
  *   perturb_*: the faithfulness gate fails when a carry is not committed, a KV slot is off by
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "fk_prog_detok.h"
 #include "fk_prog_lm.h"
@@ -340,6 +343,68 @@ Test(model, same_on_aarch64, .timeout = 1200) {
   }
   cr_log_info("aarch64 (qemu -cpu max, neoverse-n1) == x86_64:\n%s", host);
   free(host);
+}
+
+/* The GEMM path (prompts and frames of more than 4 rows: the packed forms' blocks of rows, calls of
+ * up to 24 rows, weights in L2 blocks) against row by row (fkt_session_gemm: an LM prompt of 53
+ * tokens in one call vs one per call, 9 detokenizer frames in one call vs one per call), on every
+ * target: x86_64 avx512 and avx2 (AVX-512F forbidden) exact and avx512bf16 fast on 1..4 members;
+ * under qemu-aarch64 neon (-cpu neoverse-n1) and bfcvt (-cpu max) exact, bf16 fast (-cpu max; an
+ * LM prompt of 29 tokens and one frame there: qemu's BF16 is slow).
+ * The exact tier's digests are the same on every target and team size; the fast tier's on every
+ * team size. The gate: a bit flipped in one row of the one-call run is seen. */
+Test(model, gemm_equals_row_by_row, .timeout = 1200) {
+  static const struct { const char *tier, *forbid, *label; } host[] = {
+    { "exact", "0", "avx512 exact" }, { "exact", "4", "avx2 exact" }, { "fast", "0", "avx512bf16 fast" } };
+  char cmd[1024], *exact = NULL;
+  for (int v = 0; v < 3; v++) {
+    char *one = NULL;
+    for (int t = 1; t <= 4; t++) {
+      snprintf(cmd, sizeof cmd, "%s %d gemm %s %s", FKT_MODEL_SCENARIO_HOST, t, host[v].tier, host[v].forbid);
+      char *out = fkt_run_cmd(cmd);
+      cr_assert(strstr(out, "gemm lm 53 rows: one call ==") && strstr(out, "gemm detok 54 rows: one call =="),
+                "%s, %d members:\n%s", host[v].label, t, out);
+      if (!one) one = out;
+      else {
+        cr_assert_str_eq(out, one, "%s: %d members:\n%s\n1 member:\n%s", host[v].label, t, out, one);
+        free(out);
+      }
+    }
+    if (v == 0) exact = one;
+    else {
+      if (v == 1) cr_assert_str_eq(one, exact, "avx2 exact:\n%s\navx512 exact:\n%s", one, exact);
+      free(one);
+    }
+  }
+  /* under qemu (slow: -cpu max most of all) the bfcvt and bf16 runs are shorter: 29 tokens (calls
+   * of 24 + 5 rows), 5 frames (30 rows: 24 + 6) and, fast, 1 frame */
+  snprintf(cmd, sizeof cmd, "%s 2 gemm exact 0 -1 29 5", FKT_MODEL_SCENARIO_HOST);
+  char *exact_short = fkt_run_cmd(cmd);
+  static const struct { const char *cpu, *args, *label; int threads; } arm[] = {
+    { "neoverse-n1", "exact", "neon exact", 2 }, { "max", "exact 0 -1 29 5", "bfcvt exact", 2 },
+    { "max", "fast 0 -1 29 1", "bf16 fast", 1 } };
+  for (int v = 0; v < 3; v++) {
+    snprintf(cmd, sizeof cmd, "%s -cpu %s %s %d gemm %s", FKH_QEMU, arm[v].cpu, FKT_MODEL_SCENARIO_AARCH64,
+             arm[v].threads, arm[v].args);
+    char *out = fkt_run_cmd(cmd), *want = v == 0 ? exact : exact_short;
+    if (v < 2) cr_assert_str_eq(out, want, "aarch64 %s:\n%s\nx86_64:\n%s", arm[v].label, out, want);
+    else cr_assert(strstr(out, "gemm lm 29 rows: one call ==") && strstr(out, "gemm detok 6 rows: one call =="),
+                   "aarch64 %s:\n%s", arm[v].label, out);
+    free(out);
+  }
+  free(exact_short);
+  /* the gate: row 30 (the second call of 24 rows inside) flipped in the one-call run */
+  snprintf(cmd, sizeof cmd, "%s 2 gemm exact 0 30", FKT_MODEL_SCENARIO_HOST);
+  FILE *f = popen(cmd, "r");
+  cr_assert(f, "popen %s", cmd);
+  char line[512] = { 0 };
+  cr_assert(fgets(line, sizeof line, f), "%s printed nothing", cmd);
+  int st = pclose(f);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s: exit %d, want 1 (a difference)", cmd, st);
+  cr_assert(strstr(line, "(the first: row 30)"), "%s: %s", cmd, line);
+  cr_log_info("one call == row by row on avx512, avx2, avx512bf16 (1..4 members), neon, bfcvt, bf16 (qemu):\n%s",
+              exact);
+  free(exact);
 }
 
 Test(model, perturb_bit_seen_by_digests, .init = setup, .fini = teardown, .timeout = 300) {
