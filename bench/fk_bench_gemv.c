@@ -842,7 +842,8 @@ static void results(fkb_out *o) {
   fkb_meta(o, "env", "OPENBLAS_CORETYPE was", "%s", coretype_was);
   for (char **ev = environ; *ev; ev++)
     if ((!strncmp(*ev, "OPENBLAS_", 9) && strncmp(*ev, "OPENBLAS_CORETYPE=", 18)) || !strncmp(*ev, "OMP_", 4) ||
-        !strncmp(*ev, "GOMP_", 5) || !strncmp(*ev, "DNNL_", 5) || !strncmp(*ev, "ONEDNN_", 7)) {
+        !strncmp(*ev, "GOMP_", 5) || !strncmp(*ev, "DNNL_", 5) || !strncmp(*ev, "ONEDNN_", 7) ||
+        !strncmp(*ev, "FK_", 3)) {
       char name[256];
       size_t len = strcspn(*ev, "=");
       snprintf(name, sizeof name, "%.*s", (int)len, *ev);

@@ -257,6 +257,11 @@ def render_gemm(rows, meta):
     w("Written by `fk_bench_gemv --gemm` (bench/fk_bench_gemv.c) from one run: `%s`, %s s. "
       "Regenerate with `make bench-gemm`; never edit by hand.\n\n" % (meta.get("command"), f(meta.num("elapsed_s"), 0)))
     w("**Machine:** %s\n\n" % machine_line(meta))
+    # the environment the run was given beyond OpenBLAS's core (FK_CPU_MASK, DNNL_MAX_CPU_ISA, ...)
+    env = [(item, value) for item, value in meta.items("env")
+           if item not in ("OPENBLAS_CORETYPE", "OPENBLAS_CORETYPE was")]
+    if env:
+        w("**Environment:** %s.\n\n" % ", ".join("`%s=%s`" % iv for iv in env))
     w("**Contenders** (weights N x K, y[j][n] = x[j][:] . W[n][:], j < M; hot weights: every call reads copy 0):\n\n")
     contender_lines(w, meta, contenders, shapes, "the bench's team")
     w("- **FMA peak probe**: %s-lane f32 FMAs, 12 independent chains per thread, its turns interleaved with the "
