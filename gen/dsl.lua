@@ -675,6 +675,14 @@ B.load1_i32 = loader("load1_i32", "i")
 -- the uint64 at element idx + off of a uint64 array (persistent state: a PRNG's seed, counter)
 B.load1_u64 = loader("load1_u64", "i")
 
+-- An accumulator loaded from 16 f32 lanes at element idx + off (partial sums an earlier pass
+-- left in scratch: the chain goes on from them), updated in place by the *_acc ops.
+function B:load_acc(base, idx, off)
+  local v = mem_op(self, "load_f32", "v", "load_acc", base, idx, off).dst
+  v.var = true
+  return v
+end
+
 -- The NaN rule of the exact tier, checked where a value is stored: a float stored into an output
 -- (out or inout: not scratch, not an integer array) must be canonical, i.e. provably free of
 -- NaN payloads, which differ between ISAs where NaNs meet or are made. Canonical: the results of

@@ -58,19 +58,28 @@ static void gemv_call(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int
   }
 }
 
+/* Weight rows per call with more than 4 activation rows: a multiple of FK_GEMV_PACK_ROWS. */
+static int64_t l2_block_rows(int64_t k) {
+  int64_t blk = L2_BLOCK / (2 * k) / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS;
+  return blk < FK_GEMV_PACK_ROWS ? FK_GEMV_PACK_ROWS : blk;
+}
+
 void fk_gemv_run(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t n) {
   int64_t b, e;
   fk_share_rows(n, m, p->threads, &b, &e);
   if (b >= e) return;
-  int64_t blk = e - b;
-  if (rows > 4) {
-    blk = L2_BLOCK / (2 * g->k) / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS;
-    if (blk < FK_GEMV_PACK_ROWS) blk = FK_GEMV_PACK_ROWS;
-  }
+  int64_t blk = rows > 4 ? l2_block_rows(g->k) : e - b;
   for (int64_t b0 = b; b0 < e; b0 += blk) gemv_call(p, m, g, rows, b0, b0 + blk < e ? b0 + blk : e);
 }
 
-void fk_gemv_need(fk_carver *c, int64_t k) { fk_carve_member(c, (size_t)(CALL_ROWS * ((k + 63) / 64 * 64)) * 4); }
+/* A member's xs: CALL_ROWS arranged rows, and where k takes more than one GEMM k block, the
+ * partial sums of a call's weight rows (at most one L2 block, from a multiple of
+ * FK_GEMV_PACK_ROWS: the packed forms' xs extent). */
+void fk_gemv_need(fk_carver *c, int64_t k) {
+  int64_t floats = CALL_ROWS * ((k + 63) / 64 * 64);
+  if (k > FK_GEMV_GEMM_KBLOCK) floats += l2_block_rows(k) * FK_GEMV_GEMM_PART_ROW;
+  fk_carve_member(c, (size_t)floats * 4);
+}
 
 void fk_program_steps(fk_plan *p, fk_carver *c, fk_program prog, void *rec,
                       void (*list)(fk_step_list *l, void *rec, fk_program prog)) {

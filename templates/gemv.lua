@@ -34,6 +34,13 @@
 -- xs (caller scratch, per call and per thread): m * round_up(k, 64) floats.
 
 local PACK_ROWS, TILE = 4, 64
+-- the GEMM blocks of the packed exact forms: where one pass holds every chain of a block's rows
+-- (AVX-512: 6 rows), k is cut into blocks of GEMM_KBLOCK elements, each a pass over the rows
+-- [row_begin, row_end), so that the block's arranged x (rows x GEMM_KBLOCK f32) stays in L1 while
+-- the weight rows stream past it; a row's accumulators wait between k blocks in xs, after the
+-- arranged rows: GEMM_PART_ROW floats per weight row (up to 8 rows x 4 chains x 16 lanes)
+local GEMM_KBLOCK, GEMM_PART_ROW = 1024, 512
+local GEMM_KBLOCK_LOG2 = 10
 -- the blocked layout of the fast tier's outer-product forms: blocks of BLOCK_ROWS rows (one
 -- output row per f32 lane), BLOCK_GROUP blocks interleaved per bf16 pair of k, k padded to
 -- BLOCK_KALIGN
@@ -62,8 +69,16 @@ local function args(form)
     { "x", "const float *", extent = "span(m, ldx, k)", doc = "activations: row j at x + j * ldx" },
     { "ldx", "int64_t", doc = "row stride of x in elements, >= k" },
     -- (the blocked forms need less scratch than this)
-    { "xs", "float *", scratch = true, extent = "m * round_up(k, 64)",
-      doc = "scratch: m * round_up(k, 64) floats, one per thread" },
+    form.packed and
+      { "xs", "float *", scratch = true,
+        extent = string.format("m * round_up(k, 64) + (m > 4 && k > %d ? "
+                               .. "max(round_up(row_end, %d) - row_begin, 0) * %d : 0)",
+                               GEMM_KBLOCK, PACK_ROWS, GEMM_PART_ROW),
+        doc = string.format("scratch, one per thread: m * round_up(k, 64) floats, and for m > 4 and k > %d %d more "
+                            .. "per weight row of round_up(row_end, %d) - row_begin (FK_GEMV_GEMM_*)",
+                            GEMM_KBLOCK, GEMM_PART_ROW, PACK_ROWS) } or
+      { "xs", "float *", scratch = true, extent = "m * round_up(k, 64)",
+        doc = "scratch: m * round_up(k, 64) floats, one per thread" },
   }
   for _, r in ipairs(rest) do a[#a + 1] = r end
   if form.bias then a[#a + 1] = { "bias", "const float *", extent = "row_end > row_begin ? row_end : 0",
@@ -271,8 +286,8 @@ return {
   --   + ((k / 2) * BLOCK_GROUP + (n / BLOCK_ROWS) % BLOCK_GROUP) * BLOCK_ROWS * 2 + (n % BLOCK_ROWS) * 2 + k % 2
   -- with kpad = round_up(k_total, BLOCK_KALIGN), rows padded with zeros to a whole group: a
   -- pass over a group is one stream, every lane of an accumulator an output row
-  exports = { PACK_ROWS = PACK_ROWS, PACK_TILE = TILE, BLOCK_ROWS = BLOCK_ROWS, BLOCK_GROUP = BLOCK_GROUP,
-              BLOCK_KALIGN = BLOCK_KALIGN },
+  exports = { PACK_ROWS = PACK_ROWS, PACK_TILE = TILE, GEMM_KBLOCK = GEMM_KBLOCK, GEMM_PART_ROW = GEMM_PART_ROW,
+              BLOCK_ROWS = BLOCK_ROWS, BLOCK_GROUP = BLOCK_GROUP, BLOCK_KALIGN = BLOCK_KALIGN },
   check = function(p, need)
     need(p.chains == 4 and p.tile == 64, "the lane mapping is written for 4 chains over 64-element tiles")
     need(p.tree == "halving", "tree must be 'halving'")
@@ -313,7 +328,9 @@ return {
     local pr = p.pack_rows
     -- rows per block: the packed forms take any m in blocks of J rows (the last one m mod J)
     local J = form_.packed and gemm_rows(p, fast, nchains, wregs, t.tune.accumulators) or p.max_m
-    local kpad = t:iand(t:add(a.k, p.tile - 1), -p.tile)
+    -- k padded to whole tiles (recomputed where it is used, rather than held in a register)
+    local function kp() return t:iand(t:add(a.k, p.tile - 1), -p.tile) end
+    local kpad = kp()
     t:for_rows(t:iconst(0), a.m, 1, function(j)
       local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
       local xsb = fast and t:addr(t:view(a.xs, "bf16"), t:mul(kpad, j), 2)
@@ -341,8 +358,10 @@ return {
         end
       end)
     end)
-    -- activation rows j0 .. j0 + M - 1 (j0 nil: from row 0) against rows [row_begin, row_end)
-    local function rows_block(j0, M)
+    -- activation rows j0 .. j0 + M - 1 (j0 nil: from row 0) against rows [row_begin, row_end);
+    -- kb (a GEMM k block, see gemm_kblocks): the tiles [kb.start, kb.stop) only, the accumulators
+    -- taken from and (but for the last k block) left in the partial sums' area
+    local function rows_block(j0, M, kb)
       -- every pass covers all M activation rows (J = M): a weight tile is loaded and widened once
       -- per pass, never per activation row
       local C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators)
@@ -351,15 +370,29 @@ return {
         -- Packed: row n of its group, the group's rows 64 elements apart in every tile (a pass
         -- of R rows starts at a multiple of R, R dividing pack_rows); the tile loop runs over
         -- the zero-padded k (no tail).
+        -- kb: this row's partial sums (in floats from the area), the accumulators taken from them
+        -- first (before the row's pointers hold registers)
+        local function part_at() return t:mul(t:sub(n, a.row_begin), GEMM_PART_ROW) end
+        local pre
+        if kb and not kb.first then
+          assert(nrows == 1, "a GEMM k block is one row per pass")
+          local area, at = kb.area(), part_at()
+          pre = {}
+          for j = 0, M - 1 do
+            pre[j] = {}
+            for c = 0, nchains - 1 do pre[j][c] = t:load_acc(area, at, 16 * (4 * j + c)) end
+          end
+        end
         local wrow = {}
         local function widx(i) return form_.packed and t:mul(i, pr) or i end
         if form_.packed then
-          local base = t:addr(a.w, t:add(t:mul(t:iand(n, -pr), kpad), t:mul(t:iand(n, pr - 1), p.tile)), 2)
+          local base = t:addr(a.w, t:add(t:mul(t:iand(n, -pr), kp()), t:mul(t:iand(n, pr - 1), p.tile)), 2)
           for r = 0, nrows - 1 do wrow[r] = { base, p.tile * r } end
         else
           for r = 0, nrows - 1 do wrow[r] = { t:addr(a.w, t:mul(t:add(n, r), a.ldw), 2), 0 } end
         end
         local cpass = nrows == R and C or nchains       -- (rows alone: R > 1 only when C = nchains)
+        assert(not kb or (nrows == 1 and cpass == nchains), "a GEMM k block is one row with every chain per pass")
         -- the chains' partial sums across passes: exact (c0 + c1) + (c2 + c3), fast c0 + c1;
         -- a value a later pass must not hold in registers waits in a stack slot
         local part = {}                                 -- part[r][j][key]: value or spill handle
@@ -387,16 +420,18 @@ return {
           end
           -- xs rows j (per pass: no register held across the row loop)
           local xsj = { [0] = fast and t:view(a.xs, "bf16") or a.xs }
-          if j0 then xsj[0] = t:addr(xsj[0], t:mul(kpad, j0), fast and 2 or 4) end
+          if j0 then xsj[0] = t:addr(xsj[0], t:mul(kp(), j0), fast and 2 or 4) end
           if fast then
-            for j = 1, M - 1 do xsj[j] = t:addr(xsj[j - 1], kpad, 2) end
+            for j = 1, M - 1 do xsj[j] = t:addr(xsj[j - 1], kp(), 2) end
           end
           local acc = {}
           for r = 0, nrows - 1 do
             acc[r] = {}
             for j = 0, M - 1 do
               acc[r][j] = {}
-              for _, c in ipairs(cs) do acc[r][j][c] = t:zero() end
+              for _, c in ipairs(cs) do
+                acc[r][j][c] = pre and pre[j][c] or t:zero()
+              end
             end
           end
           local body = function(i, tail)
@@ -431,12 +466,22 @@ return {
               end
             end
           end
-          if form_.packed then
-            t:for_tiles(kpad, p.tile, body, nil, { whole = true })
+          if kb then
+            t:for_tiles(kb.stop(), p.tile, body, kb.start, { whole = true })
+          elseif form_.packed then
+            t:for_tiles(kp(), p.tile, body, nil, { whole = true })
           else
             t:for_tiles(a.k, p.tile, body)
           end
           local last = s == npass - 1
+          if kb and not kb.last then
+            -- the next k block goes on from here
+            local area, at = kb.area(), part_at()
+            for j = 0, M - 1 do
+              for _, c in ipairs(cs) do t:store_f32(area, at, 16 * (4 * j + c), acc[0][j][c]) end
+            end
+            return
+          end
           for r = 0, nrows - 1 do
             for j = 0, M - 1 do
               local pr_ = part[r][j]
@@ -477,8 +522,31 @@ return {
     -- the packed forms take any m (a prompt's rows, a batch's frames): blocks of J rows, each a
     -- pass over the weights, then one block of the m mod J rows left (m <= max_m: that block
     -- alone, as the GEMV)
+    -- A whole block of the exact tier that one pass covers with every chain (AVX-512: 6 rows) goes
+    -- over k in blocks of GEMM_KBLOCK (so its arranged x stays in L1): a pass over the rows per k
+    -- block, each row's accumulators taken from the area after xs's rows (the first k block: from
+    -- the zero block at its start) and left there, but the last k block's, which are finished.
+    -- Each chain accumulates the same k in the same order: the bits do not change.
+    local function gemm_kblocks(j0, M)
+      local function area() return t:addr(a.xs, t:mul(a.m, kp()), 4) end
+      -- k in one block: the plain pass
+      local more = t:imin(t:ishr(t:sub(kp(), 1), GEMM_KBLOCK_LOG2), 1)
+      t:cases(more, { 0, 1 }, function(v)
+        if v == 0 then return rows_block(j0, M) end
+        rows_block(j0, M, { stop = function() return t:iconst(GEMM_KBLOCK) end, area = area, first = true })
+        local klast = t:iand(t:sub(kp(), 1), -GEMM_KBLOCK)  -- where the last k block starts
+        t:for_tiles(klast, GEMM_KBLOCK, function(k0)
+          rows_block(j0, M, { start = k0, stop = function() return t:add(k0, GEMM_KBLOCK) end, area = area })
+        end, t:iconst(GEMM_KBLOCK), { whole = true })
+        rows_block(j0, M, { start = klast, stop = function() return kp() end, area = area, last = true })
+      end)
+    end
+    local kblocked = not fast and J > p.max_m and
+                     select(1, schedule(p, form_, J, nchains, wregs, t.tune.accumulators)) == nchains
     local mfull = t:mul(div_const(t, a.m, J), J)
-    t:for_tiles(mfull, J, function(j0) rows_block(j0, J) end, nil, { whole = true })
+    t:for_tiles(mfull, J, function(j0)
+      if kblocked then gemm_kblocks(j0, J) else rows_block(j0, J) end
+    end, nil, { whole = true })
     local left = {}
     for r = 1, J - 1 do left[r] = r end
     t:cases(t:sub(a.m, mfull), left, function(M) rows_block(mfull, M) end)

@@ -97,6 +97,13 @@ void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *o
   int blocked = strstr(packed_form, "_blocked") != NULL;
   int64_t align = blocked ? FK_GEMV_BLOCK_ROWS * FK_GEMV_BLOCK_GROUP : FK_GEMV_PACK_ROWS;
   fkh_set_i64(out, "row_begin", rb / align * align);
+  if (!blocked) {
+    /* the packed forms' xs: for m > 4 and k > FK_GEMV_GEMM_KBLOCK, the partial sums of the rows too */
+    int64_t m = fkh_i64_of(rm, "m"), rows = (re + FK_GEMV_PACK_ROWS - 1) / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS -
+                                             rb / align * align;
+    int64_t part = m > 4 && k > FK_GEMV_GEMM_KBLOCK && rows > 0 ? rows * FK_GEMV_GEMM_PART_ROW : 0;
+    fkh_set_buf(out, "xs", (size_t)(fkt_gemv_xs_elems(m, k) + part));
+  }
   size_t elems = blocked ? fk_gemv_blocked_elems(re > 0 ? re : 1, k) : fk_gemv_packed_elems(re > 0 ? re : 1, k);
   uint16_t *wp = fkh_set_buf(out, "w", elems);
   fk_error err;
@@ -129,6 +136,22 @@ static void gemm_cases(fkt_list *l, const char *form) {
   gemv_case(l, form, "gemm_frames50_k512", sh(512, 0, 5, 50), &rng, -8, -2, -2, 2);
   gemv_case(l, form, "gemm_lfm2_k1024_m13", sh(1024, 0, 3, 13), &rng, -10, -4, -2, 2);
   gemv_case(l, form, "gemm_row_begin_5_m9", sh(90, 5, 13, 9), &rng, -6, 0, -2, 2);
+  /* k in several GEMM k blocks (FK_GEMV_GEMM_KBLOCK): the accumulators carried between them, a
+   * padded last block, partial sums indexed from row_begin, rows of a later group */
+  gemv_case(l, form, "gemm_kblocks_k2200_m13", sh(2200, 0, 9, 13), &rng, -8, 0, -2, 2);
+  gemv_case(l, form, "gemm_kblocks_k1088_m6_rows4_11", sh(1088, 4, 11, 6), &rng, -8, 0, -2, 2);
+  gemv_case(l, form, "gemm_kblocks_k2048_m25", sh(2048, 0, 5, 25), &rng, -10, -2, -2, 2);
+  /* one lane of one chain across three k blocks: 2^24, then -2^24, then 1 (w = 1 there); a
+   * partial sum restarted or dropped between blocks gives another value; a NaN in the second */
+  fkh_call *ck = gemv_case(l, form, "gemm_kblocks_carry", sh(2100, 0, 3, 7), &rng, -12, -8, -1, 1);
+  float *xk = fkh_buf_of(ck, "x");
+  uint16_t *wk = fkh_buf_of(ck, "w");
+  for (int j = 0; j < 7; j++) {
+    float *xr = xk + 2100 * j;
+    xr[5] = 16777216.0f, xr[1029] = -16777216.0f, xr[2053] = 1.0f;
+  }
+  for (int n = 0; n < 3; n++) wk[n * 2100 + 5] = wk[n * 2100 + 1029] = wk[n * 2100 + 2053] = 0x3f80;
+  xk[2100 * 2 + 1500] = fkt_f32(0x7fc12345u);
   /* a K/V cache slot: rows j land ldy apart from a base offset */
   gemv_case(l, form, "gemm_strided_destination_m11", (shape){ 70, 2, 9, 70, 11, 75, 13, 21 }, &rng, -6, 0, -2, 2);
   /* NaNs in activation rows past the first block: a quiet one, a signalling one meeting a quiet
