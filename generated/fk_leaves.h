@@ -469,7 +469,7 @@ typedef struct fk_gemv_f32_packed_args {
   float *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
   int64_t y_off;  /* base offset of the destination, in elements */
   int64_t ldy;  /* stride between activation rows of the destination */
-  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 8 rows per pass) */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 12 per pass) */
   int64_t k;  /* reduction length, >= 1 */
   int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
   int64_t row_end;  /* one past the last weight row */
@@ -508,7 +508,7 @@ typedef struct fk_gemv_f32_bias_packed_args {
   float *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
   int64_t y_off;  /* base offset of the destination, in elements */
   int64_t ldy;  /* stride between activation rows of the destination */
-  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 8 rows per pass) */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 12 per pass) */
   int64_t k;  /* reduction length, >= 1 */
   int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
   int64_t row_end;  /* one past the last weight row */
@@ -548,7 +548,7 @@ typedef struct fk_gemv_bf16_rne_packed_args {
   uint16_t *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
   int64_t y_off;  /* base offset of the destination, in elements */
   int64_t ldy;  /* stride between activation rows of the destination */
-  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 8 rows per pass) */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 12 per pass) */
   int64_t k;  /* reduction length, >= 1 */
   int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
   int64_t row_end;  /* one past the last weight row */
@@ -587,7 +587,7 @@ typedef struct fk_gemv_bf16_rne_add_packed_args {
   uint16_t *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
   int64_t y_off;  /* base offset of the destination, in elements */
   int64_t ldy;  /* stride between activation rows of the destination */
-  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 8 rows per pass) */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 12 per pass) */
   int64_t k;  /* reduction length, >= 1 */
   int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
   int64_t row_end;  /* one past the last weight row */

@@ -26,12 +26,14 @@
 -- row-major forms take m = 1..4 as one block; the packed forms any m, in blocks of J rows
 -- (gemm_rows) and one of the m mod J left, xs holding a block's rows interleaved by tile.
 --
--- Fast tier (faithful only). x is rounded to bf16 once per call (integer RNE) into xs; lane l
--- of chain c (0, 1) accumulates, with the CPU's bf16 dot instruction (VDPBF16PS, BFDOT), the
--- pairs k mod 64 = 32c + 2l, 32c + 2l + 1; then v = c0 + c1, the halving tree, the destination.
+-- Fast tier (faithful only). x is rounded to bf16 once per call (integer RNE) into xs (a block's
+-- rows interleaved by tile, as in the exact tier); lane l of chain c (0, 1) accumulates, with the
+-- CPU's bf16 dot instruction (VDPBF16PS, BFDOT), the pairs k mod 64 = 32c + 2l, 32c + 2l + 1;
+-- then v = c0 + c1, the halving tree, the destination.
 -- The instruction's rounding differs between ISAs; fixtures/README.md derives the bound.
 --
--- xs (caller scratch, per call and per thread): m * round_up(k, 64) floats.
+-- xs (caller scratch, per call and per thread): m * round_up(k, 64) floats, and for the packed
+-- forms' k blocks (GEMM_KBLOCK) the rows' partial sums.
 
 local PACK_ROWS, TILE = 4, 64
 -- the GEMM blocks of the packed exact forms: where one pass holds every chain of a block's rows
@@ -87,7 +89,7 @@ local function args(form)
   a[#a + 1] = { "y", out, extent = DST, doc = "output (j, n) at y + y_off + j * ldy + n" }
   a[#a + 1] = { "y_off", "int64_t", doc = "base offset of the destination, in elements" }
   a[#a + 1] = { "ldy", "int64_t", doc = "stride between activation rows of the destination" }
-  a[#a + 1] = { "m", "int64_t", doc = form.packed and "activation rows, 1 .. 2^28 - 1 (blocks of up to 8 rows per pass)"
+  a[#a + 1] = { "m", "int64_t", doc = form.packed and "activation rows, 1 .. 2^28 - 1 (blocks of up to 12 per pass)"
                                    or "activation rows, 1..4" }
   a[#a + 1] = { "k", "int64_t", doc = "reduction length, >= 1" }
   a[#a + 1] = { "row_begin", "int64_t", doc = form.blocked and "first weight row, a multiple of 64 (a block group)"
@@ -256,12 +258,17 @@ local function schedule(p, form_, M, nchains, wregs, budget)
 end
 
 -- The activation rows of one block of the packed forms (the GEMM): max_m, or more where all the
--- chains of more rows fit the accumulators beside the weights (the exact tier on AVX-512: 6
--- rows, 24 accumulators), so that each widened weight tile serves them all. The fast tier keeps
--- max_m (its GEMM is the blocked outer product).
-local function gemm_rows(p, fast, nchains, wregs, budget)
+-- chains of more rows fit the accumulators beside the weights (AVX-512: 6 rows of 4 chains in
+-- the exact tier, 24 accumulators), so that each weight tile loaded (and widened) serves them
+-- all. The fast tier keeps two weight rows per pass (rows = 2: each xs load serves both; AVX-512:
+-- 6 rows of 2 chains for each of 2 weight rows), for a core that loads one 64-byte vector per
+-- cycle. GEMM_ROWS_MAX bounds J: a row's partial sums (J x chains x 16 floats) fit
+-- GEMM_PART_ROW, and J fits div_const.
+local GEMM_ROWS_MAX = 12
+local function gemm_rows(p, nchains, wregs, budget, rows)
   local J = p.max_m
-  while not fast and J < 8 and (J + 1) * nchains + wregs <= budget do J = J + 1 end
+  while J < GEMM_ROWS_MAX and rows * ((J + 1) * nchains + wregs) <= budget do J = J + 1 end
+  assert(J * nchains * 16 <= GEMM_PART_ROW, "a row's partial sums must fit GEMM_PART_ROW")
   return J
 end
 
@@ -327,30 +334,28 @@ return {
     local wregs = fast and 1 or 2                      -- raw w (+ widened w) per row
     local pr = p.pack_rows
     -- rows per block: the packed forms take any m in blocks of J rows (the last one m mod J)
-    local J = form_.packed and gemm_rows(p, fast, nchains, wregs, t.tune.accumulators) or p.max_m
+    local J = form_.packed and gemm_rows(p, nchains, wregs, t.tune.accumulators, fast and 2 or 1) or p.max_m
     -- k padded to whole tiles (recomputed where it is used, rather than held in a register)
     local function kp() return t:iand(t:add(a.k, p.tile - 1), -p.tile) end
     local kpad = kp()
     t:for_rows(t:iconst(0), a.m, 1, function(j)
       local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
-      local xsb = fast and t:addr(t:view(a.xs, "bf16"), t:mul(kpad, j), 2)
-      -- exact: the rows of a block interleaved by tile (tile i / 64 of row j0 + jj at
-      -- xs + j0 * kpad + i * M + 64 * jj, M the block's rows), so one pointer serves a block
-      local xsf, mb
-      if not fast then
-        local j0 = t:mul(div_const(t, j, J), J)
-        mb = t:imin(t:sub(a.m, j0), J)
-        xsf = t:addr(a.xs, t:add(t:mul(kpad, j0), t:mul(t:sub(j, j0), p.tile)), 4)
-      end
+      -- the rows of a block interleaved by tile (tile i / 64 of row j0 + jj at xs + j0 * kpad +
+      -- i * M + 64 * jj, M the block's rows; exact in floats, fast in bf16), so one pointer serves
+      -- a block
+      local j0 = t:mul(div_const(t, j, J), J)
+      local mb = t:imin(t:sub(a.m, j0), J)
+      local at0 = t:add(t:mul(kpad, j0), t:mul(t:sub(j, j0), p.tile))
+      local xsf = fast and t:addr(t:view(a.xs, "bf16"), at0, 2) or t:addr(a.xs, at0, 4)
       t:for_tiles(a.k, p.tile, function(i, tail)
         local v = {}
         for q = 0, 3 do
           v[q] = t:load_f32(xrow, i, 16 * q, tail and tail(16 * q), (tail and not fast) and 0x80000000 or nil)
         end
+        local at = t:mul(i, mb)
         if fast then
-          for q = 0, 3 do t:store_bf16(xsb, i, 16 * q, t:rne(v[q])) end
+          for q = 0, 3 do t:store_bf16(xsf, at, 16 * q, t:rne(v[q])) end
         else
-          local at = t:mul(i, mb)
           t:store_f32(xsf, at, 0, t:uzp_even(v[0], v[1]))
           t:store_f32(xsf, at, 16, t:uzp_odd(v[0], v[1]))
           t:store_f32(xsf, at, 32, t:uzp_even(v[2], v[3]))
@@ -370,17 +375,21 @@ return {
         -- Packed: row n of its group, the group's rows 64 elements apart in every tile (a pass
         -- of R rows starts at a multiple of R, R dividing pack_rows); the tile loop runs over
         -- the zero-padded k (no tail).
-        -- kb: this row's partial sums (in floats from the area), the accumulators taken from them
-        -- first (before the row's pointers hold registers)
+        -- kb: the rows' partial sums (row n + r's from (n + r - row_begin) * GEMM_PART_ROW floats
+        -- into the area), the accumulators taken from them first (before the rows' pointers hold
+        -- registers)
         local function part_at() return t:mul(t:sub(n, a.row_begin), GEMM_PART_ROW) end
+        local function part_off(r, j, c) return r * GEMM_PART_ROW + 16 * (nchains * j + c) end
         local pre
         if kb and not kb.first then
-          assert(nrows == 1, "a GEMM k block is one row per pass")
           local area, at = kb.area(), part_at()
           pre = {}
-          for j = 0, M - 1 do
-            pre[j] = {}
-            for c = 0, nchains - 1 do pre[j][c] = t:load_acc(area, at, 16 * (4 * j + c)) end
+          for r = 0, nrows - 1 do
+            pre[r] = {}
+            for j = 0, M - 1 do
+              pre[r][j] = {}
+              for c = 0, nchains - 1 do pre[r][j][c] = t:load_acc(area, at, part_off(r, j, c)) end
+            end
           end
         end
         local wrow = {}
@@ -392,7 +401,7 @@ return {
           for r = 0, nrows - 1 do wrow[r] = { t:addr(a.w, t:mul(t:add(n, r), a.ldw), 2), 0 } end
         end
         local cpass = nrows == R and C or nchains       -- (rows alone: R > 1 only when C = nchains)
-        assert(not kb or (nrows == 1 and cpass == nchains), "a GEMM k block is one row with every chain per pass")
+        assert(not kb or cpass == nchains, "a GEMM k block passes over every chain at once")
         -- the chains' partial sums across passes: exact (c0 + c1) + (c2 + c3), fast c0 + c1;
         -- a value a later pass must not hold in registers waits in a stack slot
         local part = {}                                 -- part[r][j][key]: value or spill handle
@@ -418,25 +427,22 @@ return {
             if not halves[h] then halves[h] = {}; hs[#hs + 1] = h end
             halves[h][#halves[h] + 1] = c
           end
-          -- xs rows j (per pass: no register held across the row loop)
-          local xsj = { [0] = fast and t:view(a.xs, "bf16") or a.xs }
-          if j0 then xsj[0] = t:addr(xsj[0], t:mul(kp(), j0), fast and 2 or 4) end
-          if fast then
-            for j = 1, M - 1 do xsj[j] = t:addr(xsj[j - 1], kp(), 2) end
-          end
+          -- the block's xs (per pass: no register held across the row loop)
+          local xsb = fast and t:view(a.xs, "bf16") or a.xs
+          if j0 then xsb = t:addr(xsb, t:mul(kp(), j0), fast and 2 or 4) end
           local acc = {}
           for r = 0, nrows - 1 do
             acc[r] = {}
             for j = 0, M - 1 do
               acc[r][j] = {}
               for _, c in ipairs(cs) do
-                acc[r][j][c] = pre and pre[j][c] or t:zero()
+                acc[r][j][c] = pre and pre[r][j][c] or t:zero()
               end
             end
           end
           local body = function(i, tail)
             local wi = widx(i)
-            local xi = not fast and t:mul(i, M)          -- the block's tile: M rows, interleaved
+            local xi = t:mul(i, M)                      -- the block's tile: M rows, interleaved
             if p.prefetch > 0 and not form_.packed and s == 0 then
               for r = 0, nrows - 1 do t:prefetch(wrow[r][1], wi, wrow[r][2] + p.prefetch, 2) end
             end
@@ -451,7 +457,7 @@ return {
               end
               if fast then
                 for j = 0, M - 1 do
-                  local xr = t:load_raw(xsj[j], i, 32 * h)
+                  local xr = t:load_raw(xsb, xi, 64 * j + 32 * h)
                   for r = 0, nrows - 1 do t:dot_bf16_acc(acc[r][j][h], raw[r], xr) end
                 end
               else
@@ -459,7 +465,7 @@ return {
                   local wv = {}
                   for r = 0, nrows - 1 do wv[r] = c % 2 == 0 and t:bf16_even(raw[r]) or t:bf16_odd(raw[r]) end
                   for j = 0, M - 1 do
-                    local xv = t:load_f32(xsj[0], xi, 64 * j + 16 * c)
+                    local xv = t:load_f32(xsb, xi, 64 * j + 16 * c)
                     for r = 0, nrows - 1 do t:fma_acc(acc[r][j][c], wv[r], xv) end
                   end
                 end
@@ -467,7 +473,7 @@ return {
             end
           end
           if kb then
-            t:for_tiles(kb.stop(), p.tile, body, kb.start, { whole = true })
+            t:for_tiles(kb.stop(), p.tile, body, kb.start and kb.start(), { whole = true })
           elseif form_.packed then
             t:for_tiles(kp(), p.tile, body, nil, { whole = true })
           else
@@ -477,8 +483,10 @@ return {
           if kb and not kb.last then
             -- the next k block goes on from here
             local area, at = kb.area(), part_at()
-            for j = 0, M - 1 do
-              for _, c in ipairs(cs) do t:store_f32(area, at, 16 * (4 * j + c), acc[0][j][c]) end
+            for r = 0, nrows - 1 do
+              for j = 0, M - 1 do
+                for _, c in ipairs(cs) do t:store_f32(area, at, part_off(r, j, c), acc[r][j][c]) end
+              end
             end
             return
           end
@@ -522,11 +530,11 @@ return {
     -- the packed forms take any m (a prompt's rows, a batch's frames): blocks of J rows, each a
     -- pass over the weights, then one block of the m mod J rows left (m <= max_m: that block
     -- alone, as the GEMV)
-    -- A whole block of the exact tier that one pass covers with every chain (AVX-512: 6 rows) goes
-    -- over k in blocks of GEMM_KBLOCK (so its arranged x stays in L1): a pass over the rows per k
-    -- block, each row's accumulators taken from the area after xs's rows (the first k block: from
-    -- the zero block at its start) and left there, but the last k block's, which are finished.
-    -- Each chain accumulates the same k in the same order: the bits do not change.
+    -- A whole block of more than max_m rows that one pass covers with every chain (AVX-512: 6 rows
+    -- exact, 12 fast) goes over k in blocks of GEMM_KBLOCK (so its arranged x stays in L1): a pass
+    -- over the rows per k block, the first from zeros, the others from each row's accumulators in
+    -- the area after xs's rows; all but the last leave them there, the last finishes them. Each
+    -- chain accumulates the same k in the same order: the bits do not change.
     local function gemm_kblocks(j0, M)
       local function area() return t:addr(a.xs, t:mul(a.m, kp()), 4) end
       -- k in one block: the plain pass
@@ -534,14 +542,16 @@ return {
       t:cases(more, { 0, 1 }, function(v)
         if v == 0 then return rows_block(j0, M) end
         rows_block(j0, M, { stop = function() return t:iconst(GEMM_KBLOCK) end, area = area, first = true })
-        local klast = t:iand(t:sub(kp(), 1), -GEMM_KBLOCK)  -- where the last k block starts
-        t:for_tiles(klast, GEMM_KBLOCK, function(k0)
-          rows_block(j0, M, { start = k0, stop = function() return t:add(k0, GEMM_KBLOCK) end, area = area })
+        -- where the last k block starts (recomputed where used: no register across the passes)
+        local function klast() return t:iand(t:sub(kp(), 1), -GEMM_KBLOCK) end
+        t:for_tiles(klast(), GEMM_KBLOCK, function(k0)
+          rows_block(j0, M, { start = function() return k0 end, stop = function() return t:add(k0, GEMM_KBLOCK) end,
+                              area = area })
         end, t:iconst(GEMM_KBLOCK), { whole = true })
-        rows_block(j0, M, { start = klast, stop = function() return kp() end, area = area, last = true })
+        rows_block(j0, M, { start = klast, stop = kp, area = area, last = true })
       end)
     end
-    local kblocked = not fast and J > p.max_m and
+    local kblocked = J > p.max_m and
                      select(1, schedule(p, form_, J, nchains, wregs, t.tune.accumulators)) == nchains
     local mfull = t:mul(div_const(t, a.m, J), J)
     t:for_tiles(mfull, J, function(j0)
