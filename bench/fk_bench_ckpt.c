@@ -209,8 +209,9 @@ static void run_model_bench(void) {
   char cmd[2048], th[32], ti[32], line[512];
   list_arg(th, sizeof th, 0);
   list_arg(ti, sizeof ti, 1);
-  snprintf(cmd, sizeof cmd, "'%s' --only lm_350m --reps 1 --steps %d --threads %s --tiers %s 2>/dev/null",
-           opt.model_bench, opt.steps, th, ti);
+  /* --prefill none: the plans keep the 12-token prompt's max_rows, the prefill measure is not run */
+  snprintf(cmd, sizeof cmd, "'%s' --only lm_350m --reps 1 --steps %d --threads %s --tiers %s --prefill none "
+           "2>/dev/null", opt.model_bench, opt.steps, th, ti);
   FILE *f = popen(cmd, "r");
   if (!f) die("cannot run %s", cmd);
   int got = 0;

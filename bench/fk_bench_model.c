@@ -6,6 +6,9 @@
  *            attn conv), 4 heads / 2 kv heads of 64, rope theta 1e6, tied embeddings. A 12-token
  *            prompt through FK_PROG_LM_PREFILL (untimed), then --steps FK_PROG_LM_DECODE calls,
  *            io.next fed back (greedy): only the decode calls are timed. tokens/s = steps / time.
+ *            Prefill: one FK_PROG_LM_PREFILL call of P prompt tokens (--prefill, default 64 and
+ *            512) from a reset state, timed alone: tokens/s = P / time (the plans' lm.max_rows is
+ *            the largest P; --prefill none keeps it at the 12-token prompt's and skips the measure).
  *   lm_350m  (--lm-350m) the same at LFM2-350M's shapes: vocab 65536, hidden 1024, ffn 4608,
  *            16 layers (6 attention), 16 / 8 heads.
  *   detok    the LFM2.5 audio detokenizer: codebooks 8 x 2048 x 512, the LFM2 stack (hidden 512,
@@ -26,7 +29,8 @@
  *
  * Output: CSV lines on stdout (peer,model,dtype,threads,metric,value,reps; dtype is the tier,
  * "exact" or "fast": weights are bf16 in both), the same metrics as torch_peer.py: decode_tok_s,
- * full_frames_s, full_rtf, stream_frames_s, stream_rtf and their _min / _max; progress on stderr. */
+ * prefill<P>_tok_s (prefill64_tok_s, prefill512_tok_s), full_frames_s, full_rtf, stream_frames_s,
+ * stream_rtf and their _min / _max; progress on stderr. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -52,7 +56,9 @@ enum {
   DETOK_CONTEXT = 17,    /* untimed frames before the streamed ones (the peer's left context) */
   SAMPLES_PER_CODE = 1920,
   MAX_REPS = FKB_MAX_REPS,
-  MAX_STEPS = 4000
+  MAX_STEPS = 4000,
+  MAX_PREFILLS = 4,      /* prompt lengths of the prefill measure */
+  MAX_PREFILL = 4096     /* the longest (the plans' max_pos is 4096) */
 };
 #define AUDIO_S_PER_CODE (1920.0 / 24000.0)
 
@@ -61,7 +67,8 @@ static struct {
   int threads[2], nthreads;
   int tiers[2], ntiers;
   int do_lm, do_lm350, do_detok;
-} opt = { 7, 64, 32, { 1, 2 }, 2, { FK_TIER_EXACT, FK_TIER_FAST }, 2, 1, 0, 1 };
+  int prefill[MAX_PREFILLS], nprefill;
+} opt = { 7, 64, 32, { 1, 2 }, 2, { FK_TIER_EXACT, FK_TIER_FAST }, 2, 1, 0, 1, { 64, 512 }, 2 };
 
 #define die(...) fkb_die("fk_bench_model", __VA_ARGS__)
 #define now fkb_now
@@ -154,13 +161,13 @@ typedef struct model {
   float *tail_bias;
 } model;
 
-static void lm_make(model *m, const shape *s, int64_t vocab) {
+static void lm_make(model *m, const shape *s, int64_t vocab, int64_t max_rows) {
   memset(m, 0, sizeof *m);
   m->s = s;
   stack_make(s, &m->desc.lm.stack, m->layer);
   m->desc.programs = FK_PROGRAMS_LM;
   m->desc.lm.vocab = vocab;
-  m->desc.lm.max_rows = PROMPT;
+  m->desc.lm.max_rows = max_rows;
   m->desc.lm.embed = weights((size_t)(vocab * s->hidden), 1.0f); /* embedding rows: U(-1, 1) */
   m->desc.lm.lm_head = NULL;                                       /* tied */
 }
@@ -237,6 +244,22 @@ static double lm_sample(config *c) {
   if (tok < 0 || tok >= vocab) die("%s: decode returned token %d outside [0, %lld)", c->m->s->name, (int)tok,
                                    (long long)vocab);
   return opt.steps / t;
+}
+
+/* LM prefill: one FK_PROG_LM_PREFILL call of n prompt tokens from a reset state, timed alone (the
+ * whole call: embedding gather, every layer, the last row's logits and the argmax, as a host's
+ * first call of a turn); returns tokens/s. */
+static int32_t *prefill_prompt; /* MAX_PREFILL tokens in [0, 1023]: valid in both vocabularies */
+static double prefill_sample(config *c, int n) {
+  fk_io io = { .rows = n, .tokens = prefill_prompt };
+  if (fk_state_reset(c->plan) != FK_OK) die("fk_state_reset");
+  settle();
+  double t0 = now();
+  run_or_die(c->plan, FK_PROG_LM_PREFILL, &io);
+  double t = now() - t0;
+  if (io.next < 0 || io.next >= c->m->desc.lm.vocab)
+    die("%s: a %d-token prefill returned token %d", c->m->s->name, n, (int)io.next);
+  return n / t;
 }
 
 /* detok: codes of the whole run; PCM scratch */
@@ -348,10 +371,22 @@ int main(int argc, char **argv) {
         else if (!strcmp(t, "detok")) opt.do_detok = 1;
         else die("--only: unknown model %s (lm, lm_350m, detok)", t);
       }
+    } else if (!strcmp(argv[i], "--prefill") && i + 1 < argc) {
+      char list[256];
+      snprintf(list, sizeof list, "%s", argv[++i]);
+      opt.nprefill = 0;
+      if (strcmp(list, "none"))
+        for (char *save, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+          int n = atoi(t);
+          if (n < 1 || n > MAX_PREFILL || opt.nprefill == MAX_PREFILLS)
+            die("--prefill: at most %d lengths in 1..%d, or none", MAX_PREFILLS, MAX_PREFILL);
+          opt.prefill[opt.nprefill++] = n;
+        }
     } else if (!strcmp(argv[i], "--lm-350m")) opt.do_lm350 = 1;
     else {
       const char *usage = "usage: fk_bench_model [--quick] [--reps N] [--steps N] [--stream-frames N] "
-                          "[--threads 1,2] [--tiers exact,fast] [--only lm,lm_350m,detok] [--lm-350m]";
+                          "[--threads 1,2] [--tiers exact,fast] [--only lm,lm_350m,detok] [--lm-350m] "
+                          "[--prefill 64,512|none]";
       if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
         puts(usage);
         return 0;
@@ -374,11 +409,20 @@ int main(int argc, char **argv) {
   if (!codes || !pcm) die("out of memory");
   for (size_t i = 0; i < ncodes; i++) codes[i] = (int32_t)(fabsf(uniform()) * (CODEBOOK_VOCAB - 1));
 
+  /* the plans take the longest prefill in one call; without the measure they keep the 12-token
+   * prompt's max_rows, as before it (fk_bench_ckpt compares decode on such plans) */
+  int64_t max_rows = PROMPT;
+  for (int k = 0; k < opt.nprefill; k++)
+    if (opt.prefill[k] > max_rows) max_rows = opt.prefill[k];
   static model models[3];
   int nmodels = 0;
-  if (opt.do_lm) lm_make(&models[nmodels++], &SHAPE_LM, 1024);
-  if (opt.do_lm350) lm_make(&models[nmodels++], &SHAPE_LM350, 65536);
+  if (opt.do_lm) lm_make(&models[nmodels++], &SHAPE_LM, 1024, max_rows);
+  if (opt.do_lm350) lm_make(&models[nmodels++], &SHAPE_LM350, 65536, max_rows);
   if (opt.do_detok) detok_make(&models[nmodels++]);
+  /* drawn after the weights, so the decode prompt, the codes and the weights stay what they were */
+  prefill_prompt = malloc(MAX_PREFILL * sizeof *prefill_prompt);
+  if (!prefill_prompt) die("out of memory");
+  for (int i = 0; i < MAX_PREFILL; i++) prefill_prompt[i] = (int32_t)(fabsf(uniform()) * 1023.0f);
 
   /* plans: every (model, threads, tier) that readiness accepts */
   for (int mi = 0; mi < nmodels; mi++)
@@ -406,7 +450,7 @@ int main(int argc, char **argv) {
   fprintf(stderr, "fk_bench_model: gate: %d plans; tokens in range, the exact tier's greedy sequences equal "
           "across team sizes, detok sample counts and finite PCM\n", ncfg);
 
-  static series tok_s[12], full_s[12], stream_s[12];
+  static series tok_s[12], full_s[12], stream_s[12], pre_s[12][MAX_PREFILLS];
   fkb_cpu_mark mark = fkb_cpu_mark_now();
   for (int r = 0; r < opt.reps; r++) {
     for (int k = 0; k < ncfg; k++) {
@@ -414,6 +458,7 @@ int main(int argc, char **argv) {
       int ci = (int)(c - cfg);
       if (!c->m->detok) {
         tok_s[ci].v[tok_s[ci].n++] = lm_sample(c);
+        for (int p = 0; p < opt.nprefill; p++) pre_s[ci][p].v[pre_s[ci][p].n++] = prefill_sample(c, opt.prefill[p]);
       } else {
         full_s[ci].v[full_s[ci].n++] = detok_full_sample(c);
         stream_s[ci].v[stream_s[ci].n++] = detok_stream_sample(c);
@@ -432,6 +477,13 @@ int main(int argc, char **argv) {
       printf("flashkern,%s,%s,%d,others_cpu,%.4f,%d\n", c->m->s->name, tn, c->threads, others, tok_s[ci].n);
       fprintf(stderr, "fk_bench_model: %s %s %dT: decode %.1f tokens/s\n", c->m->s->name, tn, c->threads,
               med(&tok_s[ci]));
+      for (int k = 0; k < opt.nprefill; k++) {
+        char metric[32];
+        snprintf(metric, sizeof metric, "prefill%d_tok_s", opt.prefill[k]);
+        emit(c->m->s->name, tn, c->threads, metric, &pre_s[ci][k]);
+        fprintf(stderr, "fk_bench_model: %s %s %dT: prefill of %d tokens %.1f tokens/s\n", c->m->s->name, tn,
+                c->threads, opt.prefill[k], med(&pre_s[ci][k]));
+      }
     } else {
       series fps = { .n = full_s[ci].n }, rtf = { .n = full_s[ci].n };
       for (int i = 0; i < fps.n; i++) {

@@ -766,6 +766,20 @@ def render_runtime(rows, meta):
 
 MODEL_TARGET = 3.0
 
+# "What is measured", the prefill bullet (a run with prefill<P>_tok_s metrics)
+MODEL_PREFILL_TEXT = """- **LM prefill** (same models): one call over a P-token prompt (P = 64 and 512) from a fresh state,
+  timed alone, tokens/s = P / time. flashkern: `fk_state_reset`, then one `fk_run(FK_PROG_LM_PREFILL)`
+  of P rows (embedding gather, every layer, the final norm, the last row's logits and its argmax; the
+  plans' `lm.max_rows` is 512). PyTorch: `model(input_ids, use_cache=True, logits_to_keep=1)`, the
+  cache made inside the call, one untimed warm-up call per configuration. llama.cpp (`--llama-bench`,
+  bench/llama_peer.py, third in each round): `llama-bench -m FILE -p 64,512 -n 0 -t T -r N` on a GGUF
+  of the same shapes with BF16 weights (llama.cpp's own warm-up run, then N runs, the memory cleared
+  before each), the median, min and max of its per-run samples. llama.cpp multiplies BF16 weights by
+  activations it rounds to BF16, accumulating in f32 (AVX512-BF16 dot products where the CPU has
+  them); flashkern's exact tier keeps f32 activations against bf16 weights with one FMA order on every
+  ISA, its fast tier rounds activations to bf16 for the CPU's bf16 dot products, as llama.cpp does.
+"""
+
 
 def model_load(lines):
     rows = defaultdict(list)     # key -> [(value, reps)]
@@ -831,6 +845,10 @@ def render_model(lines, meta):
     fk_ran = any(k[0] == "flashkern" for k in m)
     fast_ran = any(k[0] == "flashkern" and k[2] == "fast" for k in m)
     skipped = sorted({(k[1], k[3]) for k in m if k[0] == "flashkern" and k[4] == "skipped"})
+    # the LM prefill measure (prefill<P>_tok_s) and its llama.cpp peer: rows only where a run has them
+    prefills = sorted({int(k[4][len("prefill"):-len("_tok_s")]) for k in m
+                       if k[4].startswith("prefill") and k[4].endswith("_tok_s") and k[4][7:-6].isdigit()})
+    llama_ran = any(k[0] == "llama.cpp" for k in m)
 
     # (model, flashkern's metric, torch's metric, label, plot label)
     metrics = [(mo, "decode_tok_s", "decode_tok_s", "%s decode, tokens/s" % mo, "%s decode tok/s" % mo)
@@ -886,7 +904,40 @@ def render_model(lines, meta):
             md.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
                 label, t, fmt(ex), fmt(fa), fmt(tf), fmt(tb),
                 "-" if rex is None else "%.2fx" % rex, "-" if rfa is None else "%.2fx" % rfa, met))
-            dat.append((plabel, t, ex, fa, tf, tb))
+            dat.append((plabel, t, ex, fa, tf, tb, None))
+
+    if prefills:
+        md.append("\n## LM prefill, tokens/s (issue 19: the fast tier at least on par with llama.cpp's BF16)\n")
+        md.append("One call over a P-token prompt from a fresh state, timed alone: tokens/s = P / time; medians as "
+                  "above. flashkern: one `fk_run(FK_PROG_LM_PREFILL)` of P rows; PyTorch: `model(input_ids, "
+                  "use_cache=True, logits_to_keep=1)`; llama.cpp: `llama-bench -p P -n 0` on a BF16 GGUF of the "
+                  "same shapes. All three compute the last position's logits only.\n")
+        if not llama_ran:
+            md.append("**The llama.cpp peer was not run** (%s): its column is empty.\n"
+                      % facts.get("llama_status", "no --llama-bench"))
+        md.append("| model | prompt | threads | flashkern exact | flashkern fast | torch f32 | torch bf16 "
+                  "| llama.cpp bf16 | exact / faster torch | fast / faster torch | fast / llama.cpp "
+                  "| fast on par with llama.cpp? |")
+        md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for mo in models:
+            for n in prefills:
+                metric = "prefill%d_tok_s" % n
+                for t in threads:
+                    ex, fa = get("flashkern", mo, "exact", t, metric), get("flashkern", mo, "fast", t, metric)
+                    tf, tb = get("torch", mo, "f32", t, metric), get("torch", mo, "bf16", t, metric)
+                    lc = get("llama.cpp", mo, "bf16", t, metric)
+                    if all(v is None for v in (ex, fa, tf, tb, lc)):
+                        continue
+                    best = max([v for v in (tf, tb) if v is not None], default=None)
+
+                    def ratio(a, b):
+                        return "-" if a is None or not b else "%.2fx" % (a / b)
+                    par = ("not measured" if fa is None or lc is None else
+                           "yes" if fa >= lc else "**no**")
+                    md.append("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                        mo, n, t, fmt(ex), fmt(fa), fmt(tf), fmt(tb), fmt(lc), ratio(ex, best), ratio(fa, best),
+                        ratio(fa, lc), par))
+                    dat.append(("%s prefill %d tok/s" % (mo, n), t, ex, fa, tf, tb, lc))
 
     md.append("\n## Real-time factor of the detokenizer at 24 kHz\n")
     md.append("RTF = wall time / audio time; a code frame is 1920 samples = 80 ms of audio. Below 1 is faster "
@@ -937,7 +988,7 @@ def render_model(lines, meta):
   flashkern: `fk_run(FK_PROG_LM_PREFILL)`, then `fk_run(FK_PROG_LM_DECODE)` with `io.next` fed back.
   PyTorch: `Lfm2ForCausalLM(input_ids=[[t]], past_key_values=cache, use_cache=True)`, argmax of the
   last logits, under `torch.inference_mode()`.
-- **Detokenizer** (LFM2.5's: codebooks 8 x 2048 x 512, LFM2 stack hidden 512, ffn 1536, 8 layers conv
+%s- **Detokenizer** (LFM2.5's: codebooks 8 x 2048 x 512, LFM2 stack hidden 512, ffn 1536, 8 layers conv
   conv attn conv attn conv attn conv, 8 / 8 heads of 64, sliding window 30, 512 -> 1282 head, ISTFT
   n_fft 1280 hop 320). *50 frames in one call*: a fresh stream of 50 code frames in one
   `fk_run(FK_PROG_DETOK)` / one `LFM2AudioDetokenizer.forward` on codes (1, 8, 50); frames/s = 50 / time.
@@ -968,13 +1019,15 @@ def render_model(lines, meta):
   flashkern leaves 20 ms idle before each timed sample; PyTorch gets one untimed warm-up per
   configuration. The machine has 2 vCPUs and was shared: see the load averages above.
 """ % (", and `lm_350m` at LFM2-350M's shapes: vocab 65536, hidden 1024, ffn 4608, 16 layers, 16 / 8 heads"
-       if "lm_350m" in models else ""))
-    dat_lines = ['"case" "flashkern exact" "flashkern fast" "torch f32" "torch bf16"\n']
-    for short, t, ex, fa, tf, tb in dat:
-        cols = ("-" if v is None else "%.6g" % v for v in (ex, fa, tf, tb))
-        dat_lines.append('"%s, %dT" %s %s %s %s\n' % (short, t, *cols))
+       if "lm_350m" in models else "", MODEL_PREFILL_TEXT if prefills else ""))
+    # a llama.cpp column only in a run that has one: a run without it renders as before
+    names = ["flashkern exact", "flashkern fast", "torch f32", "torch bf16"] + (["llama.cpp bf16"] if llama_ran else [])
+    dat_lines = [" ".join('"%s"' % x for x in ["case"] + names) + "\n"]
+    for short, t, *vals in dat:
+        cols = ["-" if v is None else "%.6g" % v for v in vals[:len(names)]]
+        dat_lines.append('"%s, %dT" %s\n' % (short, t, " ".join(cols)))
     return ({"model.md": "\n".join(md) + "\n", "model.csv": merged.getvalue(), "model.dat": "".join(dat_lines)},
-            {"dat": "model.dat", "out": "model.png"})
+            {"dat": "model.dat", "out": "model.png", "cols": len(names), "prefill": int(bool(prefills))})
 
 
 

@@ -9,6 +9,10 @@ CPU backend, timed the way a host would call them:
           prefilled (untimed), then N greedy decode steps, one token each, through the model's own
           cache (model(input_ids=[[t]], past_key_values=cache, use_cache=True), argmax of the last
           logits fed back). Only the decode steps are timed. tokens/s = N / time.
+          Prefill: one forward over input_ids of P prompt tokens (--prefill, default 64 and 512)
+          with a fresh cache (model(input_ids, use_cache=True, logits_to_keep=1): the cache is
+          made inside the call, and only the last position's logits are computed, as generate()
+          asks at a prompt and as flashkern and llama.cpp do), timed alone: tokens/s = P / time.
   lm_350m (--lm-350m) the same at LFM2-350M's shapes (vocab 65536, hidden 1024, ffn 4608, 16 layers,
           16 / 8 heads): an optional second point.
   detok   liquid-audio's LFM2AudioDetokenizer (liquid_audio/detokenizer.py compiled from the installed
@@ -36,15 +40,17 @@ and the head in bf16 and the ISTFT in f32 (the head output cast to f32; stated i
 
 Output: CSV lines on stdout, no header unless --header:
   peer,model,dtype,threads,metric,value,reps
-with metric one of decode_tok_s, full_frames_s, stream_frames_s, stream_cached_frames_s, full_rtf,
-stream_rtf, stream_cached_rtf, plus *_min / *_max companions, and others_cpu (other processes' share
-of the CPUs during the configuration's repetitions: /proc/stat busy time minus this process's
+with metric one of decode_tok_s, prefill<P>_tok_s (prefill64_tok_s, prefill512_tok_s), full_frames_s,
+stream_frames_s, stream_cached_frames_s, full_rtf, stream_rtf, stream_cached_rtf, plus *_min / *_max
+companions, and others_cpu (other processes' share of the CPUs during the configuration's
+repetitions, the LM's decode and prefill under one meter: /proc/stat busy time minus this process's
 getrusage, over wall time x CPUs); progress on stderr. torch.set_num_threads(T) per thread count, everything
 under torch.inference_mode(); weights are seeded uniform(-1/sqrt(fan_in), +) rounded to bf16 (norms
 1 + U(-0.1, 0.1)), so both dtypes see the same values. Timing: time.perf_counter around the timed
 calls; one untimed warm-up call (or decode sequence) per configuration; median over --reps.
 
-Run: /opt/fkref/bin/python bench/torch_peer.py [--threads 1,2] [--reps 7] [--steps 64] [--quick]
+Run: /opt/fkref/bin/python bench/torch_peer.py [--threads 1,2] [--reps 7] [--steps 64] [--prefill 64,512]
+     [--quick]
 """
 import argparse
 import importlib.util
@@ -201,23 +207,42 @@ def lm_decode_once(model, prompt, steps):
     return time.perf_counter() - t0
 
 
-def bench_lm(out, name, big, dtypes, threads_list, reps, steps):
+def lm_prefill_once(model, ids):
+    """One forward over the prompt from a fresh cache (made inside the call), the last position's logits
+    only; returns its wall time."""
+    t0 = time.perf_counter()
+    out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+    out.logits[:, -1].argmax(-1)
+    return time.perf_counter() - t0
+
+
+def bench_lm(out, name, big, dtypes, threads_list, reps, steps, prefills):
     model = transformers.Lfm2ForCausalLM(lm_config(big)).eval()   # transformers' default attention (sdpa)
     fill_weights(model, 1)
     g = torch.Generator().manual_seed(7)
     prompt = torch.randint(0, model.config.vocab_size, (1, PROMPT), generator=g)
+    # drawn after the decode prompt, so that prompt stays what it was
+    long_prompt = torch.randint(0, model.config.vocab_size, (1, max(prefills, default=1)), generator=g)
     for dt_name in dtypes:
         m = model.to(torch.float32 if dt_name == "f32" else torch.bfloat16)
         for t in threads_list:
             torch.set_num_threads(t)
             lm_decode_once(m, prompt, min(steps, 8))   # warm-up
+            pre = {}
+            # one meter over the decode and the prefill measures: others_cpu is the configuration's
             with Others() as oth:
                 times = [lm_decode_once(m, prompt, steps) for _ in range(reps)]
+                for n in prefills:
+                    ids = long_prompt[:, :n]
+                    lm_prefill_once(m, ids)   # warm-up (oneDNN's kernels for this shape)
+                    pre[n] = [lm_prefill_once(m, ids) for _ in range(reps)]
             out.row(name, dt_name, t, "others_cpu", oth.share, reps)
             med = out.series(name, dt_name, t, "decode_tok_s", [steps / x for x in times])
             log("%s %s %dT: decode %.1f tokens/s (%.3f ms/token); other processes %.0f%% of the CPUs"
                 % (name, dt_name, t, med, 1e3 / med, 100 * oth.share))
-
+            for n in prefills:
+                med = out.series(name, dt_name, t, "prefill%d_tok_s" % n, [n / x for x in pre[n]])
+                log("%s %s %dT: prefill of %d tokens %.1f tokens/s" % (name, dt_name, t, n, med))
 
 # ---- detokenizer ----------------------------------------------------------------------------------
 
@@ -382,6 +407,8 @@ def main():
     ap.add_argument("--stream-frames", type=int, default=8, help="streamed code frames per repetition")
     ap.add_argument("--cached-frames", type=int, default=32,
                     help="code frames per repetition of the cached stream (after 17 untimed)")
+    ap.add_argument("--prefill", default="64,512",
+                    help="prompt lengths of the LM prefill measure (comma-separated), or none")
     ap.add_argument("--only", default="lm,detok", help="lm, lm_350m, detok (comma-separated)")
     ap.add_argument("--lm-350m", action="store_true", help="also the LFM2-350M-shaped point")
     ap.add_argument("--quick", action="store_true", help="3 repetitions, 16 steps, 2 streamed frames")
@@ -392,6 +419,7 @@ def main():
     threads = [int(x) for x in a.threads.split(",") if x]
     dtypes = [x for x in a.dtypes.split(",") if x]
     only = set(a.only.split(","))
+    prefills = [] if a.prefill == "none" else [int(x) for x in a.prefill.split(",") if x]
     if a.lm_350m:
         only.add("lm_350m")
     out = Out()
@@ -404,9 +432,9 @@ def main():
           % (torch.__version__, transformers.__version__, torch.backends.cpu.get_cpu_capability()), flush=True)
     with torch.inference_mode():
         if "lm" in only:
-            bench_lm(out, "lm", False, dtypes, threads, a.reps, a.steps)
+            bench_lm(out, "lm", False, dtypes, threads, a.reps, a.steps, prefills)
         if "lm_350m" in only:
-            bench_lm(out, "lm_350m", True, dtypes, threads, a.reps, a.steps)
+            bench_lm(out, "lm_350m", True, dtypes, threads, a.reps, a.steps, prefills)
     if "detok" in only:
         bench_detok(out, dtypes, threads, a.reps, a.stream_frames, a.cached_frames)
 

@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""bench/llama_peer.py: the llama.cpp peer of fk_bench_model's LM prefill measure (bench/README.md,
+"Whole models").
+
+llama.cpp's `llama-bench -p` on the same LFM2 shapes as fk_bench_model's `lm` and `lm_350m`, BF16
+weights, CPU. Nothing of llama.cpp is in this repository: `build` fetches PyPI's llama-cpp-python
+source distribution (which vendors llama.cpp) into a directory outside it and builds the one tool.
+
+  llama_peer.py build [--dir /work/peers] [--version 0.3.36] [--jobs 2]
+      pip download --no-binary :all: --no-deps llama-cpp-python==VERSION into DIR, unpack it, and
+      build only the llama-bench target of its vendor/llama.cpp with CMake under nice: Release,
+      GGML_NATIVE (this CPU's flags), no CUDA, no BLAS, no OpenSSL, no tests / examples / server;
+      the vendored commit (the sdist's CHANGELOG names it) is passed as LLAMA_BUILD_COMMIT, so
+      llama-bench reports it. Writes DIR/llama-bench-VERSION/fk_peer.txt (what was built) and
+      prints the binary's path.
+  llama_peer.py gguf [--dir /tmp/fk_llama_peer] [--only lm,lm_350m]
+      writes the GGUF files (below); they are kept and reused.
+  llama_peer.py run --llama-bench PATH [--threads 1,2] [--reps 5] [--prefill 64,512]
+                    [--only lm] [--lm-350m] [--dir /tmp/fk_llama_peer]
+      per model and thread count T: `llama-bench -m FILE -p 64,512 -n 0 -t T -r N -o jsonl`; CSV on
+      stdout, as the other peers print it: peer,model,dtype,threads,metric,value,reps with
+      metric prefill<P>_tok_s and its _min / _max, from llama-bench's per-repetition samples_ns
+      (median, min, max of P / time: the same statistics as the other peers; llama-bench's own
+      avg_ts and stddev_ts are printed on stderr), and others_cpu (other processes' share of the
+      CPUs meanwhile: /proc/stat busy time minus llama-bench's getrusage, over wall time x CPUs).
+
+The GGUF files (architecture `lfm2`, written with the `gguf` package, as llama.cpp's
+convert_hf_to_gguf.py lays an Lfm2ForCausalLM out): the keys lfm2.context_length (4096),
+embedding_length, block_count, feed_forward_length, attention.head_count, attention.head_count_kv
+as a per-layer array (0 on the ShortConv layers: that is how llama.cpp's LFM2 tells a conv layer from
+an attention layer), rope.freq_base 1e6, attention.layer_norm_rms_eps 1e-5, vocab_size,
+shortconv.l_cache 3, general.file_type MOSTLY_BF16; tensors token_embd (BF16, tied: no output
+tensor), token_embd_norm (the final norm: LFM2's GGUF name for it), per layer attn_norm (the
+operator norm), ffn_norm, ffn_gate / ffn_up / ffn_down (BF16), and either shortconv.in_proj /
+out_proj (BF16) and shortconv.conv (F32, L_cache x hidden: llama.cpp's ssm_conv takes F32) or
+attn_q / attn_k / attn_v / attn_output (BF16) and attn_q_norm / attn_k_norm; norms F32 (as the
+converter writes them). The vocabulary is tokenizer.ggml.model = "none": llama.cpp fills in
+vocab_size placeholder tokens, and llama-bench draws its prompt as random ids (rand() % n_vocab, no
+BOS for this vocabulary), so no tokenizer is needed. Weight values are seeded uniform(-1/sqrt(fan_in),
++1/sqrt(fan_in)) rounded to bf16 (norms 1 + U(-0.1, 0.1), the embedding U(-1, 1)), like
+fk_bench_model's, from another generator: the speed does not depend on the values.
+
+Needs the `gguf` package (in /opt/fkref) for `gguf` and `run`; `build` needs pip, cmake and a C++
+compiler. A bench peer only: never in tests or CI.
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SDIST_VERSION = "0.3.36"
+GGUF_DIR = "/tmp/fk_llama_peer"
+GGUF_FORMAT = 1          # in the file name: a change of what is written makes new files
+
+# fk_bench_model's SHAPE_LM and SHAPE_LM350 (and torch_peer.py's lm_config): 'c' ShortConv, 'a' attention
+SHAPES = {
+    "lm": dict(vocab=1024, hidden=256, ffn=768, heads=4, kv_heads=2, kinds="ccacac"),
+    "lm_350m": dict(vocab=65536, hidden=1024, ffn=4608, heads=16, kv_heads=8, kinds="ccaccaccacacacac"),
+}
+HEAD_DIM = 64
+L_CACHE = 3
+
+
+def log(*a):
+    print("llama_peer:", *a, file=sys.stderr, flush=True)
+
+
+# ---- build: llama-bench from the llama-cpp-python sdist ----------------------------------------
+
+def vendored_commit(src):
+    """The llama.cpp commit the sdist vendors: its CHANGELOG's first "update llama.cpp to ...@HASH"."""
+    try:
+        with open(os.path.join(src, "CHANGELOG.md"), encoding="utf-8") as f:
+            m = re.search(r"llama\.cpp@([0-9a-f]{7,40})", f.read())
+        return m.group(1) if m else "unknown"
+    except OSError:
+        return "unknown"
+
+
+def cmd_build(a):
+    os.makedirs(a.dir, exist_ok=True)
+    tarball = os.path.join(a.dir, "llama_cpp_python-%s.tar.gz" % a.version)
+    if not os.path.exists(tarball):
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+                        "--dest", a.dir, "llama-cpp-python==%s" % a.version], check=True)
+    src = os.path.join(a.dir, "llama_cpp_python-%s" % a.version)
+    if not os.path.isdir(src):
+        with tarfile.open(tarball) as t:
+            t.extractall(a.dir, filter="data")
+    commit = vendored_commit(src)
+    llama = os.path.join(src, "vendor", "llama.cpp")
+    build = os.path.join(a.dir, "llama-bench-%s" % a.version)
+    configure = ["cmake", "-S", llama, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON",
+                 "-DGGML_CUDA=OFF", "-DGGML_BLAS=OFF", "-DGGML_METAL=OFF", "-DGGML_VULKAN=OFF",
+                 "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
+                 "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_BUILD_UI=OFF",
+                 "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_TOOLS=ON", "-DBUILD_SHARED_LIBS=OFF",
+                 "-DLLAMA_BUILD_COMMIT=%s" % commit, "-DLLAMA_BUILD_NUMBER=0"]
+    compile_ = ["nice", "-n", "10", "cmake", "--build", build, "--target", "llama-bench", "-j", str(a.jobs)]
+    for c in (configure, compile_):
+        log(" ".join(c))
+        subprocess.run(c, check=True)
+    binary = os.path.join(build, "bin", "llama-bench")
+    if not os.access(binary, os.X_OK):
+        raise SystemExit("llama_peer: no %s after the build" % binary)
+    with open(os.path.join(build, "fk_peer.txt"), "w", encoding="utf-8") as f:
+        f.write("the llama-cpp-python %s sdist\n" % a.version)   # the first line: what run's version line names
+        f.write("configure: %s\nbuild: %s\n" % (" ".join(configure), " ".join(compile_)))
+    print(binary)
+
+
+def built_from(binary):
+    """What fk_peer.txt beside the build says the binary was built from (first line), or None."""
+    d = os.path.dirname(os.path.abspath(binary))
+    for p in (os.path.join(d, "fk_peer.txt"), os.path.join(os.path.dirname(d), "fk_peer.txt")):
+        if os.path.exists(p):
+            with open(p, encoding="utf-8") as f:
+                return f.readline().strip()
+    return None
+
+
+# ---- gguf: the models ----------------------------------------------------------------------------
+
+def gguf_path(d, name):
+    return os.path.join(d, "fk-%s-bf16-v%d.gguf" % (name, GGUF_FORMAT))
+
+
+def write_gguf(path, name, seed):
+    import numpy as np
+    import gguf
+
+    s = SHAPES[name]
+    h, f, kinds = s["hidden"], s["ffn"], s["kinds"]
+    rng = np.random.default_rng(seed)
+
+    def bf16(x):
+        """float32 -> bf16 bits, round to nearest even (the values are finite)."""
+        b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+        return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+
+    def dense(rows, cols, scale=None):
+        scale = 1.0 / np.sqrt(cols) if scale is None else scale
+        return bf16(rng.uniform(-scale, scale, size=(rows, cols)).astype(np.float32))
+
+    def norm(n):   # rounded through bf16, as fk_bench_model's norms are
+        v = bf16(1.0 + rng.uniform(-0.1, 0.1, size=n).astype(np.float32))
+        return (v.astype(np.uint32) << 16).view(np.float32)
+
+    BF16 = gguf.GGMLQuantizationType.BF16
+    w = gguf.GGUFWriter(path + ".part", "lfm2")
+    w.add_name("flashkern bench synthetic LFM2 (%s)" % name)
+    w.add_context_length(4096)
+    w.add_embedding_length(h)
+    w.add_block_count(len(kinds))
+    w.add_feed_forward_length(f)
+    w.add_head_count(s["heads"])
+    w.add_head_count_kv([s["kv_heads"] if k == "a" else 0 for k in kinds])
+    w.add_rope_freq_base(1e6)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(s["vocab"])
+    w.add_shortconv_l_cache(L_CACHE)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+    w.add_tokenizer_model("none")
+
+    w.add_tensor("token_embd.weight", dense(s["vocab"], h, 1.0), raw_dtype=BF16)
+    for i, k in enumerate(kinds):
+        p = "blk.%d." % i
+        w.add_tensor(p + "attn_norm.weight", norm(h))
+        if k == "c":
+            w.add_tensor(p + "shortconv.in_proj.weight", dense(3 * h, h), raw_dtype=BF16)
+            conv = bf16(rng.uniform(-1 / np.sqrt(L_CACHE), 1 / np.sqrt(L_CACHE), size=(h, L_CACHE)))
+            w.add_tensor(p + "shortconv.conv.weight", (conv.astype(np.uint32) << 16).view(np.float32))
+            w.add_tensor(p + "shortconv.out_proj.weight", dense(h, h), raw_dtype=BF16)
+        else:
+            q, kv = s["heads"] * HEAD_DIM, s["kv_heads"] * HEAD_DIM
+            w.add_tensor(p + "attn_q.weight", dense(q, h), raw_dtype=BF16)
+            w.add_tensor(p + "attn_k.weight", dense(kv, h), raw_dtype=BF16)
+            w.add_tensor(p + "attn_v.weight", dense(kv, h), raw_dtype=BF16)
+            w.add_tensor(p + "attn_q_norm.weight", norm(HEAD_DIM))
+            w.add_tensor(p + "attn_k_norm.weight", norm(HEAD_DIM))
+            w.add_tensor(p + "attn_output.weight", dense(h, q), raw_dtype=BF16)
+        w.add_tensor(p + "ffn_norm.weight", norm(h))
+        w.add_tensor(p + "ffn_gate.weight", dense(f, h), raw_dtype=BF16)
+        w.add_tensor(p + "ffn_up.weight", dense(f, h), raw_dtype=BF16)
+        w.add_tensor(p + "ffn_down.weight", dense(h, f), raw_dtype=BF16)
+    w.add_tensor("token_embd_norm.weight", norm(h))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    os.replace(path + ".part", path)
+
+
+def ensure_gguf(d, names):
+    os.makedirs(d, exist_ok=True)
+    paths = {}
+    for seed, name in enumerate(names, 1):
+        p = gguf_path(d, name)
+        if not os.path.exists(p):
+            t0 = time.perf_counter()
+            write_gguf(p, name, seed)
+            log("wrote %s (%.0f MB, %.1f s)" % (p, os.path.getsize(p) / 1e6, time.perf_counter() - t0))
+        paths[name] = p
+    return paths
+
+
+def cmd_gguf(a):
+    for name, p in ensure_gguf(a.dir, models_of(a)).items():
+        print(p)
+
+
+# ---- run: llama-bench per model and thread count -------------------------------------------------
+
+def _busy_s():
+    """The machine's busy CPU time (all CPUs, /proc/stat), seconds."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_s():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def row(model, dtype, threads, metric, value, reps):
+    print("llama.cpp,%s,%s,%d,%s,%s,%d" % (model, dtype, threads, metric,
+                                          value if isinstance(value, str) else "%.6g" % value, reps), flush=True)
+
+
+def models_of(a):
+    names = [x for x in a.only.split(",") if x]
+    if getattr(a, "lm_350m", False) and "lm_350m" not in names:
+        names.append("lm_350m")
+    for n in names:
+        if n not in SHAPES:
+            raise SystemExit("llama_peer: unknown model %s (%s)" % (n, ", ".join(SHAPES)))
+    return names
+
+
+def cmd_run(a):
+    if not os.access(a.llama_bench, os.X_OK):
+        raise SystemExit("llama_peer: %s is not an executable" % a.llama_bench)
+    prefills = [int(x) for x in a.prefill.split(",") if x]
+    threads = [int(x) for x in a.threads.split(",") if x]
+    paths = ensure_gguf(a.dir, models_of(a))
+    version = None
+    for name, path in paths.items():
+        for t in threads:
+            cmd = [a.llama_bench, "-m", path, "-p", ",".join(map(str, prefills)), "-n", "0", "-t", str(t),
+                   "-r", str(a.reps), "-o", "jsonl"]
+            b0, c0, w0 = _busy_s(), _children_s(), time.perf_counter()
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            wall = time.perf_counter() - w0
+            others = max(0.0, (_busy_s() - b0) - (_children_s() - c0)) / (wall * os.cpu_count())
+            if r.returncode != 0:
+                sys.stderr.write(r.stderr[-3000:])
+                raise SystemExit("llama_peer: %s failed (%d)" % (" ".join(cmd), r.returncode))
+            tests = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+            if version is None and tests:
+                x = tests[0]
+                fa = {-1: "auto", 0: "off", 1: "on"}.get(x["flash_attn"], x["flash_attn"])
+                version = "llama.cpp %s (llama-bench%s); backends %s; flash attention %s; KV %s; n_ubatch %s" % (
+                    x["build_commit"], " from " + built_from(a.llama_bench) if built_from(a.llama_bench) else "",
+                    x["backends"], fa, x["type_k"], x["n_ubatch"])
+                row("info", "-", 0, "version", version.replace(",", ";"), 0)
+                log("%s; model_type %s, %s parameters" % (version, x["model_type"], x["model_n_params"]))
+            row(name, "bf16", t, "others_cpu", others, a.reps)
+            for x in tests:
+                n = int(x["n_prompt"])
+                if n not in prefills or int(x["n_gen"]) != 0 or int(x["n_threads"]) != t:
+                    continue
+                tok_s = [n / (ns * 1e-9) for ns in x["samples_ns"]]
+                med = statistics.median(tok_s)
+                row(name, "bf16", t, "prefill%d_tok_s" % n, med, len(tok_s))
+                row(name, "bf16", t, "prefill%d_tok_s_min" % n, min(tok_s), len(tok_s))
+                row(name, "bf16", t, "prefill%d_tok_s_max" % n, max(tok_s), len(tok_s))
+                log("%s bf16 %dT: prefill of %d tokens %.1f tokens/s (llama-bench avg %.1f, stddev %.1f); "
+                    "other processes %.0f%% of the CPUs" % (name, t, n, med, x["avg_ts"], x["stddev_ts"], 100 * others))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="build llama-bench from the llama-cpp-python sdist")
+    b.add_argument("--dir", default="/work/peers", help="where the sdist and the build go (outside the repo)")
+    b.add_argument("--version", default=SDIST_VERSION, help="llama-cpp-python's version")
+    b.add_argument("--jobs", type=int, default=2)
+    g = sub.add_parser("gguf", help="write the GGUF files")
+    r = sub.add_parser("run", help="run llama-bench on them; CSV on stdout")
+    r.add_argument("--llama-bench", required=True, help="the llama-bench binary")
+    r.add_argument("--threads", default="1,2")
+    r.add_argument("--reps", type=int, default=5, help="llama-bench -r")
+    r.add_argument("--prefill", default="64,512", help="llama-bench -p: prompt lengths")
+    for p in (g, r):
+        p.add_argument("--dir", default=GGUF_DIR, help="where the GGUF files are kept")
+        p.add_argument("--only", default="lm", help="lm, lm_350m (comma-separated)")
+        p.add_argument("--lm-350m", action="store_true", help="also the LFM2-350M-shaped point")
+    a = ap.parse_args()
+    {"build": cmd_build, "gguf": cmd_gguf, "run": cmd_run}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
