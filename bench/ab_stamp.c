@@ -2,13 +2,16 @@
  * the machine's drift between runs cancels): the median of the per-round time ratios, and a check
  * that the outputs are equal. Not built by CMake: a tool for a before/after question.
  *
- *   S=fk_gemv_bf16_rne_packed__x86_64_avx512bf16_fast
+ *   S=fk_gemv_bf16_rne_packed__x86_64_avx512bf16_fast     (any gemv_bf16_rne_packed stamp)
  *   gcc -c -x assembler-with-cpp -I$OLD/generated $OLD/generated/x86_64/$S.S -o before.o
  *   objcopy --redefine-sym $S=${S}_before before.o
  *   gcc -c -x assembler-with-cpp -Igenerated generated/x86_64/$S.S -o after.o
- *   gcc -O2 -Igenerated -Iruntime/include bench/ab_stamp.c before.o after.o build/libflashkern.a -lpthread -o ab_stamp
+ *   gcc -O2 -DSTAMP=$S -Igenerated -Iruntime/include bench/ab_stamp.c before.o after.o build/libflashkern.a \
+ *       -lpthread -o ab_stamp
  *   ./ab_stamp N K [M [ROUNDS]]
  *
+ * M is 1..24 (one runtime call's rows: the GEMM when M > 4); xs is sized for the current packed
+ * forms (with the k pieces' partial sums), which also covers earlier revisions' smaller extent.
  * (the args struct of the two revisions must be the same: diff their generated/fk_leaves.h) */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,9 +22,14 @@
 #include "fk_leaves.h"
 #include "flashkern.h"
 
-void fk_gemv_bf16_rne_packed__x86_64_avx512bf16_fast_before(const fk_gemv_bf16_rne_packed_args *a);
-#define AFTER fk_gemv_bf16_rne_packed__x86_64_avx512bf16_fast
-#define BEFORE fk_gemv_bf16_rne_packed__x86_64_avx512bf16_fast_before
+#ifndef STAMP
+#define STAMP fk_gemv_bf16_rne_packed__x86_64_avx512bf16_fast
+#endif
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define AFTER STAMP
+#define BEFORE CAT(STAMP, _before)
+void BEFORE(const fk_gemv_bf16_rne_packed_args *a);
 
 static double now(void) {
   struct timespec t;
@@ -41,14 +49,15 @@ int main(int argc, char **argv) {
   }
   int64_t n = atoll(argv[1]), k = atoll(argv[2]);
   int m = argc > 3 ? atoi(argv[3]) : 1, rounds = argc > 4 ? atoi(argv[4]) : 60;
-  if (n < 1 || k < 1 || m < 1 || m > 4 || rounds < 1 || rounds > 1000) {
-    fprintf(stderr, "ab_stamp: N, K >= 1, M 1..4, ROUNDS 1..1000\n");
+  if (n < 1 || k < 1 || m < 1 || m > 24 || rounds < 1 || rounds > 1000) {
+    fprintf(stderr, "ab_stamp: N, K >= 1, M 1..24, ROUNDS 1..1000\n");
     return 2;
   }
   int64_t kp = (k + 63) / 64 * 64;
   size_t el = fk_gemv_packed_elems(n, k);
   uint16_t *wr = malloc((size_t)(n * k) * 2), *w = aligned_alloc(64, (el * 2 + 63) / 64 * 64);
-  float *x = malloc((size_t)(m * k) * 4), *xs = aligned_alloc(64, (size_t)(m * kp) * 4);
+  size_t part = k > FK_GEMV_GEMM_KBLOCK ? (size_t)((n + 3) / 4 * 4 * FK_GEMV_GEMM_PART_ROW) : 0;
+  float *x = malloc((size_t)(m * k) * 4), *xs = aligned_alloc(64, ((size_t)(m * kp) + part) * 4);
   uint16_t *ya = malloc((size_t)(m * n) * 2), *yb = malloc((size_t)(m * n) * 2);
   double *ta = malloc((size_t)rounds * sizeof *ta), *tb = malloc((size_t)rounds * sizeof *tb),
          *q = malloc((size_t)rounds * sizeof *q);
@@ -64,7 +73,7 @@ int main(int argc, char **argv) {
                                      .m = m, .k = k, .row_begin = 0, .row_end = n };
   fk_gemv_bf16_rne_packed_args b = a;
   b.y = yb;
-  int inner = (int)(2e8 / (double)(n * k));
+  int inner = (int)(2e8 / ((double)(n * k) * m));
   if (inner < 1) inner = 1;
   for (int r = 0; r < rounds; r++) {
     double t0 = now();
