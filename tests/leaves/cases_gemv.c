@@ -97,13 +97,9 @@ void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *o
   int blocked = strstr(packed_form, "_blocked") != NULL;
   int64_t align = blocked ? FK_GEMV_BLOCK_ROWS * FK_GEMV_BLOCK_GROUP : FK_GEMV_PACK_ROWS;
   fkh_set_i64(out, "row_begin", rb / align * align);
-  if (!blocked) {
-    /* the packed forms' xs: for m > 4 and k > FK_GEMV_GEMM_KBLOCK, the partial sums of the rows too */
-    int64_t m = fkh_i64_of(rm, "m"), rows = (re + FK_GEMV_PACK_ROWS - 1) / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS -
-                                             rb / align * align;
-    int64_t part = m > 4 && k > FK_GEMV_GEMM_KBLOCK && rows > 0 ? rows * FK_GEMV_GEMM_PART_ROW : 0;
-    fkh_set_buf(out, "xs", (size_t)(fkt_gemv_xs_elems(m, k) + part));
-  }
+  /* xs as the packed form's extent says (for m > 4 and k > FK_GEMV_GEMM_KBLOCK it holds the
+   * rows' partial sums too) */
+  fkh_set_buf(out, "xs", (size_t)fkh_extent(out, fkh_field_index(out, "xs")));
   size_t elems = blocked ? fk_gemv_blocked_elems(re > 0 ? re : 1, k) : fk_gemv_packed_elems(re > 0 ? re : 1, k);
   uint16_t *wp = fkh_set_buf(out, "w", elems);
   fk_error err;
