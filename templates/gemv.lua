@@ -245,7 +245,16 @@ end
 -- them, else two or one: a chain-split pass, so that every activation row shares each widened
 -- weight tile) and R weight rows per pass (a packed group's rows share each xs load, when whole
 -- passes fit). Neither changes a sum: each chain accumulates the same k in the same order.
-local function schedule(p, form_, M, nchains, wregs, budget)
+-- share (a GEMM block, M > max_m): that many weight rows per pass, each xs load serving them all
+-- (on a core that loads one 64-byte vector per cycle the loads of x bind before the FMAs), in
+-- chain-split passes where the accumulators cannot hold every chain (AVX-512 exact: 2 weight rows
+-- x 6 activation rows x 2 chains, two passes)
+local function schedule(p, form_, M, nchains, wregs, budget, share)
+  if share then
+    local C = nchains
+    while C > 1 and share * (C * M + wregs) > budget do C = math.floor(C / 2) end
+    if share * (C * M + wregs) <= budget and p.pack_rows % share == 0 then return C, share end
+  end
   local C = nchains
   while C > 1 and C * M + wregs > budget do C = math.floor(C / 2) end
   local R = 1
@@ -260,9 +269,9 @@ end
 -- The activation rows of one block of the packed forms (the GEMM): max_m, or more where all the
 -- chains of more rows fit the accumulators beside the weights (AVX-512: 6 rows of 4 chains in
 -- the exact tier, 24 accumulators), so that each weight tile loaded (and widened) serves them
--- all. The fast tier keeps two weight rows per pass (rows = 2: each xs load serves both; AVX-512:
--- 6 rows of 2 chains for each of 2 weight rows), for a core that loads one 64-byte vector per
--- cycle. GEMM_ROWS_MAX bounds J: a row's partial sums (J x chains x 16 floats) fit
+-- all. The fast tier keeps two weight rows per pass (rows = 2: AVX-512: 6 rows of 2 chains for
+-- each of 2 weight rows); the exact tier's passes over a whole block take two weight rows too,
+-- in chain-split passes (schedule's share). GEMM_ROWS_MAX bounds J: a row's partial sums (J x chains x 16 floats) fit
 -- GEMM_PART_ROW, and J fits div_const.
 local GEMM_ROWS_MAX = 12
 local function gemm_rows(p, nchains, wregs, budget, rows)
@@ -368,40 +377,32 @@ return {
     -- taken from and (but for the last k block) left in the partial sums' area
     local function rows_block(j0, M, kb)
       -- every pass covers all M activation rows (J = M): a weight tile is loaded and widened once
-      -- per pass, never per activation row
-      local C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators)
+      -- per pass, never per activation row; a GEMM block (M > max_m) shares each xs load between
+      -- two weight rows
+      local C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators, M > p.max_m and 2 or nil)
       t:for_rows(a.row_begin, a.row_end, R, function(n, nrows)
         -- wrow[r]: { pointer, element offset } of row n + r; widx(i): tile i's index from there.
         -- Packed: row n of its group, the group's rows 64 elements apart in every tile (a pass
         -- of R rows starts at a multiple of R, R dividing pack_rows); the tile loop runs over
         -- the zero-padded k (no tail).
         -- kb: the rows' partial sums (row n + r's from (n + r - row_begin) * GEMM_PART_ROW floats
-        -- into the area), the accumulators taken from them first (before the rows' pointers hold
-        -- registers)
+        -- into the area): each pass takes its chains' accumulators from there and (but in the last
+        -- k block) leaves them there
         local function part_at() return t:mul(t:sub(n, a.row_begin), GEMM_PART_ROW) end
         local function part_off(r, j, c) return r * GEMM_PART_ROW + 16 * (nchains * j + c) end
-        local pre
-        if kb and not kb.first then
-          local area, at = kb.area(), part_at()
-          pre = {}
-          for r = 0, nrows - 1 do
-            pre[r] = {}
-            for j = 0, M - 1 do
-              pre[r][j] = {}
-              for c = 0, nchains - 1 do pre[r][j][c] = t:load_acc(area, at, part_off(r, j, c)) end
-            end
-          end
-        end
-        local wrow = {}
         local function widx(i) return form_.packed and t:mul(i, pr) or i end
-        if form_.packed then
-          local base = t:addr(a.w, t:add(t:mul(t:iand(n, -pr), kp()), t:mul(t:iand(n, pr - 1), p.tile)), 2)
-          for r = 0, nrows - 1 do wrow[r] = { base, p.tile * r } end
-        else
-          for r = 0, nrows - 1 do wrow[r] = { t:addr(a.w, t:mul(t:add(n, r), a.ldw), 2), 0 } end
+        -- (per pass: no register held across the passes)
+        local function rows_at()
+          local wrow = {}
+          if form_.packed then
+            local base = t:addr(a.w, t:add(t:mul(t:iand(n, -pr), kp()), t:mul(t:iand(n, pr - 1), p.tile)), 2)
+            for r = 0, nrows - 1 do wrow[r] = { base, p.tile * r } end
+          else
+            for r = 0, nrows - 1 do wrow[r] = { t:addr(a.w, t:mul(t:add(n, r), a.ldw), 2), 0 } end
+          end
+          return wrow
         end
-        local cpass = nrows == R and C or nchains       -- (rows alone: R > 1 only when C = nchains)
-        assert(not kb or cpass == nchains, "a GEMM k block passes over every chain at once")
+        local cpass = nrows == R and C or nchains       -- (a row alone holds every chain)
         -- the chains' partial sums across passes: exact (c0 + c1) + (c2 + c3), fast c0 + c1;
         -- a value a later pass must not hold in registers waits in a stack slot
         local part = {}                                 -- part[r][j][key]: value or spill handle
@@ -431,12 +432,15 @@ return {
           local xsb = fast and t:view(a.xs, "bf16") or a.xs
           if j0 then xsb = t:addr(xsb, t:mul(kp(), j0), fast and 2 or 4) end
           local acc = {}
+          local area, at
+          if kb and not kb.first then area, at = kb.area(), part_at() end
+          local wrow = rows_at()
           for r = 0, nrows - 1 do
             acc[r] = {}
             for j = 0, M - 1 do
               acc[r][j] = {}
               for _, c in ipairs(cs) do
-                acc[r][j][c] = pre and pre[r][j][c] or t:zero()
+                acc[r][j][c] = area and t:load_acc(area, at, part_off(r, j, c)) or t:zero()
               end
             end
           end
@@ -482,39 +486,39 @@ return {
           local last = s == npass - 1
           if kb and not kb.last then
             -- the next k block goes on from here
-            local area, at = kb.area(), part_at()
+            local area_, at_ = kb.area(), part_at()
             for r = 0, nrows - 1 do
               for j = 0, M - 1 do
-                for _, c in ipairs(cs) do t:store_f32(area, at, part_off(r, j, c), acc[r][j][c]) end
+                for _, c in ipairs(cs) do t:store_f32(area_, at_, part_off(r, j, c), acc[r][j][c]) end
               end
             end
-            return
-          end
-          for r = 0, nrows - 1 do
-            for j = 0, M - 1 do
-              local pr_ = part[r][j]
-              for _, c in ipairs(cs) do
-                local v = acc[r][j][c]
-                if c % 2 == 0 then
-                  pr_[c] = v
-                else
-                  -- a pair done: chains c - 1 and c
-                  v = t:add(get(pr_[c - 1]), v)
-                  pr_[c - 1] = nil
-                  if fast or c == 3 then
-                    if not fast then v = t:add(get(pr_.pair0), v); pr_.pair0 = nil end
-                    finish(t, form_, a, t:reduce_add(v, p.tree), j0, j, t:add(n, r))
+          else
+            for r = 0, nrows - 1 do
+              for j = 0, M - 1 do
+                local pr_ = part[r][j]
+                for _, c in ipairs(cs) do
+                  local v = acc[r][j][c]
+                  if c % 2 == 0 then
+                    pr_[c] = v
                   else
-                    pr_.pair0 = v
+                    -- a pair done: chains c - 1 and c
+                    v = t:add(get(pr_[c - 1]), v)
+                    pr_[c - 1] = nil
+                    if fast or c == 3 then
+                      if not fast then v = t:add(get(pr_.pair0), v); pr_.pair0 = nil end
+                      finish(t, form_, a, t:reduce_add(v, p.tree), j0, j, t:add(n, r))
+                    else
+                      pr_.pair0 = v
+                    end
                   end
                 end
-              end
-              -- what the next pass must not hold in registers
-              if not last then
-                for _, key in ipairs({ 0, 2, "pair0" }) do
-                  local x = pr_[key]
-                  if x ~= nil and not (type(x) == "table" and x.kind == "spill") then
-                    pr_[key] = t:spill(x)
+                -- what the next pass must not hold in registers
+                if not last then
+                  for _, key in ipairs({ 0, 2, "pair0" }) do
+                    local x = pr_[key]
+                    if x ~= nil and not (type(x) == "table" and x.kind == "spill") then
+                      pr_[key] = t:spill(x)
+                    end
                   end
                 end
               end
@@ -530,11 +534,11 @@ return {
     -- the packed forms take any m (a prompt's rows, a batch's frames): blocks of J rows, each a
     -- pass over the weights, then one block of the m mod J rows left (m <= max_m: that block
     -- alone, as the GEMV)
-    -- A whole block of more than max_m rows that one pass covers with every chain (AVX-512: 6 rows
-    -- exact, 12 fast) goes over k in blocks of GEMM_KBLOCK (so its arranged x stays in L1): a pass
-    -- over the rows per k block, the first from zeros, the others from each row's accumulators in
-    -- the area after xs's rows; all but the last leave them there, the last finishes them. Each
-    -- chain accumulates the same k in the same order: the bits do not change.
+    -- A whole block of more than max_m rows (AVX-512: 6 rows) goes over k in blocks of GEMM_KBLOCK
+    -- (so its arranged x stays in L1): a pass over the rows per k block, the first from zeros, the
+    -- others from each row's accumulators in the area after xs's rows; all but the last leave them
+    -- there, the last finishes them. Each chain accumulates the same k in the same order: the bits
+    -- do not change.
     local function gemm_kblocks(j0, M)
       local function area() return t:addr(a.xs, t:mul(a.m, kp()), 4) end
       -- k in one block: the plain pass
@@ -551,8 +555,7 @@ return {
         rows_block(j0, M, { start = klast, stop = kp, area = area, last = true })
       end)
     end
-    local kblocked = J > p.max_m and
-                     select(1, schedule(p, form_, J, nchains, wregs, t.tune.accumulators)) == nchains
+    local kblocked = J > p.max_m
     local mfull = t:mul(div_const(t, a.m, J), J)
     t:for_tiles(mfull, J, function(j0)
       if kblocked then gemm_kblocks(j0, J) else rows_block(j0, J) end
