@@ -34,7 +34,7 @@ typedef struct fk_state {
 } fk_state;
 
 /* as runtime/fk_program.c: rows per call, and the L2 block of weight rows when M > 4 */
-enum { CALL_ROWS = 24, L2_BLOCK = 256 << 10 };
+enum { CALL_ROWS = 24, L2_BLOCK = 1 << 20 };
 
 /* Weight rows per call with M > 4 (runtime/fk_program.c's l2_block_rows). */
 static int64_t l2_block_rows(int64_t k) {

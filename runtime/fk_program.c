@@ -8,11 +8,14 @@
  * (CALL_ROWS * round_up(k, 64) floats). */
 enum { CALL_ROWS = 24 };
 
-/* With more than one row group, the groups take the member's weight rows block by block, each
- * block small enough to stay in L2 while every group passes over it: the weights come from DRAM
- * once per call, not once per group (a detokenizer frame is 6 rows, a prompt more). Every output
+/* With more than 4 rows, the groups take the member's weight rows block by block, each block of
+ * L2_BLOCK bytes of weights, which every group passes over before the next: the weights come from
+ * DRAM once per call, not once per group (a detokenizer frame is 6 rows, a prompt more). Each call
+ * arranges its rows of x again, so a block is not smaller than that: 1 MB (the L2 of a Zen 4 or
+ * Neoverse N2 core). Blocks of 256 KB were 0.75-0.8x the speed at k = 8192 (16 rows a call, the
+ * arrangement 17% of a call), the same at k <= 4608 (bench/results/gemm-analysis.md). Every output
  * element is still computed by one call of the same arithmetic: the same bits. */
-enum { L2_BLOCK = 256 << 10 };
+enum { L2_BLOCK = 1 << 20 };
 
 static void gemv_call(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t b, int64_t e) {
   for (int64_t r = 0; r < rows;) {
