@@ -36,8 +36,8 @@
 -- forms' k blocks (GEMM_KBLOCK) the rows' partial sums.
 
 local PACK_ROWS, TILE = 4, 64
--- the GEMM blocks of the packed exact forms: where one pass holds every chain of a block's rows
--- (AVX-512: 6 rows), k is cut into blocks of GEMM_KBLOCK elements, each a pass over the rows
+-- the GEMM blocks of the packed forms: for a whole block of more than max_m rows (AVX-512: 6
+-- rows), k is cut into blocks of GEMM_KBLOCK elements, each a pass over the rows
 -- [row_begin, row_end), so that the block's arranged x (rows x GEMM_KBLOCK f32) stays in L1 while
 -- the weight rows stream past it; a row's accumulators wait between k blocks in xs, after the
 -- arranged rows: GEMM_PART_ROW floats per weight row (up to 8 rows x 4 chains x 16 lanes)
