@@ -10,7 +10,7 @@
  * shape for this CPU; each team member calls it on its share of rows (whole packing groups:
  * fkb_rows splits at multiples of 64) with its own x scratch. M > 4 (the GEMM) runs on the packed
  * forms only, the way the runtime's GEMV phases call them (runtime/fk_program.c): calls of at most
- * CALL_ROWS activation rows, over blocks of weight rows small enough to stay in L2. */
+ * FK_GEMV_CALL_ROWS activation rows, over blocks of fk_gemv_block_rows(k) weight rows. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,14 +33,6 @@ typedef struct fk_state {
   int64_t n, k, m;
 } fk_state;
 
-/* as runtime/fk_program.c: rows per call, and the L2 block of weight rows when M > 4 */
-enum { CALL_ROWS = 24, L2_BLOCK = 1 << 20 };
-
-/* Weight rows per call with M > 4 (runtime/fk_program.c's l2_block_rows). */
-static int64_t l2_block_rows(int64_t k) {
-  int64_t blk = L2_BLOCK / (2 * k) / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS;
-  return blk < FK_GEMV_PACK_ROWS ? FK_GEMV_PACK_ROWS : blk;
-}
 
 const char *fkb_flashkern_version(void) { return "flashkern " FKB_FLASHKERN_VERSION; }
 
@@ -67,10 +59,10 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   st->n = p->n;
   st->k = p->k;
   st->m = 1;
-  /* the packed forms' xs for M > 4: CALL_ROWS arranged rows and, where k takes more than one GEMM
+  /* the packed forms' xs for M > 4: FK_GEMV_CALL_ROWS arranged rows and, where k takes more than one GEMM
    * k block, the partial sums of an L2 block's rows (the runtime's fk_gemv_need) */
-  size_t xs_floats = (size_t)(CALL_ROWS * ((p->k + 63) / 64 * 64));
-  if (p->k > FK_GEMV_GEMM_KBLOCK) xs_floats += (size_t)(l2_block_rows(p->k) * FK_GEMV_GEMM_PART_ROW);
+  size_t xs_floats = (size_t)(FK_GEMV_CALL_ROWS * ((p->k + 63) / 64 * 64));
+  if (p->k > FK_GEMV_GEMM_KBLOCK) xs_floats += (size_t)(fk_gemv_block_rows(p->k) * FK_GEMV_GEMM_PART_ROW);
   int ok = 1;
   for (int t = 0; t < p->nthreads_max; t++) ok &= (st->xs[t] = fkb_alloc(xs_floats * sizeof(float))) != NULL;
   ok &= (st->y = fkb_alloc((size_t)(p->m_max * p->n) * (st->f32_out ? sizeof(float) : sizeof(uint16_t)))) != NULL;
@@ -173,13 +165,13 @@ void fkb_flashkern_run(void *state, size_t copy, int tid, int nthreads) {
                                         .row_end = e };
     st->leaf.fn(&a);
   } else if (st->packed) {
-    /* M > 4: weight rows in L2 blocks, activation rows in calls of <= CALL_ROWS (the runtime's way) */
-    int64_t blk = st->m > FKB_M_MAX ? l2_block_rows(st->k) : e - b;
+    /* M > 4: weight rows in blocks, activation rows in calls of <= FK_GEMV_CALL_ROWS (the runtime's way) */
+    int64_t blk = st->m > FKB_M_MAX ? fk_gemv_block_rows(st->k) : e - b;
     for (int64_t b0 = b; b0 < e; b0 += blk)
-      for (int64_t r = 0; r < st->m; r += CALL_ROWS) {
+      for (int64_t r = 0; r < st->m; r += FK_GEMV_CALL_ROWS) {
         fk_gemv_bf16_rne_packed_args a = { .w = own, .x = st->x + r * st->k, .ldx = st->k, .xs = st->xs[tid],
                                            .y = st->y, .y_off = r * st->n, .ldy = st->n,
-                                           .m = st->m - r < CALL_ROWS ? st->m - r : CALL_ROWS, .k = st->k,
+                                           .m = st->m - r < FK_GEMV_CALL_ROWS ? st->m - r : FK_GEMV_CALL_ROWS, .k = st->k,
                                            .row_begin = b0, .row_end = b0 + blk < e ? b0 + blk : e };
         st->leaf.fn(&a);
       }

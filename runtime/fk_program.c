@@ -1,12 +1,12 @@
 /* runtime/fk_program.c: the GEMV phase runner every program family uses (fk_gemv_run: a member's
- * share of weight rows, row groups of <= CALL_ROWS, L2 blocks) and the listing of a program's steps. */
+ * share of weight rows, row groups of <= FK_GEMV_CALL_ROWS, weight blocks) and the listing of a
+ * program's steps. */
 #include "fk_program.h"
 
-/* Activation rows per leaf call: the packed forms take any m, in blocks of the rows that share
- * each pass over the weights (4 on AVX2 and NEON, 6 in the exact tier on AVX-512: the GEMM of
+/* Activation rows per leaf call (FK_GEMV_CALL_ROWS = 24): the packed forms take any m, in blocks
+ * of the rows that share each pass over the weights (4 on AVX2 and NEON, 6 on AVX-512: the GEMM of
  * templates/gemv.lua); 24 is a multiple of each, and bounds the x arrangement each member keeps
- * (CALL_ROWS * round_up(k, 64) floats). */
-enum { CALL_ROWS = 24 };
+ * (24 * round_up(k, 64) floats). */
 
 /* With more than 4 rows, the groups take the member's weight rows block by block, each block of
  * L2_BLOCK bytes of weights, which every group passes over before the next: the weights come from
@@ -19,7 +19,7 @@ enum { L2_BLOCK = 1 << 20 };
 
 static void gemv_call(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t b, int64_t e) {
   for (int64_t r = 0; r < rows;) {
-    int64_t cnt = rows - r < CALL_ROWS ? rows - r : CALL_ROWS;
+    int64_t cnt = rows - r < FK_GEMV_CALL_ROWS ? rows - r : FK_GEMV_CALL_ROWS;
     int64_t dst = g->slot0 + r;
     if (g->ring) {
       dst %= g->ring;
@@ -62,8 +62,9 @@ static void gemv_call(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int
 }
 
 /* Weight rows per call with more than 4 activation rows: a multiple of FK_GEMV_PACK_ROWS. */
-static int64_t l2_block_rows(int64_t k) {
-  int64_t blk = L2_BLOCK / (2 * k) / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS;
+int64_t fk_gemv_block_rows(int64_t k) {
+  if (k < 1) return 0;
+  int64_t blk = L2_BLOCK / 2 / k / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS;
   return blk < FK_GEMV_PACK_ROWS ? FK_GEMV_PACK_ROWS : blk;
 }
 
@@ -71,16 +72,16 @@ void fk_gemv_run(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t 
   int64_t b, e;
   fk_share_rows(n, m, p->threads, &b, &e);
   if (b >= e) return;
-  int64_t blk = rows > 4 ? l2_block_rows(g->k) : e - b;
+  int64_t blk = rows > 4 ? fk_gemv_block_rows(g->k) : e - b;
   for (int64_t b0 = b; b0 < e; b0 += blk) gemv_call(p, m, g, rows, b0, b0 + blk < e ? b0 + blk : e);
 }
 
-/* A member's xs: CALL_ROWS arranged rows, and where k takes more than one GEMM k block, the
+/* A member's xs: FK_GEMV_CALL_ROWS arranged rows, and where k takes more than one GEMM k block, the
  * partial sums of a call's weight rows (at most one L2 block, from a multiple of
  * FK_GEMV_PACK_ROWS: the packed forms' xs extent). */
 void fk_gemv_need(fk_carver *c, int64_t k) {
-  int64_t floats = CALL_ROWS * ((k + 63) / 64 * 64);
-  if (k > FK_GEMV_GEMM_KBLOCK) floats += l2_block_rows(k) * FK_GEMV_GEMM_PART_ROW;
+  int64_t floats = FK_GEMV_CALL_ROWS * ((k + 63) / 64 * 64);
+  if (k > FK_GEMV_GEMM_KBLOCK) floats += fk_gemv_block_rows(k) * FK_GEMV_GEMM_PART_ROW;
   fk_carve_member(c, (size_t)floats * 4);
 }
 

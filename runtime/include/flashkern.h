@@ -155,6 +155,16 @@ size_t fk_gemv_blocked_elems(int64_t n, int64_t k);
 fk_status fk_gemv_pack_blocked(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, uint16_t *out,
                                size_t out_elems, fk_error *err);
 
+/* How the runtime calls the packed forms with more than 4 activation rows (a GEMM: a prompt, many
+ * frames), for a host that calls them itself: at most FK_GEMV_CALL_ROWS activation rows per call,
+ * and each member's share of weight rows in blocks of fk_gemv_block_rows(k) rows (about 1 MB of
+ * bf16 weights: a multiple of FK_GEMV_PACK_ROWS, at least that), every group of activation rows
+ * passing over a block before the next; each call's xs then holds its rows' arranged x and the
+ * block's partial sums (the form's xs extent). The blocking changes no bit of a result.
+ * fk_gemv_block_rows() is 0 when k < 1. */
+#define FK_GEMV_CALL_ROWS 24
+int64_t fk_gemv_block_rows(int64_t k);
+
 /* fk_rope_table(): the RoPE tables of one head size, at readiness (never during a pass):
  * cos_out[(p - pos_begin) * (head_dim / 2) + i] = cos(a), sin_out[...] = sin(a) for positions
  * p in [pos_begin, pos_begin + npos) and i < head_dim / 2, with a = (float)p * inv_freq[i] and

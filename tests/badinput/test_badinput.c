@@ -859,6 +859,21 @@ ROW(packed_elems_overflow, "fk_gemv_packed_elems", "n, k < 1; n x k x 2 bytes > 
     cr_assert_eq(fk_gemv_blocked_elems((int64_t)1 << 32, (int64_t)1 << 31), 0);
     return FK_OK;)
 
+ROW(block_rows_edges, "fk_gemv_block_rows", "k < 1; k = 2^62; the block's bytes", FK_OK, NULL, setup_none,
+    cr_assert_eq(fk_gemv_block_rows(0), 0);
+    cr_assert_eq(fk_gemv_block_rows(-1), 0);
+    cr_assert_eq(fk_gemv_block_rows(INT64_MIN), 0);
+    cr_assert_eq(fk_gemv_block_rows((int64_t)1 << 62), FK_GEMV_PACK_ROWS, "k = 2^62: one pack group");
+    cr_assert_eq(fk_gemv_block_rows(8192), 64, "1 MB of bf16 weights at k = 8192");
+    for (int64_t k = 1; k <= 70000; k += 997) {
+      int64_t b = fk_gemv_block_rows(k);
+      cr_assert(b >= FK_GEMV_PACK_ROWS && b % FK_GEMV_PACK_ROWS == 0, "k = %lld: %lld rows", (long long)k, (long long)b);
+      cr_assert(b == FK_GEMV_PACK_ROWS || b * k * 2 <= (1 << 20), "k = %lld: %lld rows pass 1 MB", (long long)k, (long long)b);
+      cr_assert((b + FK_GEMV_PACK_ROWS) * k * 2 > (1 << 20), "k = %lld: %lld rows, one more group fits 1 MB",
+                (long long)k, (long long)b);
+    }
+    return FK_OK;)
+
 /* ---- RoPE tables ---- */
 
 ROW(rope_cos_null, "fk_rope_table", "cos NULL", FK_EINVAL, "cos", setup_rope,
