@@ -12,7 +12,7 @@
  * L2_BLOCK bytes of weights, which every group passes over before the next: the weights come from
  * DRAM once per call, not once per group (a detokenizer frame is 6 rows, a prompt more). Each call
  * arranges its rows of x again, so a block is not smaller than that: 1 MB (the L2 of a Zen 4 or
- * Neoverse N2 core). Blocks of 256 KB were 0.75-0.8x the speed at k = 8192 (16 rows a call, the
+ * Neoverse N2 core). Blocks of 256 KB were 0.73-0.85x the speed at k = 8192 (16 rows a call, the
  * arrangement 17% of a call), the same at k <= 4608 (bench/results/gemm-analysis.md). Every output
  * element is still computed by one call of the same arithmetic: the same bits. */
 enum { L2_BLOCK = 1 << 20 };
@@ -77,7 +77,7 @@ void fk_gemv_run(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t 
 }
 
 /* A member's xs: FK_GEMV_CALL_ROWS arranged rows, and where k takes more than one GEMM k block, the
- * partial sums of a call's weight rows (at most one L2 block, from a multiple of
+ * partial sums of a call's weight rows (at most one weight block, from a multiple of
  * FK_GEMV_PACK_ROWS: the packed forms' xs extent). */
 void fk_gemv_need(fk_carver *c, int64_t k) {
   int64_t floats = FK_GEMV_CALL_ROWS * ((k + 63) / 64 * 64);
