@@ -42,7 +42,7 @@ local PACK_ROWS, TILE = 4, 64
 -- the weight rows stream past it; a row's accumulators wait between k blocks in xs, after the
 -- arranged rows: GEMM_PART_ROW floats per weight row (up to 8 rows x 4 chains x 16 lanes)
 local GEMM_KBLOCK, GEMM_PART_ROW = 1024, 512
-local GEMM_KBLOCK_LOG2 = 10
+local GEMM_KBLOCK_LOG2 = 10; assert(2 ^ GEMM_KBLOCK_LOG2 == GEMM_KBLOCK, "GEMM_KBLOCK is 2^GEMM_KBLOCK_LOG2")
 -- the blocked layout of the fast tier's outer-product forms: blocks of BLOCK_ROWS rows (one
 -- output row per f32 lane), BLOCK_GROUP blocks interleaved per bf16 pair of k, k padded to
 -- BLOCK_KALIGN
