@@ -59,8 +59,8 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   st->n = p->n;
   st->k = p->k;
   st->m = 1;
-  /* the packed forms' xs for M > 4: FK_GEMV_CALL_ROWS arranged rows and, where k takes more than one GEMM
-   * k block, the partial sums of an L2 block's rows (the runtime's fk_gemv_need) */
+  /* the packed forms' xs for M > 4: FK_GEMV_CALL_ROWS arranged rows and, where k takes more than one
+   * GEMM k block, the partial sums of a weight block's rows (the runtime's fk_gemv_need) */
   size_t xs_floats = (size_t)(FK_GEMV_CALL_ROWS * ((p->k + 63) / 64 * 64));
   if (p->k > FK_GEMV_GEMM_KBLOCK) xs_floats += (size_t)(fk_gemv_block_rows(p->k) * FK_GEMV_GEMM_PART_ROW);
   int ok = 1;
@@ -165,14 +165,15 @@ void fkb_flashkern_run(void *state, size_t copy, int tid, int nthreads) {
                                         .row_end = e };
     st->leaf.fn(&a);
   } else if (st->packed) {
-    /* M > 4: weight rows in blocks, activation rows in calls of <= FK_GEMV_CALL_ROWS (the runtime's way) */
+    /* M > 4: weight rows in blocks, activation rows in calls of <= FK_GEMV_CALL_ROWS (the runtime's
+     * way) */
     int64_t blk = st->m > FKB_M_MAX ? fk_gemv_block_rows(st->k) : e - b;
     for (int64_t b0 = b; b0 < e; b0 += blk)
       for (int64_t r = 0; r < st->m; r += FK_GEMV_CALL_ROWS) {
         fk_gemv_bf16_rne_packed_args a = { .w = own, .x = st->x + r * st->k, .ldx = st->k, .xs = st->xs[tid],
                                            .y = st->y, .y_off = r * st->n, .ldy = st->n,
-                                           .m = st->m - r < FK_GEMV_CALL_ROWS ? st->m - r : FK_GEMV_CALL_ROWS, .k = st->k,
-                                           .row_begin = b0, .row_end = b0 + blk < e ? b0 + blk : e };
+                                           .m = st->m - r < FK_GEMV_CALL_ROWS ? st->m - r : FK_GEMV_CALL_ROWS,
+                                           .k = st->k, .row_begin = b0, .row_end = b0 + blk < e ? b0 + blk : e };
         st->leaf.fn(&a);
       }
   } else if (st->f32_out) {

@@ -867,8 +867,10 @@ ROW(block_rows_edges, "fk_gemv_block_rows", "k < 1; k = 2^62; the block's bytes"
     cr_assert_eq(fk_gemv_block_rows(8192), 64, "1 MB of bf16 weights at k = 8192");
     for (int64_t k = 1; k <= 70000; k += 997) {
       int64_t b = fk_gemv_block_rows(k);
-      cr_assert(b >= FK_GEMV_PACK_ROWS && b % FK_GEMV_PACK_ROWS == 0, "k = %lld: %lld rows", (long long)k, (long long)b);
-      cr_assert(b == FK_GEMV_PACK_ROWS || b * k * 2 <= (1 << 20), "k = %lld: %lld rows pass 1 MB", (long long)k, (long long)b);
+      cr_assert(b >= FK_GEMV_PACK_ROWS && b % FK_GEMV_PACK_ROWS == 0, "k = %lld: %lld rows", (long long)k,
+                (long long)b);
+      cr_assert(b == FK_GEMV_PACK_ROWS || b * k * 2 <= (1 << 20), "k = %lld: %lld rows pass 1 MB", (long long)k,
+                (long long)b);
       cr_assert((b + FK_GEMV_PACK_ROWS) * k * 2 > (1 << 20), "k = %lld: %lld rows, one more group fits 1 MB",
                 (long long)k, (long long)b);
     }
