@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
   size_t el = fk_gemv_packed_elems(n, k);
   uint16_t *wr = malloc((size_t)(n * k) * 2), *w = aligned_alloc(64, (el * 2 + 63) / 64 * 64);
   size_t part = k > FK_GEMV_GEMM_KBLOCK ? (size_t)((n + 3) / 4 * 4 * FK_GEMV_GEMM_PART_ROW) : 0;
-  float *x = malloc((size_t)(m * k) * 4), *xs = aligned_alloc(64, ((size_t)(m * kp) + part) * 4);
+  float *x = malloc((size_t)(m * k) * 4), *xs = aligned_alloc(64, ((size_t)(m * kp) + FK_GEMV_GEMM_SUMS + part) * 4);
   uint16_t *ya = malloc((size_t)(m * n) * 2), *yb = malloc((size_t)(m * n) * 2);
   double *ta = malloc((size_t)rounds * sizeof *ta), *tb = malloc((size_t)rounds * sizeof *tb),
          *q = malloc((size_t)rounds * sizeof *q);

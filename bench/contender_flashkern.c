@@ -61,7 +61,7 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   st->m = 1;
   /* the packed forms' xs for M > 4: FK_GEMV_CALL_ROWS arranged rows and, where k takes more than one
    * GEMM k block, the partial sums of a weight block's rows (the runtime's fk_gemv_need) */
-  size_t xs_floats = (size_t)(FK_GEMV_CALL_ROWS * ((p->k + 63) / 64 * 64));
+  size_t xs_floats = (size_t)(FK_GEMV_CALL_ROWS * ((p->k + 63) / 64 * 64) + FK_GEMV_GEMM_SUMS);
   if (p->k > FK_GEMV_GEMM_KBLOCK) xs_floats += (size_t)(fk_gemv_block_rows(p->k) * FK_GEMV_GEMM_PART_ROW);
   int ok = 1;
   for (int t = 0; t < p->nthreads_max; t++) ok &= (st->xs[t] = fkb_alloc(xs_floats * sizeof(float))) != NULL;

@@ -566,6 +566,24 @@ function B:reduce_add(v, tree)
   return self:_emit("reduce_add", "s", { self:_want(v, "v", "reduce_add", "v") }, { tree = tree }).dst
 end
 
+-- reduce_add of 16 vectors at once, transposed: lane l of the result is reduce_add(v(l), tree),
+-- bit for bit. The halving tree adds lane i to lane i + 8, then i + 4, i + 2, i + 1; here each
+-- step of the pairing tree below is zip_lo + zip_hi of chunks of g = 1, 2, 4, 8 lanes, which
+-- adds lane i of a vector to its lane i + 8, and leaves each input's next partners 8 lanes apart
+-- for the next step, and input l in lane l at the end: 15 adds and 30 lane moves for 16 sums.
+-- v(l) is called for l = 0 .. 15 in order, depth first, so that few vectors are live at once.
+function B:reduce_add_rows(v, tree)
+  if tree ~= "halving" then self:_fail("reduce_add_rows: the tree must be \"halving\"") end
+  if type(v) ~= "function" then self:_fail("reduce_add_rows: give a function of the lane (0..15) to its vector") end
+  local function node(lo, size)
+    if size == 1 then return self:_want(v(lo), "v", "reduce_add_rows", "v(" .. C.int(lo) .. ")") end
+    local half = math.floor(size / 2)
+    local x, y = node(lo, half), node(lo + half, half)
+    return self:add(self:zip_lo(x, y, half), self:zip_hi(x, y, half))
+  end
+  return node(0, 16)
+end
+
 -- The lanes' maximum along a named tree, each pair by the vmax rule (lower lanes first).
 function B:reduce_max(v, tree)
   if type(tree) ~= "string" then self:_fail("reduce_max: name the tree (e.g. \"halving\")") end
@@ -927,31 +945,55 @@ place_args = function(self)
       by_index[k][#by_index[k] + 1] = p
     end
     table.sort(idxs)
+    -- the uses in order: per op, its own operands (a loop's bounds, read once at its entry), then
+    -- the uses inside its bodies; a row loop or dispatch used both ways is two entries, so that
+    -- its bounds do not keep the field in a register across the loop
+    local entries = {}
+    for _, k in ipairs(idxs) do
+      local direct, deep = {}, {}
+      for _, p in ipairs(by_index[k]) do
+        if p[depth + 1] then deep[#deep + 1] = p else direct[#direct + 1] = p end
+      end
+      if descends(block[k]) and #direct > 0 and #deep > 0 then
+        entries[#entries + 1] = { k = k, paths = direct, part = "direct" }
+        entries[#entries + 1] = { k = k, paths = deep, part = "deep", own = true }
+      else
+        entries[#entries + 1] = { k = k, paths = by_index[k], own = descends(block[k]) and #direct == 0 }
+      end
+    end
     -- runs of uses not separated by a loop share one load; a use that is (inside) a row loop or
     -- a dispatch, with every use of its run inside, is placed within it instead
     local segments, cur = {}, nil
-    for _, k in ipairs(idxs) do
-      local deeper = true
-      for _, p in ipairs(by_index[k]) do deeper = deeper and p[depth + 1] ~= nil end
-      local own = descends(block[k]) and deeper
-      local split = own or not cur or cur.own or is_loop(block[cur.last])
+    for _, e in ipairs(entries) do
+      local k = e.k
+      local split = e.own or not cur or cur.own or (cur.last < k and is_loop(block[cur.last]))
       if not split then
         for q = cur.last + 1, k - 1 do split = split or is_loop(block[q]) end
       end
       if split then
-        cur = { first = k, last = k, own = own, paths = {} }
+        cur = { first = k, last = k, own = e.own, paths = {}, deep_first = e.part == "deep" }
         segments[#segments + 1] = cur
       end
       cur.last = k
-      for _, p in ipairs(by_index[k]) do cur.paths[#cur.paths + 1] = p end
+      cur.direct_last = e.part == "direct"
+      for _, p in ipairs(e.paths) do cur.paths[#cur.paths + 1] = p end
     end
     for si, seg in ipairs(segments) do
       local clone = op
       if si > 1 then
         clone = clone_of(op)
-        local slice = {}
-        for q = seg.first, seg.last do slice[#slice + 1] = block[q] end
-        substitute(slice, op.dst, clone.dst)
+        for q = seg.first, seg.last do
+          local o = block[q]
+          if q == seg.last and seg.direct_last then
+            -- the op's own operands only, not its bodies (a later segment's)
+            for i, v in ipairs(o.src) do if v == op.dst then o.src[i] = clone.dst end end
+            if o.lanes and o.lanes.rem == op.dst then o.lanes.rem = clone.dst end
+          elseif q == seg.first and seg.deep_first then
+            for _, b in ipairs(sub_blocks(o)) do substitute(b, op.dst, clone.dst) end
+          else
+            substitute({ o }, op.dst, clone.dst)
+          end
+        end
       end
       if seg.own then
         -- one load per body (arm, grouped rows, remainder rows), each placed inside it

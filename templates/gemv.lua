@@ -43,6 +43,10 @@ local PACK_ROWS, TILE = 4, 64
 -- arranged rows: GEMM_PART_ROW floats per weight row (up to 8 rows x 4 chains x 16 lanes)
 local GEMM_KBLOCK, GEMM_PART_ROW = 1024, 512
 local GEMM_KBLOCK_LOG2 = 10; assert(2 ^ GEMM_KBLOCK_LOG2 == GEMM_KBLOCK, "GEMM_KBLOCK is 2^GEMM_KBLOCK_LOG2")
+-- a GEMM block's sums before their reduction (the transposed epilogue, rows_block): per activation
+-- row of the block (up to GEMM_ROWS_MAX) 16 weight rows' vectors of 16 lanes, in xs right after
+-- the arranged rows (the partial sums follow them)
+local GEMM_SUMS = 12 * 16 * 16
 -- the blocked layout of the fast tier's outer-product forms: blocks of BLOCK_ROWS rows (one
 -- output row per f32 lane), BLOCK_GROUP blocks interleaved per bf16 pair of k, k padded to
 -- BLOCK_KALIGN
@@ -73,12 +77,12 @@ local function args(form)
     -- (the blocked forms need less scratch than this)
     form.packed and
       { "xs", "float *", scratch = true,
-        extent = string.format("m * round_up(k, 64) + (m > 4 && k > %d ? "
+        extent = string.format("m * round_up(k, 64) + (m > 4 ? %d : 0) + (m > 4 && k > %d ? "
                                .. "max(round_up(row_end, %d) - row_begin, 0) * %d : 0)",
-                               GEMM_KBLOCK, PACK_ROWS, GEMM_PART_ROW),
-        doc = string.format("scratch, one per thread: m * round_up(k, 64) floats, and for m > 4 and k > %d %d more "
-                            .. "per weight row of round_up(row_end, %d) - row_begin (FK_GEMV_GEMM_*)",
-                            GEMM_KBLOCK, GEMM_PART_ROW, PACK_ROWS) } or
+                               GEMM_SUMS, GEMM_KBLOCK, PACK_ROWS, GEMM_PART_ROW),
+        doc = string.format("scratch, one per thread: m * round_up(k, 64) floats; for m > 4 %d more, and for k > %d "
+                            .. "%d more per weight row of round_up(row_end, %d) - row_begin (FK_GEMV_GEMM_*)",
+                            GEMM_SUMS, GEMM_KBLOCK, GEMM_PART_ROW, PACK_ROWS) } or
       { "xs", "float *", scratch = true, extent = "m * round_up(k, 64)",
         doc = "scratch: m * round_up(k, 64) floats, one per thread" },
   }
@@ -126,6 +130,19 @@ local function finish(t, form_, a, s, j0, j, n)
   end
   if form_.add then s = t:add(s, t:load1_bf16(dest_row(t, a, a.r, j0, j, 2), n, 0)) end
   t:store1_bf16(dest_row(t, a, a.y, j0, j, 2), n, 0, t:rne(s))
+end
+
+-- The destination of 16 outputs (j, n .. n + 15) together, lane l of s the sum of row n + l: the
+-- same ops as finish, lane by lane; the lanes past row_end neither loaded nor stored. yrow + at,
+-- rrow + at, brow: the destination, residual and bias from (j, n) on.
+local function finish_rows(t, form_, s, yrow, rrow, brow, at, lanes)
+  if form_.f32 then
+    if form_.bias then s = t:add(s, t:load_f32(brow, 0, 0, lanes)) end
+    t:store_f32(yrow, at, 0, t:canon(s), lanes)
+    return
+  end
+  if form_.add then s = t:add(s, t:load_bf16(rrow, at, 0, lanes)) end
+  t:store_bf16(yrow, at, 0, t:rne_store(s), lanes)
 end
 
 -- floor(v / d) for a constant 1 <= d <= 16 and 0 <= v < 2^28: a power of two shifts; any other
@@ -278,6 +295,7 @@ local function gemm_rows(p, nchains, wregs, budget, rows)
   local J = p.max_m
   while J < GEMM_ROWS_MAX and rows * ((J + 1) * nchains + wregs) <= budget do J = J + 1 end
   assert(J * nchains * 16 <= GEMM_PART_ROW, "a row's partial sums must fit GEMM_PART_ROW")
+  assert(J * 16 * 16 <= GEMM_SUMS, "a block's sums must fit GEMM_SUMS")
   return J
 end
 
@@ -303,6 +321,7 @@ return {
   -- with kpad = round_up(k_total, BLOCK_KALIGN), rows padded with zeros to a whole group: a
   -- pass over a group is one stream, every lane of an accumulator an output row
   exports = { PACK_ROWS = PACK_ROWS, PACK_TILE = TILE, GEMM_KBLOCK = GEMM_KBLOCK, GEMM_PART_ROW = GEMM_PART_ROW,
+              GEMM_SUMS = GEMM_SUMS,
               BLOCK_ROWS = BLOCK_ROWS, BLOCK_GROUP = BLOCK_GROUP, BLOCK_KALIGN = BLOCK_KALIGN },
   check = function(p, need)
     need(p.chains == 4 and p.tile == 64, "the lane mapping is written for 4 chains over 64-element tiles")
@@ -380,7 +399,36 @@ return {
       -- per pass, never per activation row; a GEMM block (M > max_m) shares each xs load between
       -- two weight rows
       local C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators, M > p.max_m and 2 or nil)
-      t:for_rows(a.row_begin, a.row_end, R, function(n, nrows)
+      -- a GEMM block's finished sums (M > max_m; not a k block that leaves them in the area): the
+      -- transposed epilogue. A row pair's vectors v (lane sums before the tree) wait in xs's sums
+      -- area, slot (j, n - row_begin mod 16); per 16 weight rows, each activation row's 16 vectors
+      -- are reduced together (reduce_add_rows: every lane's tree as reduce_add's) and finished as
+      -- one vector, instead of a tree, a rounding and a store per output
+      local transposed = M > p.max_m and not (kb and not kb.last)
+      local function sums() return t:addr(a.xs, t:mul(a.m, kp()), 4) end
+      -- the transposed epilogue of the group of 16 weight rows (from row_begin) that holds row n:
+      -- each activation row's 16 vectors reduced together, finished as one vector (the lanes
+      -- past row_end neither loaded nor stored)
+      local function group_done(n)
+        local n16 = t:add(a.row_begin, t:iand(t:sub(n, a.row_begin), -16))
+        local lanes = t:lanes(t:sub(a.row_end, n16))
+        local esz = form_.f32 and 4 or 2
+        -- the group's destinations in activation row j0 (and its residual, bias), sums in xs
+        local function at_group(base)
+          local row = t:addr(base, t:add(a.y_off, n16), esz)
+          return j0 and t:addr(row, t:mul(a.ldy, j0), esz) or row
+        end
+        local at0, y0 = sums(), at_group(a.y)
+        local r0 = form_.add and at_group(a.r)
+        local b0 = form_.bias and t:addr(a.bias, n16, 4)
+        -- (a loop over the block's activation rows: one copy of the reduction in the stamp)
+        -- (jx: 256 floats of sums per activation row)
+        t:for_tiles(t:iconst(256 * M), 256, function(jx)
+          local s = t:reduce_add_rows(function(l) return t:load_f32(at0, jx, 16 * l) end, p.tree)
+          finish_rows(t, form_, s, y0, r0, b0, t:mul(a.ldy, t:ishr(jx, 8)), lanes)
+        end, nil, { whole = true })
+      end
+      local function pair(n, nrows)
         -- wrow[r]: { pointer, element offset } of row n + r; widx(i): tile i's index from there.
         -- Packed: row n of its group, the group's rows 64 elements apart in every tile (a pass
         -- of R rows starts at a multiple of R, R dividing pack_rows); the tile loop runs over
@@ -506,7 +554,11 @@ return {
                     pr_[c - 1] = nil
                     if fast or c == 3 then
                       if not fast then v = t:add(get(pr_.pair0), v); pr_.pair0 = nil end
-                      finish(t, form_, a, t:reduce_add(v, p.tree), j0, j, t:add(n, r))
+                      if transposed then
+                        t:store_f32(sums(), t:mul(t:iand(t:sub(n, a.row_begin), 15), 16), 16 * (16 * j + r), v)
+                      else
+                        finish(t, form_, a, t:reduce_add(v, p.tree), j0, j, t:add(n, r))
+                      end
                     else
                       pr_.pair0 = v
                     end
@@ -525,7 +577,14 @@ return {
             end
           end
         end
-      end)
+        if transposed then
+          -- this pass ends its group (16 rows from row_begin) or the rows: the group's epilogue
+          local past = t:add(n, nrows)
+          t:cases(t:imin(t:iand(t:sub(past, a.row_begin), 15), t:sub(a.row_end, past)), { 0 },
+                  function() group_done(n) end)
+        end
+      end
+      t:for_rows(a.row_begin, a.row_end, R, pair)
     end
     if not form_.packed then
       t:cases(a.m, ms, function(M) rows_block(nil, M) end)
@@ -540,7 +599,7 @@ return {
     -- there, the last finishes them. Each chain accumulates the same k in the same order: the bits
     -- do not change.
     local function gemm_kblocks(j0, M)
-      local function area() return t:addr(a.xs, t:mul(a.m, kp()), 4) end
+      local function area() return t:addr(a.xs, t:add(t:mul(a.m, kp()), GEMM_SUMS), 4) end
       -- k in one block: the plain pass
       local more = t:imin(t:ishr(t:sub(kp(), 1), GEMM_KBLOCK_LOG2), 1)
       t:cases(more, { 0, 1 }, function(v)

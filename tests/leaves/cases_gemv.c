@@ -170,9 +170,39 @@ static void gemm_cases(fkt_list *l, const char *form) {
     for (int i = 0; i < 64; i++) xr[i] = 0.0f;
     xr[0] = 16777216.0f, xr[32] = -16777216.0f, xr[1] = 1.0f, xr[2] = 3.0f;
   }
+  /* more weight rows than one group of 16 (a GEMM block's transposed epilogue reduces 16 rows'
+   * sums together): groups from row_begin, whole and cut at row_end, an odd last row, with k
+   * blocks; a cancellation in the tree of every row of 40: x = 2^24 at slot 0 (lane 0 of
+   * chain 0), -2^24 at slot 16 (its lane 8), 1 at slot 2 (its lane 1) weighted by the row's own
+   * n + 1; the halving tree meets lane 0 with lane 8 first and gives n + 1, a tree that meets
+   * lane 0 with lane 1 first rounds an odd n + 1 away, and a row's sum landing in another row's
+   * output shows; a NaN in row 17 */
+  gemv_case(l, form, "gemm_rows_0_40_m7", sh(130, 0, 40, 7), &rng, -6, 0, -2, 2);
+  gemv_case(l, form, "gemm_rows_4_37_m13", sh(77, 4, 37, 13), &rng, -6, 0, -2, 2);
+  gemv_case(l, form, "gemm_rows_8_24_m6", sh(64, 8, 24, 6), &rng, -6, 0, -2, 2);
+  gemv_case(l, form, "gemm_rows_4_21_m25", sh(200, 4, 21, 25), &rng, -6, 0, -2, 2);
+  gemv_case(l, form, "gemm_kblocks_k1100_rows_4_29_m7", sh(1100, 4, 29, 7), &rng, -8, 0, -2, 2);
+  c = gemv_case(l, form, "gemm_cancel_rows_40", sh(64, 0, 40, 12), &rng, 0, 0, 0, 0);
+  x = fkh_buf_of(c, "x");
+  w = fkh_buf_of(c, "w");
+  for (int64_t i = 0; i < 40 * 64; i++) w[i] = 0x3f80;
+  for (int n = 0; n < 40; n++) {
+    float wn = (float)(n + 1);
+    uint32_t b;
+    memcpy(&b, &wn, 4);
+    w[64 * n + 2] = (uint16_t)(b >> 16);
+  }
+  for (int j = 0; j < 12; j++) {
+    float *xr = x + 64 * j;
+    for (int i = 0; i < 64; i++) xr[i] = 0.0f;
+    xr[0] = 16777216.0f, xr[16] = -16777216.0f, xr[2] = 1.0f;
+  }
+  c = gemv_case(l, form, "gemm_nan_row_17", sh(96, 0, 35, 8), &rng, -6, 0, -2, 2);
+  w = fkh_buf_of(c, "w");
+  w[96 * 17 + 50] = 0x7f81;
   for (int i = 0; i < 40; i++) {
     int64_t k = fkh_range(&rng, 0, 9) < 7 ? fkh_range(&rng, 1, 200) : fkh_range(&rng, 200, 1100);
-    int64_t rb = fkh_range(&rng, 0, 5), nr = fkh_range(&rng, 1, 6), m = fkh_range(&rng, 5, 30);
+    int64_t rb = fkh_range(&rng, 0, 5), nr = fkh_range(&rng, 1, i % 2 ? 40 : 6), m = fkh_range(&rng, 5, 30);
     shape s = { k, rb, rb + nr, k + fkh_range(&rng, 0, 9), m, k + fkh_range(&rng, 0, 5), fkh_range(&rng, 0, 3), 0 };
     s.ldy = s.row_end + fkh_range(&rng, 0, 4);
     snprintf(name, sizeof name, "gemm_random_%d_k%lld_m%lld_rows%lld_%lld", i, (long long)k, (long long)m,
