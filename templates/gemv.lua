@@ -394,17 +394,21 @@ return {
     -- activation rows j0 .. j0 + M - 1 (j0 nil: from row 0) against rows [row_begin, row_end);
     -- kb (a GEMM k block, see gemm_kblocks): the tiles [kb.start, kb.stop) only, the accumulators
     -- taken from and (but for the last k block) left in the partial sums' area
-    local function rows_block(j0, M, kb)
+    -- gemm: the block is part of a GEMM call (m > max_m), even where it has max_m rows or fewer
+    -- (the rows left after the whole blocks)
+    local function rows_block(j0, M, kb, gemm)
+      gemm = gemm or M > p.max_m
       -- every pass covers all M activation rows (J = M): a weight tile is loaded and widened once
-      -- per pass, never per activation row; a GEMM block (M > max_m) shares each xs load between
-      -- two weight rows
-      local C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators, M > p.max_m and 2 or nil)
+      -- per pass, never per activation row; in a GEMM call, a block whose passes would take one
+      -- weight row shares each xs load between two
+      local C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators)
+      if gemm and R < 2 then C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators, 2) end
       -- a GEMM block's finished sums (M > max_m; not a k block that leaves them in the area): the
       -- transposed epilogue. A row pair's vectors v (lane sums before the tree) wait in xs's sums
       -- area, slot (j, n - row_begin mod 16); per 16 weight rows, each activation row's 16 vectors
       -- are reduced together (reduce_add_rows: every lane's tree as reduce_add's) and finished as
       -- one vector, instead of a tree, a rounding and a store per output
-      local transposed = M > p.max_m and not (kb and not kb.last)
+      local transposed = gemm and not (kb and not kb.last)
       local function sums() return t:addr(a.xs, t:mul(a.m, kp()), 4) end
       -- the transposed epilogue of the group of 16 weight rows (from row_begin) that holds row n:
       -- each activation row's 16 vectors reduced together, finished as one vector (the lanes
@@ -598,20 +602,20 @@ return {
     -- others from each row's accumulators in the area after xs's rows; all but the last leave them
     -- there, the last finishes them. Each chain accumulates the same k in the same order: the bits
     -- do not change.
-    local function gemm_kblocks(j0, M)
+    local function gemm_kblocks(j0, M, gemm)
       local function area() return t:addr(a.xs, t:add(t:mul(a.m, kp()), GEMM_SUMS), 4) end
       -- k in one block: the plain pass
       local more = t:imin(t:ishr(t:sub(kp(), 1), GEMM_KBLOCK_LOG2), 1)
       t:cases(more, { 0, 1 }, function(v)
-        if v == 0 then return rows_block(j0, M) end
-        rows_block(j0, M, { stop = function() return t:iconst(GEMM_KBLOCK) end, area = area, first = true })
+        if v == 0 then return rows_block(j0, M, nil, gemm) end
+        rows_block(j0, M, { stop = function() return t:iconst(GEMM_KBLOCK) end, area = area, first = true }, gemm)
         -- where the last k block starts (recomputed where used: no register across the passes)
         local function klast() return t:iand(t:sub(kp(), 1), -GEMM_KBLOCK) end
         t:for_tiles(klast(), GEMM_KBLOCK, function(k0)
           rows_block(j0, M, { start = function() return k0 end, stop = function() return t:add(k0, GEMM_KBLOCK) end,
-                              area = area })
+                              area = area }, gemm)
         end, t:iconst(GEMM_KBLOCK), { whole = true })
-        rows_block(j0, M, { start = klast, stop = kp, area = area, last = true })
+        rows_block(j0, M, { start = klast, stop = kp, area = area, last = true }, gemm)
       end)
     end
     local kblocked = J > p.max_m
@@ -620,7 +624,23 @@ return {
       if kblocked then gemm_kblocks(j0, J) else rows_block(j0, J) end
     end, nil, { whole = true })
     local left = {}
-    for r = 1, J - 1 do left[r] = r end
-    t:cases(t:sub(a.m, mfull), left, function(M) rows_block(mfull, M) end)
+    if not kblocked then
+      for r = 1, J - 1 do left[r] = r end
+      t:cases(t:sub(a.m, mfull), left, function(M) rows_block(mfull, M) end)
+      return
+    end
+    -- the m mod J rows left: as the GEMV where they are the whole call (m <= max_m); in a GEMM
+    -- call (m > max_m, 16 added to the arm's value) with the GEMM's schedule and epilogue (the 4
+    -- rows left of 16 then load each xs vector for two weight rows), and from 3 rows on its k
+    -- pieces (the arranged x of 2 rows passes L1 only at k > 4096; a piece's partial sums cost
+    -- 1.03x at k = 2048)
+    for r = 1, p.max_m do left[#left + 1] = r end
+    for r = 1, J - 1 do left[#left + 1] = 16 + r end
+    local in_gemm = t:imin(div_const(t, t:sub(a.m, 1), p.max_m), 1)
+    t:cases(t:add(t:sub(a.m, mfull), t:mul(in_gemm, 16)), left, function(v)
+      if v > 18 then return gemm_kblocks(mfull, v - 16, true) end
+      if v > 16 then return rows_block(mfull, v - 16, nil, true) end
+      rows_block(mfull, v)
+    end)
   end,
 }

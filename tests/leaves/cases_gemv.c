@@ -182,6 +182,11 @@ static void gemm_cases(fkt_list *l, const char *form) {
   gemv_case(l, form, "gemm_rows_8_24_m6", sh(64, 8, 24, 6), &rng, -6, 0, -2, 2);
   gemv_case(l, form, "gemm_rows_4_21_m25", sh(200, 4, 21, 25), &rng, -6, 0, -2, 2);
   gemv_case(l, form, "gemm_kblocks_k1100_rows_4_29_m7", sh(1100, 4, 29, 7), &rng, -8, 0, -2, 2);
+  /* the rows left after the whole blocks of a GEMM call, with the GEMM's k pieces (3 rows and
+   * more) and epilogue: 4 of 16, 3 of 9, 5 of 11 */
+  gemv_case(l, form, "gemm_kblocks_k2100_m16", sh(2100, 0, 9, 16), &rng, -8, 0, -2, 2);
+  gemv_case(l, form, "gemm_kblocks_k1100_rows_4_29_m9", sh(1100, 4, 29, 9), &rng, -8, 0, -2, 2);
+  gemv_case(l, form, "gemm_kblocks_k1500_rows_0_20_m11", sh(1500, 0, 20, 11), &rng, -8, 0, -2, 2);
   c = gemv_case(l, form, "gemm_cancel_rows_40", sh(64, 0, 40, 12), &rng, 0, 0, 0, 0);
   x = fkh_buf_of(c, "x");
   w = fkh_buf_of(c, "w");
