@@ -13,8 +13,9 @@
 -- arithmetic changes.
 --
 -- A backend asks for it with `bump_pointers = true` (gen/isa/aarch64.lua: an address costs an
--- instruction there; x86 addressing takes base + index * scale + displacement for free). emit.lua
--- takes the rewrite back when the proc then runs out of general registers.
+-- instruction there; gen/isa/x86_64.lua: its addressing takes base + index * scale for free, but a
+-- scaled index i * c still costs a multiply per tile). emit.lua takes the rewrite back when the
+-- proc then runs out of general registers.
 
 local IR = require("ir")
 

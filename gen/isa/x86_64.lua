@@ -17,6 +17,9 @@ local M = {
   isa = "x86_64",
   abi = "SysV x86-64",
   comment = "//",
+  -- gen/bump.lua: a packed stream's index (i * c) costs an imul per tile, on a port the FMAs'
+  -- loads share in llvm-mca's Intel models (bench/results/gemm-analysis.md)
+  bump_pointers = true,
 }
 
 -- tuning: the schedule parameters templates read (gen/dsl.lua TUNING says what each means); with
