@@ -59,6 +59,48 @@ static int check_canon(int *runs) {
   return bad;
 }
 
+typedef void (*rows_fn_t)(const fk_opcheck_rows_args *);
+
+/* form rows: reduce_add_rows against the halving tree in C, one vector at a time: values of
+ * exponents 2^-27 .. 2^27 and either sign (so that another pairing rounds differently), with a
+ * NaN, an inf and -0 in some lanes */
+static int check_rows(int *runs) {
+  enum { NR = 3, GUARD = 8 };
+  int bad = 0;
+  for (size_t s = 0; s < sizeof all / sizeof all[0]; s++) {
+    if (strcmp(all[s].id, "opcheck_rows") != 0) continue;
+    rows_fn_t fn = (rows_fn_t)all[s].fn;
+    for (int rep = 0; rep < 20; rep++) {
+      float a[256 * NR], y[16 * NR + GUARD];
+      uint64_t z = 0x9e3779b97f4a7c15ull * (uint64_t)(rep + 1);
+      for (int i = 0; i < 256 * NR; i++) {
+        z = z * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t u = (uint32_t)(z >> 32);
+        a[i] = val((u & 0x807fffffu) | ((100u + (u >> 8) % 54u) << 23));
+      }
+      if (rep % 4 == 1) a[37] = val(0x7fc12345u), a[300] = val(0x7f800000u), a[511] = val(0x80000000u);
+      for (int i = 0; i < 16 * NR + GUARD; i++) y[i] = val(0x7fa5a5a5u);
+      int64_t nr = 1 + rep % NR;
+      fk_opcheck_rows_args args = { a, y, nr };
+      fn(&args);
+      (*runs)++;
+      for (int i = 0; i < 16 * NR + GUARD; i++) {
+        uint32_t want = 0x7fa5a5a5u;
+        if (i < 16 * nr) {
+          float v[16];
+          memcpy(v, a + 16 * i, sizeof v);
+          for (int h = 8; h >= 1; h /= 2)
+            for (int l = 0; l < h; l++) v[l] = v[l] + v[l + h];
+          want = canon(bits(v[0]));
+        }
+        if (bits(y[i]) != want && bad++ < 5)
+          printf("%s rep %d [%d]: reduce_add_rows 0x%08x, want 0x%08x\n", all[s].name, rep, i, bits(y[i]), want);
+      }
+    }
+  }
+  return bad;
+}
+
 static uint64_t mix(uint64_t *z) {
   *z = *z * 6364136223846793005ull + 1442695040888963407ull;
   return *z ^ (*z >> 29);
@@ -150,11 +192,13 @@ int main(void) {
       }
     }
   }
-  int int_runs = 0, canon_runs = 0;
+  int int_runs = 0, canon_runs = 0, rows_runs = 0;
   bad += check_int(&int_runs);
   bad += check_canon(&canon_runs);
-  runs += int_runs + canon_runs;
-  printf("opcheck: %d stamp runs (%d of form int, %d of form canon), %d mismatches\n", runs, int_runs, canon_runs, bad);
-  if (int_runs == 0 || canon_runs == 0) return 1;
+  bad += check_rows(&rows_runs);
+  runs += int_runs + canon_runs + rows_runs;
+  printf("opcheck: %d stamp runs (%d of form int, %d of form canon, %d of form rows), %d mismatches\n", runs, int_runs,
+         canon_runs, rows_runs, bad);
+  if (int_runs == 0 || canon_runs == 0 || rows_runs == 0) return 1;
   return bad != 0 || runs == 0;
 }

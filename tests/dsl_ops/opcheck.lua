@@ -6,7 +6,8 @@
 -- (sfill, sadd_acc in a for_rows loop), uint64 loads and stores, 64-bit xor, logical shift
 -- right (0, 1, 40, 63), wrapping multiply and 64-bit constants (iconst64);
 -- form canon: canon on vectors (tails too) and scalars, canon_raw on raw bf16 pairs, over NaNs
--- of every kind in every lane. Every float stored is canonical (the NaN rule, docs/dsl.md).
+-- of every kind in every lane; form rows: reduce_add_rows (16 vectors reduced together, each
+-- lane by the halving tree). Every float stored is canonical (the NaN rule, docs/dsl.md).
 return {
   leaf = "opcheck",
   doc = "DSL conformance: elementwise max and fma, scalar ops",
@@ -26,9 +27,19 @@ return {
         { "a", "const float *", extent = "n" }, { "h", "const uint16_t *", extent = "32 * nr" },
         { "cn", "float *", extent = "n" }, { "cs", "float *", extent = "n" }, { "cr", "uint16_t *", extent = "32 * nr" },
         { "n", "int64_t" }, { "nr", "int64_t" } } },
+    { name = "rows", args = {
+        { "a", "const float *", extent = "256 * nr" }, { "y", "float *", extent = "16 * nr" }, { "nr", "int64_t" } } },
   },
   body = function(t, _, form)
     local a = t.arg
+    if form.name == "rows" then
+      -- y[16 g + l] = the halving tree of a[256 g + 16 l .. + 16]
+      t:for_tiles(t:mul(a.nr, 256), 256, function(i)
+        local s = t:reduce_add_rows(function(l) return t:load_f32(a.a, i, 16 * l) end, "halving")
+        t:store_f32(a.y, t:ishr(i, 4), 0, t:canon(s))
+      end, nil, { whole = true })
+      return
+    end
     if form.name == "canon" then
       t:for_tiles(a.n, 16, function(i, tail)
         local lanes = tail and tail(0)
