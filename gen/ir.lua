@@ -102,6 +102,12 @@ M.OPS = {
                                                      -- (lanes 0-7 of a and b)
   vzip_hi    = { "v", { "v", "v" }, { "g" } },       -- the same from lanes 8-15
   vrev       = { "v", { "v" } },                     -- lane l <- lane 15 - l
+  -- lane movement within and between the four 4-lane chunks (the transposed reduction)
+  vsel128    = { "v", { "v", "v" }, { "imm" } },     -- chunks a[imm & 3], a[imm >> 2 & 3], b[imm >> 4 & 3], b[imm >> 6]
+  vunpk_lo   = { "v", { "v", "v" }, { "g" } },       -- per chunk: a[0:g] b[0:g] (g = 1: a0 b0 a1 b1; g = 2)
+  vunpk_hi   = { "v", { "v", "v" }, { "g" } },       -- per chunk: the same from its lanes 2, 3
+  vuzp4_even = { "v", { "v", "v" } },                -- per chunk: a0 a2 b0 b2
+  vuzp4_odd  = { "v", { "v", "v" } },                -- per chunk: a1 a3 b1 b3
   const_addr = { "i", {}, { "table" } },             -- the address of a constant table of the stamp
   load_bcast_f32 = { "v", { "i", "i" }, { "off" } }, -- the f32 at [base + (idx + off) * 4] in every lane
   bf16_pairs = { "v", { "v", "v" } },                -- raw pairs: lane l = (hi16 src1[l], hi16 src2[l])
@@ -274,6 +280,12 @@ function M.validate(proc)
       defined[op.attr.rem] = true
     elseif op.op == "for_rows" then
       defined[op.attr.ivar] = true
+    end
+    if (op.op == "vunpk_lo" or op.op == "vunpk_hi") and op.attr.g ~= 1 and op.attr.g ~= 2 then
+      return fail(op.op .. ": the group g must be 1 or 2", op)
+    end
+    if op.op == "vsel128" and (op.attr.imm < 0 or op.attr.imm > 255 or op.attr.imm ~= math.floor(op.attr.imm)) then
+      return fail("vsel128: the selector must be 0..255", op)
     end
     local chunk_ok = { [1] = true, [2] = true, [4] = true, [8] = true }
     if (op.op == "vzip_lo" or op.op == "vzip_hi") and not chunk_ok[op.attr.g] then

@@ -959,6 +959,25 @@ local function zip(half)
 end
 ops.vzip_lo, ops.vzip_hi = zip(0), zip(1)
 
+-- Chunks of 4 lanes are the q registers: a 128-bit shuffle is four register moves; the moves
+-- within a chunk are ZIP1/ZIP2 (on .4s or .2d) and UZP1/UZP2 per register.
+function ops.vsel128(ctx, op)
+  local d, a, b, sel = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2]), op.attr.imm
+  local src = { a[sel % 4 + 1], a[math.floor(sel / 4) % 4 + 1], b[math.floor(sel / 16) % 4 + 1],
+                b[math.floor(sel / 64) % 4 + 1] }
+  for p = 1, 4 do ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(src[p])) end
+end
+
+local function in_chunks(ins, arr)
+  return function(ctx, op)
+    local d, a, b = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2])
+    local t = arr or (op.attr.g == 1 and ".4s" or ".2d")
+    for p = 1, 4 do ctx:wline(ins .. " v" .. n(d[p]) .. t .. ", v" .. n(a[p]) .. t .. ", v" .. n(b[p]) .. t) end
+  end
+end
+ops.vunpk_lo, ops.vunpk_hi = in_chunks("zip1"), in_chunks("zip2")
+ops.vuzp4_even, ops.vuzp4_odd = in_chunks("uzp1", ".4s"), in_chunks("uzp2", ".4s")
+
 -- lanes reversed: each q register reversed (REV64 then EXT by 8 bytes), the registers in
 -- reverse order
 function ops.vrev(ctx, op)

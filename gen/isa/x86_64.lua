@@ -677,6 +677,39 @@ local function zip(half)
 end
 ops.vzip_lo, ops.vzip_hi = zip(0), zip(1)
 
+-- Chunks of 4 lanes: AVX-512 one 128-bit shuffle; AVX2 a vperm2f128 per ymm (chunks 0, 1 of a
+-- vector in its first ymm, 2, 3 in its second).
+function ops.vsel128(ctx, op)
+  local d, a, b, imm = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), op.attr.imm
+  if is512(ctx) then
+    ctx:wline("vshuff32x4 " .. d[1] .. ", " .. a[1] .. ", " .. b[1] .. ", " .. C.int(imm))
+    return
+  end
+  local function half(dst, src, s0, s1)          -- vperm2f128: 0, 1 the first source's halves, 2, 3 the second's
+    ctx:wline("vperm2f128 " .. dst .. ", " .. src[1] .. ", " .. src[2] .. ", " .. C.int(s0 + 16 * s1))
+  end
+  half(d[1], a, imm % 4, math.floor(imm / 4) % 4)
+  half(d[2], b, math.floor(imm / 16) % 4, math.floor(imm / 64) % 4)
+end
+
+-- Within each 128-bit lane (a chunk): the unpack and shufps instructions, per register.
+local function in_chunks(ins)
+  return function(ctx, op)
+    local d, a, b = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2])
+    local i = type(ins) == "function" and ins(op) or ins
+    for p = 1, #d do ctx:wline(i .. " " .. d[p] .. ", " .. a[p] .. ", " .. b[p]) end
+  end
+end
+ops.vunpk_lo = in_chunks(function(op) return op.attr.g == 1 and "vunpcklps" or "vunpcklpd" end)
+ops.vunpk_hi = in_chunks(function(op) return op.attr.g == 1 and "vunpckhps" or "vunpckhpd" end)
+local function shufps(imm)
+  return function(ctx, op)
+    local d, a, b = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2])
+    for p = 1, #d do ctx:wline("vshufps " .. d[p] .. ", " .. a[p] .. ", " .. b[p] .. ", " .. imm) end
+  end
+end
+ops.vuzp4_even, ops.vuzp4_odd = shufps("0x88"), shufps("0xdd")
+
 function ops.vrev(ctx, op)
   local d, a = parts(ctx, op.dst), parts(ctx, op.src[1])
   if is512(ctx) then

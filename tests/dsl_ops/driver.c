@@ -71,7 +71,7 @@ static int check_rows(int *runs) {
     if (strcmp(all[s].id, "opcheck_rows") != 0) continue;
     rows_fn_t fn = (rows_fn_t)all[s].fn;
     for (int rep = 0; rep < 20; rep++) {
-      float a[256 * NR], y[16 * NR + GUARD];
+      float a[256 * NR], y[16 * NR + GUARD], mv[112 + GUARD];
       uint64_t z = 0x9e3779b97f4a7c15ull * (uint64_t)(rep + 1);
       for (int i = 0; i < 256 * NR; i++) {
         z = z * 6364136223846793005ull + 1442695040888963407ull;
@@ -80,8 +80,9 @@ static int check_rows(int *runs) {
       }
       if (rep % 4 == 1) a[37] = val(0x7fc12345u), a[300] = val(0x7f800000u), a[511] = val(0x80000000u);
       for (int i = 0; i < 16 * NR + GUARD; i++) y[i] = val(0x7fa5a5a5u);
+      for (int i = 0; i < 112 + GUARD; i++) mv[i] = val(0x7fa5a5a5u);
       int64_t nr = 1 + rep % NR;
-      fk_opcheck_rows_args args = { a, y, nr };
+      fk_opcheck_rows_args args = { a, y, mv, nr };
       fn(&args);
       (*runs)++;
       for (int i = 0; i < 16 * NR + GUARD; i++) {
@@ -95,6 +96,20 @@ static int check_rows(int *runs) {
         }
         if (bits(y[i]) != want && bad++ < 5)
           printf("%s rep %d [%d]: reduce_add_rows 0x%08x, want 0x%08x\n", all[s].name, rep, i, bits(y[i]), want);
+      }
+      /* the moves, as indices into x = a[0..15], y = a[16..31] (chunk c, lane j) */
+      for (int i = 0; i < 112 + GUARD; i++) {
+        int q = i / 16, c = (i % 16) / 4, j = i % 4, from = -1;
+        switch (q) {
+        case 0: from = c < 2 ? 4 * (3 - c) + j : 16 + 4 * (3 - c) + j; break;      /* sel128 0x1b */
+        case 1: case 2: from = 4 * c + 2 * (q - 1) + j / 2 + (j % 2) * 16; break;  /* unpack g = 1 */
+        case 3: case 4: from = 4 * c + 2 * (q - 3) + j % 2 + (j / 2) * 16; break;  /* unpack g = 2 */
+        case 5: case 6: from = 4 * c + 2 * (j % 2) + (q - 5) + (j / 2) * 16; break; /* uzp4 */
+        default: break;
+        }
+        uint32_t want = from < 0 ? 0x7fa5a5a5u : canon(bits(a[from]));
+        if (bits(mv[i]) != want && bad++ < 5)
+          printf("%s rep %d: move %d [%d]: 0x%08x, want 0x%08x\n", all[s].name, rep, q, i % 16, bits(mv[i]), want);
       }
     }
   }

@@ -28,7 +28,8 @@ return {
         { "cn", "float *", extent = "n" }, { "cs", "float *", extent = "n" }, { "cr", "uint16_t *", extent = "32 * nr" },
         { "n", "int64_t" }, { "nr", "int64_t" } } },
     { name = "rows", args = {
-        { "a", "const float *", extent = "256 * nr" }, { "y", "float *", extent = "16 * nr" }, { "nr", "int64_t" } } },
+        { "a", "const float *", extent = "256 * nr" }, { "y", "float *", extent = "16 * nr" },
+        { "mv", "float *", extent = "112" }, { "nr", "int64_t" } } },
   },
   body = function(t, _, form)
     local a = t.arg
@@ -38,6 +39,14 @@ return {
         local s = t:reduce_add_rows(function(l) return t:load_f32(a.a, i, 16 * l) end, "halving")
         t:store_f32(a.y, t:ishr(i, 4), 0, t:canon(s))
       end, nil, { whole = true })
+      -- the chunk moves alone, on a[0..15] and a[16..31]
+      local zero = t:iconst(0)
+      local x, y = t:load_f32(a.a, zero, 0), t:load_f32(a.a, zero, 16)
+      local moves = { function() return t:sel128(x, y, 0x1b) end, function() return t:unpack_lo(x, y, 1) end,
+                      function() return t:unpack_hi(x, y, 1) end, function() return t:unpack_lo(x, y, 2) end,
+                      function() return t:unpack_hi(x, y, 2) end, function() return t:uzp4_even(x, y) end,
+                      function() return t:uzp4_odd(x, y) end }
+      for q, m in ipairs(moves) do t:store_f32(a.mv, zero, 16 * (q - 1), t:canon(m())) end
       return
     end
     if form.name == "canon" then
