@@ -403,11 +403,11 @@ return {
       -- weight row shares each xs load between two
       local C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators)
       if gemm and R < 2 then C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators, 2) end
-      -- a GEMM block's finished sums (M > max_m; not a k block that leaves them in the area): the
-      -- transposed epilogue. A row pair's vectors v (lane sums before the tree) wait in xs's sums
-      -- area, slot (j, n - row_begin mod 16); per 16 weight rows, each activation row's 16 vectors
-      -- are reduced together (reduce_add_rows: every lane's tree as reduce_add's) and finished as
-      -- one vector, instead of a tree, a rounding and a store per output
+      -- the finished sums of a block in a GEMM call (not a k block that leaves them in the area):
+      -- the transposed epilogue. A row pair's vectors v (lane sums before the tree) wait in xs's
+      -- sums area, slot (j, n - row_begin mod 16); per 16 weight rows, each activation row's 16
+      -- vectors are reduced together (reduce_add_rows: every lane's tree as reduce_add's) and
+      -- finished as one vector, instead of a tree, a rounding and a store per output
       local transposed = gemm and not (kb and not kb.last)
       local function sums() return t:addr(a.xs, t:mul(a.m, kp()), 4) end
       -- the transposed epilogue of the group of 16 weight rows (from row_begin) that holds row n:
@@ -425,8 +425,8 @@ return {
         local at0, y0 = sums(), at_group(a.y)
         local r0 = form_.add and at_group(a.r)
         local b0 = form_.bias and t:addr(a.bias, n16, 4)
-        -- (a loop over the block's activation rows: one copy of the reduction in the stamp)
-        -- (jx: 256 floats of sums per activation row)
+        -- (a loop over the block's activation rows, jx stepping over their 256 floats of sums: one
+        -- copy of the reduction in the stamp)
         t:for_tiles(t:iconst(256 * M), 256, function(jx)
           local s = t:reduce_add_rows(function(l) return t:load_f32(at0, jx, 16 * l) end, p.tree)
           finish_rows(t, form_, s, y0, r0, b0, t:mul(a.ldy, t:ishr(jx, 8)), lanes)
