@@ -77,8 +77,8 @@ void fk_gemv_run(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t 
 }
 
 /* A member's xs: FK_GEMV_CALL_ROWS arranged rows, a GEMM block's sums (FK_GEMV_GEMM_SUMS), and where k
- * takes more than one GEMM k block, the partial sums of a call's weight rows (at most one weight block, from a multiple of
- * FK_GEMV_PACK_ROWS: the packed forms' xs extent). */
+ * takes more than one GEMM k block, the partial sums of a call's weight rows (at most one weight block,
+ * from a multiple of FK_GEMV_PACK_ROWS: the packed forms' xs extent). */
 void fk_gemv_need(fk_carver *c, int64_t k) {
   int64_t floats = FK_GEMV_CALL_ROWS * ((k + 63) / 64 * 64) + FK_GEMV_GEMM_SUMS;
   if (k > FK_GEMV_GEMM_KBLOCK) floats += fk_gemv_block_rows(k) * FK_GEMV_GEMM_PART_ROW;
