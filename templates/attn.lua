@@ -37,6 +37,9 @@
 -- is written. Checked against
 -- transformers (fixtures/attn): the contract equals eager attention's bf16 output bit for bit on
 -- every fixture output (torch 2.15 CPU), the dot and sum orders being the only freedom left.
+-- The stamps take the scores of 16 window positions at a time: their lane vectors reduced together
+-- (t:reduce_add_rows: each position's halving tree as above), the roundings and the scaling once
+-- per vector; the n mod 16 positions left one by one.
 --
 -- Prefill (forms prefill64, prefill32, prefill_ring64, prefill_ring32): rows P query rows at
 -- positions pos .. pos + P - 1 in one call, q row i at q + i*q_ld, y row i at y + i*y_ld (the
@@ -154,12 +157,11 @@ local template = {
     local a = t.arg
     local hd = form_.hd
     local nv = math.floor(hd / 16)
-    local z = t:iconst(0)
     -- one query row's attention; r = nil: the decode forms (the row is the arguments' pos),
     -- else prefill row r (position pos + r, slot (slot + r) mod R, q and y rows r)
     local function one_row(r)
-    -- prefill: zeros made where they are used (one more live register does not fit x86_64)
-    local function Z() if r then return t:iconst(0) end return z end
+    -- zeros made where they are used (one more live register does not fit x86_64)
+    local function Z() return t:iconst(0) end
     local function pos_of() return r and t:add(a.pos, r) or a.pos end
     local function slot_row() return r and t:wrap(t:add(a.slot, r), a.ring) or a.slot end
     local function win_of() return r and a.window or a.ring end
@@ -175,7 +177,7 @@ local template = {
         return n, start, t:add(start, n)
       end
       local n = t:add(pos_of(), 1)
-      return n, Z(), n
+      return n, nil, n                                 -- (jlo: 0)
     end
     local function slot_of(jj)
       if form_.ring then return t:wrap(jj, a.ring) end
@@ -187,24 +189,67 @@ local template = {
       local h0 = t:mul(g, a.group)
       t:for_rows(h0, t:add(h0, a.group), 1, function(h)
         -- padding: the last 16 scratch floats -inf, before the scores overwrite the valid ones
-        local n, jlo, jhi = window()
+        local n = window()
         t:store_f32(a.s, n16_of(n), -16, t:vconst(0xff800000))
-        local sbase = form_.ring and t:addr(a.s, t:sub(Z(), jlo), 4) or a.s
         local qv = {}
         if keep_q then
           local qh = t:addr(q_of(), t:mul(h, hd), 2)
           for c = 1, nv do qv[c] = t:load_bf16(qh, Z(), 16 * (c - 1)) end
         end
-        -- pass 1: the scores
-        t:for_rows(jlo, jhi, 1, function(jj)
-          local kp = t:addr(t:addr(a.k, t:mul(g, a.k_ld_head), 2), t:mul(slot_of(jj), a.k_ld_row), 2)
-          local qh = not keep_q and t:addr(q_of(), t:mul(h, hd), 2)
+        -- pass 1: the scores. dot_vec: a position's lane vector, chain 0 + chain 1, its key at
+        -- kp + ki (ki an element index, or nil), q from qv (held over the head), qb or qh
+        local function dot_vec(kp, ki, qh, qb)
           local acc = { t:zero(), t:zero() }
           for c = 1, nv do
-            local qc = keep_q and qv[c] or t:load_bf16(qh, Z(), 16 * (c - 1))
-            t:fma_acc(acc[(c - 1) % 2 + 1], qc, t:load_bf16(kp, Z(), 16 * (c - 1)))
+            local qc = keep_q and qv[c] or qb and qb[c] or t:load_bf16(qh, Z(), 16 * (c - 1))
+            t:fma_acc(acc[(c - 1) % 2 + 1], qc, t:load_bf16(kp, ki or Z(), 16 * (c - 1)))
           end
-          local dot = t:reduce_add(t:add(acc[1], acc[2]), p.tree)
+          return t:add(acc[1], acc[2])
+        end
+        local function kv_of() return t:addr(a.k, t:mul(g, a.k_ld_head), 2) end
+        local function key_of(jj) return t:addr(kv_of(), t:mul(slot_of(jj), a.k_ld_row), 2) end
+        local function qh_of() return not keep_q and t:addr(q_of(), t:mul(h, hd), 2) end
+        -- whole blocks of 16 positions: the 16 vectors reduced together (reduce_add_rows: lane l
+        -- is position l's halving tree, bit for bit), the roundings and the scaling once per
+        -- vector (a row loop: the arguments load per block, not held across the loop)
+        t:for_rows(Z(), t:ishr(n, 4), 1, function(b)
+          -- (q's chunks held in registers over the block where they are not over the head: the
+          -- block's vectors wait in stack slots)
+          local qb = {}
+          if not keep_q then
+            local qh = qh_of()
+            for c = 1, nv do qb[c] = t:load_bf16(qh, Z(), 16 * (c - 1)) end
+          end
+          local _, jlo_ = window()
+          local first = t:mul(b, 16)
+          if jlo_ then first = t:add(jlo_, first) end
+          local kg = kv_of()
+          local ki                                      -- (linear: the next key one row on)
+          local function dot_of(l)
+            if form_.ring or l == 0 then
+              ki = t:mul(slot_of(l > 0 and t:add(first, l) or first), a.k_ld_row)
+            else
+              ki = t:add(ki, a.k_ld_row)
+            end
+            return dot_vec(kg, ki, nil, qb)
+          end
+          -- the 16 vectors made in order (a linear cache's keys one row apart), then reduced; where
+          -- the vector registers cannot hold them (hold_operands false) each waits in a stack slot
+          local vs = {}
+          for l = 0, 15 do
+            vs[l] = dot_of(l)
+            if not keep_q then vs[l] = t:spill(vs[l]) end
+          end
+          local dots = t:reduce_add_rows(function(l) return keep_q and vs[l] or t:reload(vs[l]) end, p.tree)
+          t:store_f32(a.s, t:mul(b, 16), 0, t:rne(t:mul(t:rne(dots), t:vconst(SCALE_F32[hd]))))
+        end)
+        -- the n mod 16 positions left, one by one (the same tree, roundings and scaling)
+        local _, jlo1, jhi1 = window()
+        local sbase = jlo1 and t:addr(a.s, t:sub(Z(), jlo1), 4) or a.s
+        local jtail = t:iand(t:sub(jhi1, jlo1 or Z()), -16)
+        if jlo1 then jtail = t:add(jlo1, jtail) end
+        t:for_rows(jtail, jhi1, 1, function(jj)
+          local dot = t:reduce_add(dot_vec(key_of(jj), nil, qh_of()), p.tree)
           t:store1_f32(sbase, jj, 0, t:rne(t:mul(t:rne(dot), t:f32(SCALE_F32[hd]))))
         end)
         local n16 = n16_of((window()))
@@ -232,7 +277,7 @@ local template = {
         for c = 1, nv do o[c] = t:zero() end
         local _, jlo2, jhi2 = window()
         local sbase2 = form_.ring and t:addr(a.s, t:sub(Z(), jlo2), 4) or a.s
-        t:for_rows(jlo2, jhi2, 1, function(jj)
+        t:for_rows(jlo2 or Z(), jhi2, 1, function(jj)
           local vp = t:addr(t:addr(a.v, t:mul(g, a.v_ld_head), 2), t:mul(slot_of(jj), a.v_ld_row), 2)
           local pj = t:load_bcast_f32(sbase2, jj, 0)
           for c = 1, nv do t:fma_acc(o[c], pj, t:load_bf16(vp, Z(), 16 * (c - 1))) end
@@ -247,7 +292,7 @@ local template = {
     end)
     end
     if form_.prefill then
-      t:for_rows(z, a.rows, 1, function(r) one_row(r) end)
+      t:for_rows(t:iconst(0), a.rows, 1, function(r) one_row(r) end)
     else
       one_row(nil)
     end

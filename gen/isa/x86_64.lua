@@ -51,11 +51,15 @@ local function Z(r) return "zmm" .. vnum(r) end
 local function is512(ctx) return ctx.variant.name ~= "avx2" end
 
 -- Ops whose result may take a dying operand's registers (regalloc.lua): one three-operand
--- instruction per part, or vfma's 231/213 forms chosen by which operand it took.
+-- instruction per part, or vfma's 231/213 forms chosen by which operand it took; for the integer
+-- ops, the operands their lowering reads after writing the result are not listed.
 local REUSE = { vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, vmin = { 1, 2 },
                 viadd = { 1, 2 }, visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 },
                 vor = { 1, 2 }, vxor = { 1, 2 }, vdiv = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 },
-                vcvt_f2i = { 1 }, vcvt_i2f = { 1 }, vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 } }
+                vcvt_f2i = { 1 }, vcvt_i2f = { 1 }, vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 },
+                -- integer ops: a lea, or a mov of the first operand before the op reads the second
+                iadd = { 1, 2 }, iaddi = { 1 }, addr = { 1, 2 }, imuli = { 1 }, imul = { 1 }, isub = { 1 },
+                iandi = { 1 }, ishri = { 1 }, imin = { 1 }, iwrap = { 1 } }
 function M.reuse(op) return REUSE[op.op] end
 
 function M.registers(variant)
@@ -269,6 +273,13 @@ end
 -- a >= w ? a - w : a
 function ops.iwrap(ctx, op)
   local d, a, w = ctx:reg(op.dst), ctx:reg(op.src[1]), ctx:reg(op.src[2])
+  if d == a then                                  -- (the result took a's register: a - w in rax)
+    ctx:wline("mov rax, " .. a)
+    ctx:wline("sub rax, " .. w)
+    ctx:wline("cmp " .. a .. ", " .. w)
+    ctx:wline("cmovge " .. d .. ", rax")
+    return
+  end
   ctx:wline("mov " .. d .. ", " .. a)
   ctx:wline("sub " .. d .. ", " .. w)
   ctx:wline("cmp " .. a .. ", " .. w)
