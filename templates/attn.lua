@@ -184,6 +184,11 @@ local template = {
       return jj
     end
     local function n16_of(n) return t:iand(t:add(n, 15), -16) end
+    -- the scan index of the first position after the window's whole blocks of 16
+    local function tail_of(jlo, jhi)
+      local whole = t:iand(t:sub(jhi, jlo or Z()), -16)
+      return jlo and t:add(jlo, whole) or whole
+    end
     local keep_q = t.tune.hold_operands
     t:for_rows(Z(), a.kv_heads, 1, function(g)
       local h0 = t:mul(g, a.group)
@@ -246,9 +251,7 @@ local template = {
         -- the n mod 16 positions left, one by one (the same tree, roundings and scaling)
         local _, jlo1, jhi1 = window()
         local sbase = jlo1 and t:addr(a.s, t:sub(Z(), jlo1), 4) or a.s
-        local jtail = t:iand(t:sub(jhi1, jlo1 or Z()), -16)
-        if jlo1 then jtail = t:add(jlo1, jtail) end
-        t:for_rows(jtail, jhi1, 1, function(jj)
+        t:for_rows(tail_of(jlo1, jhi1), jhi1, 1, function(jj)
           local dot = t:reduce_add(dot_vec(key_of(jj), nil, qh_of()), p.tree)
           t:store1_f32(sbase, jj, 0, t:rne(t:mul(t:rne(dot), t:f32(SCALE_F32[hd]))))
         end)
@@ -275,9 +278,31 @@ local template = {
         end, nil, { whole = true })
         local o = {}
         for c = 1, nv do o[c] = t:zero() end
+        -- whole blocks of 16 positions, unrolled (a linear cache's values one row apart: an add per
+        -- value), then the n mod 16 left one by one; every o[c] in increasing j as before. (The
+        -- prefill ring forms take every position one by one: their wrap needs one general register
+        -- more than x86_64 has there.)
+        local vblocks = not (form_.ring and form_.prefill)
+        local function vblock(b)
+          local _, jlo_ = window()
+          local i16 = t:mul(b, 16)
+          local first = jlo_ and t:add(jlo_, i16) or i16
+          local vg = t:addr(a.v, t:mul(g, a.v_ld_head), 2)
+          local vi
+          for l = 0, 15 do
+            if form_.ring or l == 0 then
+              vi = t:mul(slot_of(l > 0 and t:add(first, l) or first), a.v_ld_row)
+            else
+              vi = t:add(vi, a.v_ld_row)
+            end
+            local pj = t:load_bcast_f32(a.s, i16, l)
+            for c = 1, nv do t:fma_acc(o[c], pj, t:load_bf16(vg, vi, 16 * (c - 1))) end
+          end
+        end
+        if vblocks then t:for_rows(Z(), t:ishr((window()), 4), 1, vblock) end
         local _, jlo2, jhi2 = window()
-        local sbase2 = form_.ring and t:addr(a.s, t:sub(Z(), jlo2), 4) or a.s
-        t:for_rows(jlo2 or Z(), jhi2, 1, function(jj)
+        local sbase2 = jlo2 and t:addr(a.s, t:sub(Z(), jlo2), 4) or a.s
+        t:for_rows(vblocks and tail_of(jlo2, jhi2) or jlo2 or Z(), jhi2, 1, function(jj)
           local vp = t:addr(t:addr(a.v, t:mul(g, a.v_ld_head), 2), t:mul(slot_of(jj), a.v_ld_row), 2)
           local pj = t:load_bcast_f32(sbase2, jj, 0)
           for c = 1, nv do t:fma_acc(o[c], pj, t:load_bf16(vp, Z(), 16 * (c - 1))) end
