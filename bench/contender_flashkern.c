@@ -59,10 +59,8 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   st->n = p->n;
   st->k = p->k;
   st->m = 1;
-  /* the packed forms' xs for M > 4: FK_GEMV_CALL_ROWS arranged rows and, where k takes more than one
-   * GEMM k block, the partial sums of a weight block's rows (the runtime's fk_gemv_need) */
-  size_t xs_floats = (size_t)(FK_GEMV_CALL_ROWS * ((p->k + 63) / 64 * 64) + FK_GEMV_GEMM_SUMS);
-  if (p->k > FK_GEMV_GEMM_KBLOCK) xs_floats += (size_t)(fk_gemv_block_rows(p->k) * FK_GEMV_GEMM_PART_ROW);
+  /* the packed forms' xs for M > 4, as the runtime gives each member: fk_gemv_call_scratch */
+  size_t xs_floats = fk_gemv_call_scratch(p->k);
   int ok = 1;
   for (int t = 0; t < p->nthreads_max; t++) ok &= (st->xs[t] = fkb_alloc(xs_floats * sizeof(float))) != NULL;
   ok &= (st->y = fkb_alloc((size_t)(p->m_max * p->n) * (st->f32_out ? sizeof(float) : sizeof(uint16_t)))) != NULL;

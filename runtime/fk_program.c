@@ -76,14 +76,17 @@ void fk_gemv_run(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t 
   for (int64_t b0 = b; b0 < e; b0 += blk) gemv_call(p, m, g, rows, b0, b0 + blk < e ? b0 + blk : e);
 }
 
-/* A member's xs: FK_GEMV_CALL_ROWS arranged rows, a GEMM block's sums (FK_GEMV_GEMM_SUMS), and where k
+/* A call's xs: FK_GEMV_CALL_ROWS arranged rows, a GEMM block's sums (FK_GEMV_GEMM_SUMS), and where k
  * takes more than one GEMM k block, the partial sums of a call's weight rows (at most one weight block,
  * from a multiple of FK_GEMV_PACK_ROWS: the packed forms' xs extent). */
-void fk_gemv_need(fk_carver *c, int64_t k) {
+size_t fk_gemv_call_scratch(int64_t k) {
+  if (k < 1 || k > ((int64_t)1 << 40)) return 0;
   int64_t floats = FK_GEMV_CALL_ROWS * ((k + 63) / 64 * 64) + FK_GEMV_GEMM_SUMS;
   if (k > FK_GEMV_GEMM_KBLOCK) floats += fk_gemv_block_rows(k) * FK_GEMV_GEMM_PART_ROW;
-  fk_carve_member(c, (size_t)floats * 4);
+  return (size_t)floats;
 }
+
+void fk_gemv_need(fk_carver *c, int64_t k) { fk_carve_member(c, fk_gemv_call_scratch(k) * 4); }
 
 void fk_program_steps(fk_plan *p, fk_carver *c, fk_program prog, void *rec,
                       void (*list)(fk_step_list *l, void *rec, fk_program prog)) {

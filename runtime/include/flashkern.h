@@ -164,6 +164,12 @@ fk_status fk_gemv_pack_blocked(const uint16_t *w, int64_t ldw, int64_t n, int64_
  * fk_gemv_block_rows() is 0 when k < 1. */
 #define FK_GEMV_CALL_ROWS 24
 int64_t fk_gemv_block_rows(int64_t k);
+/* fk_gemv_call_scratch(): the floats of xs one such call needs at reduction length k (up to
+ * FK_GEMV_CALL_ROWS rows' arranged x, a GEMM block's sums, and for k > FK_GEMV_GEMM_KBLOCK the
+ * partial sums of a block of fk_gemv_block_rows(k) weight rows from a multiple of
+ * FK_GEMV_PACK_ROWS): at least the packed forms' xs extent for any such call. The runtime gives
+ * each member this much. 0 when k < 1 or k > 2^40. */
+size_t fk_gemv_call_scratch(int64_t k);
 
 /* fk_rope_table(): the RoPE tables of one head size, at readiness (never during a pass):
  * cos_out[(p - pos_begin) * (head_dim / 2) + i] = cos(a), sin_out[...] = sin(a) for positions

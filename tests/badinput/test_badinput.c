@@ -876,6 +876,39 @@ ROW(block_rows_edges, "fk_gemv_block_rows", "k < 1; k = 2^62; the block's bytes"
     }
     return FK_OK;)
 
+/* fk_gemv_call_scratch against the packed form's own xs extent (fk_leaf_check: xs must not reach y):
+ * a call of FK_GEMV_CALL_ROWS rows over a whole block of fk_gemv_block_rows(k) weight rows from a
+ * multiple of FK_GEMV_PACK_ROWS fits exactly (y right after the scratch: FK_OK), one float less does
+ * not (y a float earlier: refused naming xs and y). The pointers are never dereferenced. */
+ROW(call_scratch_edges, "fk_gemv_call_scratch", "k < 1; k > 2^40; the packed form's xs extent at a whole call",
+    FK_OK, NULL, setup_none,
+    cr_assert_eq(fk_gemv_call_scratch(0), 0);
+    cr_assert_eq(fk_gemv_call_scratch(-1), 0);
+    cr_assert_eq(fk_gemv_call_scratch(INT64_MIN), 0);
+    cr_assert_eq(fk_gemv_call_scratch(((int64_t)1 << 40) + 1), 0);
+    cr_assert(fk_gemv_call_scratch((int64_t)1 << 40) > 0);
+    const int64_t ks[] = { 1, 63, 64, 1000, 1024, 1025, 2048, 4608, 8192, 70001 };
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+      int64_t k = ks[i], blk = fk_gemv_block_rows(k), rb = 7 * FK_GEMV_PACK_ROWS;
+      size_t need = fk_gemv_call_scratch(k);
+      float *xs = (float *)(uintptr_t)((uintptr_t)1 << 44);
+      for (int tight = 0; tight < 2; tight++) {
+        fk_gemv_bf16_rne_packed_args a = { .w = (const uint16_t *)(uintptr_t)((uintptr_t)1 << 40),
+                                           .x = (const float *)(uintptr_t)((uintptr_t)1 << 42), .ldx = k, .xs = xs,
+                                           .y = (uint16_t *)(xs + need - (size_t)tight), .y_off = 0, .ldy = rb + blk,
+                                           .m = FK_GEMV_CALL_ROWS, .k = k, .row_begin = rb, .row_end = rb + blk };
+        fk_error er;
+        fk_status st = fk_leaf_check("gemv_bf16_rne_packed", &a, &er);
+        if (!tight) {
+          cr_assert_eq(st, FK_OK, "k = %lld: %s", (long long)k, er.message);
+        } else {
+          cr_assert_eq(st, FK_EINVAL, "k = %lld: a float less than fk_gemv_call_scratch still fits", (long long)k);
+          cr_assert(strstr(er.message, "xs") && strstr(er.message, "y"), "k = %lld: %s", (long long)k, er.message);
+        }
+      }
+    }
+    return FK_OK;)
+
 /* ---- RoPE tables ---- */
 
 ROW(rope_cos_null, "fk_rope_table", "cos NULL", FK_EINVAL, "cos", setup_rope,
