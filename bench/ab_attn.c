@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "ab_common.h"
 #include "fk_leaves.h"
 
 #ifndef STAMP
@@ -31,15 +31,14 @@
 void AFTER(const fk_attn_prefill64_args *a);
 void BEFORE(const fk_attn_prefill64_args *a);
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
+/* the two revisions' calls, on their own outputs */
+static fk_attn_prefill64_args call_a, call_b;
+static void run(int after, void *ctx) {
+  (void)ctx;
+  if (after)
+    AFTER(&call_a);
+  else
+    BEFORE(&call_b);
 }
 
 /* a bf16 in [-2, 2) from a counter (no NaN, no inf) */
@@ -69,39 +68,25 @@ int main(int argc, char **argv) {
            *v = malloc((size_t)(slots * ldr) * 2), *ya = malloc((size_t)(rows * heads * 64) * 2),
            *yb = malloc((size_t)(rows * heads * 64) * 2);
   float *s = aligned_alloc(64, (size_t)((slots + 15) / 16 * 16) * 4);
-  double *ta = malloc((size_t)rounds * sizeof *ta), *tb = malloc((size_t)rounds * sizeof *tb),
-         *r = malloc((size_t)rounds * sizeof *r);
-  if (!q || !k || !v || !ya || !yb || !s || !ta || !tb || !r) return 2;
+  if (!q || !k || !v || !ya || !yb || !s) return 2;
   for (int64_t i = 0; i < rows * heads * 64; i++) q[i] = bf((uint32_t)i);
   for (int64_t i = 0; i < slots * ldr; i++) {
     k[i] = bf((uint32_t)(i + 7777777));
     v[i] = bf((uint32_t)(i + 3333333));
   }
-  fk_attn_prefill64_args a = { .q = q, .k = k, .v = v, .y = ya, .s = s, .kv_heads = kvh, .group = group,
-                               .k_ld_head = 64, .k_ld_row = ldr, .v_ld_head = 64, .v_ld_row = ldr, .pos = pos,
-                               .rows = rows, .q_ld = heads * 64, .y_ld = heads * 64 };
-  fk_attn_prefill64_args b = a;
-  b.y = yb;
+  call_a = (fk_attn_prefill64_args){ .q = q, .k = k, .v = v, .y = ya, .s = s, .kv_heads = kvh, .group = group,
+                                     .k_ld_head = 64, .k_ld_row = ldr, .v_ld_head = 64, .v_ld_row = ldr, .pos = pos,
+                                     .rows = rows, .q_ld = heads * 64, .y_ld = heads * 64 };
+  call_b = call_a;
+  call_b.y = yb;
   double work = (double)rows * (double)(pos + (rows + 1) / 2) * (double)heads * 64;
   int inner = (int)(1e8 / work);
   if (inner < 1) inner = 1;
-  for (int i = 0; i < rounds; i++) {
-    double t0 = now();
-    for (int j = 0; j < inner; j++) BEFORE(&b);
-    double t1 = now();
-    for (int j = 0; j < inner; j++) AFTER(&a);
-    double t2 = now();
-    tb[i] = (t1 - t0) / inner;
-    ta[i] = (t2 - t1) / inner;
-    r[i] = ta[i] / tb[i];
-  }
+  ab_result r;
+  if (ab_alternate(rounds, inner, run, NULL, &r)) return 2;
   int same = memcmp(ya, yb, (size_t)(rows * heads * 64) * 2) == 0;
-  qsort(r, (size_t)rounds, sizeof *r, cmp);
-  qsort(ta, (size_t)rounds, sizeof *ta, cmp);
-  qsort(tb, (size_t)rounds, sizeof *tb, cmp);
   printf("pos %lld rows %lld heads %lld/%lld: before %.1f us, after %.1f us; after / before time: median %.3f "
          "(q25 %.3f, q75 %.3f); outputs %s\n", (long long)pos, (long long)rows, (long long)heads, (long long)kvh,
-         tb[rounds / 2] * 1e6, ta[rounds / 2] * 1e6, r[rounds / 2], r[rounds / 4], r[3 * rounds / 4],
-         same ? "equal" : "DIFFER");
+         r.before_us, r.after_us, r.median, r.q25, r.q75, same ? "equal" : "DIFFER");
   return same ? 0 : 1;
 }

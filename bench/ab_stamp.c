@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "ab_common.h"
 #include "fk_leaves.h"
 #include "flashkern.h"
 
@@ -31,15 +31,14 @@
 #define BEFORE CAT(STAMP, _before)
 void BEFORE(const fk_gemv_bf16_rne_packed_args *a);
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
+/* the two revisions' calls, on their own outputs */
+static fk_gemv_bf16_rne_packed_args call_a, call_b;
+static void run(int after, void *ctx) {
+  (void)ctx;
+  if (after)
+    AFTER(&call_a);
+  else
+    BEFORE(&call_b);
 }
 
 int main(int argc, char **argv) {
@@ -59,9 +58,7 @@ int main(int argc, char **argv) {
   size_t part = k > FK_GEMV_GEMM_KBLOCK ? (size_t)((n + 3) / 4 * 4 * FK_GEMV_GEMM_PART_ROW) : 0;
   float *x = malloc((size_t)(m * k) * 4), *xs = aligned_alloc(64, ((size_t)(m * kp) + FK_GEMV_GEMM_SUMS + part) * 4);
   uint16_t *ya = malloc((size_t)(m * n) * 2), *yb = malloc((size_t)(m * n) * 2);
-  double *ta = malloc((size_t)rounds * sizeof *ta), *tb = malloc((size_t)rounds * sizeof *tb),
-         *q = malloc((size_t)rounds * sizeof *q);
-  if (!wr || !w || !x || !xs || !ya || !yb || !ta || !tb || !q) return 2;
+  if (!wr || !w || !x || !xs || !ya || !yb) return 2;
   for (int64_t i = 0; i < n * k; i++) wr[i] = (uint16_t)(0x3c00 + i % 251);
   for (int64_t i = 0; i < m * k; i++) x[i] = (float)(i % 13) * 0.1f - 0.5f;
   fk_error err;
@@ -69,28 +66,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ab_stamp: %s\n", err.message);
     return 2;
   }
-  fk_gemv_bf16_rne_packed_args a = { .w = w, .x = x, .ldx = k, .xs = xs, .y = ya, .y_off = 0, .ldy = n,
-                                     .m = m, .k = k, .row_begin = 0, .row_end = n };
-  fk_gemv_bf16_rne_packed_args b = a;
-  b.y = yb;
+  call_a = (fk_gemv_bf16_rne_packed_args){ .w = w, .x = x, .ldx = k, .xs = xs, .y = ya, .y_off = 0, .ldy = n,
+                                           .m = m, .k = k, .row_begin = 0, .row_end = n };
+  call_b = call_a;
+  call_b.y = yb;
   int inner = (int)(2e8 / ((double)(n * k) * m));
   if (inner < 1) inner = 1;
-  for (int r = 0; r < rounds; r++) {
-    double t0 = now();
-    for (int i = 0; i < inner; i++) BEFORE(&b);
-    double t1 = now();
-    for (int i = 0; i < inner; i++) AFTER(&a);
-    double t2 = now();
-    tb[r] = (t1 - t0) / inner;
-    ta[r] = (t2 - t1) / inner;
-    q[r] = ta[r] / tb[r];
-  }
+  ab_result r;
+  if (ab_alternate(rounds, inner, run, NULL, &r)) return 2;
   int same = memcmp(ya, yb, (size_t)(m * n) * 2) == 0;
-  qsort(q, (size_t)rounds, sizeof *q, cmp);
-  qsort(ta, (size_t)rounds, sizeof *ta, cmp);
-  qsort(tb, (size_t)rounds, sizeof *tb, cmp);
   printf("%lldx%lld m=%d: before %.1f us, after %.1f us; after / before time: median %.3f (q25 %.3f, q75 %.3f); "
-         "outputs %s\n", (long long)n, (long long)k, m, tb[rounds / 2] * 1e6, ta[rounds / 2] * 1e6, q[rounds / 2],
-         q[rounds / 4], q[3 * rounds / 4], same ? "equal" : "DIFFER");
+         "outputs %s\n", (long long)n, (long long)k, m, r.before_us, r.after_us, r.median, r.q25, r.q75,
+         same ? "equal" : "DIFFER");
   return same ? 0 : 1;
 }
