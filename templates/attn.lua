@@ -189,6 +189,28 @@ local template = {
       local whole = t:iand(t:sub(jhi, jlo or Z()), -16)
       return jlo and t:add(jlo, whole) or whole
     end
+    -- the positions of block b (window indexes 16 b .. 16 b + 15), for l = 0..15 in that order:
+    -- the element offset of position l's slot in a cache of row stride ld (a linear cache's rows
+    -- one stride apart: an add per position)
+    local function block_rows(b, ld)
+      local _, jlo = window()
+      local first = t:mul(b, 16)
+      if jlo then first = t:add(jlo, first) end
+      local at
+      return function(l)
+        if form_.ring or l == 0 then
+          at = t:mul(slot_of(l > 0 and t:add(first, l) or first), ld)
+        else
+          at = t:add(at, ld)
+        end
+        return at
+      end
+    end
+    -- kv head g of a cache (k or v), and its row for scan index jj
+    local function head_of(base, ld_head, g) return t:addr(base, t:mul(g, ld_head), 2) end
+    local function row_of(base, ld_head, ld_row, g, jj)
+      return t:addr(head_of(base, ld_head, g), t:mul(slot_of(jj), ld_row), 2)
+    end
     local keep_q = t.tune.hold_operands
     t:for_rows(Z(), a.kv_heads, 1, function(g)
       local h0 = t:mul(g, a.group)
@@ -211,8 +233,6 @@ local template = {
           end
           return t:add(acc[1], acc[2])
         end
-        local function kv_of() return t:addr(a.k, t:mul(g, a.k_ld_head), 2) end
-        local function key_of(jj) return t:addr(kv_of(), t:mul(slot_of(jj), a.k_ld_row), 2) end
         local function qh_of() return not keep_q and t:addr(q_of(), t:mul(h, hd), 2) end
         -- whole blocks of 16 positions: the 16 vectors reduced together (reduce_add_rows: lane l
         -- is position l's halving tree, bit for bit), the roundings and the scaling once per
@@ -225,19 +245,8 @@ local template = {
             local qh = qh_of()
             for c = 1, nv do qb[c] = t:load_bf16(qh, Z(), 16 * (c - 1)) end
           end
-          local _, jlo_ = window()
-          local first = t:mul(b, 16)
-          if jlo_ then first = t:add(jlo_, first) end
-          local kg = kv_of()
-          local ki                                      -- (linear: the next key one row on)
-          local function dot_of(l)
-            if form_.ring or l == 0 then
-              ki = t:mul(slot_of(l > 0 and t:add(first, l) or first), a.k_ld_row)
-            else
-              ki = t:add(ki, a.k_ld_row)
-            end
-            return dot_vec(kg, ki, nil, qb)
-          end
+          local kg, at = head_of(a.k, a.k_ld_head, g), block_rows(b, a.k_ld_row)
+          local function dot_of(l) return dot_vec(kg, at(l), nil, qb) end
           -- the 16 vectors made in order (a linear cache's keys one row apart), then reduced; where
           -- the vector registers cannot hold them (hold_operands false) each waits in a stack slot
           local vs = {}
@@ -252,7 +261,7 @@ local template = {
         local _, jlo1, jhi1 = window()
         local sbase = jlo1 and t:addr(a.s, t:sub(Z(), jlo1), 4) or a.s
         t:for_rows(tail_of(jlo1, jhi1), jhi1, 1, function(jj)
-          local dot = t:reduce_add(dot_vec(key_of(jj), nil, qh_of()), p.tree)
+          local dot = t:reduce_add(dot_vec(row_of(a.k, a.k_ld_head, a.k_ld_row, g, jj), nil, qh_of()), p.tree)
           t:store1_f32(sbase, jj, 0, t:rne(t:mul(t:rne(dot), t:f32(SCALE_F32[hd]))))
         end)
         local n16 = n16_of((window()))
@@ -284,18 +293,10 @@ local template = {
         -- more than x86_64 has there.)
         local vblocks = not (form_.ring and form_.prefill)
         local function vblock(b)
-          local _, jlo_ = window()
+          local vg, at = head_of(a.v, a.v_ld_head, g), block_rows(b, a.v_ld_row)
           local i16 = t:mul(b, 16)
-          local first = jlo_ and t:add(jlo_, i16) or i16
-          local vg = t:addr(a.v, t:mul(g, a.v_ld_head), 2)
-          local vi
           for l = 0, 15 do
-            if form_.ring or l == 0 then
-              vi = t:mul(slot_of(l > 0 and t:add(first, l) or first), a.v_ld_row)
-            else
-              vi = t:add(vi, a.v_ld_row)
-            end
-            local pj = t:load_bcast_f32(a.s, i16, l)
+            local vi, pj = at(l), t:load_bcast_f32(a.s, i16, l)
             for c = 1, nv do t:fma_acc(o[c], pj, t:load_bf16(vg, vi, 16 * (c - 1))) end
           end
         end
@@ -303,7 +304,7 @@ local template = {
         local _, jlo2, jhi2 = window()
         local sbase2 = jlo2 and t:addr(a.s, t:sub(Z(), jlo2), 4) or a.s
         t:for_rows(vblocks and tail_of(jlo2, jhi2) or jlo2 or Z(), jhi2, 1, function(jj)
-          local vp = t:addr(t:addr(a.v, t:mul(g, a.v_ld_head), 2), t:mul(slot_of(jj), a.v_ld_row), 2)
+          local vp = row_of(a.v, a.v_ld_head, a.v_ld_row, g, jj)
           local pj = t:load_bcast_f32(sbase2, jj, 0)
           for c = 1, nv do t:fma_acc(o[c], pj, t:load_bf16(vp, Z(), 16 * (c - 1))) end
         end)
