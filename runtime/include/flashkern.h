@@ -155,6 +155,46 @@ size_t fk_gemv_blocked_elems(int64_t n, int64_t k);
 fk_status fk_gemv_pack_blocked(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, uint16_t *out,
                                size_t out_elems, fk_error *err);
 
+/* Quantized weights (docs/design.md, "Quantized weights"): q8 and q4 carry GGUF's Q8_0 and Q4_0
+ * (blocks of FK_Q_BLOCK = 32 k of one row, one IEEE binary16 scale d each; weight = q * d, exact
+ * in f32). Three layouts: the GGUF blocks (Q8_0: 34 bytes, d then 32 int8; Q4_0: 18 bytes, d then
+ * 16 bytes, byte j = element j (low nibble) | element j + 16 (high), nibble = q + 8), rows of
+ * k / 32 blocks one after another; the packed layout the quantized GEMV stamps read; f32. */
+#define FK_Q_BLOCK 32
+typedef enum fk_qformat { FK_Q8 = 1, FK_Q4 = 2 } fk_qformat;
+
+/* binary16 <-> f32: fk_f16_from_f32 rounds to nearest even (overflow: +-inf; NaN: 0x7e00 with its
+ * sign), fk_f32_from_f16 is exact. */
+uint16_t fk_f16_from_f32(float f);
+float fk_f32_from_f16(uint16_t h);
+
+/* Bytes of n x k weights as GGUF blocks, and as the packed layout (rows in groups of
+ * FK_GEMV_PACK_ROWS, k in tiles of 64: 272-byte q8 / 144-byte q4 records, zero-padded); 0 when the
+ * format is unknown, n < 1, k is not a positive multiple of 32, or the size overflows size_t. */
+size_t fk_q_gguf_bytes(fk_qformat f, int64_t n, int64_t k);
+size_t fk_q_packed_bytes(fk_qformat f, int64_t n, int64_t k);
+
+/* fk_q_quantize(), fk_q_quantize_bf16(): n x k row-major weights (row stride ldw, f32 or bf16)
+ * into GGUF blocks by flashkern's quantizer: ggml's reference quantizer with round-to-nearest-even
+ * (docs/design.md). Refused (FK_EINVAL naming it, out untouched): an unknown format, a NULL
+ * pointer, n < 1, k not a positive multiple of 32, ldw < k, sizes that overflow, out smaller than
+ * fk_q_gguf_bytes(f, n, k) or overlapping w, a weight that is not finite (named by row and
+ * column), a block whose scale rounds to binary16 infinity (named by row and block). */
+fk_status fk_q_quantize(fk_qformat f, const float *w, int64_t ldw, int64_t n, int64_t k, void *out, size_t out_bytes,
+                        fk_error *err);
+fk_status fk_q_quantize_bf16(fk_qformat f, const uint16_t *w, int64_t ldw, int64_t n, int64_t k, void *out,
+                             size_t out_bytes, fk_error *err);
+
+/* fk_q_dequantize(): n x k GGUF blocks (bytes of them at blocks) into f32 rows of stride ldo,
+ * each weight q * d exactly. fk_q_pack(): the same blocks into the packed layout (a lossless
+ * re-layout: out holds fk_q_packed_bytes(f, n, k)). Call before readiness. Refused as above, and
+ * blocks shorter than fk_q_gguf_bytes(f, n, k), ldo < k, and a scale that is inf or NaN (named by
+ * row and block; nothing written). */
+fk_status fk_q_dequantize(fk_qformat f, const void *blocks, size_t bytes, int64_t n, int64_t k, float *out,
+                          int64_t ldo, fk_error *err);
+fk_status fk_q_pack(fk_qformat f, const void *blocks, size_t bytes, int64_t n, int64_t k, void *out, size_t out_bytes,
+                    fk_error *err);
+
 /* How the runtime calls the packed forms with more than 4 activation rows (a GEMM: a prompt, many
  * frames), for a host that calls them itself: at most FK_GEMV_CALL_ROWS activation rows per call,
  * and each member's share of weight rows in blocks of fk_gemv_block_rows(k) rows (about 1 MB of

@@ -86,6 +86,8 @@ struct ctx {
   uint16_t *x, *x0;                  /* residual rows (x0: a copy) */
   float *feat, *pcm, *cosb, *sinb;
   uint16_t *w16, *out16;             /* packing */
+  float *qw, *qy;                    /* quantized formats: f32 weights, a dequantized copy */
+  unsigned char *qb, *qo;            /* their q8 blocks, an output */
   unsigned char *snap, *bad;         /* a good snapshot of p, a scratch image */
   size_t snap_len;
   fk_leaf leaf;
@@ -811,6 +813,104 @@ ROW(pack_out_short, "fk_gemv_pack", "out_elems one short of the layout", FK_EINV
 
 ROW(pack_out_overlaps_w, "fk_gemv_pack", "out inside the rows of w", FK_EINVAL, "out overlaps w", setup_pack,
     return fk_gemv_pack(c->w16, PLDW, PN, PK, c->w16 + 100, PW - 100, e);)
+
+/* ---- quantized formats (runtime/fk_quant.c): QN x QK weights, their q8 blocks ---- */
+
+enum { QN = 3, QK = 96, QBYTES = QN * (QK / 32) * 34, QOUT = 4096 };
+
+static void setup_quant(ctx *c) {
+  c->qw = alloc(c, QN * QK * 4);
+  fkp_fill_f32(c->qw, QN * QK, 2.0f, 13);
+  c->qb = alloc(c, QOUT);
+  fk_error e;
+  cr_assert_eq(fk_q_quantize(FK_Q8, c->qw, QK, QN, QK, c->qb, QBYTES, &e), FK_OK, "%s", e.message);
+  c->qo = alloc(c, QOUT);
+  memset(c->qo, 0xa5, QOUT);
+  c->qy = alloc(c, QN * QK * 4);
+  memset(c->qy, 0xa5, QN * QK * 4);
+  watch(c, c->qw, QN * QK * 4);
+  watch(c, c->qb, QOUT);
+  watch(c, c->qo, QOUT);
+  watch(c, c->qy, QN * QK * 4);
+}
+
+/* the scale of row r, block b of c->qb set to h (on a copy: the watched blocks stay) */
+static unsigned char *q8_with_scale(ctx *c, int r, int b, uint16_t h) {
+  unsigned char *q = alloc(c, QOUT);
+  memcpy(q, c->qb, QOUT);
+  q[(r * (QK / 32) + b) * 34] = (unsigned char)h;
+  q[(r * (QK / 32) + b) * 34 + 1] = (unsigned char)(h >> 8);
+  return q;
+}
+
+ROW(q_quantize_format, "fk_q_quantize", "format = 3", FK_EINVAL, "format = 3", setup_quant,
+    return fk_q_quantize((fk_qformat)3, c->qw, QK, QN, QK, c->qo, QOUT, e);)
+
+ROW(q_quantize_w_null, "fk_q_quantize", "w NULL", FK_EINVAL, "w is NULL", setup_quant,
+    return fk_q_quantize(FK_Q8, NULL, QK, QN, QK, c->qo, QOUT, e);)
+
+ROW(q_quantize_k_not_blocks, "fk_q_quantize_bf16", "k = 48 (not a multiple of 32)", FK_EINVAL, "k = 48|multiple of 32",
+    setup_quant, return fk_q_quantize_bf16(FK_Q4, (const uint16_t *)(void *)c->qw, QK, QN, 48, c->qo, QOUT, e);)
+
+ROW(q_quantize_ldw_below_k, "fk_q_quantize", "ldw = k - 1", FK_EINVAL, "ldw = 95", setup_quant,
+    return fk_q_quantize(FK_Q8, c->qw, QK - 1, QN, QK, c->qo, QOUT, e);)
+
+ROW(q_quantize_out_short, "fk_q_quantize", "out one byte short of the blocks", FK_EINVAL, "out holds 305|needs 306",
+    setup_quant, return fk_q_quantize(FK_Q8, c->qw, QK, QN, QK, c->qo, QBYTES - 1, e);)
+
+ROW(q_quantize_out_overlaps_w, "fk_q_quantize", "out inside w", FK_EINVAL, "out overlaps w", setup_quant,
+    return fk_q_quantize(FK_Q8, c->qw, QK, QN, QK, (unsigned char *)c->qw + 64, QOUT, e);)
+
+ROW(q_quantize_nan, "fk_q_quantize", "w[1][37] NaN", FK_EINVAL, "w[1][37] is NaN", setup_quant,
+    float *w = alloc(c, QN * QK * 4);
+    memcpy(w, c->qw, QN * QK * 4);
+    w[QK + 37] = NAN;
+    return fk_q_quantize(FK_Q8, w, QK, QN, QK, c->qo, QOUT, e);)
+
+ROW(q_quantize_scale_overflows, "fk_q_quantize", "q4, |w| = 8 * 65520 (the scale rounds to binary16 inf)", FK_EINVAL,
+    "row 2, block 1|overflows binary16", setup_quant,
+    float *w = alloc(c, QN * QK * 4);
+    memcpy(w, c->qw, QN * QK * 4);
+    w[2 * QK + 40] = 8.0f * 65520.0f;
+    return fk_q_quantize(FK_Q4, w, QK, QN, QK, c->qo, QOUT, e);)
+
+ROW(q_pack_blocks_short, "fk_q_pack", "bytes one short of the blocks", FK_EINVAL, "blocks holds 305", setup_quant,
+    return fk_q_pack(FK_Q8, c->qb, QBYTES - 1, QN, QK, c->qo, QOUT, e);)
+
+ROW(q_pack_out_short, "fk_q_pack", "out one byte short of the packed layout", FK_EINVAL, "out holds 543|needs 544",
+    setup_quant, cr_assert_eq(fk_q_packed_bytes(FK_Q8, QN, QK), 544);
+    return fk_q_pack(FK_Q8, c->qb, QBYTES, QN, QK, c->qo, 543, e);)
+
+ROW(q_pack_scale_inf, "fk_q_pack", "row 1, block 2: scale 0x7c00 (inf)", FK_EINVAL, "row 1, block 2|infinite",
+    setup_quant, return fk_q_pack(FK_Q8, q8_with_scale(c, 1, 2, 0x7c00), QBYTES, QN, QK, c->qo, QOUT, e);)
+
+ROW(q_pack_scale_nan, "fk_q_pack", "row 0, block 0: scale 0xfe01 (NaN)", FK_EINVAL, "row 0, block 0|NaN", setup_quant,
+    return fk_q_pack(FK_Q8, q8_with_scale(c, 0, 0, 0xfe01), QBYTES, QN, QK, c->qo, QOUT, e);)
+
+ROW(q_pack_out_overlaps_blocks, "fk_q_pack", "out inside the blocks", FK_EINVAL, "out overlaps blocks", setup_quant,
+    return fk_q_pack(FK_Q8, c->qb, QBYTES, QN, QK, c->qb + 2, QOUT - 2, e);)
+
+ROW(q_dequantize_ldo_below_k, "fk_q_dequantize", "ldo = k - 1", FK_EINVAL, "ldo = 95", setup_quant,
+    return fk_q_dequantize(FK_Q8, c->qb, QBYTES, QN, QK, c->qy, QK - 1, e);)
+
+ROW(q_dequantize_scale_inf, "fk_q_dequantize", "row 2, block 0: scale 0xfc00 (-inf)", FK_EINVAL,
+    "row 2, block 0|infinite", setup_quant,
+    return fk_q_dequantize(FK_Q8, q8_with_scale(c, 2, 0, 0xfc00), QBYTES, QN, QK, c->qy, QK, e);)
+
+ROW(q_sizes_edges, "fk_q_gguf_bytes, fk_q_packed_bytes", "n < 1, k < 1, k % 32, unknown format, overflow", FK_OK,
+    NULL, setup_none,
+    static const int64_t bad[][2] = { { 0, 32 }, { 1, 0 }, { 1, 48 }, { -1, 32 }, { 1, -32 },
+                                      { INT64_MAX / 2, INT64_MAX / 2 / 32 * 32 } };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      cr_assert_eq(fk_q_gguf_bytes(FK_Q8, bad[i][0], bad[i][1]), 0u, "%zu", i);
+      cr_assert_eq(fk_q_packed_bytes(FK_Q4, bad[i][0], bad[i][1]), 0u, "%zu", i);
+    }
+    cr_assert_eq(fk_q_gguf_bytes((fk_qformat)0, 1, 32), 0u);
+    cr_assert_eq(fk_q_gguf_bytes(FK_Q8, 5, 160), 5u * 5 * 34);
+    cr_assert_eq(fk_q_gguf_bytes(FK_Q4, 5, 160), 5u * 5 * 18);
+    cr_assert_eq(fk_q_packed_bytes(FK_Q8, 5, 160), 2u * 3 * 272);
+    cr_assert_eq(fk_q_packed_bytes(FK_Q4, 5, 160), 2u * 3 * 144);
+    return FK_OK;)
 
 ROW(bf16_n_src_null, "fk_bf16_from_f32_n", "src NULL, n = 100", FK_EINVAL, "fk_bf16_from_f32_n|src is NULL",
     setup_convert, return fk_bf16_from_f32_n(NULL, c->out16, CF, e);)
