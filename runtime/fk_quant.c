@@ -143,6 +143,7 @@ static void quantize_block(fk_qformat f, const float x[QB], unsigned char *out) 
   uint16_t bits;
   float d = block_scale(f, x, &bits);
   float id = d != 0.0f ? 1.0f / d : 0.0f;
+  if (id - id != 0.0f) id = 0.0f; /* |d| < 2^-128: 1 / d overflows (the stored scale is 0): quants 0 */
   out[0] = (unsigned char)(bits & 0xff);
   out[1] = (unsigned char)(bits >> 8);
   if (f == FK_Q8) {

@@ -186,7 +186,7 @@ endif()
 # reliability suites, each in its own file (fuzzing, guard pages, bad input, long runs), and the
 # whole-model trace tests (tests/model/)
 foreach(fk_part tests/fuzz/fuzz.cmake tests/guard/guard.cmake tests/badinput/badinput.cmake tests/longrun/longrun.cmake
-    tests/model/model.cmake tests/audio/audio.cmake)
+    tests/model/model.cmake tests/audio/audio.cmake tests/quant/quant.cmake)
   if(EXISTS ${CMAKE_SOURCE_DIR}/${fk_part})
     include(${CMAKE_SOURCE_DIR}/${fk_part})
   endif()
@@ -204,7 +204,7 @@ set_tests_properties(stamp_scan stamp_assemble gen_determinism gen_errors dsl_op
 # their leaf's name. A test in none of the lists runs in the full suite only.
 set(FK_QUICK_TESTS bench_report fixture_provenance dsl_ops fixture_reader scan_archive luacheck model_synth runtime
   example_host install_host coverage fixture_lock vmath plan runtime_layers irfft badinput swiglu census_tool shortconv
-  stamp_scan fuzz_regress rmsnorm api api_headers example_host_args ckpt)
+  stamp_scan fuzz_regress rmsnorm api api_headers example_host_args ckpt quant)
 set(FK_SLOW_TESTS audio audio_trace lib_only attn guard_pages newleaf model qkprep perturb asmdiff gemv noalloc stamp_assemble gen_determinism
   fuzz_smoke sample rne_exhaustive)
 set(FK_AARCH64_TESTS audio plan model guard_pages perturb longrun dsl_ops newleaf lib_only rne_exhaustive)
