@@ -21,13 +21,14 @@ local IR = require("ir")
 
 local M = {}
 
--- Memory ops: where their base and index are, and the element size of their index.
+-- Memory ops: { operand holding the base, operand holding the index, the element size of the index in
+-- bytes (or the attribute that holds it) }.
 local ADDR = {
   load_f32 = { 1, 2, 4 }, load_bf16 = { 1, 2, 2 }, load_raw = { 1, 2, 2 }, load_pair_bcast = { 1, 2, 2 },
   load_bcast_f32 = { 1, 2, 4 }, store_f32 = { 1, 2, 4 }, store_bf16 = { 1, 2, 2 }, store_raw = { 1, 2, 2 },
   load1_bf16 = { 1, 2, 2 }, load1_f32 = { 1, 2, 4 }, load1_i32 = { 1, 2, 4 }, load1_u64 = { 1, 2, 8 },
   store1_bf16 = { 1, 2, 2 }, store1_f32 = { 1, 2, 4 }, store1_u64 = { 1, 2, 8 }, fma_acc_mem = { 3, 4, 4 },
-  prefetch = { 1, 2, "size" },
+  prefetch = { 1, 2, "size" }, load_i8 = { 1, 2, 1 }, load_u8 = { 1, 2, 1 }, load_bcast_f16 = { 1, 2, 2 },
 }
 M.ADDR = ADDR
 

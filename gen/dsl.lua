@@ -22,6 +22,9 @@ M.CTYPES = {
   ["const int32_t *"]  = { size = 8, class = "i", kind = "ptr", elem = "i32", dir = "in" },
   ["int32_t *"]        = { size = 8, class = "i", kind = "ptr", elem = "i32", dir = "out" },
   ["uint64_t *"]       = { size = 8, class = "i", kind = "ptr", elem = "u64", dir = "out" },
+  -- quantized weights (load_i8, load_u8; their binary16 scales through t:view(base, "f16"))
+  ["const int8_t *"]   = { size = 8, class = "i", kind = "ptr", elem = "i8", dir = "in" },
+  ["const uint8_t *"]  = { size = 8, class = "i", kind = "ptr", elem = "u8", dir = "in" },
 }
 
 ---------------------------------------------------------------------------------------------
@@ -245,8 +248,9 @@ end
 -- Integer arithmetic ---------------------------------------------------------------------
 
 -- Pointers remember the argument (or constant table) they point into, through addr and add, so
--- that every load and store is checked against its element type and constness.
-local ELEM_SIZE = { f32 = 4, i32 = 4, bf16 = 2, u64 = 8 }
+-- that every load and store is checked against its element type and constness. f16 (IEEE binary16,
+-- load_bcast_f16) is a view only: no C type declares it (a scale lies inside a block of bytes).
+local ELEM_SIZE = { f32 = 4, i32 = 4, bf16 = 2, u64 = 8, f16 = 2, i8 = 1, u8 = 1 }
 
 -- dst inherits the pointer of whichever operand is one (an integer plus a pointer is a pointer).
 function B._derived(_, dst, a, b)
@@ -347,7 +351,7 @@ end
 -- instruction; the view serves as the base of addr and of loads and stores, checked as `elem`.
 function B:view(base, elem)
   self:_want(base, "i", "view", "base")
-  if not ELEM_SIZE[elem] then self:_fail("view: elem must be f32, i32, bf16 or u64") end
+  if not ELEM_SIZE[elem] then self:_fail("view: elem must be f32, i32, bf16, u64, f16, i8 or u8") end
   local p = base.ptr
   if not p then self:_fail("view: the base must point into an argument or a table") end
   return { kind = "view", value = base,
@@ -677,6 +681,7 @@ local MEM_ELEM = {
   load_bf16 = "bf16", load_raw = "bf16", load_pair_bcast = "bf16", load1_bf16 = "bf16",
   store_bf16 = "bf16", store_raw = "bf16", store1_bf16 = "bf16",
   load1_i32 = "i32", load1_u64 = "u64", store1_u64 = "u64",
+  load_i8 = "i8", load_u8 = "u8", load_bcast_f16 = "f16",   -- i8 and u8 arrays serve both byte loads
 }
 
 local function check_mem(self, kind, p, store)
@@ -728,6 +733,24 @@ B.load1_i32 = loader("load1_i32", "i")
 -- the uint64 at element idx + off of a uint64 array (persistent state: a PRNG's seed, counter)
 B.load1_u64 = loader("load1_u64", "i")
 
+-- Quantized weights (GGUF-style blocks, padded to whole blocks: these take no lane group).
+-- load_i8 / load_u8: the 16 bytes at byte idx + off of an int8 or uint8 array (or a 1-byte view),
+-- lane l = byte l, sign- or zero-extended to int32 (t:i2f makes them f32, exactly).
+-- load_bcast_f16: the IEEE binary16 at element idx + off of a 2-byte array (a scale inside a block
+-- of bytes: t:view(w, "f16")), widened exactly to f32 (subnormals become normal f32), in every
+-- lane; a NaN comes out as the ISA's conversion makes it (templates must not rely on NaN scales).
+local function whole_loader(kind)
+  return function(self, base, idx, off, lanes)
+    if lanes ~= nil then
+      self:_fail(kind .. ": takes no lane group (quantized layouts are padded to whole blocks: load the " ..
+                 "whole block, and give the lane group to the ops that consume it)")
+    end
+    return mem_op(self, kind, "v", kind, base, idx, off).dst
+  end
+end
+B.load_i8, B.load_u8 = whole_loader("load_i8"), whole_loader("load_u8")
+B.load_bcast_f16 = whole_loader("load_bcast_f16")
+
 -- An accumulator loaded from 16 f32 lanes at element idx + off (partial sums an earlier pass
 -- left in scratch: the chain goes on from them), updated in place by the *_acc ops.
 function B:load_acc(base, idx, off)
@@ -740,11 +763,12 @@ end
 -- (out or inout: not scratch, not an integer array) must be canonical, i.e. provably free of
 -- NaN payloads, which differ between ISAs where NaNs meet or are made. Canonical: the results of
 -- canon, canon_raw and rne (rne_store), a zero or constant whose bits are not another NaN, an
--- int32 -> f32 conversion, lane moves of canonical values, and integer lane ops (integer data,
--- e.g. int16 PCM). Loads, arithmetic, bit operations and updated accumulators are not.
+-- int32 -> f32 conversion, lane moves of canonical values, and integer lane ops and byte loads
+-- (integer data, e.g. int16 PCM, int8 quants). Float loads, arithmetic, bit operations and
+-- updated accumulators are not.
 local CANON = { vcanon = true, scanon = true, vcanon_raw = true, vrne = true, vrne_st = true, srne = true,
                 zero = true, vcvt_i2f = true, vcvt_f2i = true, viadd = true, visub = true, vimin = true,
-                vimax = true, vigt = true, vishl = true, visra = true }
+                vimax = true, vigt = true, vishl = true, visra = true, load_i8 = true, load_u8 = true }
 local MOVES = { vzip_lo = true, vzip_hi = true, uzp_even = true, uzp_odd = true, vrev = true, bf16_pairs = true,
                 vsel128 = true, vunpk_lo = true, vunpk_hi = true, vuzp4_even = true, vuzp4_odd = true,
                 bcast = true }
@@ -766,7 +790,7 @@ local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
   local op = mem_op(self, kind, false, what, base, idx, off, lanes)
   op.src[3] = self:_want(val, vtype, what, "value")
   if self.tier == "exact" and vtype ~= "i" and p and (p.dir == "out" or p.dir == "inout") and
-     (p.elem == "f32" or p.elem == "bf16") and not canonical(val) then
+     (p.elem == "f32" or p.elem == "bf16" or p.elem == "f16") and not canonical(val) then
     self:_fail(what .. " into " .. p.what .. ": the value may be a NaN whose bits differ between ISAs; " ..
                "an exact form stores canonical NaNs only: store t:canon(v) (t:canon_raw for raw pairs) " ..
                "or a value from rne")

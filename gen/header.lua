@@ -20,7 +20,9 @@ local function feature_expr(list)
 end
 
 local KIND = { i64 = "FK_FIELD_I64", f32 = "FK_FIELD_F32", ptr = "FK_FIELD_PTR" }
-local ELEM = { f32 = "FK_ELEM_F32", bf16 = "FK_ELEM_BF16", i32 = "FK_ELEM_I32", u64 = "FK_ELEM_U64" }
+-- CHECK: the element of every pointer C type of gen/dsl.lua (CTYPES); appended, the values stay
+local ELEM = { f32 = "FK_ELEM_F32", bf16 = "FK_ELEM_BF16", i32 = "FK_ELEM_I32", u64 = "FK_ELEM_U64",
+               i8 = "FK_ELEM_I8", u8 = "FK_ELEM_U8" }
 local DIR = { ["in"] = "FK_DIR_IN", out = "FK_DIR_OUT", inout = "FK_DIR_INOUT", scratch = "FK_DIR_SCRATCH" }
 local GATE = { none = "FK_GATE_NONE", calls = "FK_GATE_CALLS", sequence = "FK_GATE_SEQUENCE",
                stream = "FK_GATE_STREAM" }
@@ -74,7 +76,10 @@ function M.leaves_h(leaves, stamps, banner)
   w("#endif")
   w("")
   w("enum fk_field_kind { FK_FIELD_I64, FK_FIELD_F32, FK_FIELD_PTR };")
-  w("enum fk_field_elem { FK_ELEM_NONE, FK_ELEM_F32, FK_ELEM_BF16, FK_ELEM_I32, FK_ELEM_U64 };")
+  w("enum fk_field_elem { FK_ELEM_NONE, FK_ELEM_F32, FK_ELEM_BF16, FK_ELEM_I32, FK_ELEM_U64, FK_ELEM_I8, FK_ELEM_U8 };")
+  w("/* Bytes of one element of a pointer field (0: not a pointer). */")
+  w("#define FK_ELEM_BYTES(e) ((e) == FK_ELEM_U64 ? 8 : (e) == FK_ELEM_F32 || (e) == FK_ELEM_I32 ? 4 : " ..
+    "(e) == FK_ELEM_BF16 ? 2 : (e) == FK_ELEM_I8 || (e) == FK_ELEM_U8 ? 1 : 0)")
   w("/* FK_DIR_SCRATCH: written and read by the leaf within one call, meaningless after it. */")
   w("enum fk_field_dir { FK_DIR_NONE, FK_DIR_IN, FK_DIR_OUT, FK_DIR_INOUT, FK_DIR_SCRATCH };")
   w("/* How a leaf's fixtures are run (FK_LEAVES): independent calls, sequences of calls on the leaf's own")

@@ -51,6 +51,13 @@ M.OPS = {
   load_bf16  = { "v", { "i", "i" }, { "off" } },     -- 16 bf16 widened exactly (<< 16)
   load_raw   = { "v", { "i", "i" }, { "off" } },     -- 32 bf16 as 16 pairs (lane l = 2l, 2l+1)
   load_pair_bcast = { "v", { "i", "i" }, { "off" } }, -- the bf16 pair at [base + (idx + off) * 2] in every lane
+  -- quantized weights: 16 bytes at [base + (idx + off) * 1], lane l = byte l, widened to int32;
+  -- never a lane group (the layouts are padded to whole blocks)
+  load_i8    = { "v", { "i", "i" }, { "off" } },     -- sign-extended (-128..127)
+  load_u8    = { "v", { "i", "i" }, { "off" } },     -- zero-extended (0..255)
+  load_bcast_f16 = { "v", { "i", "i" }, { "off" } }, -- the IEEE binary16 at [base + (idx + off) * 2], widened
+                                                     -- exactly to f32 (subnormals become normal f32), in every
+                                                     -- lane; a NaN's payload is the ISA's
   prefetch   = { false, { "i", "i" }, { "off", "size", "level" } }, -- hint: line base + (idx + off) * size to L`level`
   store_f32  = { false, { "i", "i", "v" }, { "off" } },
   store_bf16 = { false, { "i", "i", "v" }, { "off" } }, -- stores the high halves (see rne)
@@ -134,7 +141,8 @@ M.OPS = {
   cases      = { false, { "i" }, { "arms" } },       -- arms: { { value = n, body = {...} } }
 }
 
--- Ops that may carry a lane group.
+-- Ops that may carry a lane group (load_i8, load_u8 and load_bcast_f16 never do: the builder
+-- refuses one at the template line, and validate() here).
 M.MASKABLE = { load_f32 = true, load_bf16 = true, load_raw = true, store_f32 = true,
                store_bf16 = true, fma_acc = true, fma_acc_mem = true }
 

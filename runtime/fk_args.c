@@ -76,7 +76,7 @@ typedef struct form_row {
 static const form_row forms[] = { FK_FORMS(FORM_ROW) };
 enum { NFORMS = sizeof forms / sizeof forms[0], MAXF = 32 };
 
-static size_t elem_bytes(int elem) { return elem == FK_ELEM_U64 ? 8 : elem == FK_ELEM_BF16 ? 2 : 4; }
+static size_t elem_bytes(int elem) { return (size_t)FK_ELEM_BYTES(elem); }
 
 static const char *dir_name(int dir) {
   return dir == FK_DIR_IN ? "input" : dir == FK_DIR_INOUT ? "in/out" : dir == FK_DIR_SCRATCH ? "scratch" : "output";

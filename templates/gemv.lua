@@ -10,6 +10,9 @@
 --   form bf16_rne_add: y = RNE(s + r)        (r bf16, indexed like y; y may equal r)
 -- The destination of (j, n) is y + y_off + j*ldy + n: an explicit row stride and base offset,
 -- so a K or V projection writes straight into its cache slot.
+-- The quantized forms (q8_*, q4_*: exact tier only, every destination above, GEMV and GEMM) read
+-- W from the q8 / q4 packed layout (QUANT below; docs/design.md "Quantized weights"): W[n,k] =
+-- q * d, exact in f32, and then everything as the bf16 packed forms; k a multiple of 32.
 --
 -- Exact tier (bit-identical on every ISA). x is first arranged into xs, per 64-element tile,
 -- as chains of 16 lanes; then, per row n and activation row j, lane l of chain c (c = 0..3)
@@ -51,6 +54,12 @@ local GEMM_SUMS = 12 * 16 * 16
 -- output row per f32 lane), BLOCK_GROUP blocks interleaved per bf16 pair of k, k padded to
 -- BLOCK_KALIGN
 local BLOCK_ROWS, BLOCK_GROUP, BLOCK_KALIGN = 16, 4, 16
+-- the quantized packed layouts (docs/design.md "Quantized weights", runtime/fk_quant.c): per group
+-- of PACK_ROWS rows and tile of 64 k one record of `rec` bytes (rec = 64 * num / 4): row r's quants
+-- from qrow * r (q8: block b, parity p at 32b + 16p, 16 int8; q4: block b at 16b, 16 bytes whose
+-- low nibble is parity 0, the high one parity 1, each q + 8), then the scales, binary16, row r's
+-- block b at PACK_ROWS * qrow + 4r + 2b
+local QUANT = { q8 = { rec = 272, qrow = 64, num = 17 }, q4 = { rec = 144, qrow = 32, num = 9 } }
 
 -- y and r: m rows of the destination from y_off on, row_end outputs each
 local DST = "row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0"
@@ -58,7 +67,12 @@ local DST = "row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0"
 local function args(form)
   local out = form.f32 and "float *" or "uint16_t *"
   local a = {}
-  if form.blocked then
+  if form.quant then
+    a[#a + 1] = { "w", "const uint8_t *",
+                  doc = "weights in the " .. form.quant .. " packed layout (fk_q_pack: 4-row groups, 64-k records)",
+                  extent = string.format("row_end > row_begin ? round_up(row_end, %d) / %d * (round_up(k, %d) / %d) "
+                                         .. "* %d : 0", PACK_ROWS, PACK_ROWS, TILE, TILE, QUANT[form.quant].rec) }
+  elseif form.blocked then
     a[#a + 1] = { "w", "const uint16_t *", doc = "weights blocked by fk_gemv_pack_blocked (FK_GEMV_BLOCK_* layout)",
                   extent = string.format("row_end > row_begin ? round_up(row_end, %d) * round_up(k, %d) : 0",
                                          BLOCK_ROWS * BLOCK_GROUP, BLOCK_KALIGN) }
@@ -95,7 +109,8 @@ local function args(form)
   a[#a + 1] = { "ldy", "int64_t", doc = "stride between activation rows of the destination" }
   a[#a + 1] = { "m", "int64_t", doc = form.packed and "activation rows, 1 .. 2^28 - 1 (blocks of up to 12 per pass)"
                                    or "activation rows, 1..4" }
-  a[#a + 1] = { "k", "int64_t", doc = "reduction length, >= 1" }
+  a[#a + 1] = { "k", "int64_t", doc = form.quant and "reduction length, a positive multiple of 32 (a block)"
+                                   or "reduction length, >= 1" }
   a[#a + 1] = { "row_begin", "int64_t", doc = form.blocked and "first weight row, a multiple of 64 (a block group)"
                                               or form.packed and "first weight row, a multiple of FK_GEMV_PACK_ROWS"
                                               or "first weight row" }
@@ -107,7 +122,9 @@ local function form(name, f)
   f.name = name
   f.args = args(f)
   -- the packed (exact) and blocked (fast) layouts run through their row-major form's fixtures
-  if f.packed or f.blocked then f.fixtures = { via = name:gsub("_packed$", ""):gsub("_blocked$", "") } end
+  if (f.packed or f.blocked) and not f.quant then
+    f.fixtures = { via = name:gsub("_packed$", ""):gsub("_blocked$", "") }
+  end
   return f
 end
 
@@ -301,7 +318,7 @@ end
 
 return {
   leaf = "gemv",
-  doc = "BF16 GEMV and GEMM: m = 1..4 activation rows (packed forms: any m), f32 or bf16 RNE destinations",
+  doc = "BF16, q8 and q4 GEMV and GEMM: m = 1..4 activation rows (packed forms: any m), f32 or bf16 RNE destinations",
   tiers = { exact = { "neon", "bfcvt", "avx2", "avx512" }, fast = { "bf16", "avx512bf16" } },
   tolerance = { fast = "gemv_fast_f64" },
   -- prefetch: elements ahead in a row-major row; prefetch_stream: elements ahead in a packed or
@@ -346,6 +363,14 @@ return {
     form("f32_bias_blocked", { f32 = true, bias = true, blocked = true, tiers = { "fast" } }),
     form("bf16_rne_blocked", { blocked = true, tiers = { "fast" } }),
     form("bf16_rne_add_blocked", { add = true, blocked = true, tiers = { "fast" } }),
+    form("q8_f32", { f32 = true, packed = true, quant = "q8", tiers = { "exact" } }),
+    form("q8_f32_bias", { f32 = true, bias = true, packed = true, quant = "q8", tiers = { "exact" } }),
+    form("q8_bf16_rne", { packed = true, quant = "q8", tiers = { "exact" } }),
+    form("q8_bf16_rne_add", { add = true, packed = true, quant = "q8", tiers = { "exact" } }),
+    form("q4_f32", { f32 = true, packed = true, quant = "q4", tiers = { "exact" } }),
+    form("q4_f32_bias", { f32 = true, bias = true, packed = true, quant = "q4", tiers = { "exact" } }),
+    form("q4_bf16_rne", { packed = true, quant = "q4", tiers = { "exact" } }),
+    form("q4_bf16_rne_add", { add = true, packed = true, quant = "q4", tiers = { "exact" } }),
   },
   body = function(t, p, form_)
     local a = t.arg
@@ -359,7 +384,10 @@ return {
     -- every accumulator as it is (-0, NaN and inf included): the tail is one more ordinary
     -- iteration. Fast: bf16 in order, past k +0.
     local nchains = fast and 2 or 4
-    local wregs = fast and 1 or 2                      -- raw w (+ widened w) per row
+    -- raw w (+ widened w) per row; quantized: the block's scale, the loaded quants, the weights
+    local wregs = fast and 1 or form_.quant and 3 or 2
+    local qf = form_.quant and QUANT[form_.quant]
+    if qf then assert(p.pack_rows == PACK_ROWS, "the quantized layouts have groups of PACK_ROWS rows") end
     local pr = p.pack_rows
     -- rows per block: the packed forms take any m in blocks of J rows (the last one m mod J)
     local J = form_.packed and gemm_rows(p, nchains, wregs, t.tune.accumulators, fast and 2 or 1) or p.max_m
@@ -446,6 +474,14 @@ return {
         -- (per pass: no register held across the passes)
         local function rows_at()
           local wrow = {}
+          if qf then
+            -- the group's records from byte (n & -4) * kp * rec / 256; row n's quants and scales
+            local base = t:addr(a.w, t:ishr(t:mul(t:mul(t:iand(n, -pr), kp()), qf.num), 4), 1)
+            local rin = t:iand(n, pr - 1)
+            wrow.q = t:addr(base, t:mul(rin, qf.qrow), 1)
+            wrow.s = t:addr(t:view(base, "f16"), t:mul(rin, 2), 2)
+            return wrow
+          end
           if form_.packed then
             local base = t:addr(a.w, t:add(t:mul(t:iand(n, -pr), kp()), t:mul(t:iand(n, pr - 1), p.tile)), 2)
             for r = 0, nrows - 1 do wrow[r] = { base, p.tile * r } end
@@ -497,10 +533,49 @@ return {
             end
           end
           local body = function(i, tail)
-            local wi = widx(i)
+            -- (quantized: tile i's record, in bytes and in binary16 elements)
+            local wi = qf and t:ishr(t:mul(i, qf.num), 2) or widx(i)
             local xi = t:mul(i, M)                      -- the block's tile: M rows, interleaved
+            -- chain c of every activation row of the block against the rows' widened weights wv
+            local function fma_chain(c, wv)
+              for j = 0, M - 1 do
+                local xv = t:load_f32(xsb, xi, 64 * j + 16 * c)
+                for r = 0, nrows - 1 do t:fma_acc(acc[r][j][c], wv[r], xv) end
+              end
+            end
             if p.prefetch > 0 and not form_.packed and s == 0 then
               for r = 0, nrows - 1 do t:prefetch(wrow[r][1], wi, wrow[r][2] + p.prefetch, 2) end
+            end
+            if qf then
+              -- every line of the record prefetch_stream elements ahead, in the first pass
+              if p.prefetch_stream > 0 and s == 0 then
+                for o = 0, qf.rec - 1, 64 do t:prefetch(wrow.q, wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
+              end
+              local si = t:ishr(t:mul(i, qf.num), 3)
+              for _, h in ipairs(hs) do
+                -- block h of each row: its scale, and (q4) the 16 bytes holding both of its chains
+                local sc, bytes = {}, {}
+                for r = 0, nrows - 1 do
+                  sc[r] = t:load_bcast_f16(wrow.s, si, PACK_ROWS * qf.qrow / 2 + 2 * r + h)
+                  if form_.quant == "q4" then bytes[r] = t:load_u8(wrow.q, wi, qf.qrow * r + 16 * h) end
+                end
+                for _, c in ipairs(halves[h]) do
+                  -- lane l of chain c: k = 64t + 32h + 2l + c mod 2, its weight q * d (exact)
+                  local wv = {}
+                  for r = 0, nrows - 1 do
+                    local iv
+                    if form_.quant == "q8" then
+                      iv = t:load_i8(wrow.q, wi, qf.qrow * r + 32 * h + 16 * (c % 2))
+                    else
+                      local u = c % 2 == 0 and t:band(bytes[r], t:vconst(15)) or t:isra_v(bytes[r], 4)
+                      iv = t:isub_v(u, t:vconst(8))
+                    end
+                    wv[r] = t:mul(t:i2f(iv), sc[r])
+                  end
+                  fma_chain(c, wv)
+                end
+              end
+              return
             end
             for _, h in ipairs(hs) do
               local raw = {}
@@ -520,10 +595,7 @@ return {
                 for _, c in ipairs(halves[h]) do
                   local wv = {}
                   for r = 0, nrows - 1 do wv[r] = c % 2 == 0 and t:bf16_even(raw[r]) or t:bf16_odd(raw[r]) end
-                  for j = 0, M - 1 do
-                    local xv = t:load_f32(xsb, xi, 64 * j + 16 * c)
-                    for r = 0, nrows - 1 do t:fma_acc(acc[r][j][c], wv[r], xv) end
-                  end
+                  fma_chain(c, wv)
                 end
               end
             end

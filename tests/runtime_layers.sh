@@ -26,7 +26,7 @@ trap 'rm -rf "$tmp"' EXIT
 # The layers, lowest first: "number name: files (paths under runtime/, globs allowed)".
 LAYERS=(
   "1 public: include/flashkern.h include/fk_models.h"
-  "2 utilities: fk_internal.h fk_roles.h fk_args.c fk_cpu.c fk_error.c fk_leaf.c fk_pack.c fk_rope.c"
+  "2 utilities: fk_internal.h fk_roles.h fk_args.c fk_cpu.c fk_error.c fk_leaf.c fk_pack.c fk_quant.c fk_rope.c"
   "3 team: fk_team.h fk_team.c"
   "4 engine: fk_plan_internal.h fk_plan.c fk_run.c fk_state.c fk_families.c"
   "5 program-helpers: fk_program.h fk_program.c fk_spectral.h fk_spectral.c fk_lfm2.h fk_lfm2.c"

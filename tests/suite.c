@@ -204,6 +204,21 @@ int fkt_fixture_call(const fkfix *fx, fkh_call *c, char *err, size_t errlen) {
         memcpy(c->v[i].buf.data, t->data, t->nbytes);
         continue;
       }
+      if (fd->elem == FK_ELEM_I8 || fd->elem == FK_ELEM_U8) {
+        /* bytes (the quantized gemv forms' weights): a u16 tensor, its elements little-endian pairs */
+        if (t->dtype != FKFIX_U16) {
+          snprintf(err, errlen, "%s: tensor '%s' must be u16 (byte pairs) for the byte field %s", fx->path, t->name,
+                   fd->name);
+          return -1;
+        }
+        fkh_buf_alloc(&c->v[i].buf, t->nbytes);
+        for (size_t k = 0; k < t->nbytes / 2; k++) {
+          uint16_t h;
+          memcpy(&h, (const uint8_t *)t->data + 2 * k, 2);
+          c->v[i].buf.data[2 * k] = (uint8_t)h, c->v[i].buf.data[2 * k + 1] = (uint8_t)(h >> 8);
+        }
+        continue;
+      }
       size_t want = fd->elem == FK_ELEM_F32 ? 4 : 2;
       if (dtype_size(t->dtype) != want || (want == 4 && t->dtype != FKFIX_F32)) {
         snprintf(err, errlen, "%s: tensor '%s' has the wrong dtype for field %s", fx->path, t->name, fd->name);
@@ -604,7 +619,7 @@ static int check_generic(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, 
   }
   const int elem = fkh_forms[c->form].fields[fi].elem;
   const int64_t n = fkh_extent(c, fi);
-  const size_t es = elem == FK_ELEM_U64 ? 8 : elem == FK_ELEM_BF16 ? 2 : 4;
+  const size_t es = (size_t)FK_ELEM_BYTES(elem);
   const size_t rs = dtype_size(ref->dtype);
   const int ints = elem == FK_ELEM_I32 || elem == FK_ELEM_U64;
   if (n < 0 || ref->nbytes != (size_t)n * rs || (ints ? ref->dtype != FKFIX_I64 : rs != es && b->bitexact)) {
@@ -722,7 +737,7 @@ static void companion_call(const fkh_call *base, const char *id, fkh_call *out) 
       continue;
     }
     const fkh_buf *b = &base->v[bi].buf;
-    size_t bes = bm->fields[bi].elem == FK_ELEM_BF16 ? 2 : 4;
+    size_t bes = (size_t)FK_ELEM_BYTES(bm->fields[bi].elem);
     if (fd->dir == FK_DIR_IN) {
       fkh_buf_alloc(&out->v[i].buf, b->nbytes);
       memcpy(out->v[i].buf.data, b->data, b->nbytes);
@@ -761,10 +776,22 @@ int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases) {
   fkfix *fx = calloc((size_t)n, sizeof *fx);
   fkh_call *calls = calloc((size_t)n, sizeof *calls);
   cr_assert(fx && calls);
+  /* the fixtures of forms that have stamps in t's tier (gemv's quantized forms are exact only) */
+  const int tier = fkt_is_fast(t) ? FK_TIERS_FAST : FK_TIERS_EXACT;
+  int kept = 0;
   for (int i = 0; i < n; i++) {
-    cr_assert(fkfix_load(paths[i], &fx[i], err, sizeof err) == 0, "%s", err);
-    cr_assert(fkt_fixture_call(&fx[i], &calls[i], err, sizeof err) == 0, "%s", err);
+    cr_assert(fkfix_load(paths[i], &fx[kept], err, sizeof err) == 0, "%s", err);
+    cr_assert(fkt_fixture_call(&fx[kept], &calls[kept], err, sizeof err) == 0, "%s", err);
+    if (fkh_forms[calls[kept].form].tiers & tier) {
+      kept++;
+    } else {
+      fkh_call_free(&calls[kept]);
+      fkfix_free(&fx[kept]);
+    }
   }
+  int nall = n;
+  n = kept;
+  cr_assert(n > 0, "no fixtures in %s for the %s tier", dir, tier == FK_TIERS_FAST ? "fast" : "exact");
   /* the companion forms answer to the same evidence (fkt_companion_calls): each gemv fixture also
    * runs packed (exact and fast targets) and blocked (fast ones), each attn fixture whose form has
    * one through the wide form, each codebook_mean_x6 fixture through the bf16 form (checked against
@@ -802,7 +829,7 @@ int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases) {
   free(ncomp);
   free(calls);
   free(fx);
-  fkfix_list_free(paths, n);
+  fkfix_list_free(paths, nall);
   *ncases = n;
   return bad;
 }

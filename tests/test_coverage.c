@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
           const fkh_field *fd = &fm->fields[k];
           if (fd->kind != FK_FIELD_PTR) continue;
           int64_t e = fkh_extent(&calls[i], k);
-          size_t es = fd->elem == FK_ELEM_U64 ? 8 : fd->elem == FK_ELEM_BF16 ? 2 : 4;
+          size_t es = (size_t)FK_ELEM_BYTES(fd->elem);
           if (e > 0 && calls[i].v[k].buf.nbytes < (size_t)e * es && short_bufs++ == 0)
             MISSING("; case %s: field %s holds %zu elements, its extent %lld", calls[i].name, fd->name,
                     calls[i].v[k].buf.nbytes / es, (long long)e);

@@ -62,7 +62,7 @@ ParameterizedTest(fkh_target *t, leaf, fast_fixtures, .timeout = 600) { fkt_fixt
 /* Flips bit 0 of element `at` of field f; returns 0 when the field has no such element. */
 static int flip(fkh_call *c, int f, int64_t at) {
   const fkh_field *fd = &fkh_forms[c->form].fields[f];
-  const size_t es = fd->elem == FK_ELEM_U64 ? 8 : fd->elem == FK_ELEM_BF16 ? 2 : 4;
+  const size_t es = (size_t)FK_ELEM_BYTES(fd->elem);
   if (at < 0 || (size_t)(at + 1) * es > c->v[f].buf.nbytes) return 0;
   c->v[f].buf.data[(size_t)at * es] ^= 1;
   return 1;

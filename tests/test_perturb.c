@@ -158,6 +158,26 @@ Test(perturb, gemv_tail_lanes, .timeout = 300) {
                 "tail lanes reset (NaN, AArch64)");
 }
 
+/* the quantized formats' traps (docs/design.md "Quantized weights"): a block's weights scaled by the
+ * other block of its tile, a q4 byte's nibbles read the other way round, the block boundary one
+ * element early; on every quantized gemv form on the host, and through the AArch64 runner */
+Test(perturb, gemv_quant_layout, .timeout = 300) {
+  int n = 0;
+  for (int f = 0; f < fkh_nforms; f++) {
+    const char *id = fkh_forms[f].id;
+    if (strncmp(id, "gemv_q8_", 8) != 0 && strncmp(id, "gemv_q4_", 8) != 0) continue;
+    expect_caught(id, fkt_gemv_cases, best_host(), FKC_Q_SCALE_NEIGHBOR, "scale of the other block");
+    expect_caught(id, fkt_gemv_cases, best_host(), FKC_Q_BLOCK_SHIFT, "block boundary one element early");
+    if (id[6] == '4') expect_caught(id, fkt_gemv_cases, best_host(), FKC_Q_NIBBLES_SWAPPED, "nibbles swapped");
+    n++;
+  }
+  cr_assert_eq(n, 8, "quantized gemv forms: %d", n);
+  expect_caught("gemv_q4_bf16_rne", fkt_gemv_cases, fkh_remote("neon", "max"), FKC_Q_NIBBLES_SWAPPED,
+                "nibbles swapped (AArch64)");
+  expect_caught("gemv_q8_f32_bias", fkt_gemv_cases, fkh_remote("neon", "neoverse-n1"), FKC_Q_SCALE_NEIGHBOR,
+                "scale of the other block (AArch64)");
+}
+
 Test(perturb, skipped_residual_commit) {
   expect_caught_all("rmsnorm", fkt_rmsnorm_cases, FKC_SKIP_COMMIT, "skipped commit");
 }

@@ -86,7 +86,7 @@ end
 -- A broadcast (the same 32 bits in all 16 lanes) is one q register that stands for all four parts
 -- of the canonical vector: no copies, three registers fewer. Accumulators (updated in place)
 -- keep four.
-local UNIFORM = { bcast = true, load_bcast_f32 = true, load_pair_bcast = true, vconst = true }
+local UNIFORM = { bcast = true, load_bcast_f32 = true, load_pair_bcast = true, load_bcast_f16 = true, vconst = true }
 function M.class_of(v)
   if v.type == "v" and not v.var and v.def and UNIFORM[v.def.op] then return "u" end
   return v.type
@@ -824,6 +824,51 @@ function ops.load_pair_bcast(ctx, op)
   end
   local b = exact_addr(ctx, op, 2)
   ctx:wline("ld1r {v" .. n(d[1]) .. ".4s}, [" .. b .. "]")
+  copies(ctx, d)
+end
+
+-- Quantized weights: the 16 bytes at an element address, lane l = byte l, widened to int32 by two
+-- steps of SXTL/SXTL2 (UXTL/UXTL2 for u8), each register read before it is written. One LDR q
+-- (an unsigned offset, a multiple of 16, up to 65520) or LDUR q (-256..255: odd offsets too), else
+-- the address in x16.
+local function load_bytes(ext)
+  return function(ctx, op)
+    local d = ctx:regs(op.dst)
+    local function fits(o) return (o >= 0 and o <= 65520 and o % 16 == 0) or (o >= -256 and o <= 255) end
+    local b, o
+    if op.attr.at then
+      b, o = from_ptr(ctx, op, 1, op.attr.off, fits)
+    else
+      ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]))
+      b, o = "x16", op.attr.off
+      if not fits(o) then
+        add_imm(ctx, "x16", "x16", o)
+        o = 0
+      end
+    end
+    local ld = (o >= 0 and o % 16 == 0) and "ldr " or "ldur "
+    ctx:wline(ld .. q(d[4]) .. ", [" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
+    local function x(two, dd, dt, src, st)
+      ctx:wline(ext .. two .. " v" .. n(dd) .. dt .. ", v" .. n(src) .. st)
+    end
+    x("", d[1], ".8h", d[4], ".8b")       -- bytes 0-7 -> halfwords
+    x("2", d[3], ".8h", d[4], ".16b")     -- bytes 8-15 -> halfwords
+    x("2", d[2], ".4s", d[1], ".8h")      -- lanes 4-7
+    x("", d[1], ".4s", d[1], ".4h")       -- lanes 0-3
+    x("2", d[4], ".4s", d[3], ".8h")      -- lanes 12-15
+    x("", d[3], ".4s", d[3], ".4h")       -- lanes 8-11
+  end
+end
+ops.load_i8, ops.load_u8 = load_bytes("sxtl"), load_bytes("uxtl")
+
+-- The IEEE binary16 at an element address, widened exactly to f32, in every lane: LD1R of the
+-- halfword, then FCVTL (base ASIMD; it reads IEEE binary16 under FPCR.AHP = 0, the Linux default:
+-- docs/design.md, "Floating-point environment"). One register for all four parts (M.class_of).
+function ops.load_bcast_f16(ctx, op)
+  local d = ctx:regs(op.dst)
+  local b = exact_addr(ctx, op, 2)
+  ctx:wline("ld1r {v" .. n(d[1]) .. ".4h}, [" .. b .. "]")
+  ctx:wline("fcvtl " .. v4s(d[1]) .. ", v" .. n(d[1]) .. ".4h")
   copies(ctx, d)
 end
 

@@ -77,8 +77,18 @@ function M.registers(variant)
   for i = 0, 13 do vec[#vec + 1] = "ymm" .. C.int(i) end
   scratch[#scratch + 1] = "ymm14-ymm15"
   return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "rdi", scratch = scratch, reuse = M.reuse,
+           class_of = M.class_of,
            classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 2 }, s = { pool = "vec", n = 1 },
-                       c = { pool = "vec", n = 1 } } }
+                       c = { pool = "vec", n = 1 }, u = { pool = "vec", n = 1, expand = 2 } } }
+end
+
+-- AVX2: a binary16 scale in every lane (load_bcast_f16) is one ymm that stands for both halves of
+-- the canonical vector, as NEON holds its broadcasts (gen/isa/aarch64.lua, M.class_of): a register
+-- fewer where a quantized tile loop is short of them. The other broadcasts keep two ymm (holding
+-- them in one would change their stamps: a change of its own).
+function M.class_of(v)
+  if v.type == "v" and not v.var and v.def and v.def.op == "load_bcast_f16" then return "u" end
+  return v.type
 end
 
 -- scratch vector registers
@@ -534,6 +544,69 @@ end
 function ops.load_pair_bcast(ctx, op)
   local d = parts(ctx, op.dst)
   for i = 1, #d do ctx:wline("vpbroadcastd " .. d[i] .. ", dword ptr " .. elem(ctx, op, 2)) end
+end
+
+-- Quantized weights: the 16 bytes at an element address, lane l = byte l, widened to int32 (sign- or
+-- zero-extended): AVX-512 one VPMOVSXBD / VPMOVZXBD of 16 bytes, AVX2 one of 8 bytes per ymm.
+local function load_bytes(ins)
+  return function(ctx, op)
+    local d = parts(ctx, op.dst)
+    if is512(ctx) then
+      ctx:wline(ins .. " " .. d[1] .. ", xmmword ptr " .. elem(ctx, op, 1))
+      return
+    end
+    for i = 1, 2 do ctx:wline(ins .. " " .. d[i] .. ", qword ptr " .. elem(ctx, op, 1, 8 * (i - 1))) end
+  end
+end
+ops.load_i8, ops.load_u8 = load_bytes("vpmovsxbd"), load_bytes("vpmovzxbd")
+
+local function has_feature(ctx, name)
+  for _, f in ipairs(ctx.variant.features) do if f == name then return true end end
+  return false
+end
+
+-- The IEEE binary16 at an element address, widened exactly to f32, in every lane. AVX-512:
+-- VPBROADCASTW, then VCVTPH2PS (its EVEX form is AVX512F). A variant that lists "f16c" in its
+-- features (none does yet: requiring F16C of the avx2 variant would change what FK_CPU_MASK=3
+-- selects) would do the same on a ymm with VEX VCVTPH2PS. The avx2 variant requires AVX2 + FMA
+-- only, so it widens without F16C, in its one ymm (M.class_of) and the two scratch ones
+-- (VPBROADCASTW fills both halves of a lane with h, so bit 31 is the sign):
+--   t = (h & 0x7fff) << 13: exponent e and fraction in their f32 places, the bias 112 short;
+--   x = t + (113 << 23); e >= 1: x - (1 << 23), the f32 bits (e = 31, inf and NaN: OR 0x7f800000 too);
+--   e = 0 (zero, subnormal): f32(x) - 2^-14, exact (the fraction times 2^-24); the other lanes
+--   subtract +0, which keeps them (x is never a NaN or -0);
+--   OR the sign and the e = 31 exponent. No subnormal f32 is read or made. A NaN keeps its payload
+--   (VCVTPH2PS and FCVTL quiet a signalling one: NaN scales are ISA-defined, docs/dsl.md).
+function ops.load_bcast_f16(ctx, op)
+  local d = parts(ctx, op.dst)
+  local a = "word ptr " .. elem(ctx, op, 2)
+  if is512(ctx) then
+    ctx:wline("vpbroadcastw " .. Y(d[1]) .. ", " .. a)
+    ctx:wline("vcvtph2ps " .. d[1] .. ", " .. Y(d[1]))
+    return
+  end
+  local r, t, m = d[1], scratch(ctx, 1), scratch(ctx, 2)
+  if has_feature(ctx, "f16c") then
+    ctx:wline("vpbroadcastw " .. X(r) .. ", " .. a)
+    ctx:wline("vcvtph2ps " .. r .. ", " .. X(r))
+  else
+    local function k(bits) return bconst(ctx, string.format("f%08x", bits), bits) end
+    ctx:wline("vpbroadcastw " .. r .. ", " .. a)
+    ctx:wline("vpslld " .. t .. ", " .. r .. ", 17")
+    ctx:wline("vpsrld " .. t .. ", " .. t .. ", 4")                    -- t
+    ctx:wline("vpand " .. r .. ", " .. r .. ", " .. k(0x80000000))     -- the sign
+    ctx:wline("vpcmpgtd " .. m .. ", " .. t .. ", " .. k(0x0f7fffff))  -- e = 31
+    ctx:wline("vpand " .. m .. ", " .. m .. ", " .. k(0x7f800000))
+    ctx:wline("vpor " .. r .. ", " .. r .. ", " .. m)
+    ctx:wline("vpcmpgtd " .. m .. ", " .. t .. ", " .. k(0x007fffff))  -- e >= 1: all ones
+    ctx:wline("vpaddd " .. t .. ", " .. t .. ", " .. k(0x38800000))    -- x
+    ctx:wline("vpslld " .. m .. ", " .. m .. ", 23")                   -- e >= 1: -(1 << 23)
+    ctx:wline("vpaddd " .. t .. ", " .. t .. ", " .. m)
+    ctx:wline("vpandn " .. m .. ", " .. m .. ", " .. k(0x38800000))    -- e = 0: 2^-14, else +0
+    ctx:wline("vsubps " .. t .. ", " .. t .. ", " .. m)
+    ctx:wline("vpor " .. r .. ", " .. r .. ", " .. t)
+  end
+  if d[2] ~= r then ctx:wline("vmovaps " .. d[2] .. ", " .. r) end
 end
 
 -- Raw pairs -> f32: the even halfword moved up (<< 16), the odd one kept (& 0xffff0000).

@@ -50,6 +50,10 @@ typedef enum fkc_perturb {
                           over +0 padding on both sides (a -0 lane becomes +0) */
   FKC_TAIL_RESET,      /* gemv: the accumulator lanes past K in the last tile are reset to +0 (a blend
                           from the wrong side: an inf or NaN they held is lost) */
+  FKC_Q_SCALE_NEIGHBOR, /* gemv quantized forms: each block's weights scaled by the other block of its tile */
+  FKC_Q_NIBBLES_SWAPPED, /* gemv q4 forms: a byte's nibbles read the other way round (the parities swapped) */
+  FKC_Q_BLOCK_SHIFT,   /* gemv quantized forms: the block boundary one element early (k = 32b + 31 takes block
+                          b + 1's scale) */
 } fkc_perturb;
 
 /* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> the canonical 0x7fc0). */
@@ -61,6 +65,10 @@ uint16_t fkc_canon_bf16(uint16_t h, fkc_perturb p);
 float fkc_bf16_to_f32(uint16_t h);
 uint32_t fkc_f32_bits(float f);
 float fkc_bits_f32(uint32_t u);
+
+/* Weight (n, i) of an n x k matrix in a quantized packed layout (q4: 1, q8: 0), q * d from the
+ * layout's formula (docs/design.md "Quantized weights"; tests/contract/gemv.c), or as perturbed. */
+float fkc_gemv_quant_weight(const uint8_t *wp, int q4, int64_t n, int64_t k, int64_t i, fkc_perturb p);
 
 /* Sum of 16 canonical lanes by the halving tree (or the perturbation's tree). */
 float fkc_reduce16(const float lanes[16], fkc_perturb p);

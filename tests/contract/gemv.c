@@ -16,13 +16,14 @@
 
 enum { CHAINS = 4, LANES = 16, TILE = 64 };
 
-static float row_sum(const uint16_t *w, const float *x, int64_t k, fkc_perturb p) {
+/* (the weights as f32: bf16 widened, or a quantized q * d, both exact) */
+static float row_sum(const float *w, const float *x, int64_t k, fkc_perturb p) {
   float acc[CHAINS][LANES] = { { 0 } };
   for (int64_t i = 0; i < k; i++) {
     int s = (int)(i % TILE);
     int c = 2 * (s / 32) + s % 2, l = (s % 32) / 2;
     if (p == FKC_LANES_PERMUTED) c = s / LANES, l = s % LANES; /* contiguous */
-    acc[c][l] = fmaf(fkc_bf16_to_f32(w[i]), x[i], acc[c][l]);
+    acc[c][l] = fmaf(w[i], x[i], acc[c][l]);
   }
   if ((p == FKC_TAIL_PADDED || p == FKC_TAIL_RESET) && k % TILE != 0)
     for (int s = (int)(k % TILE); s < TILE; s++) {
@@ -39,6 +40,51 @@ static float row_sum(const uint16_t *w, const float *x, int64_t k, fkc_perturb p
  *   ((n / ROWS) * ceil(K / TILE) + k / TILE) * ROWS * TILE + (n % ROWS) * TILE + k % TILE */
 enum { MAXK = 1 << 16 };
 static uint16_t rowbuf[MAXK];
+static float wbuf[MAXK];
+
+static const float *widen(const uint16_t *w, int64_t k) {
+  for (int64_t i = 0; i < k; i++) wbuf[i] = fkc_bf16_to_f32(w[i]);
+  return wbuf;
+}
+
+/* binary16 -> f32, exact (written out here, independently of the runtime's) */
+static float f16_to_f32(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  float v = e == 0 ? (float)m * 0x1p-24f : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(1024 + m), e - 25);
+  return (h >> 15) ? -v : v;
+}
+
+/* Row n of a quantized packed matrix (docs/design.md "Quantized weights"), dequantized element by
+ * element from the layout's formula: k = 64t + 32b + 2l + par of row r = n mod 4 in record
+ * (n / 4) * ceil(K / 64) + t, its quant at qrow * r + 32b + 16par + l (q8, int8) or the nibble par
+ * of byte qrow * r + 16b + l (q4, q + 8), its scale at 4 * qrow + 4r + 2b; w = q * d (exact).
+ * Perturbations (the formats' traps): FKC_Q_SCALE_NEIGHBOR takes the scale of the other block of
+ * the tile, FKC_Q_NIBBLES_SWAPPED the other nibble, FKC_Q_BLOCK_SHIFT moves the block boundary one
+ * element (k = 32b + 31 read with block b + 1's scale). */
+float fkc_gemv_quant_weight(const uint8_t *wp, int q4, int64_t n, int64_t k, int64_t i, fkc_perturb p) {
+  const int64_t tiles = (k + TILE - 1) / TILE, rec = q4 ? 144 : 272, qrow = q4 ? 32 : 64, r = n % 4;
+  {
+    const uint8_t *rc = wp + ((n / 4) * tiles + i / TILE) * rec;
+    int64_t b = i % TILE / 32, l = i % 32 / 2, par = i % 2, sb = b;
+    int q;
+    if (q4) {
+      unsigned byte = rc[qrow * r + 16 * b + l];
+      q = (int)((par ^ (p == FKC_Q_NIBBLES_SWAPPED)) ? byte >> 4 : byte & 15) - 8;
+    } else {
+      q = (int8_t)rc[qrow * r + 32 * b + 16 * par + l];
+    }
+    if (p == FKC_Q_SCALE_NEIGHBOR) sb = 1 - b;
+    if (p == FKC_Q_BLOCK_SHIFT && i % 32 == 31) sb = b + 1; /* the next block's scale (past the tile: the next record's) */
+    const uint8_t *sc = sb < 2 ? rc + 4 * qrow + 4 * r + 2 * sb : rc + rec + 4 * qrow + 4 * r;
+    if (sb == 2 && i / TILE + 1 >= tiles) sc = rc + 4 * qrow + 4 * r + 2 * b; /* no next block: unchanged */
+    return (float)q * f16_to_f32((uint16_t)(sc[0] | sc[1] << 8));
+  }
+}
+
+static const float *quant_row(const uint8_t *wp, int q4, int64_t n, int64_t k, fkc_perturb p) {
+  for (int64_t i = 0; i < k; i++) wbuf[i] = fkc_gemv_quant_weight(wp, q4, n, k, i, p);
+  return wbuf;
+}
 
 static const uint16_t *packed_row(const uint16_t *wp, int64_t n, int64_t k) {
   const int64_t R = FK_GEMV_PACK_ROWS, T = FK_GEMV_PACK_TILE, tiles = (k + T - 1) / T;
@@ -55,8 +101,10 @@ static const uint16_t *packed_row(const uint16_t *wp, int64_t n, int64_t k) {
       int64_t at = (a)->y_off + j * (a)->ldy + n; \
       DEST; \
     }
-#define RM(a) ((a)->w + n * (a)->ldw)
-#define PK(a) packed_row((a)->w, n, (a)->k)
+#define RM(a) widen((a)->w + n * (a)->ldw, (a)->k)
+#define PK(a) widen(packed_row((a)->w, n, (a)->k), (a)->k)
+#define Q8(a) quant_row((a)->w, 0, n, (a)->k, p)
+#define Q4(a) quant_row((a)->w, 1, n, (a)->k, p)
 
 void fkc_gemv_f32(const fk_gemv_f32_args *a, fkc_perturb p) { FKC_GEMV_LOOP(a, p, RM(a), a->y[at] = fkc_canon(s, p)) }
 
@@ -87,3 +135,20 @@ void fkc_gemv_bf16_rne_packed(const fk_gemv_bf16_rne_packed_args *a, fkc_perturb
 void fkc_gemv_bf16_rne_add_packed(const fk_gemv_bf16_rne_add_packed_args *a, fkc_perturb p) {
   FKC_GEMV_LOOP(a, p, PK(a), a->y[at] = fkc_rne_bits(fkc_f32_bits(s + fkc_bf16_to_f32(a->r[at])), p))
 }
+
+/* The quantized forms: the packed forms' sums over q * d. */
+#define FKC_GEMV_QUANT(q, Q) \
+  void fkc_gemv_##q##_f32(const fk_gemv_##q##_f32_args *a, fkc_perturb p) { \
+    FKC_GEMV_LOOP(a, p, Q(a), a->y[at] = fkc_canon(s, p)) \
+  } \
+  void fkc_gemv_##q##_f32_bias(const fk_gemv_##q##_f32_bias_args *a, fkc_perturb p) { \
+    FKC_GEMV_LOOP(a, p, Q(a), a->y[at] = fkc_canon(s + a->bias[n], p)) \
+  } \
+  void fkc_gemv_##q##_bf16_rne(const fk_gemv_##q##_bf16_rne_args *a, fkc_perturb p) { \
+    FKC_GEMV_LOOP(a, p, Q(a), a->y[at] = fkc_rne_bits(fkc_f32_bits(s), p)) \
+  } \
+  void fkc_gemv_##q##_bf16_rne_add(const fk_gemv_##q##_bf16_rne_add_args *a, fkc_perturb p) { \
+    FKC_GEMV_LOOP(a, p, Q(a), a->y[at] = fkc_rne_bits(fkc_f32_bits(s + fkc_bf16_to_f32(a->r[at])), p)) \
+  }
+FKC_GEMV_QUANT(q8, Q8)
+FKC_GEMV_QUANT(q4, Q4)

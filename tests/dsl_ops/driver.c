@@ -116,6 +116,92 @@ static int check_rows(int *runs) {
   return bad;
 }
 
+typedef void (*quant_fn_t)(const fk_opcheck_quant_args *);
+
+/* IEEE binary16 -> f32 bits, by the fields (a subnormal through an exact product); a NaN is compared
+ * by class only (its payload is the ISA's: docs/dsl.md) */
+static uint32_t f16_bits(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 0x3ffu;
+  if (e == 31) return s | 0x7f800000u | m << 13;
+  if (e) return s | (e + 112) << 23 | m << 13;
+  return s | bits((float)m * 0x1p-24f);
+}
+static int f16_ok(uint16_t h, uint32_t got) {
+  if ((h & 0x7fffu) > 0x7c00u) return (got & 0x7fffffffu) > 0x7f800000u && got >> 31 == (uint32_t)(h >> 15);
+  return got == f16_bits(h);
+}
+
+/* form quant: load_i8 / load_u8 over every byte value at odd offsets (int8 and uint8 arrays alike),
+ * in a tile loop and outside it; load_bcast_f16 over special binary16 patterns and, once, all 65536
+ * (every lane of the broadcast compared), and a dequantized product q * scale */
+static int check_quant(int *runs) {
+  enum { NRMAX = 9, GUARD = 8, NB = 32 * NRMAX + 320, NHALL = 65535 };
+  static const uint16_t special[] = { 0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0200, 0x0400, 0x8400,
+                                      0x0401, 0x3c00, 0xbc00, 0x3bff, 0x3555, 0x1234, 0x7bff, 0xfbff, 0x7c00,
+                                      0xfc00, 0x7e00, 0xfe00, 0x7c01, 0x7dff, 0xffff };
+  static int8_t q[NB];
+  static uint8_t u[NB];
+  static uint16_t h[NHALL + 1];
+  static int32_t si[64 * NRMAX + GUARD], zi[64 * NRMAX + GUARD], xi[80 + GUARD], hb[32 * NHALL + GUARD];
+  static float sf[16 * NRMAX + GUARD];
+  static const int soffs[4] = { 0, 17, 3, 257 }, zoffs[4] = { 0, 17, 3, 31 };
+  int bad = 0;
+  for (size_t s = 0; s < sizeof all / sizeof all[0]; s++) {
+    if (strcmp(all[s].id, "opcheck_quant") != 0) continue;
+    quant_fn_t fn = (quant_fn_t)all[s].fn;
+    for (int rep = 0; rep <= NRMAX + 1; rep++) {
+      int64_t nr = rep <= NRMAX ? rep : NRMAX, nh = rep <= NRMAX ? (int64_t)(sizeof special / 2) - 1 : NHALL;
+      for (int i = 0; i < NB; i++) q[i] = (int8_t)(uint8_t)(i * 37 + rep * 11), u[i] = (uint8_t)(i * 101 + rep * 3 + 7);
+      for (int64_t j = 0; j <= nh; j++) h[j] = rep <= NRMAX ? special[(j + rep) % (nh + 1)] : (uint16_t)j;
+      for (int i = 0; i < 64 * NRMAX + GUARD; i++) si[i] = zi[i] = 0x7fa5a5a5;
+      for (int i = 0; i < 80 + GUARD; i++) xi[i] = 0x7fa5a5a5;
+      for (int64_t i = 0; i < 32 * nh + GUARD; i++) hb[i] = 0x7fa5a5a5;
+      for (int i = 0; i < 16 * NRMAX + GUARD; i++) sf[i] = val(0x7fa5a5a5u);
+      fk_opcheck_quant_args args = { q, u, h, si, zi, sf, xi, hb, nr, nh };
+      fn(&args);
+      (*runs)++;
+      const uint8_t *qb = (const uint8_t *)q;
+      for (int i = 0; i < 64 * NRMAX + GUARD; i++) {
+        int k = i / 64, m = (i % 64) / 16, bs = 32 * k + soffs[m] + i % 16, bz = 32 * k + zoffs[m] + i % 16;
+        int32_t want_s = 0x7fa5a5a5, want_z = 0x7fa5a5a5;
+        if (i < 64 * nr) {
+          want_s = m == 2 ? (int8_t)u[bs] : q[bs];
+          want_z = m == 2 ? qb[bz] : u[bz];
+        }
+        if ((si[i] != want_s || zi[i] != want_z) && bad++ < 5)
+          printf("%s nr=%lld [%d]: load_i8 %d want %d, load_u8 %d want %d\n", all[s].name, (long long)nr, i, si[i],
+                 want_s, zi[i], want_z);
+      }
+      for (int i = 0; i < 16 * NRMAX + GUARD; i++) {
+        uint32_t want = 0x7fa5a5a5u;
+        if (i < 16 * nr) {
+          int k = i / 16;
+          float scale = val(f16_bits((uint16_t)(u[32 * k + 6] | u[32 * k + 7] << 8)));
+          want = canon(bits((float)q[32 * k + i % 16] * scale));
+        }
+        if (bits(sf[i]) != want && bad++ < 5)
+          printf("%s nr=%lld [%d]: q * scale 0x%08x want 0x%08x\n", all[s].name, (long long)nr, i, bits(sf[i]), want);
+      }
+      for (int i = 0; i < 80 + GUARD; i++) {
+        int m = i / 16, l = i % 16;
+        int32_t want = i >= 80 ? 0x7fa5a5a5
+                       : m == 0 ? q[301 + l] : m == 1 ? u[288 + l] : m == 2 ? u[7 + l] : m == 3 ? (int8_t)u[250 + l] : qb[301 + l];
+        if (xi[i] != want && bad++ < 5)
+          printf("%s nr=%lld: xi[%d] %d want %d\n", all[s].name, (long long)nr, i, xi[i], want);
+      }
+      for (int64_t i = 0; i < 32 * nh + GUARD; i++) {
+        uint32_t got = (uint32_t)hb[i];
+        int ok = i < 32 * nh ? f16_ok(h[i / 32 + (i % 32) / 16], got) : got == 0x7fa5a5a5u;
+        if (!ok && bad++ < 5)
+          printf("%s nh=%lld [%lld]: load_bcast_f16 of 0x%04x: 0x%08x want 0x%08x\n", all[s].name, (long long)nh,
+                 (long long)i, i < 32 * nh ? h[i / 32 + (i % 32) / 16] : 0, got,
+                 i < 32 * nh ? f16_bits(h[i / 32 + (i % 32) / 16]) : 0x7fa5a5a5u);
+      }
+    }
+  }
+  return bad;
+}
+
 static uint64_t mix(uint64_t *z) {
   *z = *z * 6364136223846793005ull + 1442695040888963407ull;
   return *z ^ (*z >> 29);
@@ -207,13 +293,14 @@ int main(void) {
       }
     }
   }
-  int int_runs = 0, canon_runs = 0, rows_runs = 0;
+  int int_runs = 0, canon_runs = 0, rows_runs = 0, quant_runs = 0;
   bad += check_int(&int_runs);
   bad += check_canon(&canon_runs);
   bad += check_rows(&rows_runs);
-  runs += int_runs + canon_runs + rows_runs;
-  printf("opcheck: %d stamp runs (%d of form int, %d of form canon, %d of form rows), %d mismatches\n", runs, int_runs,
-         canon_runs, rows_runs, bad);
-  if (int_runs == 0 || canon_runs == 0 || rows_runs == 0) return 1;
+  bad += check_quant(&quant_runs);
+  runs += int_runs + canon_runs + rows_runs + quant_runs;
+  printf("opcheck: %d stamp runs (%d of form int, %d of form canon, %d of form rows, %d of form quant), %d mismatches\n",
+         runs, int_runs, canon_runs, rows_runs, quant_runs, bad);
+  if (int_runs == 0 || canon_runs == 0 || rows_runs == 0 || quant_runs == 0) return 1;
   return bad != 0 || runs == 0;
 }

@@ -7,7 +7,11 @@
 -- right (0, 1, 40, 63), wrapping multiply and 64-bit constants (iconst64);
 -- form canon: canon on vectors (tails too) and scalars, canon_raw on raw bf16 pairs, over NaNs
 -- of every kind in every lane; form rows: reduce_add_rows (16 vectors reduced together, each
--- lane by the halving tree). Every float stored is canonical (the NaN rule, docs/dsl.md).
+-- lane by the halving tree); form quant: the quantized-weight loads, load_i8 and load_u8 (from int8
+-- and uint8 arrays alike, at odd byte offsets, in a tile loop whose pointers are bumped and outside
+-- it, offsets past an instruction's immediate too) and load_bcast_f16 (from a uint16_t array and from
+-- a binary16 view of bytes), raw and through i2f and a product. Every float stored is canonical (the
+-- NaN rule, docs/dsl.md); the raw lanes go to int32 arrays.
 return {
   leaf = "opcheck",
   doc = "DSL conformance: elementwise max and fma, scalar ops",
@@ -27,12 +31,46 @@ return {
         { "a", "const float *", extent = "n" }, { "h", "const uint16_t *", extent = "32 * nr" },
         { "cn", "float *", extent = "n" }, { "cs", "float *", extent = "n" }, { "cr", "uint16_t *", extent = "32 * nr" },
         { "n", "int64_t" }, { "nr", "int64_t" } } },
+    { name = "quant", args = {
+        { "q", "const int8_t *", extent = "32 * nr + 320" }, { "u", "const uint8_t *", extent = "32 * nr + 320" },
+        { "h", "const uint16_t *", extent = "nh + 1" },
+        { "si", "int32_t *", extent = "64 * nr" }, { "zi", "int32_t *", extent = "64 * nr" },
+        { "sf", "float *", extent = "16 * nr" }, { "xi", "int32_t *", extent = "80" },
+        { "hb", "int32_t *", extent = "32 * nh" }, { "nr", "int64_t" }, { "nh", "int64_t" } } },
     { name = "rows", args = {
         { "a", "const float *", extent = "256 * nr" }, { "y", "float *", extent = "16 * nr" },
         { "mv", "float *", extent = "112" }, { "nr", "int64_t" } } },
   },
   body = function(t, _, form)
     local a = t.arg
+    if form.name == "quant" then
+      -- per tile of 32 bytes (i = 32 k): si[64 k ..] the bytes at i + 0, 17, 3 (of u), 257 sign-extended
+      -- (257: past LDUR's reach, the bumped pointer moves, and the loads after it reach back),
+      -- zi[64 k ..] at i + 0, 17, 3 (of q), 31 zero-extended; sf[16 k + l] = q[i + l] * the binary16 at
+      -- byte i + 6 of u
+      t:for_tiles(t:mul(a.nr, 32), 32, function(i)
+        local i2 = t:add(i, i)
+        local offs = { { a.q, 0 }, { a.q, 17 }, { a.u, 3 }, { a.q, 257 } }
+        for m, o in ipairs(offs) do t:store_f32(a.si, i2, 16 * (m - 1), t:load_i8(o[1], i, o[2])) end
+        local uoffs = { { a.u, 0 }, { a.u, 17 }, { a.q, 3 }, { a.u, 31 } }
+        for m, o in ipairs(uoffs) do t:store_f32(a.zi, i2, 16 * (m - 1), t:load_u8(o[1], i, o[2])) end
+        local scale = t:load_bcast_f16(t:view(a.u, "f16"), t:ishr(i, 1), 3)
+        t:store_f32(a.sf, t:ishr(i, 1), 0, t:canon(t:mul(t:i2f(t:load_i8(a.q, i, 0)), scale)))
+      end, nil, { whole = true })
+      -- hb[32 j ..] the binary16 h[j] in every lane, then h[j + 1]: raw f32 bits
+      t:for_tiles(a.nh, 1, function(j)
+        local j32 = t:mul(j, 32)
+        t:store_f32(a.hb, j32, 0, t:load_bcast_f16(a.h, j, 0))
+        t:store_f32(a.hb, j32, 16, t:load_bcast_f16(a.h, j, 1))
+      end, nil, { whole = true })
+      -- outside a loop (no bumped pointer): xi[0 ..] q at 301 (odd, past LDUR's reach), u at 288, 7;
+      -- xi[48 ..] u at 250 (i8), q at 301 (u8)
+      local zero = t:iconst(0)
+      local xs = { t:load_i8(a.q, zero, 301), t:load_u8(a.u, zero, 288), t:load_u8(a.u, zero, 7),
+                   t:load_i8(a.u, zero, 250), t:load_u8(a.q, zero, 301) }
+      for m, v in ipairs(xs) do t:store_f32(a.xi, zero, 16 * (m - 1), v) end
+      return
+    end
     if form.name == "rows" then
       -- y[16 g + l] = the halving tree of a[256 g + 16 l .. + 16]
       t:for_tiles(t:mul(a.nr, 256), 256, function(i)

@@ -117,8 +117,7 @@ static const char *opt_only = NULL;
 /* ---------------------------------------------------------------- extents --------------- */
 
 static size_t elem_bytes(const fkh_call *c, int field) {
-  int e = fkh_forms[c->form].fields[field].elem;
-  return e == FK_ELEM_U64 ? 8 : e == FK_ELEM_F32 || e == FK_ELEM_I32 ? 4 : 2;
+  return (size_t)FK_ELEM_BYTES(fkh_forms[c->form].fields[field].elem);
 }
 
 /* Case buffers shorter than their field's extent: a case the template's extent does not describe

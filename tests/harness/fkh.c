@@ -218,9 +218,7 @@ void fkh_set_i64(fkh_call *c, const char *field, int64_t v) { c->v[need_field(c,
 void fkh_set_f32(fkh_call *c, const char *field, float v) { c->v[need_field(c, field, FK_FIELD_F32)].f32 = v; }
 int64_t fkh_i64_of(const fkh_call *c, const char *field) { return c->v[need_field(c, field, FK_FIELD_I64)].i64; }
 
-static size_t elem_size(int elem) {
-  return elem == FK_ELEM_U64 ? 8 : elem == FK_ELEM_F32 || elem == FK_ELEM_I32 ? 4 : 2;
-}
+static size_t elem_size(int elem) { return (size_t)FK_ELEM_BYTES(elem); }
 
 int64_t fkh_extent(const fkh_call *c, int field) {
   const fkh_field *fd = &fkh_forms[c->form].fields[field];

@@ -78,8 +78,9 @@ static void cancel_case(fkt_list *l, const char *form, const char *name, int64_t
 /* The packed (or blocked) counterpart of a row-major case: every field copied but w (packed by
  * the runtime's fk_gemv_pack or fk_gemv_pack_blocked) and ldw (gone); row_begin rounded down to a
  * whole group, as those forms require (the extra rows are computed like the others). */
-void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *out) {
-  fkh_call_init(out, packed_form, rm->name);
+/* A call of form `form` with every field of the row-major case rm but w (and ldw, which it lacks). */
+static void call_but_w(const fkh_call *rm, const char *form, fkh_call *out) {
+  fkh_call_init(out, form, rm->name);
   const fkh_form *from = &fkh_forms[rm->form], *to = &fkh_forms[out->form];
   for (int i = 0; i < to->nfields; i++) {
     const char *name = to->fields[i].name;
@@ -93,6 +94,10 @@ void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *o
       out->v[i] = rm->v[f];
     }
   }
+}
+
+void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *out) {
+  call_but_w(rm, packed_form, out);
   int64_t k = fkh_i64_of(rm, "k"), re = fkh_i64_of(rm, "row_end"), rb = fkh_i64_of(rm, "row_begin");
   int blocked = strstr(packed_form, "_blocked") != NULL;
   int64_t align = blocked ? FK_GEMV_BLOCK_ROWS * FK_GEMV_BLOCK_GROUP : FK_GEMV_PACK_ROWS;
@@ -216,7 +221,216 @@ static void gemm_cases(fkt_list *l, const char *form) {
   }
 }
 
+/* ---- the quantized forms (gemv_q8_*, gemv_q4_*) ---------------------------------------------- */
+
+/* Random GGUF blocks for row_end rows of k (a multiple of 32): every quant value, scales of random
+ * sign and exponent (emin..emax), and among them -0, +0 and binary16 subnormals. */
+static unsigned char *random_qblocks(fk_qformat f, int64_t rows, int64_t k, fkh_rng *rng, int emin, int emax) {
+  size_t bb = f == FK_Q8 ? 34 : 18, nb = (size_t)(rows * k / 32);
+  unsigned char *b = malloc(nb * bb);
+  if (!b) exit(2);
+  for (size_t i = 0; i < nb; i++) {
+    unsigned char *blk = b + i * bb;
+    for (size_t j = 2; j < bb; j++) blk[j] = (unsigned char)fkh_next(rng);
+    int64_t pick = fkh_range(rng, 0, 15);
+    uint16_t d = (uint16_t)((uint16_t)fkh_range(rng, emin + 15, emax + 15) << 10 | (uint16_t)fkh_range(rng, 0, 1023));
+    if (pick == 0) d = 0x8000;                               /* -0 (ggml's all-zero Q4_0 block) */
+    if (pick == 1) d = 0x0000;
+    if (pick == 2) d = (uint16_t)fkh_range(rng, 1, 1023);    /* subnormal */
+    if (fkh_range(rng, 0, 1)) d |= 0x8000;
+    blk[0] = (unsigned char)d, blk[1] = (unsigned char)(d >> 8);
+  }
+  return b;
+}
+
+/* The quantized counterpart of a row-major case: every field copied but w and ldw; row_begin
+ * rounded down to a whole group; w the packed layout (fk_q_pack) of `blocks` (GGUF blocks of
+ * row_end rows), or of random blocks when blocks is NULL. */
+static void quant_call(const fkh_call *rm, const char *qform, fkh_call *out, const unsigned char *blocks,
+                       fkh_rng *rng, int emin, int emax) {
+  call_but_w(rm, qform, out);
+  fk_qformat fmt = strstr(qform, "_q4_") ? FK_Q4 : FK_Q8;
+  int64_t k = fkh_i64_of(rm, "k"), re = fkh_i64_of(rm, "row_end"), rb = fkh_i64_of(rm, "row_begin");
+  fkh_set_i64(out, "row_begin", rb / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS);
+  fkh_set_buf(out, "xs", (size_t)fkh_extent(out, fkh_field_index(out, "xs")));
+  size_t bytes = fk_q_packed_bytes(fmt, re > 0 ? re : 1, k);
+  unsigned char *wp = fkh_set_buf(out, "w", bytes);
+  if (re < 1) return;
+  unsigned char *own = blocks ? NULL : random_qblocks(fmt, re, k, rng, emin, emax);
+  fk_error err;
+  if (fk_q_pack(fmt, blocks ? blocks : own, fk_q_gguf_bytes(fmt, re, k), re, k, wp, bytes, &err) != FK_OK) {
+    fprintf(stderr, "fkt: %s: %s\n", rm->name, err.message);
+    exit(2);
+  }
+  free(own);
+}
+
+/* Blocks of scale d16 (binary16) whose quants are the small integers `w` holds (row-major bf16,
+ * |w| <= 7): the designed cases' weights, exactly. */
+static unsigned char *integer_qblocks(fk_qformat f, const uint16_t *w, int64_t ldw, int64_t rows, int64_t k,
+                                      uint16_t d16) {
+  size_t bb = f == FK_Q8 ? 34 : 18, nb = (size_t)(k / 32);
+  unsigned char *b = calloc((size_t)rows * nb, bb);
+  if (!b) exit(2);
+  for (int64_t r = 0; r < rows; r++)
+    for (size_t blk = 0; blk < nb; blk++) {
+      unsigned char *o = b + ((size_t)r * nb + blk) * bb;
+      o[0] = (unsigned char)d16, o[1] = (unsigned char)(d16 >> 8);
+      for (int i = 0; i < 32; i++) {
+        int q = (int)fk_f32_from_bf16(w[r * ldw + (int64_t)blk * 32 + i]);
+        if (f == FK_Q8) o[2 + i] = (unsigned char)(int8_t)q;
+        else o[2 + i % 16] |= (unsigned char)((q + 8) << (i < 16 ? 0 : 4));
+      }
+    }
+  return b;
+}
+
+/* The quantized forms' cases: GEMV (m 1..4) and GEMM shapes with k a multiple of 32 (a padded
+ * tile: k = 32 mod 64), row ranges from later groups, strided destinations, NaN and inf in x,
+ * and a cancellation that only the template's lane mapping and tree keep (cancel_case, with
+ * integer weights of scale 1). */
+static int quant_cases(const char *form, fkh_call **out) {
+  char rm_form[64], name[96];
+  const char *q = strstr(form, "_q8_") ? "_q8_" : "_q4_";
+  snprintf(rm_form, sizeof rm_form, "%.*s_%s", (int)(strstr(form, q) - form), form, strstr(form, q) + 4);
+  fk_qformat fmt = !strcmp(q, "_q8_") ? FK_Q8 : FK_Q4;
+  fkt_list l = { 0 };
+  fkh_rng rng = { 0x71756e74u };
+  static const int64_t ks[] = { 32, 64, 96, 160, 224, 1024, 2080 };
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+    for (int m = 1; m <= 4; m++) {
+      snprintf(name, sizeof name, "q_k%lld_m%d", (long long)ks[i], m);
+      gemv_case(&l, rm_form, name, sh(ks[i], 0, 5 + m, m), &rng, -6, 0, -2, 2);
+    }
+  gemv_case(&l, rm_form, "q_row_begin_5", sh(96, 5, 11, 2), &rng, -6, 0, -2, 2);
+  gemv_case(&l, rm_form, "q_row_empty", sh(64, 4, 4, 1), &rng, -6, 0, -2, 2);
+  gemv_case(&l, rm_form, "q_strided_destination", (shape){ 96, 2, 9, 96, 4, 100, 13, 21 }, &rng, -6, 0, -2, 2);
+  static const int64_t ms[] = { 5, 6, 7, 8, 9, 12, 13, 16, 17, 24, 25, 50 };
+  for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+    int64_t k = (int64_t[]){ 64, 96, 512, 1088, 2080, 160 }[i % 6];
+    snprintf(name, sizeof name, "q_gemm_m%lld_k%lld", (long long)ms[i], (long long)k);
+    gemv_case(&l, rm_form, name, sh(k, 0, i % 2 ? 40 : 7, ms[i]), &rng, -6, 0, -2, 2);
+  }
+  gemv_case(&l, rm_form, "q_gemm_rows_4_37_m13", sh(96, 4, 37, 13), &rng, -6, 0, -2, 2);
+  gemv_case(&l, rm_form, "q_gemm_strided_destination_m11", (shape){ 64, 2, 9, 64, 11, 70, 13, 21 }, &rng, -6, 0, -2, 2);
+  fkh_call *c = gemv_case(&l, rm_form, "q_nan_inf_x", sh(96, 0, 6, 3), &rng, -6, 0, -2, 2);
+  float *x = fkh_buf_of(c, "x");
+  x[17] = fkt_f32(0x7fc12345u), x[96 + 40] = fkt_f32(0xff812345u), x[192 + 5] = fkt_f32(0x7f800000u);
+  c = gemv_case(&l, rm_form, "q_gemm_nan_rows", sh(64, 0, 4, 15), &rng, -6, 0, -2, 2);
+  x = fkh_buf_of(c, "x");
+  x[64 * 6 + 3] = fkt_f32(0x7fc12345u), x[64 * 9 + 8] = fkt_f32(0xff812345u);
+  /* seeded random shapes: k a multiple of 32 (a third beyond one GEMM k block), m 1..30, rows from
+   * any group, strided destinations */
+  for (int i = 0; i < 160; i++) {
+    int64_t k = 32 * (fkh_range(&rng, 0, 2) ? fkh_range(&rng, 1, 12) : fkh_range(&rng, 13, 70));
+    int64_t rb = fkh_range(&rng, 0, 9), nr = fkh_range(&rng, 0, i % 3 ? 9 : 40);
+    int64_t m = i % 2 ? fkh_range(&rng, 1, 4) : fkh_range(&rng, 5, 30);
+    shape sp = { k, rb, rb + nr, k, m, k + fkh_range(&rng, 0, 5), fkh_range(&rng, 0, 3), 0 };
+    sp.ldy = sp.row_end + fkh_range(&rng, 0, 4);
+    snprintf(name, sizeof name, "q_random_%d_k%lld_m%lld_rows%lld_%lld", i, (long long)k, (long long)m,
+             (long long)rb, (long long)(rb + nr));
+    gemv_case(&l, rm_form, name, sp, &rng, -6, 0, -3, 3);
+  }
+  int nrandom = l.n;
+  /* designed: cancellations (cancel_case's x and integer weights; scale 1) */
+  cancel_case(&l, rm_form, "q_cancel_k64_neg32_odd3", 64, 32, 3, &rng);
+  cancel_case(&l, rm_form, "q_cancel_k96_neg32_odd63", 96, 32, 63, &rng);
+  c = gemv_case(&l, rm_form, "q_gemm_cancel_rows", sh(64, 0, 3, 14), &rng, 0, 0, 0, 0);
+  x = fkh_buf_of(c, "x");
+  uint16_t *w = fkh_buf_of(c, "w");
+  for (int64_t i = 0; i < 3 * 64; i++) w[i] = 0x3f80;
+  for (int j = 0; j < 14; j++) {
+    float *xr = x + 64 * j;
+    for (int i = 0; i < 64; i++) xr[i] = 0.0f;
+    xr[0] = 16777216.0f, xr[32] = -16777216.0f, xr[1] = 1.0f, xr[2] = 3.0f;
+  }
+  /* the halving tree: x = 2^24 at slot 0 (lane 0 of chain 0), -2^24 at slot 16 (its lane 8), 1 at
+   * slot 2 (its lane 1) weighted by n + 1: the template's tree meets lane 0 with lane 8 first and
+   * gives n + 1, a pairwise tree rounds the 1 away; one row (GEMV) and 12 (a GEMM block's transposed
+   * epilogue) */
+  for (int mm = 1; mm <= 12; mm += 11) {
+    snprintf(name, sizeof name, "q_tree_cancel_m%d", mm);
+    c = gemv_case(&l, rm_form, name, sh(64, 0, 6, mm), &rng, 0, 0, 0, 0);
+    x = fkh_buf_of(c, "x");
+    w = fkh_buf_of(c, "w");
+    for (int64_t i = 0; i < 6 * 64; i++) w[i] = 0x3f80;
+    for (int n = 0; n < 6; n++) w[64 * n + 2] = fk_bf16_from_f32((float)(n + 1));
+    for (int j = 0; j < mm; j++) {
+      float *xr = x + 64 * j;
+      for (int i = 0; i < 64; i++) xr[i] = 0.0f;
+      xr[0] = 16777216.0f, xr[16] = -16777216.0f, xr[2] = 1.0f;
+    }
+  }
+  /* exact ties at the output's bf16 rounding: one product per row, 1 + 2^-8 times +-1, 2, 4 */
+  c = gemv_case(&l, rm_form, "q_ties", sh(32, 0, 6, 1), &rng, 0, 0, 0, 0);
+  x = fkh_buf_of(c, "x");
+  w = fkh_buf_of(c, "w");
+  for (int i = 0; i < 32; i++) x[i] = 0.0f;
+  x[5] = fkt_f32(0x3f808000u);
+  static const uint16_t qt[6] = { 0x3f80, 0xbf80, 0x4000, 0x4080, 0xc000, 0x3f80 };
+  for (int n = 0; n < 6; n++)
+    for (int i = 0; i < 32; i++) w[32 * n + i] = i == 5 ? qt[n] : 0;
+  if (fkh_field_index(c, "r") >= 0) {
+    uint16_t *r = fkh_buf_of(c, "r");
+    for (int n = 0; n < 6; n++) r[n] = 0;
+  }
+  if (fkh_field_index(c, "bias") >= 0) {
+    float *bi = fkh_buf_of(c, "bias");
+    for (int n = 0; n < 6; n++) bi[n] = 0.0f;
+  }
+  /* the tail (k = 32 mod 64: the last tile's second block is padding, +0 weights against -0 in xs):
+   * every product -2^-151 (q = -1, scale 2^-24, x = 2^-127), which rounds to -0, so y is -0 (r and
+   * bias -0 too): a tail over +0 padding gives +0 (FKC_TAIL_PADDED); an inf, a NaN in a slot that
+   * lies past k in the last tile (FKC_TAIL_RESET) */
+  int ntiny = l.n;
+  for (int i = 0; i < 4; i++) {
+    int64_t k = i % 2 ? 160 : 96;
+    snprintf(name, sizeof name, "tail_neg_zero_q_k%lld_m%d", (long long)k, i + 1);
+    c = gemv_case(&l, rm_form, name, sh(k, 0, 5, i + 1), &rng, -6, 0, -2, 2);
+    w = fkh_buf_of(c, "w");
+    x = fkh_buf_of(c, "x");
+    for (int64_t e = 0; e < 5 * k; e++) w[e] = 0xbf80;                       /* q = -1 */
+    for (int64_t e = 0; e < (i + 1) * k; e++) x[e] = fkt_f32(0x00400000u); /* 2^-127 */
+    if (fkh_field_index(c, "r") >= 0) {
+      uint16_t *r = fkh_buf_of(c, "r");
+      for (int e = 0; e < 5 * (i + 1); e++) r[e] = 0x8000;
+    }
+    if (fkh_field_index(c, "bias") >= 0) {
+      float *bi = fkh_buf_of(c, "bias");
+      for (int n = 0; n < 5; n++) bi[n] = fkt_f32(0x80000000u);
+    }
+  }
+  int ntail = l.n;
+  c = gemv_case(&l, rm_form, "tail_inf_past_k_q", sh(96, 0, 3, 2), &rng, 0, 0, -2, 2);
+  w = fkh_buf_of(c, "w");
+  for (int64_t e = 0; e < 3 * 96; e++) w[e] = 0x3f80;
+  ((float *)fkh_buf_of(c, "x"))[40] = fkt_f32(0x7f800000u);      /* slot 40 lies past k = 96 */
+  ((float *)fkh_buf_of(c, "x"))[96 + 40] = fkt_f32(0xff800000u);
+  c = gemv_case(&l, rm_form, "tail_nan_past_k_q", sh(160, 0, 3, 1), &rng, 0, 0, -2, 2);
+  w = fkh_buf_of(c, "w");
+  for (int64_t e = 0; e < 3 * 160; e++) w[e] = 0x3f80;
+  ((float *)fkh_buf_of(c, "x"))[64 + 45] = fkt_f32(0x7fc12345u); /* slot 45 lies past k = 160 */
+  fkh_call *calls = calloc((size_t)l.n, sizeof *calls);
+  if (!calls) exit(2);
+  for (int i = 0; i < l.n; i++) {
+    if (i < nrandom) {
+      quant_call(&l.calls[i], form, &calls[i], NULL, &rng, -12, -2);
+      continue;
+    }
+    fkh_call *rm = &l.calls[i];
+    int64_t k = fkh_i64_of(rm, "k"), re = fkh_i64_of(rm, "row_end");
+    uint16_t d16 = i >= ntiny && i < ntail ? 0x0001 : 0x3c00; /* 2^-24 for the -0 tails, else 1 */
+    unsigned char *b = integer_qblocks(fmt, fkh_buf_of(rm, "w"), fkh_i64_of(rm, "ldw"), re, k, d16);
+    quant_call(rm, form, &calls[i], b, &rng, 0, 0);
+    free(b);
+  }
+  fkt_free_cases(l.calls, l.n);
+  *out = calls;
+  return l.n;
+}
+
 int fkt_gemv_cases(const char *form, fkh_call **out) {
+  if (strstr(form, "_q8_") || strstr(form, "_q4_")) return quant_cases(form, out);
   const char *packed = strstr(form, "_packed");
   if (!packed) packed = strstr(form, "_blocked");
   if (packed) {

@@ -17,19 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "contract/contract.h"
 #include "fixture/fkfix.h"
 #include "flashkern.h"
 
-static uint32_t bits_of(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-static float f_of(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
+#define bits_of fkc_f32_bits
+#define f_of fkc_bits_f32
 
 /* ---- binary16 -------------------------------------------------------------------------------- */
 
@@ -334,4 +327,72 @@ Test(quant, quantizer_tiny_block) {
     cr_assert(out[0] == 0 && (out[1] & 0x7f) == 0, "the scale 0x%02x%02x", out[1], out[0]);
     for (int i = 2; i < (fi ? 18 : 34); i++) cr_assert_eq(out[i], fi ? 0x88 : 0, "quant byte %d is 0x%02x", i, out[i]);
   }
+}
+
+/* ---- the quantized stamps against the bf16 ones --------------------------------------------- */
+
+/* Weights that bf16 holds exactly (power-of-two scales: q * d has at most 8 significant bits): the
+ * quantized form and the bf16 packed form of one destination give the same bits, GEMV and GEMM,
+ * on this host's widest exact stamps (an independent check of the layout and the order; the
+ * contract model and the AArch64 stamps are checked against each other in the gemv suite). */
+static void same_as_bf16(fk_qformat fmt, const char *qform, const char *bform, int f32_out) {
+  fk_leaf lq, lb;
+  fk_error e;
+  cr_assert_eq(fk_leaf_resolve(qform, FK_TIER_EXACT, fk_cpu_features(), &lq, &e), FK_OK, "%s", e.message);
+  cr_assert_eq(fk_leaf_resolve(bform, FK_TIER_EXACT, fk_cpu_features(), &lb, &e), FK_OK, "%s", e.message);
+  static const int64_t shapes[][3] = { { 9, 160, 1 }, { 12, 1024, 3 }, { 7, 96, 13 }, { 20, 1088, 24 } };
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    int64_t n = shapes[si][0], k = shapes[si][1], m = shapes[si][2];
+    unsigned char *blocks = random_blocks(fmt, n, k);
+    size_t bb = fmt == FK_Q8 ? 34 : 18;
+    for (size_t b = 0; b < (size_t)(n * k / 32); b++) { /* scale 2^e, e in -12..0, either sign */
+      uint16_t d = (uint16_t)((3 + next() % 13) << 10 | (next() & 1) << 15);
+      blocks[b * bb] = (unsigned char)d, blocks[b * bb + 1] = (unsigned char)(d >> 8);
+    }
+    float *wf = malloc((size_t)(n * k) * 4), *x = malloc((size_t)(m * k) * 4);
+    uint16_t *wb = malloc((size_t)(n * k) * 2);
+    size_t pb = fk_q_packed_bytes(fmt, n, k), pe = fk_gemv_packed_elems(n, k);
+    unsigned char *wq = malloc(pb);
+    uint16_t *wp = malloc(pe * 2);
+    size_t xs_n = fk_gemv_call_scratch(k) + (size_t)((n + 3) / 4 * 4) * FK_GEMV_GEMM_PART_ROW;
+    float *xs = malloc(xs_n * 4);
+    void *ya = calloc((size_t)(m * n), 4), *yb = calloc((size_t)(m * n), 4);
+    cr_assert(wf && x && wb && wq && wp && xs && ya && yb);
+    cr_assert_eq(fk_q_dequantize(fmt, blocks, fk_q_gguf_bytes(fmt, n, k), n, k, wf, k, &e), FK_OK, "%s", e.message);
+    for (int64_t i = 0; i < n * k; i++) {
+      wb[i] = fk_bf16_from_f32(wf[i]);
+      cr_assert_eq(bits_of(fk_f32_from_bf16(wb[i])), bits_of(wf[i]), "weight %lld is not bf16-exact", (long long)i);
+    }
+    for (int64_t i = 0; i < m * k; i++) x[i] = (float)(int32_t)(next() % 2001 - 1000) * 0x1p-7f;
+    cr_assert_eq(fk_q_pack(fmt, blocks, fk_q_gguf_bytes(fmt, n, k), n, k, wq, pb, &e), FK_OK, "%s", e.message);
+    cr_assert_eq(fk_gemv_pack(wb, k, n, k, wp, pe, &e), FK_OK, "%s", e.message);
+    /* the two forms' argument structs share their layout but for w's type */
+    fk_gemv_q8_f32_args aq = { .w = wq, .x = x, .ldx = k, .xs = xs, .y = ya, .y_off = 0, .ldy = n, .m = m, .k = k,
+                               .row_begin = 0, .row_end = n };
+    fk_gemv_f32_packed_args ab = { .w = wp, .x = x, .ldx = k, .xs = xs, .y = yb, .y_off = 0, .ldy = n, .m = m, .k = k,
+                                   .row_begin = 0, .row_end = n };
+    if (f32_out) {
+      cr_assert_eq(fk_leaf_check(qform, &aq, &e), FK_OK, "%s", e.message);
+      lq.fn(&aq);
+      lb.fn(&ab);
+    } else {
+      fk_gemv_q8_bf16_rne_args rq = { .w = wq, .x = x, .ldx = k, .xs = xs, .y = ya, .y_off = 0, .ldy = n, .m = m,
+                                      .k = k, .row_begin = 0, .row_end = n };
+      fk_gemv_bf16_rne_packed_args rb = { .w = wp, .x = x, .ldx = k, .xs = xs, .y = yb, .y_off = 0, .ldy = n, .m = m,
+                                          .k = k, .row_begin = 0, .row_end = n };
+      cr_assert_eq(fk_leaf_check(qform, &rq, &e), FK_OK, "%s", e.message);
+      lq.fn(&rq);
+      lb.fn(&rb);
+    }
+    cr_assert(memcmp(ya, yb, (size_t)(m * n) * (f32_out ? 4 : 2)) == 0, "%s vs %s (%s): %lldx%lld, m = %lld differ",
+              qform, bform, lq.symbol, (long long)n, (long long)k, (long long)m);
+    free(yb), free(ya), free(xs), free(wp), free(wq), free(wb), free(x), free(wf), free(blocks);
+  }
+}
+
+Test(quant, stamps_equal_bf16_stamps_on_bf16_exact_weights) {
+  same_as_bf16(FK_Q8, "gemv_q8_f32", "gemv_f32_packed", 1);
+  same_as_bf16(FK_Q4, "gemv_q4_f32", "gemv_f32_packed", 1);
+  same_as_bf16(FK_Q8, "gemv_q8_bf16_rne", "gemv_bf16_rne_packed", 0);
+  same_as_bf16(FK_Q4, "gemv_q4_bf16_rne", "gemv_bf16_rne_packed", 0);
 }
