@@ -10,7 +10,9 @@
  * shape for this CPU; each team member calls it on its share of rows (whole packing groups:
  * fkb_rows splits at multiples of 64) with its own x scratch. M > 4 (the GEMM) runs on the packed
  * forms only, the way the runtime's GEMV phases call them (runtime/fk_program.c): calls of at most
- * FK_GEMV_CALL_ROWS activation rows, over blocks of fk_gemv_block_rows(k) weight rows. */
+ * FK_GEMV_CALL_ROWS activation rows, over blocks of fk_gemv_block_rows(k) weight rows. Rows "exact q8 packed"
+ * and "exact q4 packed": gemv_q8_bf16_rne / gemv_q4_bf16_rne on the shared weights quantized and packed once
+ * (their argument structs are the packed form's but for w's type: the same run). */
 #include <stdio.h>
 #include <string.h>
 
@@ -24,6 +26,8 @@
 typedef struct fk_state {
   fk_leaf leaf;
   int f32_out, packed, blocked;
+  fk_qformat quant;          /* 0, or the quantized packed forms' format */
+  float *wdeq;               /* quantized: the weights as the stamps compute with them (the gate's reference) */
   uint16_t *region;          /* packed: its own copies, `ncopies` of `stride` bytes */
   size_t ncopies, stride, region_bytes;
   const fkb_copies *copies;
@@ -53,7 +57,8 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   }
   st->f32_out = strcmp(form, "gemv_f32") == 0;
   st->blocked = strstr(form, "_blocked") != NULL;
-  st->packed = strstr(form, "_packed") != NULL || st->blocked;
+  st->quant = !strncmp(form, "gemv_q8_", 8) ? FK_Q8 : !strncmp(form, "gemv_q4_", 8) ? FK_Q4 : (fk_qformat)0;
+  st->packed = strstr(form, "_packed") != NULL || st->blocked || st->quant;
   st->copies = c;
   st->x = p->x;
   st->n = p->n;
@@ -74,19 +79,30 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   out->own_copies = 0;
   out->weight_bytes = 2.0 * (double)p->n * (double)p->k;
   if (st->packed) {
-    /* its own copies, packed once from the shared row-major weights, rotated > 1 GiB */
+    /* its own copies, made once from the shared row-major weights (packed by fk_gemv_pack or
+     * fk_gemv_pack_blocked; quantized by fk_q_quantize_bf16 and packed by fk_q_pack, the gate's
+     * reference then running over their exact dequantization), rotated > 1 GiB */
     size_t elems = st->blocked ? fk_gemv_blocked_elems(p->n, p->k) : fk_gemv_packed_elems(p->n, p->k);
-    size_t bytes = elems * sizeof(uint16_t);
+    size_t gb = st->quant ? fk_q_gguf_bytes(st->quant, p->n, p->k) : 0;
+    size_t bytes = st->quant ? fk_q_packed_bytes(st->quant, p->n, p->k) : elems * sizeof(uint16_t);
+    unsigned char *blocks = gb ? fkb_alloc(gb) : NULL;
+    if (st->quant) st->wdeq = fkb_alloc((size_t)(p->n * p->k) * sizeof(float));
     st->ncopies = fkb_copy_count(bytes);
     st->stride = fkb_copy_stride(bytes);
     st->region_bytes = st->ncopies * st->stride;
-    st->region = fkb_region_alloc(st->region_bytes);
+    st->region = bytes && (!st->quant || (blocks && st->wdeq)) ? fkb_region_alloc(st->region_bytes) : NULL;
     fk_status ps = FK_EINVAL;
-    if (st->region)
+    if (st->region && st->quant) {
+      ps = fk_q_quantize_bf16(st->quant, c->w[0], p->k, p->n, p->k, blocks, gb, &e);
+      if (ps == FK_OK) ps = fk_q_pack(st->quant, blocks, gb, p->n, p->k, st->region, bytes, &e);
+      if (ps == FK_OK) ps = fk_q_dequantize(st->quant, blocks, gb, p->n, p->k, st->wdeq, p->k, &e);
+    } else if (st->region) {
       ps = st->blocked ? fk_gemv_pack_blocked(c->w[0], p->k, p->n, p->k, st->region, elems, &e)
                        : fk_gemv_pack(c->w[0], p->k, p->n, p->k, st->region, elems, &e);
+    }
+    fkb_free(blocks);
     if (ps != FK_OK) {
-      snprintf(err, errlen, "packing: %s", st->region ? e.message : "out of memory");
+      snprintf(err, errlen, "packing: %s", st->region ? e.message : "k not a multiple of 32, or out of memory");
       fkb_flashkern_finish(st);
       return -1;
     }
@@ -94,9 +110,11 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
     out->ncopies = st->ncopies;
     out->own_copies = 1;
     out->weight_bytes = (double)bytes;
+    out->wdeq = st->wdeq;
     snprintf(out->detail, sizeof out->detail, "%s (variant %s, tier %s) on %zu %s copies (%s)", st->leaf.symbol,
-             st->leaf.variant, st->leaf.tier, st->ncopies, st->blocked ? "blocked" : "packed",
-             st->blocked ? "fk_gemv_pack_blocked" : "fk_gemv_pack");
+             st->leaf.variant, st->leaf.tier, st->ncopies,
+             st->quant == FK_Q8 ? "q8" : st->quant == FK_Q4 ? "q4" : st->blocked ? "blocked" : "packed",
+             st->quant ? "fk_q_quantize_bf16, fk_q_pack" : st->blocked ? "fk_gemv_pack_blocked" : "fk_gemv_pack");
     return 0;
   }
   snprintf(out->detail, sizeof out->detail, "%s (variant %s, tier %s) on the shared row-major bf16 copies",
@@ -132,6 +150,14 @@ int fkb_flashkern_prepare_exact_packed(const fkb_problem *p, const fkb_copies *c
 int fkb_flashkern_prepare_fast_packed(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                       size_t errlen) {
   return prepare(p, c, out, err, errlen, "gemv_bf16_rne_packed", FK_TIER_FAST);
+}
+
+int fkb_flashkern_prepare_q8(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen) {
+  return prepare(p, c, out, err, errlen, "gemv_q8_bf16_rne", FK_TIER_EXACT);
+}
+
+int fkb_flashkern_prepare_q4(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen) {
+  return prepare(p, c, out, err, errlen, "gemv_q4_bf16_rne", FK_TIER_EXACT);
 }
 
 int fkb_flashkern_prepare_fast_blocked(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
@@ -197,6 +223,7 @@ void fkb_flashkern_finish(void *state) {
   fk_state *st = state;
   for (int t = 0; t < FKB_THREADS_MAX; t++) fkb_free(st->xs[t]);
   fkb_free(st->y);
+  fkb_free(st->wdeq);
   if (st->region) fkb_region_free(st->region, st->region_bytes);
   fkb_free(st);
 }

@@ -65,6 +65,10 @@ static const fkb_contender contenders[] = {
     fkb_flashkern_finish },
   { "flashkern fast f32-out", fkb_flashkern_version, 2, FKB_TEAM, 0, fkb_flashkern_prepare_fast_f32,
     fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
+  { "flashkern exact q8 packed", fkb_flashkern_version, 34.0 / 32, FKB_TEAM, 0, fkb_flashkern_prepare_q8,
+    fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
+  { "flashkern exact q4 packed", fkb_flashkern_version, 18.0 / 32, FKB_TEAM, 0, fkb_flashkern_prepare_q4,
+    fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
 #endif
   { "oneDNN prepacked", fkb_onednn_version, 2, FKB_LIBRARY, 0, fkb_onednn_prepare_packed, fkb_onednn_select,
     fkb_onednn_run, fkb_onednn_output, fkb_onednn_finish },
@@ -609,15 +613,41 @@ static void call(const entry *e, size_t copy, int nt) {
 }
 
 /* The gate: one untimed call on copy 0 compared with the references. 0 if it passes. */
+/* The float64 sum over a quantized contender's own (exact, dequantized) weights, for rows j < m,
+ * and the sum of |products|, at [j * n + row]. */
+static void ref_quant(const float *w, const fkb_problem *p, int64_t m, double *ref, double *abs_sum) {
+  for (int64_t j = 0; j < m; j++)
+    for (int64_t r = 0; r < p->n; r++) {
+      double s = 0, a = 0;
+      for (int64_t i = 0; i < p->k; i++) {
+        double t = (double)w[r * p->k + i] * (double)p->x[j * p->k + i];
+        s += t;
+        a += fabs(t);
+      }
+      ref[j * p->n + r] = s, abs_sum[j * p->n + r] = a;
+    }
+}
+
 static int gate(entry *e, int64_t m, int nt, const fkb_problem *p, const uint16_t *ref_bf, const float *ref_f32,
                 const double *ref_f64, const double *ref_abs, float *y, char *why, size_t len) {
   if (e->c->select(e->prep.state, m, nt, why, len)) return -1;
   call(e, 0, nt);
   e->c->output(e->prep.state, y);
+  double *qref = NULL, *qabs = NULL;
+  if (e->prep.wdeq) {
+    qref = malloc((size_t)(m * p->n) * sizeof *qref), qabs = malloc((size_t)(m * p->n) * sizeof *qabs);
+    if (!qref || !qabs) die("out of memory");
+    ref_quant(e->prep.wdeq, p, m, qref, qabs);
+    ref_f64 = qref, ref_abs = qabs;
+  }
   size_t bad = 0, first = 0;
   for (int64_t i = 0; i < m * p->n; i++) {
     int ok;
-    if (e->c->flags & FKB_F_BITEXACT) {
+    if (e->prep.wdeq) {
+      /* the exact tier over the quantized weights: its f32 sum's error (far below 1e-5 of the sum of
+       * |products| at these k) and the output's bf16 rounding */
+      ok = fabs((double)y[i] - ref_f64[i]) <= 0x1p-8 * fabs(ref_f64[i]) + 1e-5 * ref_abs[i] + 1e-30;
+    } else if (e->c->flags & FKB_F_BITEXACT) {
       uint32_t got, want;
       memcpy(&got, &y[i], sizeof got);
       if (e->c->flags & FKB_F_F32_OUT) memcpy(&want, &ref_f32[i], sizeof want);
@@ -628,14 +658,18 @@ static int gate(entry *e, int64_t m, int nt, const fkb_problem *p, const uint16_
     }
     if (!ok && bad++ == 0) first = (size_t)i;
   }
+  double got_ref = ref_f64[first];
+  free(qref);
+  free(qabs);
   if (!bad) return 0;
   int64_t j = (int64_t)first / p->n, n = (int64_t)first % p->n;
   snprintf(why, len, "wrong result at M=%lld %dT: y[%lld][%lld] = %.9g, %s %.9g (%zu of %lld outputs differ)",
            (long long)m, nt, (long long)j, (long long)n, (double)y[first],
+           e->prep.wdeq ? "float64 reference (quantized weights)" :
            (e->c->flags & FKB_F_BITEXACT) ? "contract model (bit-exact)" : "float64 reference",
            (e->c->flags & FKB_F_BITEXACT) ? ((e->c->flags & FKB_F_F32_OUT) ? (double)ref_f32[first]
                                                                           : (double)fkb_bf16_to_f32(ref_bf[first]))
-                                          : ref_f64[first],
+                                          : got_ref,
            bad, (long long)(m * p->n));
   return -1;
 }
@@ -814,7 +848,7 @@ static void results(fkb_out *o) {
   for (int e = 0; e < NC; e++) {
     const fkb_contender *c = &contenders[e];
     fkb_meta(o, "version", c->name, "%s", c->version());
-    fkb_meta(o, "bytes_per_weight", c->name, "%d", c->bytes_per_weight);
+    fkb_meta(o, "bytes_per_weight", c->name, "%g", c->bytes_per_weight);
     fkb_meta(o, "threading", c->name, "%s", c->threading == FKB_TEAM ? "team" : "library");
     for (int s = 0; s < opt.nshapes; s++) {
       const entry_info *in = &infos[(size_t)s * NE + (size_t)e];

@@ -56,13 +56,16 @@ typedef struct fkb_prepared {
   size_t ncopies;      /* distinct weight copies run() can be given: copy indexes are taken mod this */
   int own_copies;      /* 1: its own copies (own rotation); 0: the shared bf16 copies (shared rotation) */
   double weight_bytes; /* bytes of weights one call reads (its own layout, padding included) */
+  /* quantized weights (n x k f32, exact): the gate compares with the float64 sum over them instead of
+   * over the problem's bf16 weights; NULL for the others */
+  const float *wdeq;
   char detail[200];    /* shown under the tables: the implementation or stamp chosen, the layout */
 } fkb_prepared;
 
 typedef struct fkb_contender {
   const char *name;
   const char *(*version)(void);
-  int bytes_per_weight;
+  double bytes_per_weight; /* 2 for bf16, 4 for f32, 34 / 32 for q8, 18 / 32 for q4 */
   fkb_threading threading;
   unsigned flags;
   /* 0 on success; otherwise a message in err and the contender sits this shape out */
@@ -240,6 +243,8 @@ int fkb_flashkern_prepare_exact_packed(const fkb_problem *p, const fkb_copies *c
                                        size_t errlen);
 int fkb_flashkern_prepare_fast_packed(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                       size_t errlen);
+int fkb_flashkern_prepare_q8(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen);
+int fkb_flashkern_prepare_q4(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen);
 int fkb_flashkern_prepare_fast_blocked(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                        size_t errlen);
 int fkb_flashkern_select(void *state, int64_t m, int nthreads, char *err, size_t errlen);
