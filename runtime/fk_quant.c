@@ -6,15 +6,25 @@
 
 #include "fk_internal.h"
 
-enum { QB = FK_Q_BLOCK, PR = 4 /* rows per group, FK_GEMV_PACK_ROWS */, PT = 64 /* k per tile */ };
+/* the packed layout's rows per group, k per tile (two blocks) and record bytes: templates/gemv.lua's */
+enum { QB = FK_Q_BLOCK, PR = FK_GEMV_PACK_ROWS, PT = FK_GEMV_PACK_TILE };
 
 static int fmt_ok(fk_qformat f) { return f == FK_Q8 || f == FK_Q4; }
 static const char *fmt_name(fk_qformat f) { return f == FK_Q8 ? "q8" : "q4"; }
 /* bytes of one GGUF block (scale + quants) and of one packed record (PR rows x two blocks) */
 static size_t block_bytes(fk_qformat f) { return f == FK_Q8 ? 34 : 18; }
-static size_t record_bytes(fk_qformat f) { return f == FK_Q8 ? 272 : 144; }
+static size_t record_bytes(fk_qformat f) { return f == FK_Q8 ? FK_GEMV_Q8_RECORD : FK_GEMV_Q4_RECORD; }
 
 /* ---- binary16 ---------------------------------------------------------------------------- */
+
+/* an f32 of magnitude < 2^22 rounded to the nearest integer, ties to even (no rounding mode) */
+static int32_t rne_int(float p) {
+  float a = p < 0 ? -p : p;
+  int32_t i = (int32_t)a;                /* truncation */
+  float rest = a - (float)i;             /* exact */
+  if (rest > 0.5f || (rest == 0.5f && (i & 1))) i++;
+  return p < 0 ? -i : i;
+}
 
 /* binary16 -> f32, exact (subnormals become normal f32). */
 static float f16_to_f32(uint16_t h) {
@@ -44,10 +54,8 @@ static uint16_t f32_to_f16(float f) {
     float x;
     memcpy(&x, &a, sizeof x);
     x *= 0x1p24f;                                          /* exact: a power of two, no overflow */
-    uint32_t i = (uint32_t)x;
-    float rest = x - (float)i;                             /* exact: x < 2^10 */
-    if (rest > 0.5f || (rest == 0.5f && (i & 1u))) i++;
-    return (uint16_t)(sign | i); /* i == 1024 is 2^-14, the smallest normal: the encoding carries */
+    /* (x < 2^10; 1024 is 2^-14, the smallest normal: the encoding carries) */
+    return (uint16_t)(sign | (uint32_t)rne_int(x));
   }
   uint32_t e = (a >> 23) - 112u, m = (a >> 13) & 1023u, rest = a & 0x1fffu;
   uint32_t h = (e << 10) | m;
@@ -64,36 +72,33 @@ uint16_t fk_f16_from_f32(float f) {
 }
 float fk_f32_from_f16(uint16_t h) { return f16_to_f32(h); }
 
-/* an f32 of magnitude < 2^22 rounded to the nearest integer, ties to even (no rounding mode) */
-static int32_t rne_int(float p) {
-  float a = p < 0 ? -p : p;
-  int32_t i = (int32_t)a;                /* truncation */
-  float rest = a - (float)i;             /* exact */
-  if (rest > 0.5f || (rest == 0.5f && (i & 1))) i++;
-  return p < 0 ? -i : i;
-}
-
 /* ---- sizes ------------------------------------------------------------------------------- */
 
+/* a known format, n >= 1, k a positive multiple of 32, neither near INT64_MAX */
+static int dims_ok(fk_qformat f, int64_t n, int64_t k) {
+  return fmt_ok(f) && n >= 1 && k >= 1 && k % QB == 0 && n <= INT64_MAX / 2 && k <= INT64_MAX / 2;
+}
+
 size_t fk_q_gguf_bytes(fk_qformat f, int64_t n, int64_t k) {
-  if (!fmt_ok(f) || n < 1 || k < 1 || k % QB || n > INT64_MAX / 2 || k > INT64_MAX / 2) return 0;
+  if (!dims_ok(f, n, k)) return 0;
   uint64_t blocks = (uint64_t)k / QB;
   if ((uint64_t)n > SIZE_MAX / 2 / blocks / block_bytes(f)) return 0;
   return (size_t)((uint64_t)n * blocks * block_bytes(f));
 }
 
 size_t fk_q_packed_bytes(fk_qformat f, int64_t n, int64_t k) {
-  if (!fmt_ok(f) || n < 1 || k < 1 || k % QB || n > INT64_MAX / 2 || k > INT64_MAX / 2) return 0;
+  if (!dims_ok(f, n, k)) return 0;
   uint64_t groups = ((uint64_t)n + PR - 1) / PR, tiles = ((uint64_t)k + PT - 1) / PT;
   if (groups > SIZE_MAX / 2 / tiles / record_bytes(f)) return 0;
   return (size_t)(groups * tiles * record_bytes(f));
 }
 
 /* The refusals every entry point shares: format, n, k (a multiple of 32), and the two byte ranges
- * (the source `what` of src_need bytes, the destination of dst_have bytes, at least dst_need) that
- * must not overlap. */
+ * (the source `what` of src_have bytes, at least src_need; the destination of dst_have bytes, at
+ * least dst_need) that must not overlap. */
 static fk_status check_common(const char *fn, fk_qformat f, int64_t n, int64_t k, const void *src, const char *what,
-                              size_t src_need, const void *dst, size_t dst_have, size_t dst_need, fk_error *err) {
+                              size_t src_have, size_t src_need, const void *dst, size_t dst_have, size_t dst_need,
+                              fk_error *err) {
   FK_RETURN_ERROR_IF(!fmt_ok(f), err, FK_EINVAL, "%s: format = %d, must be FK_Q8 or FK_Q4", fn, (int)f);
   FK_RETURN_ERROR_IF(!src, err, FK_EINVAL, "%s: %s is NULL", fn, what);
   FK_RETURN_ERROR_IF(!dst, err, FK_EINVAL, "%s: out is NULL", fn);
@@ -102,6 +107,8 @@ static fk_status check_common(const char *fn, fk_qformat f, int64_t n, int64_t k
                      fn, (long long)k, QB, fmt_name(f));
   FK_RETURN_ERROR_IF(src_need == 0 || dst_need == 0, err, FK_EINVAL, "%s: %lld x %lld overflows", fn, (long long)n,
                      (long long)k);
+  FK_RETURN_ERROR_IF(src_have < src_need, err, FK_EINVAL, "%s: %s holds %zu bytes, %lld x %lld %s is %zu", fn, what,
+                     src_have, (long long)n, (long long)k, fmt_name(f), src_need);
   FK_RETURN_ERROR_IF(dst_have < dst_need, err, FK_EINVAL, "%s: out holds %zu bytes, %lld x %lld %s needs %zu", fn,
                      dst_have, (long long)n, (long long)k, fmt_name(f), dst_need);
   FK_RETURN_ERROR_IF((uintptr_t)src > UINTPTR_MAX - src_need, err, FK_EINVAL,
@@ -168,7 +175,7 @@ static fk_status quantize(const char *fn, fk_qformat f, const float *w32, const 
   size_t wbytes = w && n >= 1 && k >= 1 ? fk_extent(n, ldw, k, esz) : 1;
   FK_RETURN_ERROR_IF(wbytes == 0, err, FK_EINVAL, "%s: ldw = %lld: n = %lld rows of it overflow", fn,
                      (long long)ldw, (long long)n);
-  fk_status s = check_common(fn, f, n, k, w, "w", wbytes, out, out_bytes, fk_q_gguf_bytes(f, n, k), err);
+  fk_status s = check_common(fn, f, n, k, w, "w", wbytes, wbytes, out, out_bytes, fk_q_gguf_bytes(f, n, k), err);
   if (s != FK_OK) return s;
   /* every value finite and every scale finite in binary16 before a byte is written */
   int64_t nb = k / QB;
@@ -243,9 +250,7 @@ fk_status fk_q_dequantize(fk_qformat f, const void *blocks, size_t bytes, int64_
   size_t obytes = fmt_ok(f) && n >= 1 && k >= 1 ? fk_extent(n, ldo, k, 4) : 1;
   FK_RETURN_ERROR_IF(obytes == 0, err, FK_EINVAL, "%s: ldo = %lld: n = %lld rows of it overflow", fn, (long long)ldo,
                      (long long)n);
-  FK_RETURN_ERROR_IF(blocks && need && bytes < need, err, FK_EINVAL, "%s: blocks holds %zu bytes, %lld x %lld %s is %zu",
-                     fn, bytes, (long long)n, (long long)k, fmt_name(f), need);
-  fk_status s = check_common(fn, f, n, k, blocks, "blocks", need, out, obytes, obytes, err);
+  fk_status s = check_common(fn, f, n, k, blocks, "blocks", bytes, need, out, obytes, obytes, err);
   if (s != FK_OK) return s;
   const unsigned char *src = (const unsigned char *)blocks;
   if ((s = check_scales(fn, f, src, n, k, err)) != FK_OK) return s;
@@ -265,9 +270,8 @@ fk_status fk_q_pack(fk_qformat f, const void *blocks, size_t bytes, int64_t n, i
                     fk_error *err) {
   const char *fn = "fk_q_pack";
   size_t need = fk_q_gguf_bytes(f, n, k);
-  FK_RETURN_ERROR_IF(blocks && need && bytes < need, err, FK_EINVAL, "%s: blocks holds %zu bytes, %lld x %lld %s is %zu",
-                     fn, bytes, (long long)n, (long long)k, fmt_name(f), need);
-  fk_status s = check_common(fn, f, n, k, blocks, "blocks", need, out, out_bytes, fk_q_packed_bytes(f, n, k), err);
+  fk_status s = check_common(fn, f, n, k, blocks, "blocks", bytes, need, out, out_bytes, fk_q_packed_bytes(f, n, k),
+                             err);
   if (s != FK_OK) return s;
   const unsigned char *src = (const unsigned char *)blocks;
   if ((s = check_scales(fn, f, src, n, k, err)) != FK_OK) return s;

@@ -55,11 +55,15 @@ local GEMM_SUMS = 12 * 16 * 16
 -- BLOCK_KALIGN
 local BLOCK_ROWS, BLOCK_GROUP, BLOCK_KALIGN = 16, 4, 16
 -- the quantized packed layouts (docs/design.md "Quantized weights", runtime/fk_quant.c): per group
--- of PACK_ROWS rows and tile of 64 k one record of `rec` bytes (rec = 64 * num / 4): row r's quants
--- from qrow * r (q8: block b, parity p at 32b + 16p, 16 int8; q4: block b at 16b, 16 bytes whose
--- low nibble is parity 0, the high one parity 1, each q + 8), then the scales, binary16, row r's
--- block b at PACK_ROWS * qrow + 4r + 2b
-local QUANT = { q8 = { rec = 272, qrow = 64, num = 17 }, q4 = { rec = 144, qrow = 32, num = 9 } }
+-- of PACK_ROWS rows and tile of 64 k one record of `rec` bytes: row r's quants from qrow * r (q8:
+-- block b, parity p at 32b + 16p, 16 int8; q4: block b at 16b, 16 bytes whose low nibble is parity
+-- 0, the high one parity 1, each q + 8), then the scales, binary16, row r's block b at
+-- PACK_ROWS * qrow + 4r + 2b. A tile of 64 k is rec bytes: num / 4 per element (num = rec / 16).
+local QUANT = {}
+for name, qrow in pairs({ q8 = 64, q4 = 32 }) do
+  local rec = PACK_ROWS * (qrow + 4)
+  QUANT[name] = { qrow = qrow, rec = rec, num = math.floor(rec / 16) }
+end
 
 -- y and r: m rows of the destination from y_off on, row_end outputs each
 local DST = "row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0"
@@ -338,7 +342,7 @@ return {
   -- with kpad = round_up(k_total, BLOCK_KALIGN), rows padded with zeros to a whole group: a
   -- pass over a group is one stream, every lane of an accumulator an output row
   exports = { PACK_ROWS = PACK_ROWS, PACK_TILE = TILE, GEMM_KBLOCK = GEMM_KBLOCK, GEMM_PART_ROW = GEMM_PART_ROW,
-              GEMM_SUMS = GEMM_SUMS,
+              GEMM_SUMS = GEMM_SUMS, Q8_RECORD = QUANT.q8.rec, Q4_RECORD = QUANT.q4.rec,
               BLOCK_ROWS = BLOCK_ROWS, BLOCK_GROUP = BLOCK_GROUP, BLOCK_KALIGN = BLOCK_KALIGN },
   check = function(p, need)
     need(p.chains == 4 and p.tile == 64, "the lane mapping is written for 4 chains over 64-element tiles")

@@ -560,16 +560,10 @@ local function load_bytes(ins)
 end
 ops.load_i8, ops.load_u8 = load_bytes("vpmovsxbd"), load_bytes("vpmovzxbd")
 
-local function has_feature(ctx, name)
-  for _, f in ipairs(ctx.variant.features) do if f == name then return true end end
-  return false
-end
-
 -- The IEEE binary16 at an element address, widened exactly to f32, in every lane. AVX-512:
--- VPBROADCASTW, then VCVTPH2PS (its EVEX form is AVX512F). A variant that lists "f16c" in its
--- features (none does yet: requiring F16C of the avx2 variant would change what FK_CPU_MASK=3
--- selects) would do the same on a ymm with VEX VCVTPH2PS. The avx2 variant requires AVX2 + FMA
--- only, so it widens without F16C, in its one ymm (M.class_of) and the two scratch ones
+-- VPBROADCASTW, then VCVTPH2PS (its EVEX form is AVX512F). The avx2 variant requires AVX2 + FMA
+-- only (requiring F16C too would change what FK_CPU_MASK=3 selects), so it widens without F16C's
+-- VCVTPH2PS, in its one ymm (M.class_of) and the two scratch ones
 -- (VPBROADCASTW fills both halves of a lane with h, so bit 31 is the sign):
 --   t = (h & 0x7fff) << 13: exponent e and fraction in their f32 places, the bias 112 short;
 --   x = t + (113 << 23); e >= 1: x - (1 << 23), the f32 bits (e = 31, inf and NaN: OR 0x7f800000 too);
@@ -586,26 +580,21 @@ function ops.load_bcast_f16(ctx, op)
     return
   end
   local r, t, m = d[1], scratch(ctx, 1), scratch(ctx, 2)
-  if has_feature(ctx, "f16c") then
-    ctx:wline("vpbroadcastw " .. X(r) .. ", " .. a)
-    ctx:wline("vcvtph2ps " .. r .. ", " .. X(r))
-  else
-    local function k(bits) return bconst(ctx, string.format("f%08x", bits), bits) end
-    ctx:wline("vpbroadcastw " .. r .. ", " .. a)
-    ctx:wline("vpslld " .. t .. ", " .. r .. ", 17")
-    ctx:wline("vpsrld " .. t .. ", " .. t .. ", 4")                    -- t
-    ctx:wline("vpand " .. r .. ", " .. r .. ", " .. k(0x80000000))     -- the sign
-    ctx:wline("vpcmpgtd " .. m .. ", " .. t .. ", " .. k(0x0f7fffff))  -- e = 31
-    ctx:wline("vpand " .. m .. ", " .. m .. ", " .. k(0x7f800000))
-    ctx:wline("vpor " .. r .. ", " .. r .. ", " .. m)
-    ctx:wline("vpcmpgtd " .. m .. ", " .. t .. ", " .. k(0x007fffff))  -- e >= 1: all ones
-    ctx:wline("vpaddd " .. t .. ", " .. t .. ", " .. k(0x38800000))    -- x
-    ctx:wline("vpslld " .. m .. ", " .. m .. ", 23")                   -- e >= 1: -(1 << 23)
-    ctx:wline("vpaddd " .. t .. ", " .. t .. ", " .. m)
-    ctx:wline("vpandn " .. m .. ", " .. m .. ", " .. k(0x38800000))    -- e = 0: 2^-14, else +0
-    ctx:wline("vsubps " .. t .. ", " .. t .. ", " .. m)
-    ctx:wline("vpor " .. r .. ", " .. r .. ", " .. t)
-  end
+  local function k(bits) return bconst(ctx, string.format("f%08x", bits), bits) end
+  ctx:wline("vpbroadcastw " .. r .. ", " .. a)
+  ctx:wline("vpslld " .. t .. ", " .. r .. ", 17")
+  ctx:wline("vpsrld " .. t .. ", " .. t .. ", 4")                    -- t
+  ctx:wline("vpand " .. r .. ", " .. r .. ", " .. k(0x80000000))     -- the sign
+  ctx:wline("vpcmpgtd " .. m .. ", " .. t .. ", " .. k(0x0f7fffff))  -- e = 31
+  ctx:wline("vpand " .. m .. ", " .. m .. ", " .. k(0x7f800000))
+  ctx:wline("vpor " .. r .. ", " .. r .. ", " .. m)
+  ctx:wline("vpcmpgtd " .. m .. ", " .. t .. ", " .. k(0x007fffff))  -- e >= 1: all ones
+  ctx:wline("vpaddd " .. t .. ", " .. t .. ", " .. k(0x38800000))    -- x
+  ctx:wline("vpslld " .. m .. ", " .. m .. ", 23")                   -- e >= 1: -(1 << 23)
+  ctx:wline("vpaddd " .. t .. ", " .. t .. ", " .. m)
+  ctx:wline("vpandn " .. m .. ", " .. m .. ", " .. k(0x38800000))    -- e = 0: 2^-14, else +0
+  ctx:wline("vsubps " .. t .. ", " .. t .. ", " .. m)
+  ctx:wline("vpor " .. r .. ", " .. r .. ", " .. t)
   if d[2] ~= r then ctx:wline("vmovaps " .. d[2] .. ", " .. r) end
 end
 

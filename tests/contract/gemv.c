@@ -62,23 +62,22 @@ static float f16_to_f32(uint16_t h) {
  * the tile, FKC_Q_NIBBLES_SWAPPED the other nibble, FKC_Q_BLOCK_SHIFT moves the block boundary one
  * element (k = 32b + 31 read with block b + 1's scale). */
 float fkc_gemv_quant_weight(const uint8_t *wp, int q4, int64_t n, int64_t k, int64_t i, fkc_perturb p) {
-  const int64_t tiles = (k + TILE - 1) / TILE, rec = q4 ? 144 : 272, qrow = q4 ? 32 : 64, r = n % 4;
-  {
-    const uint8_t *rc = wp + ((n / 4) * tiles + i / TILE) * rec;
-    int64_t b = i % TILE / 32, l = i % 32 / 2, par = i % 2, sb = b;
-    int q;
-    if (q4) {
-      unsigned byte = rc[qrow * r + 16 * b + l];
-      q = (int)((par ^ (p == FKC_Q_NIBBLES_SWAPPED)) ? byte >> 4 : byte & 15) - 8;
-    } else {
-      q = (int8_t)rc[qrow * r + 32 * b + 16 * par + l];
-    }
-    if (p == FKC_Q_SCALE_NEIGHBOR) sb = 1 - b;
-    if (p == FKC_Q_BLOCK_SHIFT && i % 32 == 31) sb = b + 1; /* the next block's scale (past the tile: the next record's) */
-    const uint8_t *sc = sb < 2 ? rc + 4 * qrow + 4 * r + 2 * sb : rc + rec + 4 * qrow + 4 * r;
-    if (sb == 2 && i / TILE + 1 >= tiles) sc = rc + 4 * qrow + 4 * r + 2 * b; /* no next block: unchanged */
-    return (float)q * f16_to_f32((uint16_t)(sc[0] | sc[1] << 8));
+  const int64_t tiles = (k + TILE - 1) / TILE, rec = q4 ? FK_GEMV_Q4_RECORD : FK_GEMV_Q8_RECORD, qrow = q4 ? 32 : 64;
+  const int64_t r = n % 4, b = i % TILE / 32, l = i % 32 / 2, par = i % 2;
+  const uint8_t *rc = wp + ((n / 4) * tiles + i / TILE) * rec;
+  int q;
+  if (q4) {
+    unsigned byte = rc[qrow * r + 16 * b + l];
+    q = (int)((par ^ (p == FKC_Q_NIBBLES_SWAPPED)) ? byte >> 4 : byte & 15) - 8;
+  } else {
+    q = (int8_t)rc[qrow * r + 32 * b + 16 * par + l];
   }
+  int64_t sb = b;
+  if (p == FKC_Q_SCALE_NEIGHBOR) sb = 1 - b;
+  if (p == FKC_Q_BLOCK_SHIFT && i % 32 == 31) sb = b + 1; /* the next block's scale (past the tile: the next record's) */
+  const uint8_t *sc = sb < 2 ? rc + 4 * qrow + 4 * r + 2 * sb : rc + rec + 4 * qrow + 4 * r;
+  if (sb == 2 && i / TILE + 1 >= tiles) sc = rc + 4 * qrow + 4 * r + 2 * b; /* no next block: unchanged */
+  return (float)q * f16_to_f32((uint16_t)(sc[0] | sc[1] << 8));
 }
 
 static const float *quant_row(const uint8_t *wp, int q4, int64_t n, int64_t k, fkc_perturb p) {

@@ -31,15 +31,7 @@ double fkt_gemv_output(fkh_call *c, int64_t j, int64_t n) {
  * sum's own error is far below every bound here). *err gets E, the f32 evaluation's error bound
  * for the tier before any output rounding (exact: gamma(d)*A + d*eta; fast: the x rounding X,
  * the flushed products F, gamma(2d)*B + d*2^-126). */
-/* Weight (n, i) of a call, row-major, packed or quantized (the layout's formula, as in the
- * contract), as f32 (exact). */
-static uint16_t w_at(fkh_call *c, int64_t n, int64_t i);
-static float w_of(fkh_call *c, int64_t n, int64_t i) {
-  const char *id = fkh_forms[c->form].id;
-  if (strstr(id, "_q8_") || strstr(id, "_q4_"))
-    return fkc_gemv_quant_weight(fkh_buf_of(c, "w"), strstr(id, "_q4_") != NULL, n, fkh_i64_of(c, "k"), i, FKC_EXACT);
-  return fkc_bf16_to_f32(w_at(c, n, i));
-}
+/* Weight (n, i) of a call, row-major or packed (the layout's formula, as in the contract). */
 static uint16_t w_at(fkh_call *c, int64_t n, int64_t i) {
   const uint16_t *w = fkh_buf_of(c, "w");
   if (fkh_field_index(c, "ldw") >= 0) return w[n * fkh_i64_of(c, "ldw") + i];
@@ -52,12 +44,21 @@ static uint16_t w_at(fkh_call *c, int64_t n, int64_t i) {
   return w[((n / R) * tiles + i / T) * R * T + (n % R) * T + i % T];
 }
 
+/* -1 for the bf16 forms, else the quantized form's layout (0: q8, 1: q4) */
+static int quant_of(const fkh_call *c) {
+  const char *id = fkh_forms[c->form].id;
+  return strstr(id, "_q4_") ? 1 : strstr(id, "_q8_") ? 0 : -1;
+}
+
 double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *err) {
   int64_t k = fkh_i64_of(c, "k"), ldx = fkh_i64_of(c, "ldx");
+  const int q = quant_of(c);
   const float *x = (const float *)fkh_buf_of(c, "x") + j * ldx;
   double s = 0, a = 0, xerr = 0, flushed = 0, kept = 0;
   for (int64_t i = 0; i < k; i++) {
-    float wv = w_of(c, n, i), xb = fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(x[i]), FKC_EXACT));
+    /* (as f32, exact: bf16 widened, or a quantized q * d from the layout's formula) */
+    float wv = q >= 0 ? fkc_gemv_quant_weight(fkh_buf_of(c, "w"), q, n, k, i, FKC_EXACT) : fkc_bf16_to_f32(w_at(c, n, i)),
+          xb = fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(x[i]), FKC_EXACT));
     s += (double)wv * (double)x[i];
     a += fabs((double)wv * (double)x[i]);
     xerr += fabs((double)wv) * fabs((double)xb - (double)x[i]);
