@@ -11,6 +11,7 @@
  * The state (KV caches, conv carries, the position) is written by the steps in place or
  * committed by the family after the program's last barrier, in causal order. */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fk_lfm2.h"
@@ -32,7 +33,21 @@ static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
 #define MCHECK(cond, ...) FK_RETURN_ERROR_IF(cond, err, FK_EINVAL, "fk_plan_create: " __VA_ARGS__)
 
-static fk_status check_stack(const char *w, const fk_lfm2_stack *s, int64_t hd, int depth, fk_error *err) {
+/* The layer's GEMV matrices: descriptor name, bf16 pointer, GGUF blocks, packed copy, and shape
+ * (rows, k) in units of hidden h, ffn f, q width qd and kv width kd. */
+#define LAYER_MATS(X, w, l, h, f, qd, kd) \
+  X("in_proj", w->in_proj, in_proj, l->in_w, 3 * h, h, FK_LAYER_CONV) \
+  X("out_proj", w->out_proj, out_proj, l->out_w, h, h, FK_LAYER_CONV) \
+  X("q_proj", w->q_proj, q_proj, l->q_w, qd, h, FK_LAYER_ATTN) \
+  X("k_proj", w->k_proj, k_proj, l->k_w, kd, h, FK_LAYER_ATTN) \
+  X("v_proj", w->v_proj, v_proj, l->v_w, kd, h, FK_LAYER_ATTN) \
+  X("o_proj", w->o_proj, o_proj, l->o_w, h, qd, FK_LAYER_ATTN) \
+  X("w1", w->w1, w1, l->w1, f, h, -1) \
+  X("w3", w->w3, w3, l->w3, f, h, -1) \
+  X("w2", w->w2, w2, l->w2, h, f, -1)
+
+static fk_status check_stack(const char *w, const fk_lfm2_stack *s, int64_t hd, int depth, fk_qformat quantize,
+                             fk_error *err) {
   MCHECK(s->hidden < 1 || s->hidden > LIMIT, "desc.%s.stack.hidden = %lld: must be in 1..%d", w, (long long)s->hidden,
          LIMIT);
   MCHECK(s->ffn < 1 || s->ffn > LIMIT, "desc.%s.stack.ffn = %lld: must be in 1..%d", w, (long long)s->ffn, LIMIT);
@@ -66,31 +81,41 @@ static fk_status check_stack(const char *w, const fk_lfm2_stack *s, int64_t hd, 
            w, (long long)i, (int)l->kind);
     WNULL(operator_norm);
     WNULL(ffn_norm);
-    WNULL(w1);
-    WNULL(w3);
-    WNULL(w2);
     if (l->kind == FK_LAYER_CONV) {
-      WNULL(in_proj);
       WNULL(conv);
-      WNULL(out_proj);
     } else {
-      WNULL(q_proj);
-      WNULL(k_proj);
-      WNULL(v_proj);
       WNULL(q_norm);
       WNULL(k_norm);
-      WNULL(o_proj);
     }
 #undef WNULL
+    /* each matrix of the layer's kind: its GGUF blocks or its bf16 weights, a quantized one's k a
+     * multiple of 32; the other kind's GGUF blocks are refused (never read) */
+    int64_t h = s->hidden, f = s->ffn, qd = s->heads * hd; /* the rows are not checked here */
+    char what[96];
+    #define MAT_CHECK(name, bf, qm, dst, rows, k, lk) \
+    if ((int)(lk) < 0 || (fk_layer_kind)(lk) == l->kind) { \
+      snprintf(what, sizeof what, "desc.%s.stack.layer[%lld].q." name, w, (long long)i); \
+      fk_status st = fk_wmat_check(&l->q.qm, quantize, k, what, err); \
+      if (st != FK_OK) return st; \
+      MCHECK(!bf && l->q.qm.format == FK_QNONE, "desc.%s.stack.layer[%lld]." name " is NULL (and q." name \
+             " gives no GGUF blocks)", w, (long long)i); \
+    } else { \
+      MCHECK(l->q.qm.format != FK_QNONE, "desc.%s.stack.layer[%lld].q." name ": a %s layer has no " name, w, \
+             (long long)i, l->kind == FK_LAYER_CONV ? "conv" : "attention"); \
+    }
+    LAYER_MATS(MAT_CHECK, l, l, h, f, qd, 0)
+#undef MAT_CHECK
   }
   return FK_OK;
 }
 
-fk_status fk_lfm2_check(const char *w, const fk_lfm2_stack *s, fk_error *err) {
-  return check_stack(w, s, FK_LFM2_HD, 0, err);
+fk_status fk_lfm2_check(const char *w, const fk_lfm2_stack *s, fk_qformat quantize, fk_error *err) {
+  return check_stack(w, s, FK_LFM2_HD, 0, quantize, err);
 }
 
-fk_status fk_depth_check(const char *w, const fk_lfm2_stack *s, fk_error *err) { return check_stack(w, s, 32, 1, err); }
+fk_status fk_depth_check(const char *w, const fk_lfm2_stack *s, fk_qformat quantize, fk_error *err) {
+  return check_stack(w, s, 32, 1, quantize, err);
+}
 
 uint64_t fk_lfm2_roles(int decode) {
   uint64_t r = FK_ROLE_BIT(R_NORM) | FK_ROLE_BIT(R_IN) | FK_ROLE_BIT(R_CONV) | FK_ROLE_BIT(R_OUT) |
@@ -99,7 +124,7 @@ uint64_t fk_lfm2_roles(int decode) {
   return r;
 }
 
-void fk_lfm2_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, int64_t max_rows, int64_t rep) {
+void fk_lfm2_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, int64_t max_rows, int64_t rep, fk_qformat quantize) {
   memset(t, 0, sizeof *t);
   t->h = s->hidden;
   t->ffn = s->ffn;
@@ -118,19 +143,22 @@ void fk_lfm2_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, int64_t max_rows, in
   /* a ring must hold the window and a whole block's new rows (templates/attn.lua: R >= W + P - 1) */
   t->ring = s->window > 0 ? s->window + max_rows - 1 : 0;
   t->slots = t->ring ? t->ring : s->max_pos;
-  for (int64_t i = 0; i < s->layers; i++) t->layer[i].kind = s->layer[i].kind;
+  for (int64_t i = 0; i < s->layers; i++) {
+    const fk_lfm2_layer *w = &s->layer[i];
+    fk_layer_rt *l = &t->layer[i];
+    l->kind = w->kind;
+#define MAT_FMT(name, bf, qm, dst, rows, k, lk) dst.fmt = fk_wmat_format(&w->q.qm, quantize);
+    LAYER_MATS(MAT_FMT, w, l, 0, 0, 0, 0)
+#undef MAT_FMT
+  }
 }
 
-void fk_depth_shapes(fk_stack_rt *t, const fk_lfm2_stack *s) {
-  fk_lfm2_shapes(t, s, 1, 1);
+void fk_depth_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, fk_qformat quantize) {
+  fk_lfm2_shapes(t, s, 1, 1, quantize);
   t->r_norm = R_NORM_ONCE;
   t->r_norm_in = R_NORM_ADD_ONCE;
   t->r_qkprep = R_QKPREP32;
   t->r_attn_dec = R_ATTN_DEC32;
-}
-
-static uint16_t *carve_packed(fk_carver *c, int64_t n, int64_t k) {
-  return fk_carve(c, fk_gemv_packed_elems(n, k) * 2);
 }
 
 void fk_lfm2_layout(fk_stack_rt *t, int threads, fk_carver *c) {
@@ -139,24 +167,19 @@ void fk_lfm2_layout(fk_stack_rt *t, int threads, fk_carver *c) {
     fk_layer_rt *l = &t->layer[i];
     l->norm1 = fk_carve(c, (size_t)h * 2);
     l->norm2 = fk_carve(c, (size_t)h * 2);
+#define MAT_CARVE(name, bf, qm, dst, rows, k, lk) \
+    if ((int)(lk) < 0 || (fk_layer_kind)(lk) == l->kind) dst = fk_wmat_carve(c, dst.fmt, rows, k);
+    LAYER_MATS(MAT_CARVE, l, l, h, f, qd, kd)
+#undef MAT_CARVE
     if (l->kind == FK_LAYER_CONV) {
-      l->in_w = carve_packed(c, 3 * h, h);
       l->conv_w = fk_carve(c, (size_t)(3 * h) * 2);
-      l->out_w = carve_packed(c, h, h);
       l->carry = fk_carve(c, (size_t)(2 * h) * 2);
     } else {
-      l->q_w = carve_packed(c, qd, h);
-      l->k_w = carve_packed(c, kd, h);
-      l->v_w = carve_packed(c, kd, h);
-      l->o_w = carve_packed(c, h, qd);
       l->q_norm = fk_carve(c, (size_t)hd * 2);
       l->k_norm = fk_carve(c, (size_t)hd * 2);
       l->kc = fk_carve(c, (size_t)(t->slots * kd) * 2);
       l->vc = fk_carve(c, (size_t)(t->slots * kd) * 2);
     }
-    l->w1 = carve_packed(c, f, h);
-    l->w3 = carve_packed(c, f, h);
-    l->w2 = carve_packed(c, h, f);
   }
   t->final_norm = fk_carve(c, (size_t)h * 2);
   t->cos = fk_carve(c, (size_t)(t->max_pos * hd / 2) * 4);
@@ -177,35 +200,32 @@ void fk_lfm2_layout(fk_stack_rt *t, int threads, fk_carver *c) {
   fk_gemv_need(c, imax(imax(h, f), qd));
 }
 
-fk_status fk_lfm2_pack(fk_stack_rt *t, const fk_lfm2_stack *s, fk_error *err) {
+fk_status fk_lfm2_pack(fk_stack_rt *t, const fk_lfm2_stack *s, const char *wn, fk_error *err) {
   int64_t h = t->h, f = t->ffn, hd = t->hd, qd = t->heads * hd, kd = t->kv * hd;
   fk_status r = FK_OK;
-#define PACK(src, dst, n, k) \
-  if (r == FK_OK) r = fk_gemv_pack(src, k, n, k, dst, fk_gemv_packed_elems(n, k), err)
-  for (int64_t i = 0; i < t->layers; i++) {
+  char what[96];
+  for (int64_t i = 0; i < t->layers && r == FK_OK; i++) {
     const fk_lfm2_layer *w = &s->layer[i];
     fk_layer_rt *l = &t->layer[i];
     memcpy(l->norm1, w->operator_norm, (size_t)h * 2);
     memcpy(l->norm2, w->ffn_norm, (size_t)h * 2);
+#define MAT_PACK(name, bf, qm, dst, rows, k, lk) \
+    if (r == FK_OK && ((int)(lk) < 0 || (fk_layer_kind)(lk) == l->kind)) { \
+      snprintf(what, sizeof what, "desc.%s.stack.layer[%lld].%s" name, wn, (long long)i, \
+               w->q.qm.format != FK_QNONE ? "q." : ""); \
+      r = fk_wmat_pack(&dst, bf, &w->q.qm, rows, k, what, err); \
+    }
+    LAYER_MATS(MAT_PACK, w, l, h, f, qd, kd)
+#undef MAT_PACK
     if (l->kind == FK_LAYER_CONV) {
-      PACK(w->in_proj, l->in_w, 3 * h, h);
-      PACK(w->out_proj, l->out_w, h, h);
       /* conv.weight[c, 0, k] -> tap-major w[k*h + c] (the leaf's layout) */
       for (int64_t ch = 0; ch < h; ch++)
         for (int k = 0; k < 3; k++) l->conv_w[k * h + ch] = w->conv[3 * ch + k];
     } else {
-      PACK(w->q_proj, l->q_w, qd, h);
-      PACK(w->k_proj, l->k_w, kd, h);
-      PACK(w->v_proj, l->v_w, kd, h);
-      PACK(w->o_proj, l->o_w, h, qd);
       memcpy(l->q_norm, w->q_norm, (size_t)hd * 2);
       memcpy(l->k_norm, w->k_norm, (size_t)hd * 2);
     }
-    PACK(w->w1, l->w1, f, h);
-    PACK(w->w3, l->w3, f, h);
-    PACK(w->w2, l->w2, h, f);
   }
-#undef PACK
   if (s->final_norm) memcpy(t->final_norm, s->final_norm, (size_t)h * 2);
   if (r == FK_OK) r = fk_rope_table(s->rope_theta, hd, 0, t->max_pos, t->cos, t->sin, err);
   return r;
@@ -384,21 +404,22 @@ void fk_lfm2_steps(fk_step_list *l, fk_stack_rt *t, int decode) {
   fk_role attn = t->ring ? (decode && t->ring == t->window ? R_ATTN_DEC_RING : R_ATTN_PRE_RING)
                          : (decode ? t->r_attn_dec : R_ATTN_PRE);
   for (int i = 0; i < (int)t->layers; i++) {
+    const fk_layer_rt *ly = &t->layer[i]; /* a GEMV step names the stamp of its (first) matrix's format */
     fk_step_add(l, st_norm1, "operator_norm", "rows", i == 0 ? t->r_norm_in : t->r_norm, t, i);
     if (t->layer[i].kind == FK_LAYER_CONV) {
-      fk_step_add(l, st_in_proj, "in_proj", "weight rows", R_IN, t, i);
+      fk_step_add(l, st_in_proj, "in_proj", "weight rows", fk_qrole(R_IN, ly->in_w.fmt), t, i);
       fk_step_add(l, st_conv, "conv", "member 0", R_CONV, t, i);
-      fk_step_add(l, st_out_proj, "out_proj", "weight rows", R_OUT, t, i);
+      fk_step_add(l, st_out_proj, "out_proj", "weight rows", fk_qrole(R_OUT, ly->out_w.fmt), t, i);
     } else {
-      fk_step_add(l, st_qkv, "qkv_proj", "weight rows", R_IN, t, i);
+      fk_step_add(l, st_qkv, "qkv_proj", "weight rows", fk_qrole(R_IN, ly->q_w.fmt), t, i);
       fk_step_add(l, st_qkprep, "qk_norm_rope", "heads", R_QKPREP, t, i);
       fk_step_add(l, st_attn, "attention", "kv heads", attn, t, i);
-      fk_step_add(l, st_o_proj, "o_proj", "weight rows", R_OUT, t, i);
+      fk_step_add(l, st_o_proj, "o_proj", "weight rows", fk_qrole(R_OUT, ly->o_w.fmt), t, i);
     }
     fk_step_add(l, st_norm2, "ffn_norm", "rows", t->r_norm, t, i);
-    fk_step_add(l, st_w13, "w1_w3", "weight rows", R_IN, t, i);
+    fk_step_add(l, st_w13, "w1_w3", "weight rows", fk_qrole(R_IN, ly->w1.fmt), t, i);
     fk_step_add(l, st_swiglu, "swiglu", "columns", R_SWIGLU, t, i);
-    fk_step_add(l, st_w2, "w2", "weight rows", R_OUT, t, i);
+    fk_step_add(l, st_w2, "w2", "weight rows", fk_qrole(R_OUT, ly->w2.fmt), t, i);
   }
 }
 

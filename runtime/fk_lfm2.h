@@ -17,9 +17,11 @@ enum { FK_LFM2_HD = 64 }; /* the head size of LFM2's attention stamps (the Depth
 typedef struct fk_layer_rt {
   fk_layer_kind kind;
   uint16_t *norm1, *norm2;         /* operator_norm, ffn_norm */
-  uint16_t *in_w, *conv_w, *out_w; /* conv: packed in_proj, tap-major taps, packed out_proj */
-  uint16_t *q_w, *k_w, *v_w, *o_w, *q_norm, *k_norm; /* attention: packed projections */
-  uint16_t *w1, *w3, *w2;          /* packed feed-forward */
+  fk_wmat in_w, out_w;             /* conv: packed in_proj, out_proj */
+  uint16_t *conv_w;                /* conv: tap-major taps */
+  fk_wmat q_w, k_w, v_w, o_w;      /* attention: packed projections */
+  uint16_t *q_norm, *k_norm;
+  fk_wmat w1, w3, w2;              /* packed feed-forward */
   /* state */
   uint16_t *carry;                 /* conv: 2 x h, Bx[t-2] then Bx[t-1] */
   uint16_t *kc, *vc;               /* attention: slots x kv_heads x head_dim */
@@ -56,20 +58,23 @@ typedef struct fk_stack_rt {
   int64_t pos;       /* the next position (the job's first row's, while a program runs) */
 } fk_stack_rt;
 
-/* Readiness: every field of desc.<w>.stack (w: "lm", "detok"); FK_EINVAL naming it. */
-fk_status fk_lfm2_check(const char *w, const fk_lfm2_stack *s, fk_error *err);
+/* Readiness: every field of desc.<w>.stack (w: "lm", "detok"), the matrices' formats under
+ * quantize (desc.quantize); FK_EINVAL naming it. */
+fk_status fk_lfm2_check(const char *w, const fk_lfm2_stack *s, fk_qformat quantize, fk_error *err);
 /* The same for a Depthformer (desc.<w>, w: "audio.depth"): attention layers only, head_dim 32, no
  * sliding window, final_norm unused. */
-fk_status fk_depth_check(const char *w, const fk_lfm2_stack *s, fk_error *err);
+fk_status fk_depth_check(const char *w, const fk_lfm2_stack *s, fk_qformat quantize, fk_error *err);
 /* The roles a stack's steps call (decode: an LM's decode steps, also the decode attention forms). */
 uint64_t fk_lfm2_roles(int decode);
-/* Shapes from s, for calls of up to max_rows stack rows, rep rows per job row. */
-void fk_lfm2_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, int64_t max_rows, int64_t rep);
+/* Shapes from s, for calls of up to max_rows stack rows, rep rows per job row, and each matrix's
+ * format (its GGUF blocks', else quantize). */
+void fk_lfm2_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, int64_t max_rows, int64_t rep, fk_qformat quantize);
 /* A Depthformer's shapes (one row per call, its own forms; in_x: see fk_stack_rt). */
-void fk_depth_shapes(fk_stack_rt *t, const fk_lfm2_stack *s);
+void fk_depth_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, fk_qformat quantize);
 /* Carves the stack's weights, planes and state (threads: members with score buffers). */
 void fk_lfm2_layout(fk_stack_rt *t, int threads, fk_carver *c);
-fk_status fk_lfm2_pack(fk_stack_rt *t, const fk_lfm2_stack *s, fk_error *err);
+/* Packs (or quantizes) the weights; w names the stack in errors ("lm", "detok", "audio.depth"). */
+fk_status fk_lfm2_pack(fk_stack_rt *t, const fk_lfm2_stack *s, const char *w, fk_error *err);
 /* Lists every layer's steps (ctx: the stack); decode: an LM's one-token steps. */
 void fk_lfm2_steps(fk_step_list *l, fk_stack_rt *t, int decode);
 

@@ -41,6 +41,7 @@ static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
   DESC_CHECK(d->threads < 1 || d->threads > FK_MAX_THREADS, "desc.threads = %d: must be in 1..%d", d->threads,
              FK_MAX_THREADS);
   DESC_CHECK((unsigned)d->tier > FK_TIER_FAST, "desc.tier = %d: not a tier", (int)d->tier);
+  DESC_CHECK((unsigned)d->quantize > FK_Q4, "desc.quantize = %d: must be FK_QNONE, FK_Q8 or FK_Q4", (int)d->quantize);
   DESC_CHECK(d->flags & ~(FK_PLAN_TIMING | FK_PLAN_PCM_I16 | FK_PLAN_NO_PIN), "desc.flags = 0x%x: unknown bits 0x%x",
              d->flags, d->flags & ~(FK_PLAN_TIMING | FK_PLAN_PCM_I16 | FK_PLAN_NO_PIN));
   for (int i = 0; i < fk_nfamilies; i++) {
@@ -186,7 +187,8 @@ fk_status fk_plan_create(const fk_plan_desc *d, fk_plan **out, fk_error *err) {
   p->arena = base;
   p->arena_bytes = c.used;
 
-  /* the shapes were checked: packing cannot fail, and is checked all the same */
+  /* the shapes were checked; packing still refuses a weight desc.quantize cannot quantize (not
+   * finite, or a scale beyond binary16), naming the matrix */
   s = FK_OK;
   for (int i = 0; i < p->nfam && s == FK_OK; i++) s = p->fam[i].fam->pack(p->fam[i].rec, d, err);
   atomic_init(&p->busy, 0);

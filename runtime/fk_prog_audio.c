@@ -12,6 +12,7 @@
  *   logits, depth_linear  weight rows split       sample, cb_sample    member 0 (one draw)
  *   cb_feed               member 0 (one row; sets the Depthformer's position to c)
  * Codebooks run in order: codebook c's feedback is codebook c-1's code. */
+#include <stdio.h>
 #include <string.h>
 
 #include "fk_prog_audio.h"
@@ -25,8 +26,12 @@ enum { LIMIT = 65536, MAX_VOCAB = 1 << 20, END_CODE = 2048, TOK_IM_END = 7, TOK_
 
 static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
   const fk_audio_desc *a = &d->audio;
-  fk_status s = fk_lfm2_check("audio.lm", &a->lm.stack, err);
-  if (s == FK_OK) s = fk_depth_check("audio.depth", &a->depth.stack, err);
+  fk_status s = fk_lfm2_check("audio.lm", &a->lm.stack, d->quantize, err);
+  if (s == FK_OK) s = fk_depth_check("audio.depth", &a->depth.stack, d->quantize, err);
+  if (s == FK_OK)
+    s = fk_wmat_check(&a->lm.lm_head_q, d->quantize, a->lm.stack.hidden, "desc.audio.lm.lm_head_q", err);
+  if (s == FK_OK) s = fk_wmat_check(NULL, d->quantize, a->lm.stack.hidden, "desc.audio.depth.linear", err);
+  if (s == FK_OK) s = fk_wmat_check(NULL, d->quantize, a->depth.stack.hidden, "desc.audio.depth.head", err);
   if (s != FK_OK) return s;
   MCHECK(a->lm.vocab <= TOK_TEXT_END || a->lm.vocab > MAX_VOCAB,
          "desc.audio.lm.vocab = %lld: must be in %d..%d (the loops' tokens 7, 128 and 130 are ids)",
@@ -54,10 +59,11 @@ static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
 }
 
 static uint64_t roles(const fk_plan_desc *d) {
-  (void)d;
-  return fk_lfm2_roles(1) | FK_ROLE_BIT(R_EMBED) | FK_ROLE_BIT(R_LOGITS) | FK_ROLE_BIT(R_ARGMAX) |
-         FK_ROLE_BIT(R_TOPK) | FK_ROLE_BIT(R_HEAD) | FK_ROLE_BIT(R_CBSUM) | FK_ROLE_BIT(R_NORM_ONCE) |
-         FK_ROLE_BIT(R_NORM_ADD_ONCE) | FK_ROLE_BIT(R_QKPREP32) | FK_ROLE_BIT(R_ATTN_DEC32);
+  return fk_quant_roles(fk_lfm2_roles(1) | FK_ROLE_BIT(R_EMBED) | FK_ROLE_BIT(R_LOGITS) | FK_ROLE_BIT(R_ARGMAX) |
+                            FK_ROLE_BIT(R_TOPK) | FK_ROLE_BIT(R_HEAD) | FK_ROLE_BIT(R_CBSUM) |
+                            FK_ROLE_BIT(R_NORM_ONCE) | FK_ROLE_BIT(R_NORM_ADD_ONCE) | FK_ROLE_BIT(R_QKPREP32) |
+                            FK_ROLE_BIT(R_ATTN_DEC32),
+                        d);
 }
 
 /* ---- steps ------------------------------------------------------------------------------------ */
@@ -189,23 +195,21 @@ static void list_steps(fk_step_list *l, void *rec, fk_program prog) {
   fk_lfm2_steps(l, &r->stack, step);
   fk_step_add(l, st_final, "final_norm", "rows", R_NORM, r, -1); /* the last row */
   if (step) l->gate = G_TEXT;
-  fk_step_add(l, st_text_logits, "logits", "weight rows", R_LOGITS, r, -1);
+  fk_step_add(l, st_text_logits, "logits", "weight rows", fk_qrole(R_LOGITS, r->lm_head.fmt), r, -1);
   fk_step_add(l, st_text_sample, "sample", "member 0", R_ARGMAX, r, -1); /* R_TOPK with io.sampling */
   if (step) {
     l->gate = G_AUDIO;
-    fk_step_add(l, st_depth_linear, "depth_linear", "weight rows", R_HEAD, r, -1);
+    fk_step_add(l, st_depth_linear, "depth_linear", "weight rows", fk_qrole(R_HEAD, r->dlin.fmt), r, -1);
     for (int c = 0; c < FK_AUDIO_CB; c++) {
       fk_step_add(l, st_cb_feed, "cb_feed", "member 0", R_EMBED, &r->cb[c], -1);
       fk_lfm2_steps(l, &r->depth, 1);
       fk_step_add(l, st_cb_norm, "cb_norm", "rows", R_NORM_ONCE, &r->cb[c], -1);
-      fk_step_add(l, st_cb_logits, "cb_logits", "weight rows", R_LOGITS, &r->cb[c], -1);
+      fk_step_add(l, st_cb_logits, "cb_logits", "weight rows", fk_qrole(R_LOGITS, r->cb_head[c].fmt), &r->cb[c], -1);
       fk_step_add(l, st_cb_sample, "cb_sample", "member 0", R_ARGMAX, &r->cb[c], -1);
     }
     l->gate = -1;
   }
 }
-
-static uint16_t *carve_packed(fk_carver *c, int64_t n, int64_t k) { return fk_carve(c, fk_gemv_packed_elems(n, k) * 2); }
 
 static uint32_t gates(const void *rec, fk_program prog) {
   const fk_audio_rt *r = rec;
@@ -217,8 +221,8 @@ static uint32_t gates(const void *rec, fk_program prog) {
 static void *layout(fk_plan *p, const fk_plan_desc *d, fk_carver *c) {
   const fk_audio_desc *a = &d->audio;
   fk_audio_rt local, *r = fk_carve_record(c, sizeof *r, &local);
-  fk_lfm2_shapes(&r->stack, &a->lm.stack, a->lm.max_rows, 1);
-  fk_depth_shapes(&r->depth, &a->depth.stack);
+  fk_lfm2_shapes(&r->stack, &a->lm.stack, a->lm.max_rows, 1, d->quantize);
+  fk_depth_shapes(&r->depth, &a->depth.stack, d->quantize);
   r->vocab = a->lm.vocab;
   r->avocab = a->depth.audio_vocab;
   r->dim = a->depth.stack.hidden;
@@ -228,16 +232,16 @@ static void *layout(fk_plan *p, const fk_plan_desc *d, fk_carver *c) {
   fk_lfm2_layout(&r->stack, p->threads, c);
   fk_lfm2_layout(&r->depth, p->threads, c);
   r->embed = fk_carve(c, (size_t)(r->vocab * h) * 2);
-  r->lm_head = carve_packed(c, r->vocab, h);
+  r->lm_head = fk_wmat_carve(c, fk_wmat_format(&a->lm.lm_head_q, d->quantize), r->vocab, h);
   r->aembed = fk_carve(c, (size_t)(FK_AUDIO_CB * r->avocab * h) * 2);
-  r->dlin = carve_packed(c, FK_AUDIO_CB * dim, h);
+  r->dlin = fk_wmat_carve(c, d->quantize, FK_AUDIO_CB * dim, h);
   r->dbias = fk_carve(c, (size_t)(FK_AUDIO_CB * dim) * 4);
   r->d = fk_carve(c, (size_t)(FK_AUDIO_CB * dim) * 4);
   r->depth.in_x = r->d;
   for (int k = 0; k < FK_AUDIO_CB; k++) {
     r->cb_embed[k] = fk_carve(c, (size_t)(r->avocab * dim) * 2);
     r->cb_norm[k] = fk_carve(c, (size_t)dim * 2);
-    r->cb_head[k] = carve_packed(c, r->avocab, dim);
+    r->cb_head[k] = fk_wmat_carve(c, d->quantize, r->avocab, dim);
     r->cb[k] = (fk_audio_cb){ r, k };
   }
   r->zero = fk_carve(c, (size_t)dim * 2);
@@ -253,20 +257,25 @@ static fk_status pack(void *rec, const fk_plan_desc *d, fk_error *err) {
   fk_audio_rt *r = rec;
   const fk_audio_desc *a = &d->audio;
   int64_t h = r->stack.h, dim = r->dim, n = FK_AUDIO_CB * dim;
-  fk_status s = fk_lfm2_pack(&r->stack, &a->lm.stack, err);
-  if (s == FK_OK) s = fk_lfm2_pack(&r->depth, &a->depth.stack, err);
+  fk_status s = fk_lfm2_pack(&r->stack, &a->lm.stack, "audio.lm", err);
+  if (s == FK_OK) s = fk_lfm2_pack(&r->depth, &a->depth.stack, "audio.depth", err);
   memcpy(r->embed, a->lm.embed, (size_t)(r->vocab * h) * 2);
   memcpy(r->aembed, a->audio_embed, (size_t)(FK_AUDIO_CB * r->avocab * h) * 2);
   if (s == FK_OK)
-    s = fk_gemv_pack(a->lm.lm_head ? a->lm.lm_head : a->lm.embed, h, r->vocab, h, r->lm_head,
-                     fk_gemv_packed_elems(r->vocab, h), err);
-  if (s == FK_OK) s = fk_gemv_pack(a->depth.linear, h, n, h, r->dlin, fk_gemv_packed_elems(n, h), err);
+    s = fk_wmat_pack(&r->lm_head, a->lm.lm_head ? a->lm.lm_head : a->lm.embed, &a->lm.lm_head_q, r->vocab, h,
+                     a->lm.lm_head_q.format != FK_QNONE ? "desc.audio.lm.lm_head_q"
+                     : a->lm.lm_head                    ? "desc.audio.lm.lm_head"
+                                                        : "desc.audio.lm.embed (tied head)",
+                     err);
+  if (s == FK_OK) s = fk_wmat_pack(&r->dlin, a->depth.linear, NULL, n, h, "desc.audio.depth.linear", err);
   memcpy(r->dbias, a->depth.bias, (size_t)n * 4);
   for (int c = 0; c < FK_AUDIO_CB; c++) {
     const uint16_t *head = a->depth.head[c] ? a->depth.head[c] : a->depth.embed[c];
     memcpy(r->cb_embed[c], a->depth.embed[c], (size_t)(r->avocab * dim) * 2);
     memcpy(r->cb_norm[c], a->depth.norm[c], (size_t)dim * 2);
-    if (s == FK_OK) s = fk_gemv_pack(head, dim, r->avocab, dim, r->cb_head[c], fk_gemv_packed_elems(r->avocab, dim), err);
+    char what[64];
+    snprintf(what, sizeof what, "desc.audio.depth.%s[%d]", a->depth.head[c] ? "head" : "embed", c);
+    if (s == FK_OK) s = fk_wmat_pack(&r->cb_head[c], head, NULL, r->avocab, dim, what, err);
   }
   memset(r->zero, 0, (size_t)dim * 2);
   return s;

@@ -20,12 +20,13 @@ typedef struct fk_audio_rt {
   int64_t vocab, avocab, dim; /* text vocabulary, codes per codebook, the Depthformer's width */
   int64_t n_text, n_audio;
   uint16_t *embed;            /* vocab x h (gather) */
-  uint16_t *lm_head;          /* packed vocab x h (tied: embed) */
+  fk_wmat lm_head;            /* packed vocab x h (tied: embed) */
   uint16_t *aembed;           /* (8 * avocab) x h: audio_embedding */
-  uint16_t *dlin;             /* packed (8 * dim) x h: depth_linear */
+  fk_wmat dlin;               /* packed (8 * dim) x h: depth_linear */
   float *dbias;               /* 8 * dim: its bias, widened */
   float *d;                   /* 8 x dim: depth_linear's output, codebook c's input in row c */
-  uint16_t *cb_embed[FK_AUDIO_CB], *cb_norm[FK_AUDIO_CB], *cb_head[FK_AUDIO_CB]; /* gather rows; norm; packed head */
+  uint16_t *cb_embed[FK_AUDIO_CB], *cb_norm[FK_AUDIO_CB]; /* gather rows; norm */
+  fk_wmat cb_head[FK_AUDIO_CB];                           /* packed heads */
   uint16_t *zero;             /* dim zeros: codebook 0's feedback */
   float *logits;              /* vocab: the text logits when io.logits is NULL */
   float *cb_logits;           /* 8 x avocab: each codebook's logits when io.frame_logits is NULL */

@@ -13,7 +13,8 @@ typedef struct block_rt {
   int64_t h, max_rows;
   float eps;
   /* weights, packed or rearranged at readiness */
-  uint16_t *norm_w, *in_w, *conv_w, *conv_b, *out_w;
+  uint16_t *norm_w, *conv_w, *conv_b;
+  fk_wmat in_w, out_w;
   /* transient planes (live within one program) */
   float *xn;      /* max_rows x h: RMSNorm out, in_proj's x */
   uint16_t *bcx;  /* max_rows x 3h: in_proj out, [B | C | x] */
@@ -37,12 +38,15 @@ static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
   DESC_CHECK(!d->block.in_proj, "desc.block.in_proj is NULL");
   DESC_CHECK(!d->block.conv, "desc.block.conv is NULL");
   DESC_CHECK(!d->block.out_proj, "desc.block.out_proj is NULL");
-  return FK_OK;
+  fk_status s = fk_wmat_check(NULL, d->quantize, d->hidden, "desc.block.in_proj", err);
+  if (s == FK_OK) s = fk_wmat_check(NULL, d->quantize, d->hidden, "desc.block.out_proj", err);
+  return s;
 }
 
 static uint64_t roles(const fk_plan_desc *d) {
-  return FK_ROLE_BIT(R_NORM) | FK_ROLE_BIT(R_IN) | FK_ROLE_BIT(d->block.conv_bias ? R_CONV_BIAS : R_CONV) |
-         FK_ROLE_BIT(R_OUT);
+  return fk_quant_roles(FK_ROLE_BIT(R_NORM) | FK_ROLE_BIT(R_IN) |
+                            FK_ROLE_BIT(d->block.conv_bias ? R_CONV_BIAS : R_CONV) | FK_ROLE_BIT(R_OUT),
+                        d);
 }
 
 /* ---- the phases ------------------------------------------------------------------------------- */
@@ -91,9 +95,9 @@ static void list_steps(fk_step_list *l, void *rec, fk_program prog) {
   block_rt *r = rec;
   (void)prog;
   fk_step_add(l, ph_norm, "rmsnorm", "rows", R_NORM, r, -1);
-  fk_step_add(l, ph_in_proj, "in_proj", "weight rows", R_IN, r, -1);
+  fk_step_add(l, ph_in_proj, "in_proj", "weight rows", fk_qrole(R_IN, r->in_w.fmt), r, -1);
   fk_step_add(l, ph_conv, "conv", "member 0", r->conv_b ? R_CONV_BIAS : R_CONV, r, -1);
-  fk_step_add(l, ph_out_proj, "out_proj", "weight rows", R_OUT, r, -1);
+  fk_step_add(l, ph_out_proj, "out_proj", "weight rows", fk_qrole(R_OUT, r->out_w.fmt), r, -1);
 }
 
 static void *layout(fk_plan *p, const fk_plan_desc *d, fk_carver *c) {
@@ -102,10 +106,10 @@ static void *layout(fk_plan *p, const fk_plan_desc *d, fk_carver *c) {
   r->max_rows = d->max_rows;
   r->eps = d->norm_eps;
   r->norm_w = fk_carve(c, (size_t)h * 2);
-  r->in_w = fk_carve(c, fk_gemv_packed_elems(3 * h, h) * 2);
+  r->in_w = fk_wmat_carve(c, d->quantize, 3 * h, h);
   r->conv_w = fk_carve(c, (size_t)(3 * h) * 2);
   r->conv_b = d->block.conv_bias ? fk_carve(c, (size_t)h * 2) : NULL;
-  r->out_w = fk_carve(c, fk_gemv_packed_elems(h, h) * 2);
+  r->out_w = fk_wmat_carve(c, d->quantize, h, h);
   r->xn = fk_carve(c, (size_t)(r->max_rows * h) * 4);
   r->bcx = fk_carve(c, (size_t)(r->max_rows * 3 * h) * 2);
   r->cy = fk_carve(c, (size_t)(r->max_rows * h) * 4);
@@ -120,8 +124,8 @@ static fk_status pack(void *rec, const fk_plan_desc *d, fk_error *err) {
   block_rt *r = rec;
   int64_t h = r->h;
   memcpy(r->norm_w, d->block.norm, (size_t)h * 2);
-  fk_status s = fk_gemv_pack(d->block.in_proj, h, 3 * h, h, r->in_w, fk_gemv_packed_elems(3 * h, h), err);
-  if (s == FK_OK) s = fk_gemv_pack(d->block.out_proj, h, h, h, r->out_w, fk_gemv_packed_elems(h, h), err);
+  fk_status s = fk_wmat_pack(&r->in_w, d->block.in_proj, NULL, 3 * h, h, "desc.block.in_proj", err);
+  if (s == FK_OK) s = fk_wmat_pack(&r->out_w, d->block.out_proj, NULL, h, h, "desc.block.out_proj", err);
   /* conv.weight[c, 0, k] -> tap-major w[k*h + c] (the leaf's layout) */
   for (int64_t ch = 0; ch < h; ch++)
     for (int k = 0; k < 3; k++) r->conv_w[k * h + ch] = d->block.conv[3 * ch + k];

@@ -19,7 +19,7 @@ enum { CODEBOOKS = FK_DETOK_CODEBOOKS, REPEAT = FK_DETOK_REPEAT, MAX_VOCAB = 1 <
 static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
   const fk_detok_desc *dt = &d->detok;
   fk_status s = fk_spectral_check_desc(d, 0, err); /* its head and tail are desc.tail */
-  if (s == FK_OK) s = fk_lfm2_check("detok", &dt->stack, err);
+  if (s == FK_OK) s = fk_lfm2_check("detok", &dt->stack, d->quantize, err);
   if (s != FK_OK) return s;
   MCHECK(dt->codebook_vocab < 1 || dt->codebook_vocab > MAX_VOCAB, "desc.detok.codebook_vocab = %lld: must be in 1..%d",
          (long long)dt->codebook_vocab, MAX_VOCAB);
@@ -32,7 +32,7 @@ static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
 }
 
 static uint64_t roles(const fk_plan_desc *d) {
-  return fk_lfm2_roles(0) | FK_ROLE_BIT(R_CODEBOOK) | FK_ROLE_BIT(R_NORM) | fk_spectral_roles(d);
+  return fk_quant_roles(fk_lfm2_roles(0) | FK_ROLE_BIT(R_CODEBOOK) | FK_ROLE_BIT(R_NORM) | fk_spectral_roles(d), d);
 }
 
 /* ---- the steps around the stack ------------------------------------------------------------- */
@@ -76,7 +76,7 @@ static void list_steps(fk_step_list *l, void *rec, fk_program prog) {
     fk_step_add(l, st_codebooks, "codebooks", "frames", R_CODEBOOK, r, -1);
     fk_lfm2_steps(l, &r->stack, 0);
     fk_step_add(l, st_final, "final_norm", "rows", R_NORM, r, -1);
-    fk_step_add(l, st_head, "head", "weight rows", R_HEAD, r, -1);
+    fk_step_add(l, st_head, "head", "weight rows", fk_qrole(R_HEAD, r->sp.head_w.fmt), r, -1);
     fk_step_add(l, st_frames, "frames", "member 0", r->sp.frame, r, -1);
   } else {
     fk_step_add(l, st_flush, "flush", "member 0", r->sp.flush, r, -1);
@@ -85,7 +85,7 @@ static void list_steps(fk_step_list *l, void *rec, fk_program prog) {
 
 static void *layout(fk_plan *p, const fk_plan_desc *d, fk_carver *c) {
   fk_detok_rt local, *r = fk_carve_record(c, sizeof *r, &local);
-  fk_lfm2_shapes(&r->stack, &d->detok.stack, REPEAT * d->detok.max_frames, REPEAT);
+  fk_lfm2_shapes(&r->stack, &d->detok.stack, REPEAT * d->detok.max_frames, REPEAT, d->quantize);
   r->cb_vocab = d->detok.codebook_vocab;
   r->max_frames = d->detok.max_frames;
   fk_lfm2_layout(&r->stack, p->threads, c);
@@ -99,7 +99,7 @@ static void *layout(fk_plan *p, const fk_plan_desc *d, fk_carver *c) {
 
 static fk_status pack(void *rec, const fk_plan_desc *d, fk_error *err) {
   fk_detok_rt *r = rec;
-  fk_status s = fk_lfm2_pack(&r->stack, &d->detok.stack, err);
+  fk_status s = fk_lfm2_pack(&r->stack, &d->detok.stack, "detok", err);
   memcpy(r->codebooks, d->detok.codebooks, (size_t)(CODEBOOKS * r->cb_vocab * r->stack.h) * 2);
   if (s == FK_OK) s = fk_spectral_pack(&r->sp, d, err);
   return s;

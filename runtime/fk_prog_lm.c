@@ -18,7 +18,8 @@ enum { LIMIT = 65536, MAX_VOCAB = 1 << 20 };
 
 static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
   const fk_lm_desc *lm = &d->lm;
-  fk_status s = fk_lfm2_check("lm", &lm->stack, err);
+  fk_status s = fk_lfm2_check("lm", &lm->stack, d->quantize, err);
+  if (s == FK_OK) s = fk_wmat_check(&lm->lm_head_q, d->quantize, lm->stack.hidden, "desc.lm.lm_head_q", err);
   if (s != FK_OK) return s;
   MCHECK(lm->vocab < 1 || lm->vocab > MAX_VOCAB, "desc.lm.vocab = %lld: must be in 1..%d", (long long)lm->vocab,
          MAX_VOCAB);
@@ -29,9 +30,9 @@ static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
 }
 
 static uint64_t roles(const fk_plan_desc *d) {
-  (void)d;
-  return fk_lfm2_roles(1) | FK_ROLE_BIT(R_EMBED) | FK_ROLE_BIT(R_LOGITS) | FK_ROLE_BIT(R_ARGMAX) |
-         FK_ROLE_BIT(R_TOPK);
+  return fk_quant_roles(fk_lfm2_roles(1) | FK_ROLE_BIT(R_EMBED) | FK_ROLE_BIT(R_LOGITS) | FK_ROLE_BIT(R_ARGMAX) |
+                            FK_ROLE_BIT(R_TOPK),
+                        d);
 }
 
 /* ---- the steps around the stack ------------------------------------------------------------- */
@@ -75,17 +76,17 @@ static void list_steps(fk_step_list *l, void *rec, fk_program prog) {
   fk_step_add(l, st_embed, "embed", "rows", R_EMBED, r, -1);
   fk_lfm2_steps(l, &r->stack, prog == FK_PROG_LM_DECODE);
   fk_step_add(l, st_final, "final_norm", "rows", R_NORM, r, -1); /* the last row */
-  fk_step_add(l, st_logits, "logits", "weight rows", R_LOGITS, r, -1);
+  fk_step_add(l, st_logits, "logits", "weight rows", fk_qrole(R_LOGITS, r->lm_head.fmt), r, -1);
   fk_step_add(l, st_sample, "sample", "member 0", R_ARGMAX, r, -1); /* R_TOPK with io.sampling */
 }
 
 static void *layout(fk_plan *p, const fk_plan_desc *d, fk_carver *c) {
   fk_lm_rt local, *r = fk_carve_record(c, sizeof *r, &local);
-  fk_lfm2_shapes(&r->stack, &d->lm.stack, d->lm.max_rows, 1);
+  fk_lfm2_shapes(&r->stack, &d->lm.stack, d->lm.max_rows, 1, d->quantize);
   r->vocab = d->lm.vocab;
   fk_lfm2_layout(&r->stack, p->threads, c);
   r->embed = fk_carve(c, (size_t)(r->vocab * r->stack.h) * 2);
-  r->lm_head = fk_carve(c, fk_gemv_packed_elems(r->vocab, r->stack.h) * 2);
+  r->lm_head = fk_wmat_carve(c, fk_wmat_format(&d->lm.lm_head_q, d->quantize), r->vocab, r->stack.h);
   r->logits = fk_carve(c, (size_t)r->vocab * 4);
   r->sample_scratch = fk_carve(c, (size_t)r->vocab * 4);
   fk_program_steps(p, c, FK_PROG_LM_PREFILL, r, list_steps);
@@ -96,11 +97,13 @@ static void *layout(fk_plan *p, const fk_plan_desc *d, fk_carver *c) {
 static fk_status pack(void *rec, const fk_plan_desc *d, fk_error *err) {
   fk_lm_rt *r = rec;
   int64_t h = r->stack.h;
-  fk_status s = fk_lfm2_pack(&r->stack, &d->lm.stack, err);
+  fk_status s = fk_lfm2_pack(&r->stack, &d->lm.stack, "lm", err);
   memcpy(r->embed, d->lm.embed, (size_t)(r->vocab * h) * 2);
   if (s == FK_OK)
-    s = fk_gemv_pack(d->lm.lm_head ? d->lm.lm_head : d->lm.embed, h, r->vocab, h, r->lm_head,
-                     fk_gemv_packed_elems(r->vocab, h), err);
+    s = fk_wmat_pack(&r->lm_head, d->lm.lm_head ? d->lm.lm_head : d->lm.embed, &d->lm.lm_head_q, r->vocab, h,
+                     d->lm.lm_head_q.format != FK_QNONE ? "desc.lm.lm_head_q"
+                                                        : d->lm.lm_head ? "desc.lm.lm_head" : "desc.lm.embed (tied head)",
+                     err);
   return s;
 }
 

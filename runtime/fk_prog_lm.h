@@ -9,7 +9,7 @@ typedef struct fk_lm_rt {
   fk_stack_rt stack;        /* first: a step's ctx is its stack */
   int64_t vocab;
   uint16_t *embed;          /* vocab x h rows (gather) */
-  uint16_t *lm_head;        /* packed vocab x h */
+  fk_wmat lm_head;          /* packed vocab x h */
   float *logits;            /* vocab: the logits when io.logits is NULL */
   float *sample_scratch;    /* vocab floats for the topk leaf */
   uint64_t rng[2];          /* the sampler's generator: { seed, draws } (the topk leaf's state) */

@@ -14,7 +14,7 @@ typedef struct tail_rt {
 
 static fk_status check_desc(const fk_plan_desc *d, fk_error *err) { return fk_spectral_check_desc(d, 1, err); }
 
-static uint64_t roles(const fk_plan_desc *d) { return fk_spectral_roles(d); }
+static uint64_t roles(const fk_plan_desc *d) { return fk_quant_roles(fk_spectral_roles(d), d); }
 
 static void ph_head(fk_plan *p, const fk_step *st, int m) {
   const tail_rt *r = st->ctx;
@@ -34,7 +34,7 @@ static void ph_flush(fk_plan *p, const fk_step *st, int m) {
 static void list_steps(fk_step_list *l, void *rec, fk_program prog) {
   tail_rt *r = rec;
   if (prog == FK_PROG_TAIL) {
-    fk_step_add(l, ph_head, "head", "weight rows", R_HEAD, r, -1);
+    fk_step_add(l, ph_head, "head", "weight rows", fk_qrole(R_HEAD, r->sp.head_w.fmt), r, -1);
     fk_step_add(l, ph_frames, "frames", "member 0", r->sp.frame, r, -1);
   } else {
     fk_step_add(l, ph_flush, "flush", "member 0", r->sp.flush, r, -1);

@@ -1,6 +1,9 @@
 /* runtime/fk_program.c: the GEMV phase runner every program family uses (fk_gemv_run: a member's
  * share of weight rows, row groups of <= FK_GEMV_CALL_ROWS, weight blocks) and the listing of a
  * program's steps. */
+#include <stdio.h>
+#include <string.h>
+
 #include "fk_program.h"
 
 /* Activation rows per leaf call (FK_GEMV_CALL_ROWS = 24): the packed forms take any m, in blocks
@@ -17,7 +20,28 @@
  * element is still computed by one call of the same arithmetic: the same bits. */
 enum { L2_BLOCK = 1 << 20 };
 
+/* The packed forms' argument structs differ only in w's pointer type (the quantized forms take
+ * bytes): one struct per output kind serves both. */
+#define SAME_ARGS(a, b) \
+  _Static_assert(sizeof(a) == sizeof(b) && offsetof(a, row_end) == offsetof(b, row_end), #a " is laid out as " #b)
+SAME_ARGS(fk_gemv_q8_bf16_rne_args, fk_gemv_bf16_rne_packed_args);
+SAME_ARGS(fk_gemv_q4_bf16_rne_args, fk_gemv_bf16_rne_packed_args);
+SAME_ARGS(fk_gemv_q8_bf16_rne_add_args, fk_gemv_bf16_rne_add_packed_args);
+SAME_ARGS(fk_gemv_q4_bf16_rne_add_args, fk_gemv_bf16_rne_add_packed_args);
+SAME_ARGS(fk_gemv_q8_f32_args, fk_gemv_f32_packed_args);
+SAME_ARGS(fk_gemv_q4_f32_args, fk_gemv_f32_packed_args);
+SAME_ARGS(fk_gemv_q8_f32_bias_args, fk_gemv_f32_bias_packed_args);
+SAME_ARGS(fk_gemv_q4_f32_bias_args, fk_gemv_f32_bias_packed_args);
+
+fk_role fk_qrole(fk_role r, fk_qformat f) {
+  static const fk_role q8[] = { [R_IN] = R_IN_Q8, [R_OUT] = R_OUT_Q8, [R_HEAD] = R_HEAD_Q8, [R_LOGITS] = R_LOGITS_Q8 };
+  static const fk_role q4[] = { [R_IN] = R_IN_Q4, [R_OUT] = R_OUT_Q4, [R_HEAD] = R_HEAD_Q4, [R_LOGITS] = R_LOGITS_Q4 };
+  return f == FK_Q8 ? q8[r] : f == FK_Q4 ? q4[r] : r;
+}
+
 static void gemv_call(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t b, int64_t e) {
+  fk_leaf_fn fn = p->leaf[fk_qrole(g->role, g->w.fmt)].fn;
+  const uint16_t *w = g->w.w;
   for (int64_t r = 0; r < rows;) {
     int64_t cnt = rows - r < FK_GEMV_CALL_ROWS ? rows - r : FK_GEMV_CALL_ROWS;
     int64_t dst = g->slot0 + r;
@@ -29,31 +53,31 @@ static void gemv_call(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int
     float *xs = p->scratch[m];
     switch (g->role) {
     case R_IN: {
-      fk_gemv_bf16_rne_packed_args a = { .w = g->w, .x = x, .ldx = g->ldx, .xs = xs, .y = g->y,
+      fk_gemv_bf16_rne_packed_args a = { .w = w, .x = x, .ldx = g->ldx, .xs = xs, .y = g->y,
                                          .y_off = dst * g->ldy, .ldy = g->ldy, .m = cnt, .k = g->k,
                                          .row_begin = b, .row_end = e };
-      p->leaf[R_IN].fn(&a);
+      fn(&a);
       break;
     }
     case R_OUT: {
-      fk_gemv_bf16_rne_add_packed_args a = { .w = g->w, .x = x, .ldx = g->ldx, .xs = xs, .r = g->r, .y = g->y,
+      fk_gemv_bf16_rne_add_packed_args a = { .w = w, .x = x, .ldx = g->ldx, .xs = xs, .r = g->r, .y = g->y,
                                              .y_off = dst * g->ldy, .ldy = g->ldy, .m = cnt, .k = g->k,
                                              .row_begin = b, .row_end = e };
-      p->leaf[R_OUT].fn(&a);
+      fn(&a);
       break;
     }
     case R_LOGITS: {
-      fk_gemv_f32_packed_args a = { .w = g->w, .x = x, .ldx = g->ldx, .xs = xs, .y = g->y,
+      fk_gemv_f32_packed_args a = { .w = w, .x = x, .ldx = g->ldx, .xs = xs, .y = g->y,
                                     .y_off = dst * g->ldy, .ldy = g->ldy, .m = cnt, .k = g->k,
                                     .row_begin = b, .row_end = e };
-      p->leaf[R_LOGITS].fn(&a);
+      fn(&a);
       break;
     }
     default: { /* R_HEAD */
-      fk_gemv_f32_bias_packed_args a = { .w = g->w, .x = x, .ldx = g->ldx, .xs = xs, .bias = g->bias,
+      fk_gemv_f32_bias_packed_args a = { .w = w, .x = x, .ldx = g->ldx, .xs = xs, .bias = g->bias,
                                          .y = g->y, .y_off = dst * g->ldy, .ldy = g->ldy, .m = cnt, .k = g->k,
                                          .row_begin = b, .row_end = e };
-      p->leaf[R_HEAD].fn(&a);
+      fn(&a);
       break;
     }
     }
@@ -74,6 +98,81 @@ void fk_gemv_run(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t 
   if (b >= e) return;
   int64_t blk = rows > 4 ? fk_gemv_block_rows(g->k) : e - b;
   for (int64_t b0 = b; b0 < e; b0 += blk) gemv_call(p, m, g, rows, b0, b0 + blk < e ? b0 + blk : e);
+}
+
+/* ---- weights of a format ------------------------------------------------------------------- */
+
+fk_wmat fk_wmat_carve(fk_carver *c, fk_qformat fmt, int64_t n, int64_t k) {
+  size_t bytes = fmt != FK_QNONE ? fk_q_packed_bytes(fmt, n, k) : fk_gemv_packed_elems(n, k) * 2;
+  return (fk_wmat){ fk_carve(c, bytes), fmt };
+}
+
+fk_status fk_wmat_pack(const fk_wmat *m, const uint16_t *w, const fk_qmatrix *q, int64_t n, int64_t k,
+                       const char *what, fk_error *err) {
+  char fn[160];
+  if (q && q->format != FK_QNONE) {
+    snprintf(fn, sizeof fn, "fk_plan_create: %s (GGUF blocks)", what);
+    fk_status s = fk_q_pack(q->format, q->blocks, fk_q_gguf_bytes(q->format, n, k), n, k, m->w,
+                            fk_q_packed_bytes(q->format, n, k), err);
+    /* name the field: fk_q_pack's message names only the block */
+    if (s != FK_OK && err) {
+      err->message[sizeof err->message - 1] = '\0';
+      size_t pre = strlen(fn) + 2, cap = sizeof err->message - 1, len = strlen(err->message);
+      if (pre + len > cap) len = cap - pre; /* pre <= 161 < cap */
+      memmove(err->message + pre, err->message, len);
+      memcpy(err->message, fn, pre - 2);
+      memcpy(err->message + pre - 2, ": ", 2);
+      err->message[pre + len] = '\0';
+    }
+    return s;
+  }
+  if (m->fmt != FK_QNONE) {
+    snprintf(fn, sizeof fn, "fk_plan_create: %s (quantize %s)", what, m->fmt == FK_Q8 ? "q8" : "q4");
+    return fk_q_pack_bf16(fn, m->fmt, w, k, n, k, m->w, fk_q_packed_bytes(m->fmt, n, k), err);
+  }
+  return fk_gemv_pack(w, k, n, k, m->w, fk_gemv_packed_elems(n, k), err);
+}
+
+fk_status fk_wmat_check(const fk_qmatrix *q, fk_qformat quantize, int64_t k, const char *what, fk_error *err) {
+  if (q && q->format != FK_QNONE) {
+    FK_RETURN_ERROR_IF(q->format != FK_Q8 && q->format != FK_Q4, err, FK_EINVAL,
+                       "fk_plan_create: %s.format = %d: must be FK_QNONE, FK_Q8 or FK_Q4", what, (int)q->format);
+    FK_RETURN_ERROR_IF(!q->blocks, err, FK_EINVAL, "fk_plan_create: %s.blocks is NULL (format %s)", what,
+                       q->format == FK_Q8 ? "q8" : "q4");
+  }
+  fk_qformat f = fk_wmat_format(q, quantize);
+  FK_RETURN_ERROR_IF(f != FK_QNONE && k % FK_Q_BLOCK != 0, err, FK_EINVAL,
+                     "fk_plan_create: %s: k = %lld is not a multiple of %d, a %s block (%s)", what, (long long)k,
+                     FK_Q_BLOCK, f == FK_Q8 ? "q8" : "q4",
+                     q && q->format != FK_QNONE ? "GGUF blocks" : "desc.quantize");
+  return FK_OK;
+}
+
+static unsigned stack_formats(const fk_lfm2_stack *s) {
+  unsigned f = 0;
+  if (!s->layer || s->layers < 1 || s->layers > FK_MAX_LAYERS) return 0; /* refused by the family's check */
+  for (int64_t i = 0; i < s->layers; i++) {
+    const fk_lfm2_qlayer *q = &s->layer[i].q;
+    const fk_qmatrix *m[] = { &q->in_proj, &q->out_proj, &q->q_proj, &q->k_proj, &q->v_proj, &q->o_proj,
+                              &q->w1, &q->w3, &q->w2 };
+    for (size_t j = 0; j < sizeof m / sizeof m[0]; j++) f |= 1u << (m[j]->format & 7);
+  }
+  return f;
+}
+
+uint64_t fk_quant_roles(uint64_t want, const fk_plan_desc *d) { /* want | its quantized rows */
+  unsigned f = 1u << (d->quantize & 7);
+  if (d->programs & FK_PROGRAMS_LM) f |= stack_formats(&d->lm.stack) | 1u << (d->lm.lm_head_q.format & 7);
+  if (d->programs & FK_PROGRAMS_DETOK) f |= stack_formats(&d->detok.stack);
+  if (d->programs & FK_PROGRAMS_AUDIO) f |= stack_formats(&d->audio.lm.stack) | stack_formats(&d->audio.depth.stack);
+  uint64_t r = 0;
+  const fk_role base[] = { R_IN, R_OUT, R_HEAD, R_LOGITS };
+  for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
+    if (!(want & FK_ROLE_BIT(base[i]))) continue;
+    if (f & 1u << FK_Q8) r |= FK_ROLE_BIT(fk_qrole(base[i], FK_Q8));
+    if (f & 1u << FK_Q4) r |= FK_ROLE_BIT(fk_qrole(base[i], FK_Q4));
+  }
+  return want | r;
 }
 
 /* A call's xs: FK_GEMV_CALL_ROWS arranged rows, a GEMM block's sums (FK_GEMV_GEMM_SUMS), and where k

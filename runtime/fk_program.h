@@ -22,13 +22,39 @@ static inline void fk_share_rows(int64_t rows, int m, int n, int64_t *b, int64_t
 
 /* ---- the GEMV phase ---------------------------------------------------------------------------- */
 
+/* A GEMV's weights as readiness packed them: bf16 (fmt FK_QNONE: fk_gemv_pack) or quantized
+ * (FK_Q8, FK_Q4: fk_q_pack's layout). */
+typedef struct fk_wmat {
+  void *w;
+  fk_qformat fmt;
+} fk_wmat;
+
+/* The format a matrix runs in: its GGUF blocks' when q gives them, else the plan's quantize. */
+static inline fk_qformat fk_wmat_format(const fk_qmatrix *q, fk_qformat quantize) {
+  return q && q->format != FK_QNONE ? q->format : quantize;
+}
+/* At layout: carves n x k weights of format fmt. */
+fk_wmat fk_wmat_carve(fk_carver *c, fk_qformat fmt, int64_t n, int64_t k);
+/* At readiness: packs the matrix into m: q's GGUF blocks (q->format set), or the bf16 weights w
+ * (row stride k) packed or quantized per m->fmt. what names the descriptor field in errors. */
+fk_status fk_wmat_pack(const fk_wmat *m, const uint16_t *w, const fk_qmatrix *q, int64_t n, int64_t k,
+                       const char *what, fk_error *err);
+/* A family's roles plus the quantized rows of its GEMV roles (R_IN, R_OUT, R_HEAD, R_LOGITS) for
+ * the formats the plan uses (desc.quantize, and the GGUF blocks of the ready families' matrices). */
+uint64_t fk_quant_roles(uint64_t roles, const fk_plan_desc *d);
+/* Readiness's checks of a matrix (nothing read): a given q has a known format and blocks, and a
+ * quantized matrix's k is a multiple of FK_Q_BLOCK. FK_EINVAL naming `what`. */
+fk_status fk_wmat_check(const fk_qmatrix *q, fk_qformat quantize, int64_t k, const char *what, fk_error *err);
+/* The stamp row of GEMV role r (R_IN, R_OUT, R_HEAD, R_LOGITS) for weights of format f. */
+fk_role fk_qrole(fk_role r, fk_qformat f);
+
 /* One GEMV phase's work: the job's activation rows in groups of <= 24 over the member's share of
  * n weight rows; row i's outputs go to y + ((slot0 + i) mod ring, or slot0 + i when ring is 0) *
  * ldy. role picks the stamp and its struct: R_IN (bf16 out), R_OUT (bf16 out + the residual r),
- * R_LOGITS (f32 out), R_HEAD (f32 out + bias). */
+ * R_LOGITS (f32 out), R_HEAD (f32 out + bias); a quantized w calls the role's _Q8 / _Q4 row. */
 typedef struct fk_gemv_job {
   fk_role role;
-  const uint16_t *w;  /* packed (fk_gemv_pack) */
+  fk_wmat w;
   const float *x;
   int64_t ldx, k;
   void *y;

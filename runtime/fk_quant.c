@@ -166,8 +166,11 @@ static void quantize_block(fk_qformat f, const float x[QB], unsigned char *out) 
   for (int j = 0; j < QB / 2; j++) out[2 + j] = (unsigned char)(u[j] | u[j + QB / 2] << 4);
 }
 
+static void pack_quantized(fk_qformat f, const uint16_t *w, int64_t ldw, int64_t n, int64_t k, unsigned char *o);
+
+/* The quantizer into GGUF blocks, or (packed) straight into the packed layout. */
 static fk_status quantize(const char *fn, fk_qformat f, const float *w32, const uint16_t *w16, size_t esz,
-                          int64_t ldw, int64_t n, int64_t k, void *out, size_t out_bytes, fk_error *err) {
+                          int64_t ldw, int64_t n, int64_t k, void *out, size_t out_bytes, int packed, fk_error *err) {
   const void *w = w32 ? (const void *)w32 : (const void *)w16;
   FK_RETURN_ERROR_IF(!fmt_ok(f), err, FK_EINVAL, "%s: format = %d, must be FK_Q8 or FK_Q4", fn, (int)f);
   FK_RETURN_ERROR_IF(w && n >= 1 && k >= 1 && ldw < k, err, FK_EINVAL, "%s: ldw = %lld, must be >= k = %lld", fn,
@@ -175,7 +178,8 @@ static fk_status quantize(const char *fn, fk_qformat f, const float *w32, const 
   size_t wbytes = w && n >= 1 && k >= 1 ? fk_extent(n, ldw, k, esz) : 1;
   FK_RETURN_ERROR_IF(wbytes == 0, err, FK_EINVAL, "%s: ldw = %lld: n = %lld rows of it overflow", fn,
                      (long long)ldw, (long long)n);
-  fk_status s = check_common(fn, f, n, k, w, "w", wbytes, wbytes, out, out_bytes, fk_q_gguf_bytes(f, n, k), err);
+  fk_status s = check_common(fn, f, n, k, w, "w", wbytes, wbytes, out, out_bytes,
+                             packed ? fk_q_packed_bytes(f, n, k) : fk_q_gguf_bytes(f, n, k), err);
   if (s != FK_OK) return s;
   /* every value finite and every scale finite in binary16 before a byte is written */
   int64_t nb = k / QB;
@@ -198,6 +202,10 @@ static fk_status quantize(const char *fn, fk_qformat f, const float *w32, const 
                          (long long)(b * QB + QB - 1), fmt_name(f), f == FK_Q8 ? "127 * 65520" : "8 * 65520");
     }
   unsigned char *o = (unsigned char *)out;
+  if (packed) {
+    pack_quantized(f, w16, ldw, n, k, o);
+    return FK_OK;
+  }
   for (int64_t r = 0; r < n; r++)
     for (int64_t b = 0; b < nb; b++) {
       block_values(w32, w16, ldw, r, b, x);
@@ -208,12 +216,12 @@ static fk_status quantize(const char *fn, fk_qformat f, const float *w32, const 
 
 fk_status fk_q_quantize(fk_qformat f, const float *w, int64_t ldw, int64_t n, int64_t k, void *out, size_t out_bytes,
                         fk_error *err) {
-  return quantize("fk_q_quantize", f, w, NULL, 4, ldw, n, k, out, out_bytes, err);
+  return quantize("fk_q_quantize", f, w, NULL, 4, ldw, n, k, out, out_bytes, 0, err);
 }
 
 fk_status fk_q_quantize_bf16(fk_qformat f, const uint16_t *w, int64_t ldw, int64_t n, int64_t k, void *out,
                              size_t out_bytes, fk_error *err) {
-  return quantize("fk_q_quantize_bf16", f, NULL, w, 2, ldw, n, k, out, out_bytes, err);
+  return quantize("fk_q_quantize_bf16", f, NULL, w, 2, ldw, n, k, out, out_bytes, 0, err);
 }
 
 /* ---- reading GGUF blocks ----------------------------------------------------------------- */
@@ -266,6 +274,63 @@ fk_status fk_q_dequantize(fk_qformat f, const void *blocks, size_t bytes, int64_
 
 /* ---- the packed layout ------------------------------------------------------------------- */
 
+/* One record: rows r < PR of the group, blocks b < 2 of the tile, from blk[r][b] (NULL: a zero
+ * block padding the matrix: quants 0, scale +0). */
+static void pack_record(fk_qformat f, const unsigned char *const blk[PR][2], unsigned char *p) {
+  size_t qrow = f == FK_Q8 ? 64 : 32, qoff = PR * qrow;
+  for (size_t r = 0; r < PR; r++)
+    for (size_t b = 0; b < 2; b++) {
+      const unsigned char *k = blk[r][b];
+      uint16_t d = k ? block_d(k) : 0;
+      p[qoff + 4 * r + 2 * b] = (unsigned char)(d & 0xff);
+      p[qoff + 4 * r + 2 * b + 1] = (unsigned char)(d >> 8);
+      for (size_t l = 0; l < 16; l++) {
+        int q0 = k ? block_q(f, k, 2 * (int)l) : 0, q1 = k ? block_q(f, k, 2 * (int)l + 1) : 0;
+        if (f == FK_Q8) {
+          p[qrow * r + 32 * b + l] = (unsigned char)(int8_t)q0;
+          p[qrow * r + 32 * b + 16 + l] = (unsigned char)(int8_t)q1;
+        } else {
+          p[qrow * r + 16 * b + l] = (unsigned char)((q0 + 8) | (q1 + 8) << 4);
+        }
+      }
+    }
+}
+
+/* The packed layout from a source of GGUF blocks: src(ctx, row, kb, scratch) gives block kb of row
+ * `row` (in scratch, or in place); rows and blocks past the matrix are zero blocks. */
+typedef const unsigned char *(*block_src)(const void *ctx, int64_t row, int64_t kb, unsigned char *scratch);
+
+static void pack_all(fk_qformat f, int64_t n, int64_t k, block_src src, const void *ctx, unsigned char *o) {
+  unsigned char tmp[PR][2][34];
+  int64_t nb = k / QB, tiles = (k + PT - 1) / PT, groups = (n + PR - 1) / PR;
+  for (int64_t g = 0; g < groups; g++)
+    for (int64_t t = 0; t < tiles; t++) {
+      const unsigned char *blk[PR][2];
+      for (int64_t r = 0; r < PR; r++)
+        for (int64_t b = 0; b < 2; b++) {
+          int64_t row = g * PR + r, kb = 2 * t + b;
+          blk[r][b] = row < n && kb < nb ? src(ctx, row, kb, tmp[r][b]) : NULL;
+        }
+      pack_record(f, blk, o + (size_t)(g * tiles + t) * record_bytes(f));
+    }
+}
+
+typedef struct gguf_src { const unsigned char *blocks; int64_t nb; size_t bytes; } gguf_src;
+static const unsigned char *from_gguf(const void *ctx, int64_t row, int64_t kb, unsigned char *scratch) {
+  const gguf_src *g = ctx;
+  (void)scratch;
+  return g->blocks + (size_t)(row * g->nb + kb) * g->bytes;
+}
+
+typedef struct bf16_src { const uint16_t *w; int64_t ldw; fk_qformat f; } bf16_src;
+static const unsigned char *from_bf16(const void *ctx, int64_t row, int64_t kb, unsigned char *scratch) {
+  const bf16_src *q = ctx;
+  float x[QB];
+  block_values(NULL, q->w, q->ldw, row, kb, x);
+  quantize_block(q->f, x, scratch);
+  return scratch;
+}
+
 fk_status fk_q_pack(fk_qformat f, const void *blocks, size_t bytes, int64_t n, int64_t k, void *out, size_t out_bytes,
                     fk_error *err) {
   const char *fn = "fk_q_pack";
@@ -275,29 +340,19 @@ fk_status fk_q_pack(fk_qformat f, const void *blocks, size_t bytes, int64_t n, i
   if (s != FK_OK) return s;
   const unsigned char *src = (const unsigned char *)blocks;
   if ((s = check_scales(fn, f, src, n, k, err)) != FK_OK) return s;
-  unsigned char *o = (unsigned char *)out;
-  int64_t nb = k / QB, tiles = (k + PT - 1) / PT, groups = (n + PR - 1) / PR;
-  size_t rec = record_bytes(f), qrow = f == FK_Q8 ? 64 : 32, qoff = PR * qrow;
-  for (int64_t g = 0; g < groups; g++)
-    for (int64_t t = 0; t < tiles; t++) {
-      unsigned char *p = o + (size_t)(g * tiles + t) * rec;
-      for (size_t r = 0; r < PR; r++)
-        for (size_t b = 0; b < 2; b++) {
-          int64_t row = g * PR + (int64_t)r, kb = 2 * t + (int64_t)b;
-          const unsigned char *blk = row < n && kb < nb ? src + (size_t)(row * nb + kb) * block_bytes(f) : NULL;
-          uint16_t d = blk ? block_d(blk) : 0;
-          p[qoff + 4 * r + 2 * b] = (unsigned char)(d & 0xff);
-          p[qoff + 4 * r + 2 * b + 1] = (unsigned char)(d >> 8);
-          for (size_t l = 0; l < 16; l++) {
-            int q0 = blk ? block_q(f, blk, 2 * (int)l) : 0, q1 = blk ? block_q(f, blk, 2 * (int)l + 1) : 0;
-            if (f == FK_Q8) {
-              p[qrow * r + 32 * b + l] = (unsigned char)(int8_t)q0;
-              p[qrow * r + 32 * b + 16 + l] = (unsigned char)(int8_t)q1;
-            } else {
-              p[qrow * r + 16 * b + l] = (unsigned char)((q0 + 8) | (q1 + 8) << 4);
-            }
-          }
-        }
-    }
+  gguf_src g = { src, k / QB, block_bytes(f) };
+  pack_all(f, n, k, from_gguf, &g, (unsigned char *)out);
   return FK_OK;
+}
+
+/* Readiness's quantizer (fk_internal.h): fk_q_quantize_bf16 then fk_q_pack, without the GGUF
+ * copy: each record's eight blocks are quantized into a local buffer. The same checks, first. */
+fk_status fk_q_pack_bf16(const char *fn, fk_qformat f, const uint16_t *w, int64_t ldw, int64_t n, int64_t k, void *out,
+                         size_t out_bytes, fk_error *err) {
+  return quantize(fn, f, NULL, w, 2, ldw, n, k, out, out_bytes, 1, err);
+}
+
+static void pack_quantized(fk_qformat f, const uint16_t *w, int64_t ldw, int64_t n, int64_t k, unsigned char *o) {
+  bf16_src q = { w, ldw, f };
+  pack_all(f, n, k, from_bf16, &q, o);
 }

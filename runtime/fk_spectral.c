@@ -20,7 +20,7 @@ fk_status fk_spectral_check_desc(const fk_plan_desc *d, int with_max_frames, fk_
   DESC_CHECK(!(d->clip > 0.0f), "desc.clip = %g: must be > 0 (INFINITY: no clip)", (double)d->clip);
   DESC_CHECK(!d->tail.lin, "desc.tail.lin is NULL");
   DESC_CHECK(!d->tail.bias, "desc.tail.bias is NULL");
-  return FK_OK;
+  return fk_wmat_check(NULL, d->quantize, d->tail_in, "desc.tail.lin", err);
 }
 
 uint64_t fk_spectral_roles(const fk_plan_desc *d) {
@@ -35,7 +35,7 @@ void fk_spectral_layout(fk_spectral *sp, const fk_plan_desc *d, int64_t max_fram
   sp->i16 = (d->flags & FK_PLAN_PCM_I16) != 0;
   sp->frame = sp->i16 ? R_FRAME_I16 : R_FRAME;
   sp->flush = sp->i16 ? R_FLUSH_I16 : R_FLUSH;
-  sp->head_w = fk_carve(c, fk_gemv_packed_elems(FK_ISTFT_SPEC, sp->tail_in) * 2);
+  sp->head_w = fk_wmat_carve(c, d->quantize, FK_ISTFT_SPEC, sp->tail_in);
   sp->head_b = fk_carve(c, FK_ISTFT_SPEC * 4);
   sp->spec = fk_carve(c, (size_t)(max_frames * FK_SPEC_LD) * 4);
   sp->work = fk_carve(c, FK_ISTFT_WORK * 4);
@@ -45,8 +45,7 @@ void fk_spectral_layout(fk_spectral *sp, const fk_plan_desc *d, int64_t max_fram
 
 fk_status fk_spectral_pack(fk_spectral *sp, const fk_plan_desc *d, fk_error *err) {
   memcpy(sp->head_b, d->tail.bias, FK_ISTFT_SPEC * 4);
-  return fk_gemv_pack(d->tail.lin, sp->tail_in, FK_ISTFT_SPEC, sp->tail_in, sp->head_w,
-                      fk_gemv_packed_elems(FK_ISTFT_SPEC, sp->tail_in), err);
+  return fk_wmat_pack(&sp->head_w, d->tail.lin, NULL, FK_ISTFT_SPEC, sp->tail_in, "desc.tail.lin", err);
 }
 
 /* ---- the phases ------------------------------------------------------------------------------- */

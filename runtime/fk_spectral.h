@@ -15,7 +15,7 @@ typedef struct fk_spectral {
   float clip;          /* magnitude clip (INFINITY: none) */
   int i16;             /* PCM as int16 (FK_PLAN_PCM_I16) */
   fk_role frame, flush; /* the frame and flush roles of that PCM */
-  uint16_t *head_w;    /* 1282 x tail_in, packed */
+  fk_wmat head_w;      /* 1282 x tail_in, packed (or quantized: desc.quantize) */
   float *head_b;       /* 1282 */
   float *spec;         /* max_frames x FK_SPEC_LD: the head's output, the frames' x */
   float *work;         /* the ISTFT frame's scratch */

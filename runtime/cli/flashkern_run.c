@@ -1,11 +1,14 @@
 /* runtime/cli/flashkern_run.c: flashkern-run, a checkpoint directory to tokens or to a WAV file.
  *
  *   flashkern-run --model DIR (--tokens 1,2,3 | --tokens-file F) [--max-new N] [--temperature T]
- *                 [--top-k K] [--seed S] [--stop ID] [--threads N] [--tier exact|fast] [--progress]
+ *                 [--top-k K] [--seed S] [--stop ID] [--threads N] [--tier exact|fast] [--quantize q8|q4]
+ *                 [--progress]
  *   flashkern-run --model DIR --codes FILE --wav OUT.wav [--pcm16] [--threads N] [--tier exact|fast]
+ *                 [--quantize q8|q4]
  *   flashkern-run --model DIR --speak (--tokens ... | --tokens-file F) --wav OUT.wav [--loop sequential|interleaved]
  *                 [--max-new N] [--temperature T] [--top-k K] [--audio-temperature T] [--audio-top-k K]
- *                 [--seed S] [--codes-out FILE] [--pcm16] [--threads N] [--tier exact|fast] [--progress]
+ *                 [--seed S] [--codes-out FILE] [--pcm16] [--threads N] [--tier exact|fast]
+ *                 [--quantize q8|q4] [--progress]
  *
  * The first form opens an LFM2 language model (or an LFM2.5-Audio backbone as a text model), feeds
  * the prompt's ids (prefill in chunks of max_rows), then generates up to N tokens, greedy or with a
@@ -20,7 +23,8 @@
  * each a text token or an audio frame of 8 codes; every frame goes straight into the detokenizer
  * (FK_PROGRAMS_DETOK, one frame per call) and the PCM into the WAV, flushed when the turn ends;
  * the text ids are printed on stdout, the codes optionally written 8 per line (--codes-out, the
- * second form's input). Exit status: 0, 1 on a runtime or file error (one line naming it), 2 on a bad
+ * second form's input). --quantize quantizes every GEMV weight matrix at readiness (desc.quantize:
+ * GGUF Q8_0 / Q4_0 blocks by round-to-nearest-even, docs/design.md). Exit status: 0, 1 on a runtime or file error (one line naming it), 2 on a bad
  * argument. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -40,11 +44,14 @@ enum { CODEBOOKS = 8, SAMPLE_RATE = 24000, MAX_TOKENS = 1 << 20 };
 
 static const char *const USAGE =
   "usage: flashkern-run --model DIR (--tokens 1,2,3 | --tokens-file FILE) [--max-new N] [--temperature T]\n"
-  "                     [--top-k K] [--seed S] [--stop ID] [--threads N] [--tier exact|fast] [--progress]\n"
+  "                     [--top-k K] [--seed S] [--stop ID] [--threads N] [--tier exact|fast] [--quantize Q]\n"
+  "                     [--progress]\n"
   "       flashkern-run --model DIR --codes FILE --wav OUT.wav [--pcm16] [--threads N] [--tier exact|fast]\n"
+  "                     [--quantize Q]\n"
   "       flashkern-run --model DIR --speak (--tokens LIST | --tokens-file FILE) --wav OUT.wav [--loop L]\n"
   "                     [--max-new N] [--temperature T] [--top-k K] [--audio-temperature T] [--audio-top-k K]\n"
-  "                     [--seed S] [--codes-out FILE] [--pcm16] [--threads N] [--tier exact|fast] [--progress]\n"
+  "                     [--seed S] [--codes-out FILE] [--pcm16] [--threads N] [--tier exact|fast]\n"
+  "                     [--quantize Q] [--progress]\n"
   "\n"
   "  --model DIR        a checkpoint directory: transformers' Lfm2ForCausalLM, liquid-audio's LFM2.5-Audio,\n"
   "                     or an audio_detokenizer/ folder (fk_model_open)\n"
@@ -57,6 +64,8 @@ static const char *const USAGE =
   "  --stop ID          stop after generating this id (e.g. the config's eos); default: never\n"
   "  --threads N        the plan's team, 1..64 (default 1)\n"
   "  --tier exact|fast  exact: bit-identical on every ISA (default); fast: native bf16 dot products\n"
+  "  --quantize q8|q4   quantize every GEMV weight matrix at readiness (GGUF Q8_0 / Q4_0 blocks, rounded\n"
+  "                     to nearest even; embeddings and norms stay bf16); default: bf16 weights\n"
   "  --progress         a progress line on stderr (default: when stderr is a terminal)\n"
   "  --codes FILE       code frames for the detokenizer: 8 integers per line, codebooks 0..7\n"
   "  --wav OUT.wav      where the PCM goes (24 kHz mono, float samples; --pcm16: 16-bit)\n"
@@ -153,6 +162,7 @@ typedef struct opts {
   unsigned long long seed;
   double temperature, audio_temperature;
   int fast, pcm16, progress, speak, interleaved;
+  fk_qformat quantize;
 } opts;
 
 static double positive(const char *opt, const char *v) {
@@ -164,7 +174,7 @@ static double positive(const char *opt, const char *v) {
 
 static opts parse(int argc, char **argv) {
   opts o = { .max_new = 32, .threads = 1, .stop = -1, .temperature = 0, .progress = -1 };
-  int seen_tier = 0;
+  int seen_tier = 0, seen_quant = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -195,6 +205,11 @@ static opts parse(int argc, char **argv) {
       if (!strcmp(v, "sequential")) o.interleaved = 0;
       else if (!strcmp(v, "interleaved")) o.interleaved = 1;
       else die_arg("--loop '%s': sequential or interleaved", v);
+    } else if (!strcmp(a, "--quantize")) {
+      if (seen_quant++) die_arg("--quantize given twice");
+      if (!strcmp(v, "q8")) o.quantize = FK_Q8;
+      else if (!strcmp(v, "q4")) o.quantize = FK_Q4;
+      else die_arg("--quantize '%s': q8 or q4", v);
     } else if (!strcmp(a, "--tier")) {
       if (seen_tier++) die_arg("--tier given twice");
       if (!strcmp(v, "exact")) o.fast = 0;
@@ -232,6 +247,7 @@ static fk_model *open_model(const opts *o, fk_plan_desc *d) {
   memset(d, 0, sizeof *d);
   d->threads = (int)o->threads;
   d->tier = o->fast ? FK_TIER_FAST : FK_TIER_EXACT;
+  d->quantize = o->quantize;
   if ((s = fk_model_describe(m, d, &err)) != FK_OK) die("%s: %s", fk_strerror(s), err.message);
   return m;
 }
@@ -412,6 +428,7 @@ static int run_speak(const opts *o) {
   d.programs = FK_PROGRAMS_AUDIO | FK_PROGRAMS_DETOK;
   d.threads = (int)o->threads;
   d.tier = o->fast ? FK_TIER_FAST : FK_TIER_EXACT;
+  d.quantize = o->quantize;
   d.detok.max_frames = 1;
   d.audio.lm.max_rows = np > 64 ? np : 64; /* the prompt in one prefill: a turn starts once */
   if ((s = fk_model_describe(m, &d, &err)) != FK_OK) die("%s: %s", fk_strerror(s), err.message);

@@ -15,6 +15,19 @@
 extern "C" {
 #endif
 
+/* Weight formats (docs/design.md, "Quantized weights"): FK_QNONE is bf16; FK_Q8 and FK_Q4 carry
+ * GGUF's Q8_0 and Q4_0 (blocks of 32 k of one row, a binary16 scale each). */
+typedef enum fk_qformat { FK_QNONE = 0, FK_Q8 = 1, FK_Q4 = 2 } fk_qformat;
+
+/* A weight matrix (n x k) given as GGUF blocks: format FK_Q8 or FK_Q4, and blocks pointing at
+ * fk_q_gguf_bytes(format, n, k) bytes (a GGUF file's tensor data: rows of k / 32 blocks, k the
+ * contiguous dimension), read once by fk_plan_create (fk_q_pack, a lossless re-layout). format
+ * FK_QNONE: not given (the bf16 pointer beside it is read). */
+typedef struct fk_qmatrix {
+  fk_qformat format;
+  const void *blocks;
+} fk_qmatrix;
+
 /* The tail's spectral head writes this many f32 per frame: 641 log-magnitudes, 641 phases. */
 #define FK_TAIL_SPEC 1282
 
@@ -42,12 +55,21 @@ typedef struct fk_tail_weights {
  * (hidden) and the feed-forward w1, w3 (ffn x hidden), w2 (hidden x ffn). */
 typedef enum fk_layer_kind { FK_LAYER_CONV = 0, FK_LAYER_ATTN = 1 } fk_layer_kind;
 
+/* The layer's GEMV matrices as GGUF blocks, each instead of its bf16 pointer (which may then be
+ * NULL); shapes as above. */
+typedef struct fk_lfm2_qlayer {
+  fk_qmatrix in_proj, out_proj;                     /* FK_LAYER_CONV */
+  fk_qmatrix q_proj, k_proj, v_proj, o_proj;        /* FK_LAYER_ATTN */
+  fk_qmatrix w1, w3, w2;
+} fk_lfm2_qlayer;
+
 typedef struct fk_lfm2_layer {
   fk_layer_kind kind;
   const uint16_t *operator_norm, *ffn_norm;
   const uint16_t *in_proj, *conv, *out_proj;                        /* FK_LAYER_CONV */
   const uint16_t *q_proj, *k_proj, *v_proj, *q_norm, *k_norm, *o_proj; /* FK_LAYER_ATTN */
   const uint16_t *w1, *w3, *w2;
+  fk_lfm2_qlayer q;   /* zero: every matrix from its bf16 pointer */
 } fk_lfm2_layer;
 
 /* An LFM2 stack: the shapes and the layers of Lfm2Model (embedding_norm = final_norm). */
@@ -74,6 +96,7 @@ typedef struct fk_lm_desc {
   int64_t max_rows;         /* most prompt tokens of one prefill call, 1..65536 */
   const uint16_t *embed;    /* vocab x hidden: embed_tokens.weight */
   const uint16_t *lm_head;  /* vocab x hidden, or NULL: tied to embed (LFM2) */
+  fk_qmatrix lm_head_q;     /* the head as GGUF blocks (vocab x hidden), instead of lm_head / embed */
 } fk_lm_desc;
 
 /* The LFM2.5 audio detokenizer (FK_PROGRAMS_DETOK); its head and spectral tail are desc.tail

@@ -161,7 +161,7 @@ fk_status fk_gemv_pack_blocked(const uint16_t *w, int64_t ldw, int64_t n, int64_
  * 16 bytes, byte j = element j (low nibble) | element j + 16 (high), nibble = q + 8), rows of
  * k / 32 blocks one after another; the packed layout the quantized GEMV stamps read; f32. */
 #define FK_Q_BLOCK 32
-typedef enum fk_qformat { FK_Q8 = 1, FK_Q4 = 2 } fk_qformat;
+/* (fk_qformat and fk_qmatrix, the descriptors' per-matrix form, are in fk_models.h.) */
 
 /* binary16 <-> f32: fk_f16_from_f32 rounds to nearest even (overflow: +-inf; NaN: 0x7e00 with its
  * sign), fk_f32_from_f16 is exact. */
@@ -328,6 +328,14 @@ typedef struct fk_plan_desc {
   fk_tier tier;              /* the GEMV phases' tier (the other leaves are exact only) */
   uint64_t forbid_features;  /* FK_CPU_* bits the plan must not use, on top of FK_CPU_MASK */
   uint32_t flags;            /* FK_PLAN_* bits */
+  /* FK_Q8 or FK_Q4: every weight matrix a GEMV phase reads that the descriptor gives in bf16 (the
+   * stacks' projections and feed-forwards, the LM and text heads, the Depthformer's depth_linear
+   * and codebook heads, the spectral head, the block's in_proj and out_proj) is quantized at
+   * readiness by fk_q_quantize_bf16's rounding and packed; its k must be a multiple of 32. The
+   * embeddings, norms and conv taps stay bf16. FK_QNONE (0): bf16 weights. A matrix given as GGUF
+   * blocks (fk_qmatrix in fk_models.h) keeps its own format either way. The quantized GEMVs are
+   * exact tier only: with FK_TIER_FAST they still run their exact stamps (docs/design.md). */
+  fk_qformat quantize;
   /* FK_PROGRAMS_BLOCK */
   int64_t hidden;            /* block width, 1..65536 (LFM2: 1024, 1536, 2048) */
   int64_t max_rows;          /* most rows of one prefill call, 1..65536 */

@@ -1,7 +1,8 @@
 /* tests/audio/fk_audio_scenario.c: the audio session (audio_session.h) on the small model, printed;
  * test_audio runs it natively at several team sizes and under qemu-aarch64 (-cpu max,
  * neoverse-n1) and compares the lines: the exact tier is the same bits on both ISAs and for every
- * team size. Usage: fk_audio_scenario THREADS [small|trace] */
+ * team size. Usage: fk_audio_scenario THREADS [small|trace] [q8|q4] (q8, q4: desc.quantize: every GEMV
+ * matrix of the backbone, the Depthformer, depth_linear and the heads quantized at readiness) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ int main(int argc, char **argv) {
   const fkt_audio_cfg *cfg = argc > 2 && !strcmp(argv[2], "trace") ? &fkt_audio_trace_cfg : &fkt_audio_small_cfg;
   fkt_audio a;
   if (fkt_audio_make(&a, cfg, threads) != 0) return 1;
+  if (argc > 3) a.desc.quantize = !strcmp(argv[3], "q8") ? FK_Q8 : !strcmp(argv[3], "q4") ? FK_Q4 : FK_QNONE;
   fk_plan *p;
   fk_error err;
   if (fk_plan_create(&a.desc, &p, &err) != FK_OK) {

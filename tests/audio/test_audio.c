@@ -12,7 +12,9 @@
  *     from the outputs (sequential and interleaved); the forced switches happen where forced.
  *   refusals: a step before a prefill or after <|im_end|>, forced ids out of range, a bad loop or
  *     sampling: refused with the field named and the state unchanged; bad descriptors named.
- *   counter_committed: sampled codes advance the counter once per draw; greedy ones do not. */
+ *   counter_committed: sampled codes advance the counter once per draw; greedy ones do not.
+ *   quantized_same_everywhere: the script with desc.quantize q8 and q4, the same bits on every team
+ *     size and target, and not the bf16 plan's. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +57,39 @@ Test(audio, same_on_aarch64, .timeout = 1200) {
     free(arm);
   }
   free(host);
+}
+
+/* desc.quantize: the script with every GEMV matrix (backbone, Depthformer, depth_linear, the heads)
+ * quantized, q8 and q4: the same bits for 1, 2 and 3 members, with the AVX2 stamps and under
+ * qemu-aarch64 (-cpu max, neoverse-n1), and not the bf16 plan's bits. (The quantized programs'
+ * faithfulness is tests/model's quantized_faithful: the LM and detokenizer traces.) */
+Test(audio, quantized_same_everywhere, .timeout = 1200) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s 2", FKT_AUDIO_SCENARIO_HOST);
+  char *bf16 = fkt_run_cmd(cmd);
+  static const char *fmt[] = { "q8", "q4" };
+  for (int f = 0; f < 2; f++) {
+    snprintf(cmd, sizeof cmd, "%s 2 small %s", FKT_AUDIO_SCENARIO_HOST, fmt[f]);
+    char *host = fkt_run_cmd(cmd);
+    cr_assert_str_neq(host, bf16, "%s: the bf16 plan's bits", fmt[f]);
+    const char *other[] = { "%s 1 small %s", "%s 3 small %s", "FK_CPU_MASK=3 %s 2 small %s" };
+    for (int i = 0; i < 3; i++) {
+      snprintf(cmd, sizeof cmd, other[i], FKT_AUDIO_SCENARIO_HOST, fmt[f]);
+      char *o = fkt_run_cmd(cmd);
+      cr_assert_str_eq(o, host, "%s (%s):\n%s\nhost:\n%s", fmt[f], other[i], o, host);
+      free(o);
+    }
+    static const char *cpus[] = { "max", "neoverse-n1" };
+    for (int i = 0; i < 2; i++) {
+      snprintf(cmd, sizeof cmd, "timeout 900 %s -cpu %s %s 2 small %s", FKH_QEMU, cpus[i], FKT_AUDIO_SCENARIO_AARCH64,
+               fmt[f]);
+      char *arm = fkt_run_cmd(cmd);
+      cr_assert_str_eq(arm, host, "%s aarch64 (-cpu %s):\n%s\nhost:\n%s", fmt[f], cpus[i], arm, host);
+      free(arm);
+    }
+    free(host);
+  }
+  free(bf16);
 }
 
 static fkt_audio A;

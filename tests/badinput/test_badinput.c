@@ -1590,6 +1590,68 @@ MDESC_ROW(lm_final_norm_null, "desc.lm.stack.final_norm NULL", FK_EINVAL, "desc.
           c->d.lm.stack.final_norm = NULL;)
 MDESC_ROW(lm_vocab_zero, "desc.lm.vocab = 0", FK_EINVAL, "desc.lm.vocab", c->d.lm.vocab = 0;)
 MDESC_ROW(lm_embed_null, "desc.lm.embed NULL", FK_EINVAL, "desc.lm.embed", c->d.lm.embed = NULL;)
+/* quantized weights (desc.quantize, fk_lfm2_layer.q, fk_lm_desc.lm_head_q) */
+MDESC_ROW(quantize_unknown, "desc.quantize = 3", FK_EINVAL, "desc.quantize = 3", c->d.quantize = (fk_qformat)3;)
+MDESC_ROW(lm_q_format_unknown, "desc.lm.stack.layer[1].q.w1.format = 5", FK_EINVAL,
+          "desc.lm.stack.layer[1].q.w1.format = 5", m_layers2[1].q.w1 = (fk_qmatrix){ (fk_qformat)5, m_layers2[1].w1 };
+          c->d.lm.stack.layer = m_layers2;)
+MDESC_ROW(lm_q_blocks_null, "desc.lm.stack.layer[0].q.in_proj: format q8, blocks NULL", FK_EINVAL,
+          "desc.lm.stack.layer[0].q.in_proj.blocks is NULL", m_layers2[0].q.in_proj = (fk_qmatrix){ FK_Q8, NULL };
+          c->d.lm.stack.layer = m_layers2;)
+MDESC_ROW(lm_q_other_kind, "GGUF blocks for q_proj on a conv layer", FK_EINVAL,
+          "desc.lm.stack.layer[0].q.q_proj|conv layer has no q_proj",
+          m_layers2[0].q.q_proj = (fk_qmatrix){ FK_Q8, m_layers2[1].q_proj };
+          c->d.lm.stack.layer = m_layers2;)
+MDESC_ROW(lm_q_neither, "desc.lm.stack.layer[1].w2 NULL and no GGUF blocks", FK_EINVAL,
+          "desc.lm.stack.layer[1].w2 is NULL", m_layers2[1].w2 = NULL;
+          c->d.lm.stack.layer = m_layers2;)
+MDESC_ROW(quantize_k_not_block, "desc.quantize q8, ffn 80 (w2's k not a multiple of 32)", FK_EINVAL,
+          "desc.lm.stack.layer[0].q.w2|k = 80|multiple of 32|desc.quantize", c->d.quantize = FK_Q8;
+          c->d.lm.stack.ffn = 80;)
+MDESC_ROW(lm_head_q_k_not_block, "desc.lm.lm_head_q q4 blocks with hidden 48", FK_EINVAL,
+          "desc.lm.lm_head_q|k = 48|GGUF blocks", c->d.programs = FK_PROGRAMS_LM; c->d.lm.stack.hidden = 48;
+          c->d.lm.lm_head_q = (fk_qmatrix){ FK_Q4, c->d.lm.embed };)
+
+/* Readiness quantizes (or re-lays) the weights only in fk_plan_create: a weight it cannot quantize
+ * is refused there, naming the matrix; fk_plan_check does not read weights. */
+static int create_only(ctx *c, fk_error *e) {
+  fk_plan *p = (fk_plan *)&c->d;
+  fk_status s = fk_plan_create(&c->d, &p, e);
+  if (s == FK_OK) c->plans[c->nplans++] = p;
+  else cr_assert_null(p, "fk_plan_create: *out not NULL after a refusal");
+  return s;
+}
+ROW(quantize_weight_nan, "fk_plan_create", "desc.quantize q8, a NaN in layer 1's w3", FK_EINVAL,
+    "desc.lm.stack.layer[1].w3 (quantize q8)|w[5][17] is NaN", setup_models,
+    uint16_t *w3 = alloc(c, (size_t)MF * MH * 2);
+    memcpy(w3, m_layers[1].w3, (size_t)MF * MH * 2);
+    w3[5 * MH + 17] = 0x7fc1;
+    m_layers2[1].w3 = w3;
+    c->d.lm.stack.layer = m_layers2;
+    c->d.quantize = FK_Q8;
+    return create_only(c, e);)
+ROW(lm_q_scale_inf, "fk_plan_create", "GGUF q8 blocks of out_proj with an infinite scale", FK_EINVAL,
+    "desc.lm.stack.layer[0].q.out_proj (GGUF blocks)|row 1, block 1|infinite", setup_models,
+    size_t bytes = fk_q_gguf_bytes(FK_Q8, MH, MH);
+    unsigned char *b = alloc(c, bytes);
+    fk_error qe;
+    cr_assert_eq(fk_q_quantize_bf16(FK_Q8, m_layers[0].out_proj, MH, MH, MH, b, bytes, &qe), FK_OK);
+    b[(1 * (MH / 32) + 1) * 34 + 1] = 0x7c; /* row 1, block 1: scale 0x7c00 */
+    b[(1 * (MH / 32) + 1) * 34] = 0x00;
+    m_layers2[0].q.out_proj = (fk_qmatrix){ FK_Q8, b };
+    c->d.lm.stack.layer = m_layers2;
+    return create_only(c, e);)
+ROW(quantize_plan_ok, "fk_plan_create/check", "desc.quantize q4 and q8 GGUF blocks for one matrix (not a refusal)",
+    FK_OK, NULL, setup_models,
+    size_t bytes = fk_q_gguf_bytes(FK_Q8, MH, MH);
+    unsigned char *b = alloc(c, bytes);
+    fk_error qe;
+    cr_assert_eq(fk_q_quantize_bf16(FK_Q8, m_layers[0].out_proj, MH, MH, MH, b, bytes, &qe), FK_OK);
+    m_layers2[0].q.out_proj = (fk_qmatrix){ FK_Q8, b };
+    c->d.lm.stack.layer = m_layers2;
+    c->d.quantize = FK_Q4;
+    return create_both(c, e);)
+
 MDESC_ROW(detok_window_negative, "desc.detok.stack.window = -1", FK_EINVAL, "desc.detok.stack.window",
           c->d.detok.stack.window = -1;)
 MDESC_ROW(detok_max_frames_beyond, "desc.detok.max_frames = 4097", FK_EINVAL, "desc.detok.max_frames",

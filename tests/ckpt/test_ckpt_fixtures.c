@@ -286,13 +286,14 @@ ParameterizedTest(ckparam *cp, ckpt_fixtures, files_and_tensors, .timeout = 300)
 
 /* A plan of the families `programs` of the checkpoint in dir, on `threads` members, exact tier; the model
  * is closed once the plan is made (fk_checkpoint.h: the plan keeps nothing of it). */
-static fk_plan *plan_of(const char *dir, uint32_t programs, int threads) {
+static fk_plan *plan_of_q(const char *dir, uint32_t programs, int threads, fk_qformat quantize) {
   fk_model *m = open_model(dir);
   fk_plan_desc d;
   memset(&d, 0, sizeof d);
   d.programs = programs;
   d.threads = threads;
   d.tier = FK_TIER_EXACT;
+  d.quantize = quantize;
   fk_error e;
   fk_status s = fk_model_describe(m, &d, &e);
   cr_assert_eq(s, FK_OK, "fk_model_describe(%s): %s", dir, e.message);
@@ -301,6 +302,10 @@ static fk_plan *plan_of(const char *dir, uint32_t programs, int threads) {
   cr_assert_eq(s, FK_OK, "fk_plan_create(%s, %d members): %s", dir, threads, e.message);
   fk_model_close(m);
   return p;
+}
+
+static fk_plan *plan_of(const char *dir, uint32_t programs, int threads) {
+  return plan_of_q(dir, programs, threads, FK_QNONE);
 }
 
 static uint64_t state_digest(fk_plan *p, uint64_t h) {
@@ -689,12 +694,63 @@ Test(ckpt_fixtures, flashkern_run_wav, .timeout = 300) {
   cr_assert_gt(done, 0, "no checkpoint with a detokenizer trace (dt_codes) in fixtures/ckpt");
 }
 
+/* `flashkern-run --quantize q8|q4` on an LM checkpoint prints the greedy ids of a plan made from the same
+ * directory with desc.quantize (prefill of the trace's prompt, then decodes fed back), and the q4 ids are not
+ * the bf16 plan's (the option reaches the plan). */
+static void greedy_ids(const char *dir, fk_qformat q, const int64_t *prompt, int64_t rows, int64_t n, char *out,
+                       size_t len) {
+  fk_plan *p = plan_of_q(dir, FK_PROGRAMS_LM, 2, q);
+  int32_t tok[64];
+  cr_assert_leq(rows, 64);
+  for (int64_t r = 0; r < rows; r++) tok[r] = (int32_t)prompt[r];
+  size_t at = 0;
+  fk_error e;
+  for (int64_t k = 0; k < n; k++) {
+    fk_io io = { .rows = k ? 1 : rows, .tokens = tok };
+    cr_assert_eq(fk_run(p, k ? FK_PROG_LM_DECODE : FK_PROG_LM_PREFILL, &io, &e), FK_OK, "%s", e.message);
+    at += (size_t)snprintf(out + at, len - at, "%s%d", k ? " " : "", (int)io.next);
+    tok[0] = io.next;
+  }
+  fk_plan_destroy(p);
+}
+
+Test(ckpt_fixtures, flashkern_run_quantize, .timeout = 300) {
+  ckcase c;
+  char path[512];
+  snprintf(path, sizeof path, "%s/ckpt/lfm2_bf16.manifest", FKT_FIXTURE_DIR);
+  load_case(&c, path);
+  const int64_t *tokens = need(&c, "tokens", FKFIX_I64)->data, *rows = need(&c, "call_rows", FKFIX_I64)->data;
+  const int64_t n = 8;
+  char want[3][512];
+  static const fk_qformat fmt[] = { FK_QNONE, FK_Q8, FK_Q4 };
+  for (int f = 0; f < 3; f++) greedy_ids(c.dir, fmt[f], tokens, rows[0], n, want[f], sizeof want[f]);
+  for (int f = 1; f < 3; f++) {
+    char cmd[8192];
+    int at = snprintf(cmd, sizeof cmd, "%s --model '%s' --max-new %lld --threads 2 --quantize %s --tokens ",
+                      FKT_FLASHKERN_RUN, c.dir, (long long)n, f == 1 ? "q8" : "q4");
+    for (int64_t r = 0; r < rows[0]; r++)
+      at += snprintf(cmd + at, sizeof cmd - (size_t)at, "%s%lld", r ? "," : "", (long long)tokens[r]);
+    snprintf(cmd + at, sizeof cmd - (size_t)at, " 2>/dev/null");
+    char *out = fkt_run_cmd(cmd);
+    size_t l = strlen(out);
+    while (l && (out[l - 1] == '\n' || out[l - 1] == ' ')) out[--l] = 0;
+    cr_assert_str_eq(out, want[f], "flashkern-run --quantize %s: '%s', the plan's: '%s'", f == 1 ? "q8" : "q4", out,
+                     want[f]);
+    free(out);
+  }
+  cr_assert_str_neq(want[2], want[0], "q4's greedy ids are the bf16 plan's: '%s'", want[0]);
+  cr_log_info("flashkern-run --quantize: bf16 %s | q8 %s | q4 %s", want[0], want[1], want[2]);
+  fkm_trace_free(&c.tr);
+}
+
 /* The command's refusals: a bad argument exits 2 naming it, a bad directory 1 naming it. */
 Test(ckpt_fixtures, flashkern_run_refusals) {
   static const struct { const char *args; int code; const char *says; } rows[] = {
     { "--help", 0, "usage: flashkern-run" },
     { "", 2, "--model DIR is required" },
     { "--model D --tokens 1,2 --tier bogus", 2, "--tier 'bogus'" },
+    { "--model D --tokens 1,2 --quantize q5", 2, "--quantize 'q5': q8 or q4" },
+    { "--model D --tokens 1 --quantize q8 --quantize q4", 2, "--quantize given twice" },
     { "--model D --tokens 1,x", 2, "'x' is not a token id" },
     { "--model D --tokens 1 --codes c --wav w", 2, "either a prompt" },
     { "--model D --tokens 1 --top-k 3", 2, "--top-k needs --temperature" },

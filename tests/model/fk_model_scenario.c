@@ -14,7 +14,11 @@
  *       5 rows inside) in one call against one token per call, and FRAMES detokenizer frames (9:
  *       54 rows) in one call against frame by frame; FORBID: FK_CPU_* bits in hex the plan must
  *       not use (desc.forbid_features), to reach the other variants; FLIP_ROW: the perturbation
- *       (-1: none). Exits 1 when a run differs. */
+ *       (-1: none). Exits 1 when a run differs.
+ *   fk_model_scenario THREADS quant [desc|blocks|mixed] [q8|q4]: the LM and detokenizer sessions with
+ *       every GEMV matrix quantized, q8 then q4 (or the one format named): by desc.quantize (desc), or
+ *       (blocks) given as GGUF blocks per matrix (fk_lfm2_layer.q, lm_head_q: the same bits are
+ *       expected), or (mixed) only layers 0..2 as GGUF blocks and the rest bf16 (two formats). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +46,30 @@ int main(int argc, char **argv) {
     }
     fkt_models_free(&m);
     return rc < 0 ? 2 : rc;
+  }
+  if (strcmp(which, "quant") == 0) {
+    const char *how = argc > 3 ? argv[3] : "desc", *only = argc > 4 ? argv[4] : "";
+    for (fk_qformat f = FK_Q8; f <= FK_Q4; f++) {
+      if (*only && strcmp(only, f == FK_Q8 ? "q8" : "q4") != 0) continue;
+      printf("quantize %s\n", f == FK_Q8 ? "q8" : "q4");
+      fk_plan_desc l = fkt_models_desc(&m, FK_PROGRAMS_LM, threads), d = fkt_models_desc(&m, FK_PROGRAMS_DETOK, threads);
+      if (strcmp(how, "desc") == 0) {
+        l.quantize = d.quantize = f;
+      } else {
+        int upto = strcmp(how, "mixed") == 0 ? 3 : FK_MAX_LAYERS;
+        if (fkt_models_qblocks(&m, &l, f, upto) != 0 || fkt_models_qblocks(&m, &d, f, upto) != 0) return 1;
+        if (upto < FK_MAX_LAYERS) {
+          /* the mixed plan's head stays bf16 too; the detokenizer's spectral head is bf16 here */
+          l.lm.lm_head = fkt_models_desc(&m, FK_PROGRAMS_LM, threads).lm.lm_head;
+          l.lm.lm_head_q = (fk_qmatrix){ FK_QNONE, NULL };
+        } else {
+          d.quantize = f; /* the spectral head has no per-matrix blocks: quantized by desc.quantize */
+        }
+      }
+      if (fkt_session_lm(&l, stdout) != 0 || fkt_session_detok(&d, stdout) != 0) return 1;
+    }
+    fkt_models_free(&m);
+    return 0;
   }
   for (int win = 0; win <= 8 && strcmp(which, "detok") != 0; win += 8) {
     /* window 8: the ring cache of W + max_rows - 1 slots, decode through the prefill ring form */

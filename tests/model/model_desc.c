@@ -2,6 +2,7 @@
 #include "model_desc.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,7 +62,61 @@ int fkt_models_make(fkt_models *m) {
   return 0;
 }
 
+static const void *qblocks(fkt_models *m, fk_qformat f, const uint16_t *w, int64_t n, int64_t k) {
+  size_t bytes = fk_q_gguf_bytes(f, n, k);
+  void *b = bytes && m->nq < (int)(sizeof m->qbuf / sizeof m->qbuf[0]) ? malloc(bytes) : NULL;
+  fk_error e;
+  if (!b || fk_q_quantize_bf16(f, w, k, n, k, b, bytes, &e) != FK_OK) {
+    fprintf(stderr, "model_desc: %lld x %lld could not be quantized\n", (long long)n, (long long)k);
+    free(b);
+    return NULL;
+  }
+  return m->qbuf[m->nq++] = b;
+}
+
+static int stack_qblocks(fkt_models *m, fk_lfm2_stack *s, fk_lfm2_layer *layers, fk_qformat f, int upto) {
+  int64_t h = s->hidden, ff = s->ffn, qd = s->heads * s->head_dim, kd = s->kv_heads * s->head_dim;
+  for (int i = 0; i < s->layers; i++) layers[i] = s->layer[i];
+  for (int i = 0; i < s->layers && i < upto; i++) {
+    fk_lfm2_layer *l = &layers[i];
+#define Q(field, n, k) \
+    if (!(l->q.field.blocks = qblocks(m, f, l->field, n, k))) return -1; \
+    l->q.field.format = f; \
+    l->field = NULL; /* read from the blocks alone */
+    if (l->kind == FK_LAYER_CONV) {
+      Q(in_proj, 3 * h, h)
+      Q(out_proj, h, h)
+    } else {
+      Q(q_proj, qd, h)
+      Q(k_proj, kd, h)
+      Q(v_proj, kd, h)
+      Q(o_proj, h, qd)
+    }
+    Q(w1, ff, h)
+    Q(w3, ff, h)
+    Q(w2, h, ff)
+#undef Q
+  }
+  s->layer = layers;
+  return 0;
+}
+
+int fkt_models_qblocks(fkt_models *m, fk_plan_desc *d, fk_qformat f, int layers) {
+  if (d->programs & FK_PROGRAMS_LM) {
+    if (stack_qblocks(m, &d->lm.stack, m->lm_qlayers, f, layers) != 0) return -1;
+    d->lm.lm_head_q.blocks = qblocks(m, f, d->lm.lm_head, d->lm.vocab, d->lm.stack.hidden);
+    d->lm.lm_head_q.format = f;
+    d->lm.lm_head = NULL;
+    if (!d->lm.lm_head_q.blocks) return -1;
+  }
+  if ((d->programs & FK_PROGRAMS_DETOK) && stack_qblocks(m, &d->detok.stack, m->detok_qlayers, f, layers) != 0)
+    return -1;
+  return 0;
+}
+
 void fkt_models_free(fkt_models *m) {
+  for (int i = 0; i < m->nq; i++) free(m->qbuf[i]);
+  m->nq = 0;
   fkm_weights_free(&m->lm);
   fkm_weights_free(&m->detok);
 }

@@ -9,6 +9,9 @@
 typedef struct fkt_models {
   fkm_weights lm, detok;
   fk_lfm2_layer lm_layers[FK_MAX_LAYERS], detok_layers[FK_MAX_LAYERS];
+  fk_lfm2_layer lm_qlayers[FK_MAX_LAYERS], detok_qlayers[FK_MAX_LAYERS]; /* copies fkt_models_qblocks edits */
+  void *qbuf[256];  /* GGUF blocks of fkt_models_qblocks */
+  int nq;
 } fkt_models;
 
 /* Synthesises both models' weights; 0, or -1 with a message on stderr. */
@@ -19,6 +22,12 @@ void fkt_models_free(fkt_models *m);
  * members, exact tier: lm.max_rows = 16, lm.stack.max_pos = 256, detok.max_frames = 4,
  * detok.stack.max_pos = 1024, f32 PCM, no clip. */
 fk_plan_desc fkt_models_desc(fkt_models *m, uint32_t programs, int threads);
+
+/* Gives every GEMV matrix of d's LM and detokenizer stacks and the LM head as GGUF blocks of format f
+ * (fk_q_quantize_bf16 of the bf16 weights, kept in m until fkt_models_free): the per-matrix path
+ * (fk_lfm2_layer.q, fk_lm_desc.lm_head_q). Layers past `layers` keep their bf16 (mixed formats).
+ * 0, or -1 with a message on stderr. */
+int fkt_models_qblocks(fkt_models *m, fk_plan_desc *d, fk_qformat f, int layers);
 
 /* FNV-1a 64 over bytes, chained from h (0: the offset basis). */
 uint64_t fkt_fnv(const void *p, size_t n, uint64_t h);

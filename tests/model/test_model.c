@@ -14,7 +14,11 @@
  *   turns_continue_exactly: a prompt in chunks, a snapshot moved into a fresh plan, then decode ==
  *     one plan end to end, bit for bit; detokenizer frames in chunks == frame by frame.
  *   perturb_*: the faithfulness gate fails when a carry is not committed, a KV slot is off by
- *     one, rows are swapped or the position skips; the digest gate sees a single flipped bit. */
+ *     one, rows are swapped or the position skips; the digest gate sees a single flipped bit.
+ *   quantized_faithful: desc.quantize q8 / q4 against the quantized traces (the float64 model over
+ *     the same dequantized weights; the traces' block digests checked); quantized_same_everywhere:
+ *     1..3 members, desc.quantize == GGUF blocks per matrix, a mixed-format plan, qemu-aarch64;
+ *     quantized_perturb_other_format: a plan of another format fails (q4) or is farther (q8). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -43,8 +47,9 @@ static int cmp_desc(const void *a, const void *b) {
 static void setup(void) { cr_assert_eq(fkt_models_make(&M), 0); }
 static void teardown(void) { fkt_models_free(&M); }
 
-static fk_plan *make_plan(uint32_t programs, int threads) {
+static fk_plan *make_plan_q(uint32_t programs, int threads, fk_qformat quantize) {
   fk_plan_desc d = fkt_models_desc(&M, programs, threads);
+  d.quantize = quantize;
   fk_plan *p = NULL;
   fk_error err;
   fk_status s = fk_plan_create(&d, &p, &err);
@@ -64,12 +69,31 @@ static void load_trace(fkm_trace *tr, const char *rel) {
   cr_assert_eq(fkm_trace_load(path, tr, err, sizeof err), 0, "%s", err);
 }
 
+static fk_plan *make_plan(uint32_t programs, int threads) { return make_plan_q(programs, threads, FK_QNONE); }
+
+/* The format of a quantized trace, its weights checked (fkm_trace_check_qweights); FK_QNONE for the
+ * bf16 traces, whose weights are checked as they are. */
+static fk_qformat trace_weights(const fkm_trace *tr, const fkm_weights *w, int quantized) {
+  char err[256];
+  cr_assert_eq(fkm_trace_check_weights(tr, w, err, sizeof err), 0, "%s", err);
+  fk_qformat q = FK_QNONE;
+  if (quantized) cr_assert_eq(fkm_trace_check_qweights(tr, w, &q, err, sizeof err), 0, "%s", err);
+  return q;
+}
+
 /* ---- the LM against its trace ---------------------------------------------------------------- */
 
-/* Runs the 9 calls of the LM trace (teacher forced with the trace's tokens) and judges every
- * boundary; returns the tally. */
-static fkm_tally lm_against_trace(int threads, fkm_perturb what, int call, FILE *rep) {
-  fk_plan *p = make_plan(FK_PROGRAMS_LM, threads);
+/* Runs the 9 calls of LM trace `base` (lm: bf16 weights; lm_q8, lm_q4: quantized; teacher forced
+ * with the trace's tokens) on a plan quantizing its weights as `plan_q` (-1: as the trace) and
+ * judges every boundary; returns the tally. */
+static fkm_tally lm_trace_q(const char *base, int plan_q, int threads, fkm_perturb what, int call, FILE *rep) {
+  fkm_trace tr0;
+  char rel0[64];
+  snprintf(rel0, sizeof rel0, "lfm2/%s_c0.manifest", base);
+  load_trace(&tr0, rel0);
+  fk_qformat q = trace_weights(&tr0, &M.lm, strcmp(base, "lm") != 0);
+  fkm_trace_free(&tr0);
+  fk_plan *p = make_plan_q(FK_PROGRAMS_LM, threads, plan_q < 0 ? q : (fk_qformat)plan_q);
   fkm_capture *c = calloc(1, sizeof *c);
   c->what = what;
   c->call = call;
@@ -79,13 +103,9 @@ static fkm_tally lm_against_trace(int threads, fkm_perturb what, int call, FILE 
   int64_t h = st->h;
   for (int k = 0; k < LM_CALLS; k++) {
     char rel[64];
-    snprintf(rel, sizeof rel, "lfm2/lm_c%d.manifest", k);
+    snprintf(rel, sizeof rel, "lfm2/%s_c%d.manifest", base, k);
     fkm_trace tr;
     load_trace(&tr, rel);
-    if (k == 0) {
-      char err[256];
-      cr_assert_eq(fkm_trace_check_weights(&tr, &M.lm, err, sizeof err), 0, "%s", err);
-    }
     const fkfix_tensor *ids = fkfix_tensor_get(&tr.fx, "ids");
     int64_t rows = ids->shape[0];
     int32_t tok[LM_PROMPT];
@@ -129,6 +149,10 @@ static fkm_tally lm_against_trace(int threads, fkm_perturb what, int call, FILE 
   fk_plan_destroy(p);
   free(c);
   return t;
+}
+
+static fkm_tally lm_against_trace(int threads, fkm_perturb what, int call, FILE *rep) {
+  return lm_trace_q("lm", -1, threads, what, call, rep);
 }
 
 Test(model, lm_faithful, .init = setup, .fini = teardown, .timeout = 300) {
@@ -235,16 +259,20 @@ Test(model, lm_sampled_tokens_follow_the_reference, .init = setup, .fini = teard
 
 /* ---- the detokenizer against its trace ---------------------------------------------------------- */
 
-static fkm_tally detok_against_trace(int threads, const int *chunks, fkm_perturb what, int call, FILE *rep) {
-  fk_plan *p = make_plan(FK_PROGRAMS_DETOK, threads);
+/* The detokenizer trace `base` (detok_t12; detok_q8_t12, detok_q4_t12: quantized) on a plan
+ * quantizing as plan_q (-1: as the trace). */
+static fkm_tally detok_trace_q(const char *base, int plan_q, int threads, const int *chunks, fkm_perturb what,
+                               int call, FILE *rep) {
+  fkm_trace tr;
+  char rel[64], err[256];
+  snprintf(rel, sizeof rel, "detok/%s.manifest", base);
+  load_trace(&tr, rel);
+  fk_qformat q = trace_weights(&tr, &M.detok, strcmp(base, "detok_t12") != 0);
+  fk_plan *p = make_plan_q(FK_PROGRAMS_DETOK, threads, plan_q < 0 ? q : (fk_qformat)plan_q);
   fkm_capture *c = calloc(1, sizeof *c);
   c->what = what;
   c->call = call;
   fk_plan_set_trace(p, fkm_observe, c);
-  fkm_trace tr;
-  load_trace(&tr, "detok/detok_t12.manifest");
-  char err[256];
-  cr_assert_eq(fkm_trace_check_weights(&tr, &M.detok, err, sizeof err), 0, "%s", err);
   static float pcm[DT_FRAMES * 1920 + 480];
   fkm_tally t = { 0 };
   int64_t n = fkm_detok_trace(p, &tr, "", chunks, c, &t, pcm, DT_FRAMES * 1920 + 480, rep, err, sizeof err);
@@ -255,6 +283,10 @@ static fkm_tally detok_against_trace(int threads, const int *chunks, fkm_perturb
   return t;
 }
 
+static fkm_tally detok_against_trace(int threads, const int *chunks, fkm_perturb what, int call, FILE *rep) {
+  return detok_trace_q("detok_t12", -1, threads, chunks, what, call, rep);
+}
+
 static const int ONE_BY_ONE[DT_FRAMES] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
 static const int CHUNKS[] = { 1, 3, 2, 4, 2 };
 
@@ -262,6 +294,87 @@ Test(model, detok_faithful, .init = setup, .fini = teardown, .timeout = 300) {
   fkm_tally t = detok_against_trace(2, ONE_BY_ONE, FKM_PERTURB_NONE, 0, stdout);
   cr_assert_eq(t.failed, 0, "%d of %d boundaries outside their bound; first: %s", t.failed, t.checked, t.first);
   cr_log_info("detok: %d boundaries within their bounds over 12 frames", t.checked);
+}
+
+/* ---- quantized weights (desc.quantize) against the quantized traces ------------------------------
+ * fixtures/lfm2/lm_q8_*, lm_q4_*, fixtures/detok/detok_q8_t12, detok_q4_t12: the float64 model over the
+ * same dequantized weights (gguf's dequantization of the RNE blocks, whose digests are checked). */
+
+Test(model, quantized_faithful, .init = setup, .fini = teardown, .timeout = 600) {
+  static const char *lm[] = { "lm_q8", "lm_q4" }, *dt[] = { "detok_q8_t12", "detok_q4_t12" };
+  for (int i = 0; i < 2; i++) {
+    fkm_tally t = lm_trace_q(lm[i], -1, 2, FKM_PERTURB_NONE, 0, stdout);
+    cr_assert_eq(t.failed, 0, "%s: %d of %d boundaries outside their bound; first: %s", lm[i], t.failed, t.checked,
+                 t.first);
+    fkm_tally u = detok_trace_q(dt[i], -1, 2, ONE_BY_ONE, FKM_PERTURB_NONE, 0, stdout);
+    cr_assert_eq(u.failed, 0, "%s: %d of %d boundaries outside their bound; first: %s", dt[i], u.failed, u.checked,
+                 u.first);
+    cr_log_info("%s: %d boundaries (worst %.3g of the bound), %s: %d boundaries (worst %.3g) within their bounds",
+                lm[i], t.checked, t.worst, dt[i], u.checked, u.worst);
+  }
+}
+
+/* The quantized sessions (fk_model_scenario quant: LM and detokenizer, q8 then q4) give the same bits
+ * for 1, 2 and 3 members, by desc.quantize or by GGUF blocks per matrix, and under qemu-aarch64 (q8
+ * on -cpu max: the bfcvt stamps; q4 on neoverse-n1: neon; one format each, qemu runs the byte
+ * widening slowly; both stamps of both formats are compared with the contract in tests/leaves); a
+ * plan mixing formats (layers 0..2 q, the rest bf16) too. */
+Test(model, quantized_same_everywhere, .timeout = 1200) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s 2 quant", FKT_MODEL_SCENARIO_HOST);
+  char *host = fkt_run_cmd(cmd);
+  static const char *native[] = { "1 quant", "3 quant", "2 quant blocks", "1 quant blocks" };
+  for (int i = 0; i < 4; i++) {
+    snprintf(cmd, sizeof cmd, "%s %s", FKT_MODEL_SCENARIO_HOST, native[i]);
+    char *o = fkt_run_cmd(cmd);
+    cr_assert_str_eq(o, host, "%s:\n%s\n2 quant:\n%s", native[i], o, host);
+    free(o);
+  }
+  static const struct { const char *cpu, *args; } arm[] = {
+    { "max", "quant desc q8" }, { "neoverse-n1", "quant desc q4" }, { "max", "quant mixed q8" } };
+  for (int i = 0; i < 3; i++) {
+    snprintf(cmd, sizeof cmd, "%s 2 %s", FKT_MODEL_SCENARIO_HOST, arm[i].args);
+    char *want = fkt_run_cmd(cmd);
+    if (i < 2) cr_assert(strstr(host, want), "%s is not a part of the two formats' run:\n%s", arm[i].args, want);
+    else cr_assert(!strstr(host, strchr(want, '\n') + 1), "the mixed plan gave the all-quantized bits");
+    snprintf(cmd, sizeof cmd, "%s -cpu %s %s 2 %s", FKH_QEMU, arm[i].cpu, FKT_MODEL_SCENARIO_AARCH64, arm[i].args);
+    char *got = fkt_run_cmd(cmd);
+    cr_assert_str_eq(got, want, "aarch64 (-cpu %s) %s:\n%s\nhost:\n%s", arm[i].cpu, arm[i].args, got, want);
+    free(got);
+    free(want);
+  }
+  cr_log_info("quantized sessions, the same bits on 1..3 members, desc.quantize == GGUF blocks, aarch64 == x86_64:\n%s",
+              host);
+  free(host);
+}
+
+/* The gates tell the formats apart. q4's weights are far enough from q8's and bf16's that a plan of
+ * another format fails a q4 trace, and a q4 plan fails the others (144 of 162 boundaries). q8 moves the
+ * model about as far as bf16 rounding does (per block, |q * d - w| <= d / 2 = max |w| / 254): a q8 plan
+ * stays within the bounds of the bf16 trace and a bf16 plan within the q8 trace's (measured: 0.93 and
+ * 0.77 of the bound), so there the gate is relative: each trace is closer to the plan of its own
+ * format (the runs are exact, so the comparison is the same on every run). The quantized weights'
+ * bits are checked by the traces' qweight digests (fkm_trace_check_qweights). */
+static double worst_of(const char *trace, int plan, int expect_fail) {
+  fkm_tally t = lm_trace_q(trace, plan, 2, FKM_PERTURB_NONE, 0, NULL);
+  if (expect_fail)
+    cr_assert_gt(t.failed, 0, "%s on a plan of format %d: all %d boundaries within bounds", trace, plan, t.checked);
+  else
+    cr_assert_eq(t.failed, 0, "%s on a plan of format %d: %d boundaries fail (%s)", trace, plan, t.failed, t.first);
+  cr_log_info("%s, plan format %d: %d of %d boundaries fail, worst %.3g of the bound", trace, plan, t.failed, t.checked,
+              t.worst);
+  return t.worst;
+}
+
+Test(model, quantized_perturb_other_format, .init = setup, .fini = teardown, .timeout = 600) {
+  worst_of("lm_q4", FK_Q8, 1);
+  worst_of("lm_q4", FK_QNONE, 1);
+  worst_of("lm_q8", FK_Q4, 1);
+  worst_of("lm", FK_Q4, 1);
+  double own = worst_of("lm_q8", -1, 0), bf16 = worst_of("lm_q8", FK_QNONE, 0);
+  cr_assert_gt(bf16, own, "the q8 trace is not closer to the q8 plan (%.3g) than to the bf16 plan (%.3g)", own, bf16);
+  double own16 = worst_of("lm", -1, 0), q8 = worst_of("lm", FK_Q8, 0);
+  cr_assert_gt(q8, own16, "the bf16 trace is not closer to the bf16 plan (%.3g) than to the q8 plan (%.3g)", own16, q8);
 }
 
 /* ---- perturbations: the gates see errors ------------------------------------------------------ */

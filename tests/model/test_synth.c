@@ -34,7 +34,7 @@ static int list_dir(const char *fmt, char ***paths) {
   return n;
 }
 
-static int check_dir(const char *fmt, const char *tag, int *checked) {
+static int check_dir(const char *fmt, const char *tag, int *checked, int *quantized) {
   char **paths;
   int n = list_dir(fmt, &paths);
   fkm_weights w;
@@ -47,6 +47,13 @@ static int check_dir(const char *fmt, const char *tag, int *checked) {
     int bad = fkm_trace_check_weights(&t, &w, err, sizeof err);
     cr_assert(bad == 0, "%s (%d tensors differ)", err, bad);
     *checked += w.n;
+    int64_t q;
+    if (fkfix_scalar_i64(&t.fx, "quant", &q) == 0) { /* a quantized trace: its GGUF blocks too */
+      fk_qformat f;
+      bad = fkm_trace_check_qweights(&t, &w, &f, err, sizeof err);
+      cr_assert(bad == 0, "%s (%d quantized tensors differ)", err, bad);
+      (*quantized)++;
+    }
     fkm_trace_free(&t);
   }
   fkm_weights_free(&w);
@@ -55,16 +62,18 @@ static int check_dir(const char *fmt, const char *tag, int *checked) {
 }
 
 Test(model_synth, digests_lm) {
-  int checked = 0;
-  int n = check_dir("%s/lfm2", "lm", &checked);
-  cr_assert_eq(n, 9, "lm trace: %d calls, expected prefill + 8 decodes", n);
-  cr_log_info("lm: %d manifests, %d tensor digests equal\n", n, checked);
+  int checked = 0, quantized = 0;
+  int n = check_dir("%s/lfm2", "lm", &checked, &quantized);
+  cr_assert_eq(n, 27, "lm traces: %d calls, expected prefill + 8 decodes of bf16, q8 and q4 weights", n);
+  cr_assert_eq(quantized, 18);
+  cr_log_info("lm: %d manifests, %d tensor digests equal, %d quantized traces' blocks equal\n", n, checked, quantized);
 }
 
 Test(model_synth, digests_detok, .timeout = 120) {
-  int checked = 0;
-  int n = check_dir("%s/detok", "detok", &checked);
-  cr_assert_eq(n, 1);
+  int checked = 0, quantized = 0;
+  int n = check_dir("%s/detok", "detok", &checked, &quantized);
+  cr_assert_eq(n, 3, "detok traces: bf16, q8 and q4 weights");
+  cr_assert_eq(quantized, 2);
 }
 
 /* fixtures/audio (whole LFM2.5-Audio turns, gen_audio.py): the audio model's weights and the detokenizer's

@@ -1,6 +1,8 @@
 /* tests/model/trace.c - whole-model reference traces: load, fetch, compare, judge, capture (trace.h). */
 #include "trace.h"
 
+#include <xxhash.h>
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -207,10 +209,60 @@ int fkm_trace_check_weights_of(const fkm_trace *t, const char *prefix, const fkm
   return bad;
 }
 
+int fkm_trace_check_qweights(const fkm_trace *t, const fkm_weights *w, fk_qformat *fmt, char *err, size_t errlen) {
+  int64_t q = 0;
+  if (fkfix_scalar_i64(&t->fx, "quant", &q) || (q != FK_Q8 && q != FK_Q4))
+    return fkm_fail(err, errlen, "%s: no scalar quant (1: q8, 2: q4)", t->fx.path);
+  *fmt = (fk_qformat)q;
+  const fkfix_tensor *nt = fkfix_tensor_get(&t->fx, "qweight_names"), *dt = fkfix_tensor_get(&t->fx, "qweight_digests");
+  if (!nt || !dt || nt->dtype != FKFIX_I64 || dt->dtype != FKFIX_I64 || nt->ndim != 1 || dt->ndim != 1 ||
+      nt->shape[0] != dt->shape[0])
+    return fkm_fail(err, errlen, "%s: qweight_names / qweight_digests missing or malformed", t->fx.path);
+  const int64_t *names = nt->data, *digs = dt->data;
+  int bad = 0, linear = 0;
+  for (int i = 0; i < w->n; i++) {
+    const fkm_tensor *x = &w->t[i];
+    if (x->kind != FKM_LINEAR) continue;
+    linear++;
+    uint64_t nd = fkm_name_digest(x->name);
+    int64_t j = 0;
+    while (j < nt->shape[0] && (uint64_t)names[j] != nd) j++;
+    if (j == nt->shape[0]) {
+      if (!bad) fkm_fail(err, errlen, "%s: linear weight %s is not among the quantized ones", t->fx.path, x->name);
+      bad++;
+      continue;
+    }
+    int64_t n = x->shape[0], k = x->shape[1];
+    size_t bytes = fk_q_gguf_bytes(*fmt, n, k);
+    void *blocks = bytes ? malloc(bytes) : NULL;
+    fk_error e;
+    if (!blocks || fk_q_quantize_bf16(*fmt, w->data[i], k, n, k, blocks, bytes, &e) != FK_OK) {
+      free(blocks);
+      return fkm_fail(err, errlen, "%s: %s could not be quantized (%lld x %lld)", t->fx.path, x->name, (long long)n,
+                      (long long)k);
+    }
+    uint64_t bd = (uint64_t)XXH3_64bits(blocks, bytes);
+    free(blocks);
+    if (bd != (uint64_t)digs[j]) {
+      if (!bad)
+        fkm_fail(err, errlen, "%s: %s quantized: XXH3-64 %016llx, recorded %016llx", t->fx.path, x->name,
+                 (unsigned long long)bd, (unsigned long long)(uint64_t)digs[j]);
+      bad++;
+    }
+  }
+  if (!bad && linear != nt->shape[0])
+    return fkm_fail(err, errlen, "%s: %lld quantized weights recorded, %d linear weights synthesised", t->fx.path,
+                    (long long)nt->shape[0], linear);
+  if (!bad && err && errlen) err[0] = 0;
+  return bad;
+}
+
 /* ---- gates ----------------------------------------------------------------------------------- */
 
 void fkm_judge(fkm_tally *t, const char *what, int ok, double e, double bound) {
   t->checked++;
+  double r = bound > 0 ? e / bound : INFINITY;
+  if (!(r <= t->worst)) t->worst = r; /* NaN counts as the worst */
   if (!ok) {
     if (!t->failed) snprintf(t->first, sizeof t->first, "%s: %.3g > bound %.3g", what, e, bound);
     t->failed++;

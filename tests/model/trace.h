@@ -65,6 +65,7 @@ double fkm_row_rel_l2(fkfix_dtype xd, const void *x, fkfix_dtype rd, const void 
 
 typedef struct fkm_tally {
   int checked, failed;
+  double worst;             /* the largest error / bound of the checks (a check not comparable: inf) */
   char first[256];          /* the first failure, for the assertion's message */
 } fkm_tally;
 
@@ -122,5 +123,10 @@ int fkm_trace_check_weights(const fkm_trace *t, const fkm_weights *w, char *err,
 /* The same against the manifest's <prefix>weight_names / <prefix>weight_digests (prefix "": the trace's own model,
  * whose tag must be w's; "dt_": an audio trace's detokenizer, tag "detok"). */
 int fkm_trace_check_weights_of(const fkm_trace *t, const char *prefix, const fkm_weights *w, char *err, size_t errlen);
+/* A quantized trace (scalar quant: FK_Q8 or FK_Q4; tensors qweight_names / qweight_digests, XXH3-64 of
+ * each quantized matrix's name and GGUF blocks): every FKM_LINEAR weight of w, quantized by
+ * fk_q_quantize_bf16 in the trace's format, has the recorded digest, and no other is recorded.
+ * *fmt: the format. Returns the number of mismatches (0), or -1 with a message in err. */
+int fkm_trace_check_qweights(const fkm_trace *t, const fkm_weights *w, fk_qformat *fmt, char *err, size_t errlen);
 
 #endif
