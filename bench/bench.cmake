@@ -89,10 +89,10 @@ add_custom_target(bench-runtime
 
 # ---- bench: fk_bench_model, whole LFM2 model steps against PyTorch CPU (bench/README.md) -----------
 # The flashkern side of bench/run_model.sh; the PyTorch side is bench/torch_peer.py (/opt/fkref).
-add_executable(fk_bench_model bench/fk_bench_model.c bench/fkb_common.c bench/fkb_harness.c)
+add_executable(fk_bench_model bench/fk_bench_model.c bench/fkb_common.c bench/fkb_harness.c bench/bw_probe.c)
 target_compile_options(fk_bench_model PRIVATE ${FK_WARNINGS} -O2)
 target_compile_definitions(fk_bench_model PRIVATE FKB_FLASHKERN_VERSION="${PROJECT_VERSION}")
-target_link_libraries(fk_bench_model PRIVATE flashkern m)
+target_link_libraries(fk_bench_model PRIVATE flashkern Threads::Threads m)
 add_custom_target(bench-model
   COMMAND ${CMAKE_SOURCE_DIR}/bench/run_model.sh --fk $<TARGET_FILE:fk_bench_model> --out ${FK_BENCH_RESULTS}
   DEPENDS fk_bench_model WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}

@@ -11,6 +11,8 @@
  *            the largest P; --prefill none keeps it at the 12-token prompt's and skips the measure).
  *   lm_350m  (--lm-350m) the same at LFM2-350M's shapes: vocab 65536, hidden 1024, ffn 4608,
  *            16 layers (6 attention), 16 / 8 heads.
+ *   lm_1_2b  (--lm-1-2b) the same at LFM2-1.2B's shapes: vocab 65536, hidden 2048, ffn 8192,
+ *            16 layers (the same 6 attention), 32 / 8 heads.
  *   detok    the LFM2.5 audio detokenizer: codebooks 8 x 2048 x 512, the LFM2 stack (hidden 512,
  *            ffn 1536, 8 layers conv conv attn conv attn conv attn conv, 8 / 8 heads of 64, sliding
  *            window 30), final norm, 512 -> 1282 head, spectral tail -> f32 PCM.
@@ -21,19 +23,33 @@
  *            RTF = wall time / audio time (a code frame is 1920 samples at 24 kHz: 80 ms).
  *
  * Plans: threads 1 and 2 (desc.threads), tier exact and fast (the fast tier only where its stamps
- * resolve on this CPU; otherwise one "skipped" line says why). Weights: seeded uniform
+ * resolve on this CPU; otherwise one "skipped" line says why), and with --quantize bf16,q8,q4 the
+ * LM plans also with desc.quantize FK_Q8 and FK_Q4 (exact tier only: the quantized GEMVs run their
+ * exact stamps on either tier, so fast + q8 / q4 is not a configuration; the detokenizer stays
+ * bf16). All plans are alive at once, unless --fresh-plans: then each sample makes its
+ * configuration's plan (untimed readiness), runs, and destroys it, so one plan is alive at a time
+ * (lm_1_2b's plans are 2.6 GB each in bf16). Weights: seeded uniform
  * (-1/sqrt(fan_in), +1/sqrt(fan_in)) rounded to bf16, norms 1 + U(-0.1, 0.1): speed does not depend
  * on the values. Each repetition runs every configuration once, in an order that rotates by one
  * each repetition; a 20 ms idle gap precedes each timed sample (as fk_bench_runtime). Medians
  * with min and max over the repetitions.
  *
+ * Decode is DRAM-bound: each LM configuration also prints bytes_per_token, the weight bytes one
+ * decode step reads (the packed bytes of every GEMV matrix: fk_gemv_packed_elems * 2 in bf16,
+ * fk_q_packed_bytes in q8 / q4, the LM head included, plus the one embedding row), and with --probe
+ * the read-bandwidth probe (bw_probe.c: a streaming read of 1.125 GiB, one untimed pass then a timed
+ * one) takes a turn per thread count in every repetition, interleaved with the configurations:
+ * probe_gbps per thread count. GB/s of a configuration = bytes_per_token x decode_tok_s.
+ *
  * Output: CSV lines on stdout (peer,model,dtype,threads,metric,value,reps; dtype is the tier,
- * "exact" or "fast": weights are bf16 in both), the same metrics as torch_peer.py: decode_tok_s,
- * prefill<P>_tok_s (prefill64_tok_s, prefill512_tok_s), full_frames_s, full_rtf, stream_frames_s,
- * stream_rtf and their _min / _max; progress on stderr. */
+ * "exact" or "fast", for bf16 weights, "exact-q8" or "exact-q4" for quantized ones), the same
+ * metrics as torch_peer.py: decode_tok_s, prefill<P>_tok_s (prefill64_tok_s, prefill512_tok_s),
+ * full_frames_s, full_rtf, stream_frames_s, stream_rtf and their _min / _max; bytes_per_token; with
+ * --probe the lines flashkern,probe,read,T,probe_gbps (and _min / _max); progress on stderr. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +74,9 @@ enum {
   MAX_REPS = FKB_MAX_REPS,
   MAX_STEPS = 4000,
   MAX_PREFILLS = 4,      /* prompt lengths of the prefill measure */
-  MAX_PREFILL = 4096     /* the longest (the plans' max_pos is 4096) */
+  MAX_PREFILL = 4096,    /* the longest (the plans' max_pos is 4096) */
+  MAX_MODELS = 4,
+  MAX_CFG = MAX_MODELS * 3 * 2 * 2 /* models x weight formats x tiers x threads (an upper bound) */
 };
 #define AUDIO_S_PER_CODE (1920.0 / 24000.0)
 
@@ -68,7 +86,11 @@ static struct {
   int tiers[2], ntiers;
   int do_lm, do_lm350, do_detok;
   int prefill[MAX_PREFILLS], nprefill;
-} opt = { 7, 64, 32, { 1, 2 }, 2, { FK_TIER_EXACT, FK_TIER_FAST }, 2, 1, 0, 1, { 64, 512 }, 2 };
+  fk_qformat quant[3]; /* --quantize: the LM plans' weight formats */
+  int nquant;
+  int do_lm12, probe, fresh;
+} opt = { 7, 64, 32, { 1, 2 }, 2, { FK_TIER_EXACT, FK_TIER_FAST }, 2, 1, 0, 1, { 64, 512 }, 2, { FK_QNONE }, 1,
+          0, 0, 0 };
 
 #define die(...) fkb_die("fk_bench_model", __VA_ARGS__)
 #define now fkb_now
@@ -110,6 +132,7 @@ typedef struct shape {
 
 static const shape SHAPE_LM = { "lm", 256, 768, 4, 2, 0, 6, "ccacac" };
 static const shape SHAPE_LM350 = { "lm_350m", 1024, 4608, 16, 8, 0, 16, "ccaccaccacacacac" };
+static const shape SHAPE_LM12 = { "lm_1_2b", 2048, 8192, 32, 8, 0, 16, "ccaccaccacacacac" };
 static const shape SHAPE_DETOK = { "detok", 512, 1536, 8, 8, 30, 8, "ccacacac" };
 
 static void stack_make(const shape *s, fk_lfm2_stack *st, fk_lfm2_layer *layer) {
@@ -199,8 +222,32 @@ static const char *tier_name(int t) { return t == FK_TIER_FAST ? "fast" : "exact
 typedef struct config {
   model *m;
   int threads, tier;
-  fk_plan *plan;
+  fk_qformat q;  /* desc.quantize */
+  fk_plan *plan; /* NULL between samples with --fresh-plans */
 } config;
+
+/* the CSV's dtype column: the tier for bf16 weights (the names before --quantize), exact-q8, exact-q4 */
+static const char *cfg_dtype(const config *c) {
+  return c->q == FK_Q8 ? "exact-q8" : c->q == FK_Q4 ? "exact-q4" : tier_name(c->tier);
+}
+
+/* Weight bytes one LM decode step reads: every GEMV matrix in the plan's packed layout (the layers'
+ * projections and feed-forward, the LM head: tied, so packed from the embedding) and the one
+ * embedding row the gather reads (bf16 in every format). */
+static double mat_bytes(fk_qformat q, int64_t n, int64_t k) {
+  return (double)(q != FK_QNONE ? fk_q_packed_bytes(q, n, k) : fk_gemv_packed_elems(n, k) * 2);
+}
+static double decode_bytes(const model *m, fk_qformat q) {
+  const shape *s = m->s;
+  int64_t h = s->hidden, f = s->ffn, qd = s->heads * 64, kd = s->kv_heads * 64;
+  double b = (double)h * 2 + mat_bytes(q, m->desc.lm.vocab, h);
+  for (int l = 0; l < s->nlayers; l++) {
+    if (s->kinds[l] == 'c') b += mat_bytes(q, 3 * h, h) + mat_bytes(q, h, h);
+    else b += mat_bytes(q, qd, h) + 2 * mat_bytes(q, kd, h) + mat_bytes(q, h, qd);
+    b += 2 * mat_bytes(q, f, h) + mat_bytes(q, h, f);
+  }
+  return b;
+}
 
 /* the series statistics are fkb_common.c's */
 typedef fkb_series series;
@@ -221,7 +268,7 @@ static void run_or_die(fk_plan *p, fk_program prog, fk_io *io) {
   if (fk_run(p, prog, io, &err) != FK_OK) die("fk_run(%s): %s", fk_program_name(prog), err.message);
 }
 
-static config cfg[12];
+static config cfg[MAX_CFG];
 static int ncfg;
 static config *cfg_of(int i) { return &cfg[i]; }
 
@@ -303,8 +350,8 @@ static double detok_stream_sample(config *c) {
 /* The configurations' checks before timing: a decode step returns a token in range, a stream gives
  * the promised sample counts and finite PCM. */
 enum { GATE_STEPS = 16 };
-static int32_t gate_tokens[12][GATE_STEPS];
-static uint64_t gate_pcm[12];
+static int32_t gate_tokens[MAX_CFG][GATE_STEPS];
+static uint64_t gate_pcm[MAX_CFG];
 
 static void gate(config *c, int ci) {
   if (!c->m->detok) {
@@ -319,11 +366,12 @@ static void gate(config *c, int ci) {
       run_or_die(c->plan, FK_PROG_LM_DECODE, &d);
       tok = d.next;
     }
-    /* the exact tier is bit-identical for every team size: the same greedy sequence */
+    /* the exact tier is bit-identical for every team size: the same greedy sequence (per weight format) */
     for (int o = 0; o < ci; o++)
-      if (cfg_of(o)->m == c->m && cfg_of(o)->tier == FK_TIER_EXACT && c->tier == FK_TIER_EXACT &&
-          memcmp(gate_tokens[o], gate_tokens[ci], sizeof gate_tokens[ci]) != 0)
-        die("%s exact: %dT and %dT decode different tokens", c->m->s->name, cfg_of(o)->threads, c->threads);
+      if (cfg_of(o)->m == c->m && cfg_of(o)->q == c->q && cfg_of(o)->tier == FK_TIER_EXACT &&
+          c->tier == FK_TIER_EXACT && memcmp(gate_tokens[o], gate_tokens[ci], sizeof gate_tokens[ci]) != 0)
+        die("%s %s: %dT and %dT decode different tokens", c->m->s->name, cfg_dtype(c), cfg_of(o)->threads,
+            c->threads);
     return;
   }
   if (fk_state_reset(c->plan) != FK_OK) die("fk_state_reset");
@@ -345,6 +393,45 @@ static void gate(config *c, int ci) {
       die("detok exact: %dT and %dT write different PCM", cfg_of(o)->threads, c->threads);
 }
 
+/* ---- readiness of one configuration ----------------------------------------------------------- */
+
+/* fk_plan_create for c (threads, tier, quantize); FK_EUNSUPPORTED of the fast tier is returned for
+ * the caller to skip, any other refusal dies */
+static fk_status plan_make(config *c, fk_error *err) {
+  fk_plan_desc d = c->m->desc;
+  d.threads = c->threads;
+  d.tier = (fk_tier)c->tier;
+  d.quantize = c->q;
+  c->plan = NULL;
+  fk_status st = fk_plan_create(&d, &c->plan, err);
+  if (st == FK_EUNSUPPORTED && d.tier == FK_TIER_FAST) return st;
+  if (st != FK_OK) die("fk_plan_create(%s, %s, %dT): %s", c->m->s->name, cfg_dtype(c), d.threads, err->message);
+  return FK_OK;
+}
+
+static void plan_drop(config *c) {
+  fk_plan_destroy(c->plan);
+  c->plan = NULL;
+}
+
+/* ---- the read probe on 1 or 2 threads (as fk_bench_ckpt) ---------------------------------------- */
+
+typedef struct { fkb_probe *p; int tid, n; } probe_arg;
+static void *probe_member(void *a) {
+  probe_arg *x = a;
+  fkb_probe_run(x->p, 0, x->tid, x->n);
+  return NULL;
+}
+static double probe_gbs(fkb_probe *p, int threads) {
+  pthread_t t;
+  probe_arg a[2] = { { p, 0, threads }, { p, 1, threads } };
+  double t0 = now();
+  if (threads == 2 && pthread_create(&t, NULL, probe_member, &a[1])) die("pthread_create");
+  probe_member(&a[0]);
+  if (threads == 2) pthread_join(t, NULL);
+  return (double)fkb_probe_bytes(p) / (now() - t0) / 1e9;
+}
+
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) opt.reps = 3, opt.steps = 16, opt.stream_frames = 8;
@@ -364,12 +451,24 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
       char list[256];
       snprintf(list, sizeof list, "%s", argv[++i]);
-      opt.do_lm = opt.do_lm350 = opt.do_detok = 0;
+      opt.do_lm = opt.do_lm350 = opt.do_lm12 = opt.do_detok = 0;
       for (char *save, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "lm")) opt.do_lm = 1;
         else if (!strcmp(t, "lm_350m")) opt.do_lm350 = 1;
+        else if (!strcmp(t, "lm_1_2b")) opt.do_lm12 = 1;
         else if (!strcmp(t, "detok")) opt.do_detok = 1;
-        else die("--only: unknown model %s (lm, lm_350m, detok)", t);
+        else die("--only: unknown model %s (lm, lm_350m, lm_1_2b, detok)", t);
+      }
+    } else if (!strcmp(argv[i], "--quantize") && i + 1 < argc) {
+      char list[256];
+      snprintf(list, sizeof list, "%s", argv[++i]);
+      opt.nquant = 0;
+      for (char *save, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int q = !strcmp(t, "bf16") ? FK_QNONE : !strcmp(t, "q8") ? FK_Q8 : !strcmp(t, "q4") ? FK_Q4 : -1;
+        if (q < 0 || opt.nquant == 3) die("--quantize: a list of bf16, q8, q4 (each once)");
+        for (int k = 0; k < opt.nquant; k++)
+          if ((int)opt.quant[k] == q) die("--quantize: %s twice", t);
+        opt.quant[opt.nquant++] = (fk_qformat)q;
       }
     } else if (!strcmp(argv[i], "--prefill") && i + 1 < argc) {
       char list[256];
@@ -383,10 +482,13 @@ int main(int argc, char **argv) {
           opt.prefill[opt.nprefill++] = n;
         }
     } else if (!strcmp(argv[i], "--lm-350m")) opt.do_lm350 = 1;
+    else if (!strcmp(argv[i], "--lm-1-2b")) opt.do_lm12 = 1;
+    else if (!strcmp(argv[i], "--probe")) opt.probe = 1;
+    else if (!strcmp(argv[i], "--fresh-plans")) opt.fresh = 1;
     else {
       const char *usage = "usage: fk_bench_model [--quick] [--reps N] [--steps N] [--stream-frames N] "
-                          "[--threads 1,2] [--tiers exact,fast] [--only lm,lm_350m,detok] [--lm-350m] "
-                          "[--prefill 64,512|none]";
+                          "[--threads 1,2] [--tiers exact,fast] [--only lm,lm_350m,lm_1_2b,detok] [--lm-350m] "
+                          "[--lm-1-2b] [--prefill 64,512|none] [--quantize bf16,q8,q4] [--probe] [--fresh-plans]";
       if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
         puts(usage);
         return 0;
@@ -397,7 +499,7 @@ int main(int argc, char **argv) {
   if (opt.reps < 1 || opt.reps > MAX_REPS) die("--reps must be in 1..%d", MAX_REPS);
   if (opt.steps < 1 || opt.steps > MAX_STEPS) die("--steps must be in 1..%d", MAX_STEPS);
   if (opt.stream_frames < 1 || DETOK_CONTEXT + opt.stream_frames > 600) die("--stream-frames must be in 1..583");
-  if (!opt.nthreads || !opt.ntiers) die("--threads and --tiers need at least one value");
+  if (!opt.nthreads || !opt.ntiers || !opt.nquant) die("--threads, --tiers and --quantize need at least one value");
 
   printf("flashkern,info,-,0,version,flashkern %s,0\n", FKB_FLASHKERN_VERSION);
 
@@ -414,48 +516,72 @@ int main(int argc, char **argv) {
   int64_t max_rows = PROMPT;
   for (int k = 0; k < opt.nprefill; k++)
     if (opt.prefill[k] > max_rows) max_rows = opt.prefill[k];
-  static model models[3];
+  static model models[MAX_MODELS];
   int nmodels = 0;
   if (opt.do_lm) lm_make(&models[nmodels++], &SHAPE_LM, 1024, max_rows);
   if (opt.do_lm350) lm_make(&models[nmodels++], &SHAPE_LM350, 65536, max_rows);
+  if (opt.do_lm12) lm_make(&models[nmodels++], &SHAPE_LM12, 65536, max_rows);
   if (opt.do_detok) detok_make(&models[nmodels++]);
   /* drawn after the weights, so the decode prompt, the codes and the weights stay what they were */
   prefill_prompt = malloc(MAX_PREFILL * sizeof *prefill_prompt);
   if (!prefill_prompt) die("out of memory");
   for (int i = 0; i < MAX_PREFILL; i++) prefill_prompt[i] = (int32_t)(fabsf(uniform()) * 1023.0f);
 
-  /* plans: every (model, threads, tier) that readiness accepts */
+  /* plans: every (model, weight format, tier, threads) that readiness accepts; the quantized formats
+   * for the LM only, exact tier only. Each is gated as it is made; with --fresh-plans it is then
+   * destroyed and made again for every sample. */
+  int fast_q = 0;
   for (int mi = 0; mi < nmodels; mi++)
-    for (int ti = 0; ti < opt.ntiers; ti++)
-      for (int hi = 0; hi < opt.nthreads; hi++) {
-        model *m = &models[mi];
-        fk_plan_desc d = m->desc;
-        d.threads = opt.threads[hi];
-        d.tier = (fk_tier)opt.tiers[ti];
-        fk_plan *p;
-        fk_error err;
-        fk_status st = fk_plan_create(&d, &p, &err);
-        if (st == FK_EUNSUPPORTED && d.tier == FK_TIER_FAST) {
-          fprintf(stderr, "fk_bench_model: %s fast %dT skipped: %s\n", m->s->name, d.threads, err.message);
-          printf("flashkern,%s,fast,%d,skipped,0,0\n", m->s->name, d.threads);
-          continue;
+    for (int qi = 0; qi < (models[mi].detok ? 1 : opt.nquant); qi++)
+      for (int ti = 0; ti < opt.ntiers; ti++)
+        for (int hi = 0; hi < opt.nthreads; hi++) {
+          model *m = &models[mi];
+          config c = { m, opt.threads[hi], opt.tiers[ti], m->detok ? FK_QNONE : opt.quant[qi], NULL };
+          if (c.q != FK_QNONE && c.tier == FK_TIER_FAST) {
+            fast_q = 1;
+            continue;
+          }
+          fk_error err;
+          double t0 = now();
+          if (plan_make(&c, &err) != FK_OK) {
+            fprintf(stderr, "fk_bench_model: %s fast %dT skipped: %s\n", m->s->name, c.threads, err.message);
+            printf("flashkern,%s,fast,%d,skipped,0,0\n", m->s->name, c.threads);
+            continue;
+          }
+          fprintf(stderr, "fk_bench_model: %s %s %dT ready in %.1f s: arena %.1f MB, %d decode phases\n", m->s->name,
+                  cfg_dtype(&c), c.threads, now() - t0, (double)fk_plan_arena_bytes(c.plan) / 1e6,
+                  fk_program_phases(c.plan, m->detok ? FK_PROG_DETOK : FK_PROG_LM_DECODE));
+          cfg[ncfg] = c;
+          gate(&cfg[ncfg], ncfg);
+          if (opt.fresh) plan_drop(&cfg[ncfg]);
+          ncfg++;
         }
-        if (st != FK_OK) die("fk_plan_create(%s, %s, %dT): %s", m->s->name, tier_name(d.tier), d.threads, err.message);
-        cfg[ncfg++] = (config){ m, d.threads, d.tier, p };
-        fprintf(stderr, "fk_bench_model: %s %s %dT ready: arena %.1f MB, %d decode phases\n", m->s->name,
-                tier_name(d.tier), d.threads, (double)fk_plan_arena_bytes(p) / 1e6,
-                fk_program_phases(p, m->detok ? FK_PROG_DETOK : FK_PROG_LM_DECODE));
-      }
-  for (int c = 0; c < ncfg; c++) gate(&cfg[c], c);
+  if (fast_q) fprintf(stderr, "fk_bench_model: fast + q8 / q4 not run: the quantized GEMVs are exact only\n");
   fprintf(stderr, "fk_bench_model: gate: %d plans; tokens in range, the exact tier's greedy sequences equal "
           "across team sizes, detok sample counts and finite PCM\n", ncfg);
 
-  static series tok_s[12], full_s[12], stream_s[12], pre_s[12][MAX_PREFILLS];
+  fkb_probe *probe = NULL;
+  if (opt.probe && !(probe = fkb_probe_create(FKB_ROTATE_BYTES))) die("cannot allocate the read probe");
+  int entries = ncfg + (probe ? opt.nthreads : 0); /* the probe's turns (one per thread count) follow the plans */
+  static series tok_s[MAX_CFG], full_s[MAX_CFG], stream_s[MAX_CFG], pre_s[MAX_CFG][MAX_PREFILLS], probe_s[2];
   fkb_cpu_mark mark = fkb_cpu_mark_now();
   for (int r = 0; r < opt.reps; r++) {
-    for (int k = 0; k < ncfg; k++) {
-      config *c = &cfg[(k + r) % ncfg];
-      int ci = (int)(c - cfg);
+    for (int k = 0; k < entries; k++) {
+      int e = (k + r) % entries;
+      if (e >= ncfg) { /* the probe: a pause, one untimed pass, a timed one */
+        series *ps = &probe_s[e - ncfg];
+        settle();
+        probe_gbs(probe, opt.threads[e - ncfg]);
+        ps->v[ps->n++] = probe_gbs(probe, opt.threads[e - ncfg]);
+        continue;
+      }
+      config *c = &cfg[e];
+      int ci = e;
+      if (opt.fresh) {
+        fk_error err;
+        if (plan_make(c, &err) != FK_OK) die("fk_plan_create(%s, %s, %dT): %s", c->m->s->name, cfg_dtype(c),
+                                             c->threads, err.message);
+      }
       if (!c->m->detok) {
         tok_s[ci].v[tok_s[ci].n++] = lm_sample(c);
         for (int p = 0; p < opt.nprefill; p++) pre_s[ci][p].v[pre_s[ci][p].n++] = prefill_sample(c, opt.prefill[p]);
@@ -463,6 +589,7 @@ int main(int argc, char **argv) {
         full_s[ci].v[full_s[ci].n++] = detok_full_sample(c);
         stream_s[ci].v[stream_s[ci].n++] = detok_stream_sample(c);
       }
+      if (opt.fresh) plan_drop(c);
     }
     fprintf(stderr, "fk_bench_model: repetition %d of %d\n", r + 1, opt.reps);
   }
@@ -471,12 +598,14 @@ int main(int argc, char **argv) {
 
   for (int ci = 0; ci < ncfg; ci++) {
     config *c = &cfg[ci];
-    const char *tn = tier_name(c->tier);
+    const char *tn = cfg_dtype(c);
     if (!c->m->detok) {
+      double bytes = decode_bytes(c->m, c->q);
       emit(c->m->s->name, tn, c->threads, "decode_tok_s", &tok_s[ci]);
+      printf("flashkern,%s,%s,%d,bytes_per_token,%.0f,1\n", c->m->s->name, tn, c->threads, bytes);
       printf("flashkern,%s,%s,%d,others_cpu,%.4f,%d\n", c->m->s->name, tn, c->threads, others, tok_s[ci].n);
-      fprintf(stderr, "fk_bench_model: %s %s %dT: decode %.1f tokens/s\n", c->m->s->name, tn, c->threads,
-              med(&tok_s[ci]));
+      fprintf(stderr, "fk_bench_model: %s %s %dT: decode %.1f tokens/s, %.1f MB per token, %.1f GB/s\n",
+              c->m->s->name, tn, c->threads, med(&tok_s[ci]), bytes / 1e6, bytes * med(&tok_s[ci]) / 1e9);
       for (int k = 0; k < opt.nprefill; k++) {
         char metric[32];
         snprintf(metric, sizeof metric, "prefill%d_tok_s", opt.prefill[k]);
@@ -504,6 +633,12 @@ int main(int argc, char **argv) {
               c->threads, med(&fps), med(&sfps), med(&srtf));
     }
   }
+  for (int hi = 0; probe && hi < opt.nthreads; hi++) {
+    emit("probe", "read", opt.threads[hi], "probe_gbps", &probe_s[hi]);
+    fprintf(stderr, "fk_bench_model: read probe %dT: %.1f GB/s (%s, %.2f GiB)\n", opt.threads[hi], med(&probe_s[hi]),
+            fkb_probe_kind(probe), (double)fkb_probe_bytes(probe) / (double)(1u << 30));
+  }
+  fkb_probe_destroy(probe);
   for (int ci = 0; ci < ncfg; ci++) fk_plan_destroy(cfg[ci].plan);
   return 0;
 }

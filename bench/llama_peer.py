@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""bench/llama_peer.py: the llama.cpp peer of fk_bench_model's LM prefill measure (bench/README.md,
-"Whole models").
+"""bench/llama_peer.py: the llama.cpp peer of fk_bench_model's LM prefill and decode measures
+(bench/README.md, "Whole models" and "Quantized decode").
 
-llama.cpp's `llama-bench -p` on the same LFM2 shapes as fk_bench_model's `lm` and `lm_350m`, BF16
-weights, CPU. Nothing of llama.cpp is in this repository: `build` fetches PyPI's llama-cpp-python
-source distribution (which vendors llama.cpp) into a directory outside it and builds the one tool.
+llama.cpp's `llama-bench` on the same LFM2 shapes as fk_bench_model's `lm`, `lm_350m` and `lm_1_2b`,
+BF16, Q8_0 or Q4_0 weights, CPU. Nothing of llama.cpp is in this repository: `build` fetches PyPI's
+llama-cpp-python source distribution (which vendors llama.cpp) into a directory outside it and builds
+the one tool.
 
   llama_peer.py build [--dir /work/peers] [--version 0.3.36] [--jobs 2]
       pip download --no-binary :all: --no-deps llama-cpp-python==VERSION into DIR, unpack it, and
@@ -13,32 +14,40 @@ source distribution (which vendors llama.cpp) into a directory outside it and bu
       the vendored commit (the sdist's CHANGELOG names it) is passed as LLAMA_BUILD_COMMIT, so
       llama-bench reports it. Writes DIR/llama-bench-VERSION/fk_peer.txt (what was built) and
       prints the binary's path.
-  llama_peer.py gguf [--dir /tmp/fk_llama_peer] [--only lm,lm_350m]
-      writes the GGUF files (below); they are kept and reused.
-  llama_peer.py run --llama-bench PATH [--threads 1,2] [--reps 5] [--prefill 64,512]
-                    [--only lm] [--lm-350m] [--dir /tmp/fk_llama_peer]
-      per model and thread count T: `llama-bench -m FILE -p 64,512 -n 0 -t T -r N -o jsonl`; CSV on
-      stdout, as the other peers print it: peer,model,dtype,threads,metric,value,reps with
-      metric prefill<P>_tok_s and its _min / _max, from llama-bench's per-repetition samples_ns
-      (median, min, max of P / time: the same statistics as the other peers; llama-bench's own
-      avg_ts and stddev_ts are printed on stderr), and others_cpu (other processes' share of the
-      CPUs meanwhile: /proc/stat busy time minus llama-bench's getrusage, over wall time x CPUs).
+  llama_peer.py gguf [--dir /tmp/fk_llama_peer] [--only lm,lm_350m,lm_1_2b] [--dtypes bf16,q8_0,q4_0]
+      writes the GGUF files (below), one per model and weight type; they are kept and reused.
+  llama_peer.py run --llama-bench PATH [--threads 1,2] [--reps 5] [--prefill 64,512|none] [--decode N]
+                    [--dtypes bf16] [--only lm] [--lm-350m] [--lm-1-2b] [--dir /tmp/fk_llama_peer]
+      per model, weight type and thread count T: `llama-bench -m FILE -p 64,512 -n 0 -t T -r N -o jsonl`
+      (with --decode N: `-n N`, and `-p 0` with --prefill none); CSV on stdout, as the other peers
+      print it: peer,model,dtype,threads,metric,value,reps (dtype bf16, q8_0 or q4_0) with metric
+      prefill<P>_tok_s (llama-bench's pp<P> test) and decode_tok_s (its tg<N> test: N tokens one at a
+      time from an empty context, N / time) and their _min / _max, from llama-bench's per-repetition
+      samples_ns (median, min, max: the same statistics as the other peers; llama-bench's own avg_ts
+      and stddev_ts are printed on stderr); bytes_per_token (the weight bytes one decode step reads:
+      every matrix llama.cpp multiplies, in the file's type, plus one token_embd row), and others_cpu
+      (other processes' share of the CPUs meanwhile: /proc/stat busy time minus llama-bench's
+      getrusage, over wall time x CPUs).
 
 The GGUF files (architecture `lfm2`, written with the `gguf` package, as llama.cpp's
 convert_hf_to_gguf.py lays an Lfm2ForCausalLM out): the keys lfm2.context_length (4096),
 embedding_length, block_count, feed_forward_length, attention.head_count, attention.head_count_kv
 as a per-layer array (0 on the ShortConv layers: that is how llama.cpp's LFM2 tells a conv layer from
 an attention layer), rope.freq_base 1e6, attention.layer_norm_rms_eps 1e-5, vocab_size,
-shortconv.l_cache 3, general.file_type MOSTLY_BF16; tensors token_embd (BF16, tied: no output
-tensor), token_embd_norm (the final norm: LFM2's GGUF name for it), per layer attn_norm (the
-operator norm), ffn_norm, ffn_gate / ffn_up / ffn_down (BF16), and either shortconv.in_proj /
-out_proj (BF16) and shortconv.conv (F32, L_cache x hidden: llama.cpp's ssm_conv takes F32) or
-attn_q / attn_k / attn_v / attn_output (BF16) and attn_q_norm / attn_k_norm; norms F32 (as the
-converter writes them). The vocabulary is tokenizer.ggml.model = "none": llama.cpp fills in
-vocab_size placeholder tokens, and llama-bench draws its prompt as random ids (rand() % n_vocab, no
+shortconv.l_cache 3, general.file_type MOSTLY_BF16 (MOSTLY_Q8_0, MOSTLY_Q4_0); tensors token_embd
+(tied: no output tensor), token_embd_norm (the final norm: LFM2's GGUF name for it), per layer
+attn_norm (the operator norm), ffn_norm, ffn_gate / ffn_up / ffn_down, and either shortconv.in_proj /
+out_proj and shortconv.conv (F32, L_cache x hidden: llama.cpp's ssm_conv takes F32) or attn_q /
+attn_k / attn_v / attn_output and attn_q_norm / attn_k_norm; norms F32 (as the converter writes
+them). The matrices (token_embd, which is also the head, and every ffn_*, shortconv in / out_proj
+and attn_q / k / v / output) are BF16, or the same bf16 values quantized by
+gguf.quants.quantize(..., Q8_0 / Q4_0) (ggml's reference quantizer): what flashkern's
+desc.quantize FK_Q8 / FK_Q4 quantizes too, the head included. The vocabulary is
+tokenizer.ggml.model = "none": llama.cpp fills in vocab_size placeholder tokens, and llama-bench draws its prompt as random ids (rand() % n_vocab, no
 BOS for this vocabulary), so no tokenizer is needed. Weight values are seeded uniform(-1/sqrt(fan_in),
 +1/sqrt(fan_in)) rounded to bf16 (norms 1 + U(-0.1, 0.1), the embedding U(-1, 1)), like
-fk_bench_model's, from another generator: the speed does not depend on the values.
+fk_bench_model's, from another generator (seeded per model: a model's three files hold the same
+values): the speed does not depend on the values.
 
 Needs the `gguf` package (in /opt/fkref) for `gguf` and `run`; `build` needs pip, cmake and a C++
 compiler. A bench peer only: never in tests or CI.
@@ -59,11 +68,15 @@ SDIST_VERSION = "0.3.36"
 GGUF_DIR = "/tmp/fk_llama_peer"
 GGUF_FORMAT = 1          # in the file name: a change of what is written makes new files
 
-# fk_bench_model's SHAPE_LM and SHAPE_LM350 (and torch_peer.py's lm_config): 'c' ShortConv, 'a' attention
+# fk_bench_model's SHAPE_LM, SHAPE_LM350 and SHAPE_LM12 (and torch_peer.py's lm_config): 'c' ShortConv,
+# 'a' attention; the seed of a model's weights is its place here
 SHAPES = {
     "lm": dict(vocab=1024, hidden=256, ffn=768, heads=4, kv_heads=2, kinds="ccacac"),
     "lm_350m": dict(vocab=65536, hidden=1024, ffn=4608, heads=16, kv_heads=8, kinds="ccaccaccacacacac"),
+    "lm_1_2b": dict(vocab=65536, hidden=2048, ffn=8192, heads=32, kv_heads=8, kinds="ccaccaccacacacac"),
 }
+# the weight types of the matrices: (GGMLQuantizationType name, LlamaFileType name, bytes per 32 weights)
+DTYPES = {"bf16": ("BF16", "MOSTLY_BF16", 64), "q8_0": ("Q8_0", "MOSTLY_Q8_0", 34), "q4_0": ("Q4_0", "MOSTLY_Q4_0", 18)}
 HEAD_DIM = 64
 L_CACHE = 3
 
@@ -128,11 +141,28 @@ def built_from(binary):
 
 # ---- gguf: the models ----------------------------------------------------------------------------
 
-def gguf_path(d, name):
-    return os.path.join(d, "fk-%s-bf16-v%d.gguf" % (name, GGUF_FORMAT))
+def gguf_path(d, name, dtype):
+    return os.path.join(d, "fk-%s-%s-v%d.gguf" % (name, dtype, GGUF_FORMAT))
 
 
-def write_gguf(path, name, seed):
+def matrices(name):
+    """(rows, cols) of every matrix llama.cpp multiplies in a decode step: the layers' and the tied head."""
+    s = SHAPES[name]
+    h, f, q, kv = s["hidden"], s["ffn"], s["heads"] * HEAD_DIM, s["kv_heads"] * HEAD_DIM
+    m = [(s["vocab"], h)]
+    for k in s["kinds"]:
+        m += [(3 * h, h), (h, h)] if k == "c" else [(q, h), (kv, h), (kv, h), (h, q)]
+        m += [(f, h), (f, h), (h, f)]
+    return m
+
+
+def bytes_per_token(name, dtype):
+    """The weight bytes one decode step reads: every matrix in the file's type, and one token_embd row."""
+    per32 = DTYPES[dtype][2]
+    return sum(n * k // 32 * per32 for n, k in matrices(name)) + SHAPES[name]["hidden"] // 32 * per32
+
+
+def write_gguf(path, name, seed, dtype):
     import numpy as np
     import gguf
 
@@ -145,15 +175,20 @@ def write_gguf(path, name, seed):
         b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
         return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
 
+    qtype = getattr(gguf.GGMLQuantizationType, DTYPES[dtype][0])
+
     def dense(rows, cols, scale=None):
+        """a matrix: bf16 values, in the file's type (quantized from them: exact in f32)"""
         scale = 1.0 / np.sqrt(cols) if scale is None else scale
-        return bf16(rng.uniform(-scale, scale, size=(rows, cols)).astype(np.float32))
+        b = bf16(rng.uniform(-scale, scale, size=(rows, cols)).astype(np.float32))
+        if dtype == "bf16":
+            return b
+        return gguf.quants.quantize((b.astype(np.uint32) << 16).view(np.float32), qtype)
 
     def norm(n):   # rounded through bf16, as fk_bench_model's norms are
         v = bf16(1.0 + rng.uniform(-0.1, 0.1, size=n).astype(np.float32))
         return (v.astype(np.uint32) << 16).view(np.float32)
 
-    BF16 = gguf.GGMLQuantizationType.BF16
     w = gguf.GGUFWriter(path + ".part", "lfm2")
     w.add_name("flashkern bench synthetic LFM2 (%s)" % name)
     w.add_context_length(4096)
@@ -166,30 +201,30 @@ def write_gguf(path, name, seed):
     w.add_layer_norm_rms_eps(1e-5)
     w.add_vocab_size(s["vocab"])
     w.add_shortconv_l_cache(L_CACHE)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+    w.add_file_type(getattr(gguf.LlamaFileType, DTYPES[dtype][1]))
     w.add_tokenizer_model("none")
 
-    w.add_tensor("token_embd.weight", dense(s["vocab"], h, 1.0), raw_dtype=BF16)
+    w.add_tensor("token_embd.weight", dense(s["vocab"], h, 1.0), raw_dtype=qtype)
     for i, k in enumerate(kinds):
         p = "blk.%d." % i
         w.add_tensor(p + "attn_norm.weight", norm(h))
         if k == "c":
-            w.add_tensor(p + "shortconv.in_proj.weight", dense(3 * h, h), raw_dtype=BF16)
+            w.add_tensor(p + "shortconv.in_proj.weight", dense(3 * h, h), raw_dtype=qtype)
             conv = bf16(rng.uniform(-1 / np.sqrt(L_CACHE), 1 / np.sqrt(L_CACHE), size=(h, L_CACHE)))
             w.add_tensor(p + "shortconv.conv.weight", (conv.astype(np.uint32) << 16).view(np.float32))
-            w.add_tensor(p + "shortconv.out_proj.weight", dense(h, h), raw_dtype=BF16)
+            w.add_tensor(p + "shortconv.out_proj.weight", dense(h, h), raw_dtype=qtype)
         else:
             q, kv = s["heads"] * HEAD_DIM, s["kv_heads"] * HEAD_DIM
-            w.add_tensor(p + "attn_q.weight", dense(q, h), raw_dtype=BF16)
-            w.add_tensor(p + "attn_k.weight", dense(kv, h), raw_dtype=BF16)
-            w.add_tensor(p + "attn_v.weight", dense(kv, h), raw_dtype=BF16)
+            w.add_tensor(p + "attn_q.weight", dense(q, h), raw_dtype=qtype)
+            w.add_tensor(p + "attn_k.weight", dense(kv, h), raw_dtype=qtype)
+            w.add_tensor(p + "attn_v.weight", dense(kv, h), raw_dtype=qtype)
             w.add_tensor(p + "attn_q_norm.weight", norm(HEAD_DIM))
             w.add_tensor(p + "attn_k_norm.weight", norm(HEAD_DIM))
-            w.add_tensor(p + "attn_output.weight", dense(h, q), raw_dtype=BF16)
+            w.add_tensor(p + "attn_output.weight", dense(h, q), raw_dtype=qtype)
         w.add_tensor(p + "ffn_norm.weight", norm(h))
-        w.add_tensor(p + "ffn_gate.weight", dense(f, h), raw_dtype=BF16)
-        w.add_tensor(p + "ffn_up.weight", dense(f, h), raw_dtype=BF16)
-        w.add_tensor(p + "ffn_down.weight", dense(h, f), raw_dtype=BF16)
+        w.add_tensor(p + "ffn_gate.weight", dense(f, h), raw_dtype=qtype)
+        w.add_tensor(p + "ffn_up.weight", dense(f, h), raw_dtype=qtype)
+        w.add_tensor(p + "ffn_down.weight", dense(h, f), raw_dtype=qtype)
     w.add_tensor("token_embd_norm.weight", norm(h))
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -198,21 +233,23 @@ def write_gguf(path, name, seed):
     os.replace(path + ".part", path)
 
 
-def ensure_gguf(d, names):
+def ensure_gguf(d, names, dtypes):
+    """{(model, dtype): path}, writing the files that are missing"""
     os.makedirs(d, exist_ok=True)
     paths = {}
-    for seed, name in enumerate(names, 1):
-        p = gguf_path(d, name)
-        if not os.path.exists(p):
-            t0 = time.perf_counter()
-            write_gguf(p, name, seed)
-            log("wrote %s (%.0f MB, %.1f s)" % (p, os.path.getsize(p) / 1e6, time.perf_counter() - t0))
-        paths[name] = p
+    for name in names:
+        for dtype in dtypes:
+            p = gguf_path(d, name, dtype)
+            if not os.path.exists(p):
+                t0 = time.perf_counter()
+                write_gguf(p, name, list(SHAPES).index(name) + 1, dtype)
+                log("wrote %s (%.0f MB, %.1f s)" % (p, os.path.getsize(p) / 1e6, time.perf_counter() - t0))
+            paths[name, dtype] = p
     return paths
 
 
 def cmd_gguf(a):
-    for name, p in ensure_gguf(a.dir, models_of(a)).items():
+    for p in ensure_gguf(a.dir, models_of(a), dtypes_of(a)).values():
         print(p)
 
 
@@ -239,23 +276,47 @@ def models_of(a):
     names = [x for x in a.only.split(",") if x]
     if getattr(a, "lm_350m", False) and "lm_350m" not in names:
         names.append("lm_350m")
+    if getattr(a, "lm_1_2b", False) and "lm_1_2b" not in names:
+        names.append("lm_1_2b")
     for n in names:
         if n not in SHAPES:
             raise SystemExit("llama_peer: unknown model %s (%s)" % (n, ", ".join(SHAPES)))
     return names
 
 
+def dtypes_of(a):
+    dtypes = [x for x in a.dtypes.split(",") if x]
+    for x in dtypes:
+        if x not in DTYPES:
+            raise SystemExit("llama_peer: unknown weight type %s (%s)" % (x, ", ".join(DTYPES)))
+    if not dtypes:
+        raise SystemExit("llama_peer: --dtypes names no weight type")
+    return dtypes
+
+
+def stats_rows(name, dtype, t, metric, n, x):
+    """median, min and max of n / time over llama-bench's per-run samples_ns"""
+    tok_s = [n / (ns * 1e-9) for ns in x["samples_ns"]]
+    med = statistics.median(tok_s)
+    row(name, dtype, t, metric, med, len(tok_s))
+    row(name, dtype, t, metric + "_min", min(tok_s), len(tok_s))
+    row(name, dtype, t, metric + "_max", max(tok_s), len(tok_s))
+    return med
+
+
 def cmd_run(a):
     if not os.access(a.llama_bench, os.X_OK):
         raise SystemExit("llama_peer: %s is not an executable" % a.llama_bench)
-    prefills = [int(x) for x in a.prefill.split(",") if x]
+    prefills = [] if a.prefill == "none" else [int(x) for x in a.prefill.split(",") if x]
     threads = [int(x) for x in a.threads.split(",") if x]
-    paths = ensure_gguf(a.dir, models_of(a))
+    if not prefills and a.decode < 1:
+        raise SystemExit("llama_peer: nothing to measure (--prefill none and no --decode)")
+    paths = ensure_gguf(a.dir, models_of(a), dtypes_of(a))
     version = None
-    for name, path in paths.items():
+    for (name, dtype), path in paths.items():
         for t in threads:
-            cmd = [a.llama_bench, "-m", path, "-p", ",".join(map(str, prefills)), "-n", "0", "-t", str(t),
-                   "-r", str(a.reps), "-o", "jsonl"]
+            cmd = [a.llama_bench, "-m", path, "-p", ",".join(map(str, prefills)) or "0", "-n", str(max(a.decode, 0)),
+                   "-t", str(t), "-r", str(a.reps), "-o", "jsonl"]
             b0, c0, w0 = _busy_s(), _children_s(), time.perf_counter()
             r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             wall = time.perf_counter() - w0
@@ -272,18 +333,24 @@ def cmd_run(a):
                     x["backends"], fa, x["type_k"], x["n_ubatch"])
                 row("info", "-", 0, "version", version.replace(",", ";"), 0)
                 log("%s; model_type %s, %s parameters" % (version, x["model_type"], x["model_n_params"]))
-            row(name, "bf16", t, "others_cpu", others, a.reps)
+            row(name, dtype, t, "others_cpu", others, a.reps)
+            if a.decode > 0:
+                row(name, dtype, t, "bytes_per_token", "%d" % bytes_per_token(name, dtype), 1)
             for x in tests:
-                n = int(x["n_prompt"])
-                if n not in prefills or int(x["n_gen"]) != 0 or int(x["n_threads"]) != t:
+                n, g = int(x["n_prompt"]), int(x["n_gen"])
+                if int(x["n_threads"]) != t:
                     continue
-                tok_s = [n / (ns * 1e-9) for ns in x["samples_ns"]]
-                med = statistics.median(tok_s)
-                row(name, "bf16", t, "prefill%d_tok_s" % n, med, len(tok_s))
-                row(name, "bf16", t, "prefill%d_tok_s_min" % n, min(tok_s), len(tok_s))
-                row(name, "bf16", t, "prefill%d_tok_s_max" % n, max(tok_s), len(tok_s))
-                log("%s bf16 %dT: prefill of %d tokens %.1f tokens/s (llama-bench avg %.1f, stddev %.1f); "
-                    "other processes %.0f%% of the CPUs" % (name, t, n, med, x["avg_ts"], x["stddev_ts"], 100 * others))
+                if n in prefills and g == 0:
+                    med = stats_rows(name, dtype, t, "prefill%d_tok_s" % n, n, x)
+                    what = "prefill of %d tokens" % n
+                elif n == 0 and a.decode > 0 and g == a.decode:
+                    med = stats_rows(name, dtype, t, "decode_tok_s", g, x)
+                    what = "decode of %d tokens" % g
+                else:
+                    continue
+                log("%s %s %dT: %s %.1f tokens/s (llama-bench avg %.1f, stddev %.1f); "
+                    "other processes %.0f%% of the CPUs" % (name, dtype, t, what, med, x["avg_ts"], x["stddev_ts"],
+                                                           100 * others))
 
 
 def main():
@@ -298,11 +365,14 @@ def main():
     r.add_argument("--llama-bench", required=True, help="the llama-bench binary")
     r.add_argument("--threads", default="1,2")
     r.add_argument("--reps", type=int, default=5, help="llama-bench -r")
-    r.add_argument("--prefill", default="64,512", help="llama-bench -p: prompt lengths")
+    r.add_argument("--prefill", default="64,512", help="llama-bench -p: prompt lengths, or none")
+    r.add_argument("--decode", type=int, default=0, help="llama-bench -n N: the decode measure (0: none)")
     for p in (g, r):
         p.add_argument("--dir", default=GGUF_DIR, help="where the GGUF files are kept")
-        p.add_argument("--only", default="lm", help="lm, lm_350m (comma-separated)")
+        p.add_argument("--only", default="lm", help="lm, lm_350m, lm_1_2b (comma-separated)")
         p.add_argument("--lm-350m", action="store_true", help="also the LFM2-350M-shaped point")
+        p.add_argument("--lm-1-2b", action="store_true", help="also the LFM2-1.2B-shaped point")
+        p.add_argument("--dtypes", default="bf16", help="bf16, q8_0, q4_0 (comma-separated): the matrices' type")
     a = ap.parse_args()
     {"build": cmd_build, "gguf": cmd_gguf, "run": cmd_run}[a.cmd](a)
 

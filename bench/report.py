@@ -3,14 +3,15 @@
 
   report.py [--results DIR] [--out DIR] [--plot | --no-plot] [--check] (--all | BENCH ...)
 
-BENCH is gemv, gemm, state, fft, runtime, model, ckpt or audio. For each, reads DIR/<bench>.csv (the rows),
-DIR/<bench>-meta.csv (key,item,value: the machine, versions, noise, probe and the run's facts; the
-bench's C harness writes both) and writes OUT/<bench>.md and the gnuplot data (OUT/<bench>*.dat),
-then, with --plot, runs gnuplot on bench/plot_<bench>.gp for OUT/<bench>.png. model reads
-DIR/model-rounds.csv instead (every round's lines, run_model.sh) and also writes OUT/model.csv (the
-rounds merged). DIR and OUT default to bench/results; --plot is the default when gnuplot is on the
-PATH. --check writes nothing and exits 1 when a file in DIR is not what its CSV renders (the
-bench_report test). Standard library only (runs with the system python3)."""
+BENCH is gemv, gemm, state, fft, runtime, model, decode, ckpt or audio. For each, reads DIR/<bench>.csv
+(the rows), DIR/<bench>-meta.csv (key,item,value: the machine, versions, noise, probe and the run's
+facts; the bench's C harness writes both) and writes OUT/<bench>.md and the gnuplot data
+(OUT/<bench>*.dat), then, with --plot, runs gnuplot on bench/plot_<bench>.gp for OUT/<bench>.png.
+model and decode read DIR/<bench>-rounds.csv instead (every round's lines, run_model.sh and
+run_decode_quant.sh) and also write OUT/<bench>.csv (the rounds merged). DIR and OUT default to
+bench/results; --plot is the default when gnuplot is on the PATH. --check writes nothing and exits 1
+when a file in DIR is not what its CSV renders (the bench_report test). Standard library only (runs
+with the system python3)."""
 import argparse
 import csv
 import difflib
@@ -841,7 +842,7 @@ def render_model(lines, meta):
         return "%s [%s, %s]" % (fmt(v, d), fmt(lo, d), fmt(hi, d))
 
     threads = sorted({k[3] for k in m if k[3] > 0})
-    models = [x for x in ("lm", "lm_350m") if any(k[1] == x for k in m)]
+    models = [x for x in ("lm", "lm_350m", "lm_1_2b") if any(k[1] == x for k in m)]
     fk_ran = any(k[0] == "flashkern" for k in m)
     fast_ran = any(k[0] == "flashkern" and k[2] == "fast" for k in m)
     skipped = sorted({(k[1], k[3]) for k in m if k[0] == "flashkern" and k[4] == "skipped"})
@@ -959,7 +960,7 @@ def render_model(lines, meta):
     md.append("| model | metric | threads | peer | dtype / tier | value | reps |")
     md.append("|---|---|---|---|---|---|---|")
     for (peer, mo, dt, t, metric), (v, n) in m.items():
-        if metric.endswith("_min") or metric.endswith("_max") or metric in ("skipped", "others_cpu"):
+        if metric.endswith("_min") or metric.endswith("_max") or metric in ("skipped", "others_cpu", "bytes_per_token"):
             continue
         d = 4 if metric.endswith("rtf") else 1
         md.append("| %s | %s | %d | %s | %s | %s | %d |"
@@ -1029,6 +1030,153 @@ def render_model(lines, meta):
     return ({"model.md": "\n".join(md) + "\n", "model.csv": merged.getvalue(), "model.dat": "".join(dat_lines)},
             {"dat": "model.dat", "out": "model.png", "cols": len(names), "prefill": int(bool(prefills))})
 
+
+
+# ---- decode: bench/run_decode_quant.sh's rounds of fk_bench_model and llama_peer.py ----------------
+
+DECODE_TARGET = 1.1
+# (flashkern's dtype, the format column, llama.cpp's dtype, a target row)
+DECODE_ROWS = (("exact", "bf16, exact tier", "bf16", False), ("fast", "bf16, fast tier", "bf16", False),
+               ("exact-q8", "q8 / Q8_0", "q8_0", True), ("exact-q4", "q4 / Q4_0", "q4_0", True))
+
+
+def cache_bytes(text):
+    """lscpu's "32 MiB (1 instance)" -> bytes, or None"""
+    try:
+        v, unit = text.split()[:2]
+        return float(v) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
+    except (ValueError, KeyError):
+        return None
+
+
+def render_decode(lines, meta):
+    """The rounds (decode-rounds.csv) merged as model's are; the table of issue 20: per model, format and
+    thread count, flashkern's and llama.cpp's decode tokens/s, their ratio, the weight bytes per token,
+    GB/s and its share of the read probe's median at that thread count."""
+    rows, text = model_load(lines)
+    facts = {k: v for k, _, v in meta.rows}
+    m = model_merge(rows)
+
+    merged = io.StringIO()
+    w = csv.writer(merged, lineterminator="\n")
+    w.writerow(["peer", "model", "dtype", "threads", "metric", "value", "reps"])
+    for (peer, model, dtype, t, metric), (v, n) in m.items():
+        w.writerow([peer, model, dtype, t, metric, "%.6g" % v, n])
+    for (peer, model, dtype, t, metric), v in sorted(text.items()):
+        w.writerow([peer, model, dtype, t, metric, v, 0])
+
+    def get(peer, model, dtype, t, metric):
+        v = m.get((peer, model, dtype, t, metric))
+        return None if v is None else v[0]
+
+    def fmt(v, d=1):
+        return "-" if v is None else ("%.*f" % (d, v))
+
+    def rng(peer, model, dtype, t, metric, d=1):
+        v = get(peer, model, dtype, t, metric)
+        if v is None:
+            return "-"
+        lo, hi = get(peer, model, dtype, t, metric + "_min"), get(peer, model, dtype, t, metric + "_max")
+        return "%s [%s, %s]" % (fmt(v, d), fmt(lo, d), fmt(hi, d))
+
+    threads = sorted({k[3] for k in m if k[3] > 0})
+    models = [x for x in ("lm", "lm_350m", "lm_1_2b") if any(k[1] == x for k in m)]
+    l3 = cache_bytes(facts.get("l3", ""))
+    versions = "; ".join(v for (p, mo, *_), v in sorted(text.items()) if mo == "info")
+
+    md = []
+    md.append("# LM decode: flashkern's bf16, q8 and q4 against llama.cpp's BF16, Q8_0 and Q4_0\n")
+    md.append("Written by `bench/run_decode_quant.sh` (bench/README.md, \"Quantized decode against llama.cpp\") "
+              "from a real run: `%s`, %s round(s), %s decode steps per sample, started %s, finished %s.\n" % (
+                  facts.get("command", "?"), facts.get("rounds", "?"), facts.get("steps", "?"),
+                  facts.get("started", "?"), facts.get("finished", "?")))
+    md.append("**Machine:** %s, %s CPUs online (%s), L3 %s, memory %s, %s; load average at start %s, at end %s.\n" % (
+        facts.get("cpu", "?"), facts.get("cpus", "?"), facts.get("flags_hint", "").strip(), facts.get("l3", "?"),
+        facts.get("memory", "?"), facts.get("kernel", "?"), facts.get("loadavg_start", "?"),
+        facts.get("loadavg_end", "?")))
+    md.append("**Versions:** %s.\n" % (versions or "?"))
+
+    md.append("## Decode tokens/s against llama.cpp (issue 20: q8 and q4 >= %gx llama.cpp's Q8_0 and Q4_0)\n"
+              % DECODE_TARGET)
+    md.append("Medians over every repetition of every round (a round's median, then the median over rounds), "
+              "[least, greatest] sample. MB / token: the weight bytes one decode step reads (every GEMV matrix in "
+              "the format's layout, the tied head included, and one embedding row; flashkern's packed layout, "
+              "llama.cpp's GGUF tensors). GB/s = MB / token x tokens/s; *of probe*: over the read probe's median at "
+              "the same thread count (below).\n")
+    md.append("| model | format | threads | flashkern tok/s | llama.cpp tok/s | flashkern / llama.cpp | target met? "
+              "| MB / token (flashkern, llama.cpp) | flashkern GB/s | of probe | llama.cpp GB/s | of probe |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    in_l3 = False
+    for mo in models:
+        for fd, label, ld, target in DECODE_ROWS:
+            for t in threads:
+                fv, lv = get("flashkern", mo, fd, t, "decode_tok_s"), get("llama.cpp", mo, ld, t, "decode_tok_s")
+                if fv is None and lv is None:
+                    continue
+                fb, lb = get("flashkern", mo, fd, t, "bytes_per_token"), get("llama.cpp", mo, ld, t, "bytes_per_token")
+                probe = get("flashkern", "probe", "read", t, "probe_gbps")
+                ratio = fv / lv if fv is not None and lv else None
+                met = ("-" if not target else "not measured" if ratio is None else
+                       "yes" if ratio >= DECODE_TARGET else "**no**")
+
+                def gbs(b, v):
+                    return None if b is None or v is None else b * v / 1e9
+
+                fg, lg = gbs(fb, fv), gbs(lb, lv)
+                mark = ""
+                if l3 is not None and fb is not None and fb <= l3:
+                    mark, in_l3 = " (in L3)", True
+                md.append("| %s | %s%s | %d | %s | %s | %s | %s | %s, %s | %s | %s | %s | %s |" % (
+                    mo, label, mark, t, rng("flashkern", mo, fd, t, "decode_tok_s"),
+                    rng("llama.cpp", mo, ld, t, "decode_tok_s"), "-" if ratio is None else "%.2fx" % ratio, met,
+                    fmt(None if fb is None else fb / 1e6), fmt(None if lb is None else lb / 1e6), fmt(fg),
+                    "-" if fg is None or not probe else "%.2f" % (fg / probe), fmt(lg),
+                    "-" if lg is None or not probe else "%.2f" % (lg / probe)))
+    if in_l3:
+        md.append("\n*in L3*: one token's weights fit in the L3 (%s): that row is not DRAM-bound, and its share "
+                  "of the probe may exceed 1.\n" % facts.get("l3", "?"))
+
+    md.append("\n## The read-bandwidth probe\n")
+    md.append("bw_probe.c: a streaming read of 1.125 GiB (one untimed pass, then a timed one), a turn per thread "
+              "count in every repetition of every flashkern turn, interleaved with its configurations; median "
+              "[least, greatest] over rounds as above.\n")
+    md.append("| threads | probe GB/s |")
+    md.append("|---|---|")
+    for t in threads:
+        if get("flashkern", "probe", "read", t, "probe_gbps") is not None:
+            md.append("| %d | %s |" % (t, rng("flashkern", "probe", "read", t, "probe_gbps")))
+
+    md.append("\n## Other processes during the measures\n")
+    md.append("The machine's busy CPU time (/proc/stat) minus the peer's own (getrusage), over wall time x CPUs "
+              "(flashkern: over all the configurations of a turn; llama.cpp: per llama-bench run), the median over "
+              "rounds.\n")
+    md.append("| peer | model | dtype / tier | threads | other processes' share of the CPUs |")
+    md.append("|---|---|---|---|---|")
+    for (peer, mo, dt, t, metric), (v, n) in m.items():
+        if metric == "others_cpu":
+            md.append("| %s | %s | %s | %d | %.0f%% |" % (peer, mo, dt, t, 100 * v))
+
+    md.append("""
+## What is measured
+
+- **Models** (synthetic weights, the same shapes on both sides): `lm_350m`, LFM2-350M's shapes (vocab
+  65536, hidden 1024, ffn 4608, 16 layers with attention at 2, 5, 8, 10, 12, 14, 16 / 8 heads of 64);
+  `lm_1_2b`, LFM2-1.2B's (vocab 65536, hidden 2048, ffn 8192, the same 16 layers, 32 / 8 heads of 64);
+  tied embeddings.
+- **flashkern** (`fk_bench_model --quantize bf16,q8,q4 --probe`): a 12-token prompt prefilled
+  (untimed), then N `fk_run(FK_PROG_LM_DECODE)` calls with `io.next` fed back; tokens/s = N / time.
+  bf16: the exact and the fast tier; q8 / q4: `desc.quantize` FK_Q8 / FK_Q4, every GEMV matrix (the
+  head too) quantized at readiness into Q8_0 / Q4_0-equivalent blocks, exact tier (the embedding
+  gather stays bf16).
+- **llama.cpp** (`llama_peer.py run --decode N`): `llama-bench -m FILE -p 0 -n N -t T -r R` on GGUFs of
+  the same shapes whose matrices (token_embd, which is the tied head, ffn_*, shortconv in / out_proj,
+  attn_q / k / v / output) are BF16, Q8_0 or Q4_0 (gguf.quants.quantize from the same bf16 values);
+  N tokens one at a time from an empty context (llama-bench's tg test, random token ids), after its
+  own warm-up run; the median, least and greatest of its per-run samples.
+- **Schedule.** Per round, per model and thread count: flashkern's turn (its configurations and the
+  probe interleaved, 20 ms idle before each sample), then llama.cpp's.
+""")
+    return ({"decode.md": "\n".join(md) + "\n", "decode.csv": merged.getvalue()}, None)
 
 
 # ---- ckpt: fk_bench_ckpt, a checkpoint's readiness and flashkern-run's tokens/s ------------------
@@ -1216,12 +1364,13 @@ def render_audio(rows, meta):
 # ---- main ---------------------------------------------------------------------------------------
 
 RENDERERS = {"gemv": render_gemv, "gemm": render_gemm, "state": render_state, "fft": render_fft, "runtime": render_runtime, "model": render_model,
-             "ckpt": render_ckpt, "audio": render_audio}
+             "decode": render_decode, "ckpt": render_ckpt, "audio": render_audio}
+ROUNDS = ("model", "decode")   # the benches whose script writes <bench>-rounds.csv
 
 
 def render(bench, results):
     meta = Meta(os.path.join(results, bench + "-meta.csv"))
-    rows = read_rows(os.path.join(results, bench + ("-rounds.csv" if bench == "model" else ".csv")))
+    rows = read_rows(os.path.join(results, bench + ("-rounds.csv" if bench in ROUNDS else ".csv")))
     return RENDERERS[bench](rows, meta)
 
 
@@ -1250,7 +1399,7 @@ def main():
     benches = list(a.benches)
     if a.all:
         benches += [b for b in RENDERERS if b not in benches and os.path.exists(
-            os.path.join(a.results, (b + "-rounds.csv") if b == "model" else (b + ".csv")))]
+            os.path.join(a.results, (b + "-rounds.csv") if b in ROUNDS else (b + ".csv")))]
     if not benches:
         ap.error("name a bench (%s) or --all" % ", ".join(RENDERERS))
     do_plot = a.plot if a.plot is not None else shutil.which("gnuplot") is not None
