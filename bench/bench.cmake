@@ -79,7 +79,7 @@ add_executable(fk_bench_runtime bench/fk_bench_runtime.c bench/runtime_peers.c b
 target_compile_options(fk_bench_runtime PRIVATE ${FK_WARNINGS} -O2)
 set_source_files_properties(bench/runtime_peers.c PROPERTIES COMPILE_OPTIONS "${OpenMP_C_FLAGS}")
 target_compile_definitions(fk_bench_runtime PRIVATE FKB_FLASHKERN_VERSION="${PROJECT_VERSION}")
-target_link_libraries(fk_bench_runtime PRIVATE flashkern ${OpenMP_C_LIBRARIES} m)
+target_link_libraries(fk_bench_runtime PRIVATE flashkern ${OpenMP_C_LIBRARIES} Threads::Threads m)
 add_custom_target(bench-runtime
   COMMAND fk_bench_runtime --out ${FK_BENCH_RESULTS}
   COMMAND ${FK_BENCH_REPORT} runtime

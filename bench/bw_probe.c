@@ -6,6 +6,7 @@
  * are combined by XOR and stored per member, so the compiler cannot drop them. What a
  * memory-bound GEMV can reach is this number; the tables report each contender's GB/s as a
  * fraction of it. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -98,4 +99,22 @@ void fkb_probe_destroy(fkb_probe *p) {
   if (!p) return;
   fkb_region_free(p->buf, p->bytes);
   fkb_free(p);
+}
+
+/* One timed pass on 1 or 2 threads (the caller is member 0, a second thread member 1). */
+typedef struct { fkb_probe *p; int tid, n; } probe_arg;
+static void *probe_member(void *a) {
+  probe_arg *x = a;
+  fkb_probe_run(x->p, 0, x->tid, x->n);
+  return NULL;
+}
+
+double fkb_probe_gbs(fkb_probe *p, int threads) {
+  pthread_t t;
+  probe_arg a[2] = { { p, 0, threads }, { p, 1, threads } };
+  double t0 = fkb_now();
+  if (threads == 2 && pthread_create(&t, NULL, probe_member, &a[1])) fkb_die("fkb_probe_gbs", "pthread_create");
+  probe_member(&a[0]);
+  if (threads == 2) pthread_join(t, NULL);
+  return (double)fkb_probe_bytes(p) / (fkb_now() - t0) / 1e9;
 }

@@ -29,7 +29,6 @@
  * Output: DIR/audio.csv (table,case,threads,tier,metric,median,min,max,n), DIR/audio-meta.csv; report.py audio. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,24 +103,6 @@ static void peer_stop(void) {
   fclose(peer.from);
   int st;
   if (waitpid(peer.pid, &st, 0) != peer.pid || !WIFEXITED(st) || WEXITSTATUS(st)) die("the PyTorch peer failed");
-}
-
-/* ---- the read probe on 1 or 2 threads (as fk_bench_ckpt) ---------------------------------------- */
-
-typedef struct { fkb_probe *p; int tid, n; } probe_arg;
-static void *probe_member(void *a) {
-  probe_arg *x = a;
-  fkb_probe_run(x->p, 0, x->tid, x->n);
-  return NULL;
-}
-static double probe_gbs(fkb_probe *p, int threads) {
-  pthread_t t;
-  probe_arg a[2] = { { p, 0, threads }, { p, 1, threads } };
-  double t0 = now();
-  if (threads == 2 && pthread_create(&t, NULL, probe_member, &a[1])) die("pthread_create");
-  probe_member(&a[0]);
-  if (threads == 2) pthread_join(t, NULL);
-  return (double)fkb_probe_bytes(p) / (now() - t0) / 1e9;
 }
 
 /* ---- bench_bytes.json (audio_peer.py write): "key": number ----------------------------------- */
@@ -329,8 +310,8 @@ int main(int argc, char **argv) {
     nanosleep(&pause, NULL);
     for (int hi = 0; hi < opt.nthreads; hi++) {
       int t = opt.threads[hi];
-      probe_gbs(probe, t); /* untimed: the same pass once, warm */
-      probe_s[hi].v[probe_s[hi].n++] = probe_gbs(probe, t);
+      fkb_probe_gbs(probe, t); /* untimed: the same pass once, warm */
+      probe_s[hi].v[probe_s[hi].n++] = fkb_probe_gbs(probe, t);
     }
     fprintf(stderr, "fk_bench_audio: read probe %.1f GB/s (1st thread count), %.1f (2nd)\n", probe_s[0].v[r],
             opt.nthreads > 1 ? probe_s[1].v[r] : 0.0);

@@ -35,7 +35,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,24 +261,6 @@ static void run_flashkern_run(const ckpt *c, int ci, int hi, int tix) {
   fprintf(stderr, "flashkern-run: %s %dT %s: %.1f tokens/s\n", CKPT[ci], opt.threads[hi], tier_name(opt.tiers[tix]), v);
 }
 
-/* ---- the read probe on 1 or 2 threads ---------------------------------------------------------- */
-
-typedef struct { fkb_probe *p; int tid, n; } probe_arg;
-static void *probe_member(void *a) {
-  probe_arg *x = a;
-  fkb_probe_run(x->p, 0, x->tid, x->n);
-  return NULL;
-}
-static double probe_gbs(fkb_probe *p, int threads) {
-  pthread_t t;
-  probe_arg a[2] = { { p, 0, threads }, { p, 1, threads } };
-  double t0 = now();
-  if (threads == 2 && pthread_create(&t, NULL, probe_member, &a[1])) die("pthread_create");
-  probe_member(&a[0]);
-  if (threads == 2) pthread_join(t, NULL);
-  return (double)fkb_probe_bytes(p) / (now() - t0) / 1e9;
-}
-
 /* ---- output ------------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
@@ -330,8 +311,8 @@ int main(int argc, char **argv) {
     struct timespec pause = { 0, 200 * 1000 * 1000 };
     nanosleep(&pause, NULL);
     for (int t = 1; t <= 2; t++) {
-      probe_gbs(probe, t); /* untimed: the same pass once, warm */
-      probe_s[t - 1].v[probe_s[t - 1].n++] = probe_gbs(probe, t);
+      fkb_probe_gbs(probe, t); /* untimed: the same pass once, warm */
+      probe_s[t - 1].v[probe_s[t - 1].n++] = fkb_probe_gbs(probe, t);
     }
     fprintf(stderr, "fk_bench_ckpt: read probe %.1f / %.1f GB/s (1 / 2 threads)\n", probe_s[0].v[r], probe_s[1].v[r]);
     for (int k = 0; k < NCKPT; k++) {

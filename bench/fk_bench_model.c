@@ -49,7 +49,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -414,24 +413,6 @@ static void plan_drop(config *c) {
   c->plan = NULL;
 }
 
-/* ---- the read probe on 1 or 2 threads (as fk_bench_ckpt) ---------------------------------------- */
-
-typedef struct { fkb_probe *p; int tid, n; } probe_arg;
-static void *probe_member(void *a) {
-  probe_arg *x = a;
-  fkb_probe_run(x->p, 0, x->tid, x->n);
-  return NULL;
-}
-static double probe_gbs(fkb_probe *p, int threads) {
-  pthread_t t;
-  probe_arg a[2] = { { p, 0, threads }, { p, 1, threads } };
-  double t0 = now();
-  if (threads == 2 && pthread_create(&t, NULL, probe_member, &a[1])) die("pthread_create");
-  probe_member(&a[0]);
-  if (threads == 2) pthread_join(t, NULL);
-  return (double)fkb_probe_bytes(p) / (now() - t0) / 1e9;
-}
-
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) opt.reps = 3, opt.steps = 16, opt.stream_frames = 8;
@@ -571,8 +552,8 @@ int main(int argc, char **argv) {
       if (e >= ncfg) { /* the probe: a pause, one untimed pass, a timed one */
         series *ps = &probe_s[e - ncfg];
         settle();
-        probe_gbs(probe, opt.threads[e - ncfg]);
-        ps->v[ps->n++] = probe_gbs(probe, opt.threads[e - ncfg]);
+        fkb_probe_gbs(probe, opt.threads[e - ncfg]);
+        ps->v[ps->n++] = fkb_probe_gbs(probe, opt.threads[e - ncfg]);
         continue;
       }
       config *c = &cfg[e];

@@ -263,5 +263,7 @@ const char *fkb_probe_kind(const fkb_probe *p); /* "AVX-512 loads" or "portable 
 /* Member tid of nthreads reads its contiguous share of the whole buffer (team job). */
 void fkb_probe_run(void *probe, size_t unused, int tid, int nthreads);
 void fkb_probe_destroy(fkb_probe *p);
+/* One pass of the whole buffer on 1 or 2 threads (the caller and, for 2, one more thread): GB/s. */
+double fkb_probe_gbs(fkb_probe *p, int threads);
 
 #endif /* FKB_H */
