@@ -811,38 +811,50 @@ def model_merge(rows):
     return out
 
 
+def fmt_or_dash(v, d=1):
+    """v to d decimals, "-" for None."""
+    return "-" if v is None else f(v, d)
+
+
+class MergedRounds:
+    """A run's rounds (model_load) merged per (peer, model, dtype, threads, metric) (model_merge): the merged
+    CSV (csv; text metrics with reps 0), get (the value or None), rng ("median [min, max]"), the thread counts
+    and the LM shapes present. render_model and render_decode read their runs through it."""
+
+    def __init__(self, lines):
+        rows, self.text = model_load(lines)
+        self.m = model_merge(rows)
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(["peer", "model", "dtype", "threads", "metric", "value", "reps"])
+        for (peer, model, dtype, t, metric), (v, n) in self.m.items():
+            w.writerow([peer, model, dtype, t, metric, "%.6g" % v, n])
+        for (peer, model, dtype, t, metric), v in sorted(self.text.items()):
+            w.writerow([peer, model, dtype, t, metric, v, 0])
+        self.csv = out.getvalue()
+        self.threads = sorted({k[3] for k in self.m if k[3] > 0})
+        self.models = [x for x in ("lm", "lm_350m", "lm_1_2b") if any(k[1] == x for k in self.m)]
+
+    def get(self, peer, model, dtype, t, metric):
+        v = self.m.get((peer, model, dtype, t, metric))
+        return None if v is None else v[0]
+
+    def rng(self, peer, model, dtype, t, metric, d=1):
+        v = self.get(peer, model, dtype, t, metric)
+        if v is None:
+            return "-"
+        lo, hi = self.get(peer, model, dtype, t, metric + "_min"), self.get(peer, model, dtype, t, metric + "_max")
+        return "%s [%s, %s]" % (fmt_or_dash(v, d), fmt_or_dash(lo, d), fmt_or_dash(hi, d))
+
+
 def render_model(lines, meta):
     """The rounds (model-rounds.csv) merged per (peer, model, dtype, threads, metric): the value is the median
     over rounds of the round's median, <metric>_min the least of the rounds' minima, <metric>_max the greatest
     of their maxima, reps the sum; meta holds run_model.sh's facts (command, rounds, start and end, machine)."""
-    rows, text = model_load(lines)
     facts = {k: v for k, _, v in meta.rows}
-    m = model_merge(rows)
-
-    merged = io.StringIO()
-    w = csv.writer(merged, lineterminator="\n")
-    w.writerow(["peer", "model", "dtype", "threads", "metric", "value", "reps"])
-    for (peer, model, dtype, t, metric), (v, n) in m.items():
-        w.writerow([peer, model, dtype, t, metric, "%.6g" % v, n])
-    for (peer, model, dtype, t, metric), v in sorted(text.items()):
-        w.writerow([peer, model, dtype, t, metric, v, 0])
-
-    def get(peer, model, dtype, t, metric):
-        v = m.get((peer, model, dtype, t, metric))
-        return None if v is None else v[0]
-
-    def fmt(v, d=1):
-        return "-" if v is None else ("%.*f" % (d, v))
-
-    def rng(peer, model, dtype, t, metric, d=1):
-        v = get(peer, model, dtype, t, metric)
-        if v is None:
-            return "-"
-        lo, hi = get(peer, model, dtype, t, metric + "_min"), get(peer, model, dtype, t, metric + "_max")
-        return "%s [%s, %s]" % (fmt(v, d), fmt(lo, d), fmt(hi, d))
-
-    threads = sorted({k[3] for k in m if k[3] > 0})
-    models = [x for x in ("lm", "lm_350m", "lm_1_2b") if any(k[1] == x for k in m)]
+    r = MergedRounds(lines)
+    m, text, get, rng, threads, models = r.m, r.text, r.get, r.rng, r.threads, r.models
+    fmt = fmt_or_dash
     fk_ran = any(k[0] == "flashkern" for k in m)
     fast_ran = any(k[0] == "flashkern" and k[2] == "fast" for k in m)
     skipped = sorted({(k[1], k[3]) for k in m if k[0] == "flashkern" and k[4] == "skipped"})
@@ -1027,7 +1039,7 @@ def render_model(lines, meta):
     for short, t, *vals in dat:
         cols = ["-" if v is None else "%.6g" % v for v in vals[:len(names)]]
         dat_lines.append('"%s, %dT" %s\n' % (short, t, " ".join(cols)))
-    return ({"model.md": "\n".join(md) + "\n", "model.csv": merged.getvalue(), "model.dat": "".join(dat_lines)},
+    return ({"model.md": "\n".join(md) + "\n", "model.csv": r.csv, "model.dat": "".join(dat_lines)},
             {"dat": "model.dat", "out": "model.png", "cols": len(names), "prefill": int(bool(prefills))})
 
 
@@ -1053,34 +1065,10 @@ def render_decode(lines, meta):
     """The rounds (decode-rounds.csv) merged as model's are; the table of issue 20: per model, format and
     thread count, flashkern's and llama.cpp's decode tokens/s, their ratio, the weight bytes per token,
     GB/s and its share of the read probe's median at that thread count."""
-    rows, text = model_load(lines)
     facts = {k: v for k, _, v in meta.rows}
-    m = model_merge(rows)
-
-    merged = io.StringIO()
-    w = csv.writer(merged, lineterminator="\n")
-    w.writerow(["peer", "model", "dtype", "threads", "metric", "value", "reps"])
-    for (peer, model, dtype, t, metric), (v, n) in m.items():
-        w.writerow([peer, model, dtype, t, metric, "%.6g" % v, n])
-    for (peer, model, dtype, t, metric), v in sorted(text.items()):
-        w.writerow([peer, model, dtype, t, metric, v, 0])
-
-    def get(peer, model, dtype, t, metric):
-        v = m.get((peer, model, dtype, t, metric))
-        return None if v is None else v[0]
-
-    def fmt(v, d=1):
-        return "-" if v is None else ("%.*f" % (d, v))
-
-    def rng(peer, model, dtype, t, metric, d=1):
-        v = get(peer, model, dtype, t, metric)
-        if v is None:
-            return "-"
-        lo, hi = get(peer, model, dtype, t, metric + "_min"), get(peer, model, dtype, t, metric + "_max")
-        return "%s [%s, %s]" % (fmt(v, d), fmt(lo, d), fmt(hi, d))
-
-    threads = sorted({k[3] for k in m if k[3] > 0})
-    models = [x for x in ("lm", "lm_350m", "lm_1_2b") if any(k[1] == x for k in m)]
+    r = MergedRounds(lines)
+    m, text, get, rng, threads, models = r.m, r.text, r.get, r.rng, r.threads, r.models
+    fmt = fmt_or_dash
     l3 = cache_bytes(facts.get("l3", ""))
     versions = "; ".join(v for (p, mo, *_), v in sorted(text.items()) if mo == "info")
 
@@ -1176,7 +1164,7 @@ def render_decode(lines, meta):
 - **Schedule.** Per round, per model and thread count: flashkern's turn (its configurations and the
   probe interleaved, 20 ms idle before each sample), then llama.cpp's.
 """)
-    return ({"decode.md": "\n".join(md) + "\n", "decode.csv": merged.getvalue()}, None)
+    return ({"decode.md": "\n".join(md) + "\n", "decode.csv": r.csv}, None)
 
 
 # ---- ckpt: fk_bench_ckpt, a checkpoint's readiness and flashkern-run's tokens/s ------------------
