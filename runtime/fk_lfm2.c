@@ -117,6 +117,18 @@ fk_status fk_depth_check(const char *w, const fk_lfm2_stack *s, fk_qformat quant
   return check_stack(w, s, 32, 1, quantize, err);
 }
 
+unsigned fk_lfm2_formats(const fk_lfm2_stack *s, fk_qformat quantize) {
+  unsigned f = 0;
+  for (int64_t i = 0; i < s->layers; i++) {
+    const fk_lfm2_layer *l = &s->layer[i];
+#define MAT_BIT(name, bf, qm, dst, rows, k, lk) \
+    if ((int)(lk) < 0 || (fk_layer_kind)(lk) == l->kind) f |= fk_format_bit(fk_wmat_format(&l->q.qm, quantize));
+    LAYER_MATS(MAT_BIT, l, l, 0, 0, 0, 0)
+#undef MAT_BIT
+  }
+  return f;
+}
+
 uint64_t fk_lfm2_roles(int decode) {
   uint64_t r = FK_ROLE_BIT(R_NORM) | FK_ROLE_BIT(R_IN) | FK_ROLE_BIT(R_CONV) | FK_ROLE_BIT(R_OUT) |
                FK_ROLE_BIT(R_QKPREP) | FK_ROLE_BIT(R_SWIGLU) | FK_ROLE_BIT(R_ATTN_PRE) | FK_ROLE_BIT(R_ATTN_PRE_RING);

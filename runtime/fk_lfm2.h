@@ -64,6 +64,8 @@ fk_status fk_lfm2_check(const char *w, const fk_lfm2_stack *s, fk_qformat quanti
 /* The same for a Depthformer (desc.<w>, w: "audio.depth"): attention layers only, head_dim 32, no
  * sliding window, final_norm unused. */
 fk_status fk_depth_check(const char *w, const fk_lfm2_stack *s, fk_qformat quantize, fk_error *err);
+/* The formats (fk_format_bit) the stack's GEMV matrices run in under quantize; after its check. */
+unsigned fk_lfm2_formats(const fk_lfm2_stack *s, fk_qformat quantize);
 /* The roles a stack's steps call (decode: an LM's decode steps, also the decode attention forms). */
 uint64_t fk_lfm2_roles(int decode);
 /* Shapes from s, for calls of up to max_rows stack rows, rep rows per job row, and each matrix's

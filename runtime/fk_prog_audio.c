@@ -63,7 +63,11 @@ static uint64_t roles(const fk_plan_desc *d) {
                             FK_ROLE_BIT(R_TOPK) | FK_ROLE_BIT(R_HEAD) | FK_ROLE_BIT(R_CBSUM) |
                             FK_ROLE_BIT(R_NORM_ONCE) | FK_ROLE_BIT(R_NORM_ADD_ONCE) | FK_ROLE_BIT(R_QKPREP32) |
                             FK_ROLE_BIT(R_ATTN_DEC32),
-                        d);
+                        /* the stacks, the text head, and depth_linear and the codebook heads (quantize) */
+                        fk_lfm2_formats(&d->audio.lm.stack, d->quantize) |
+                            fk_lfm2_formats(&d->audio.depth.stack, d->quantize) |
+                            fk_format_bit(fk_wmat_format(&d->audio.lm.lm_head_q, d->quantize)) |
+                            fk_format_bit(d->quantize));
 }
 
 /* ---- steps ------------------------------------------------------------------------------------ */

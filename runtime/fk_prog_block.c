@@ -46,7 +46,7 @@ static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
 static uint64_t roles(const fk_plan_desc *d) {
   return fk_quant_roles(FK_ROLE_BIT(R_NORM) | FK_ROLE_BIT(R_IN) |
                             FK_ROLE_BIT(d->block.conv_bias ? R_CONV_BIAS : R_CONV) | FK_ROLE_BIT(R_OUT),
-                        d);
+                        fk_format_bit(d->quantize));
 }
 
 /* ---- the phases ------------------------------------------------------------------------------- */

@@ -32,7 +32,9 @@ static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
 }
 
 static uint64_t roles(const fk_plan_desc *d) {
-  return fk_quant_roles(fk_lfm2_roles(0) | FK_ROLE_BIT(R_CODEBOOK) | FK_ROLE_BIT(R_NORM) | fk_spectral_roles(d), d);
+  /* the stack, and the spectral head (quantize) */
+  return fk_quant_roles(fk_lfm2_roles(0) | FK_ROLE_BIT(R_CODEBOOK) | FK_ROLE_BIT(R_NORM) | fk_spectral_roles(d),
+                        fk_lfm2_formats(&d->detok.stack, d->quantize) | fk_format_bit(d->quantize));
 }
 
 /* ---- the steps around the stack ------------------------------------------------------------- */

@@ -32,7 +32,8 @@ static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
 static uint64_t roles(const fk_plan_desc *d) {
   return fk_quant_roles(fk_lfm2_roles(1) | FK_ROLE_BIT(R_EMBED) | FK_ROLE_BIT(R_LOGITS) | FK_ROLE_BIT(R_ARGMAX) |
                             FK_ROLE_BIT(R_TOPK),
-                        d);
+                        fk_lfm2_formats(&d->lm.stack, d->quantize) |
+                            fk_format_bit(fk_wmat_format(&d->lm.lm_head_q, d->quantize)));
 }
 
 /* ---- the steps around the stack ------------------------------------------------------------- */

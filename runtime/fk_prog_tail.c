@@ -14,7 +14,9 @@ typedef struct tail_rt {
 
 static fk_status check_desc(const fk_plan_desc *d, fk_error *err) { return fk_spectral_check_desc(d, 1, err); }
 
-static uint64_t roles(const fk_plan_desc *d) { return fk_quant_roles(fk_spectral_roles(d), d); }
+static uint64_t roles(const fk_plan_desc *d) {
+  return fk_quant_roles(fk_spectral_roles(d), fk_format_bit(d->quantize));
+}
 
 static void ph_head(fk_plan *p, const fk_step *st, int m) {
   const tail_rt *r = st->ctx;

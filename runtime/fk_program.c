@@ -148,29 +148,13 @@ fk_status fk_wmat_check(const fk_qmatrix *q, fk_qformat quantize, int64_t k, con
   return FK_OK;
 }
 
-static unsigned stack_formats(const fk_lfm2_stack *s) {
-  unsigned f = 0;
-  if (!s->layer || s->layers < 1 || s->layers > FK_MAX_LAYERS) return 0; /* refused by the family's check */
-  for (int64_t i = 0; i < s->layers; i++) {
-    const fk_lfm2_qlayer *q = &s->layer[i].q;
-    const fk_qmatrix *m[] = { &q->in_proj, &q->out_proj, &q->q_proj, &q->k_proj, &q->v_proj, &q->o_proj,
-                              &q->w1, &q->w3, &q->w2 };
-    for (size_t j = 0; j < sizeof m / sizeof m[0]; j++) f |= 1u << (m[j]->format & 7);
-  }
-  return f;
-}
-
-uint64_t fk_quant_roles(uint64_t want, const fk_plan_desc *d) { /* want | its quantized rows */
-  unsigned f = 1u << (d->quantize & 7);
-  if (d->programs & FK_PROGRAMS_LM) f |= stack_formats(&d->lm.stack) | 1u << (d->lm.lm_head_q.format & 7);
-  if (d->programs & FK_PROGRAMS_DETOK) f |= stack_formats(&d->detok.stack);
-  if (d->programs & FK_PROGRAMS_AUDIO) f |= stack_formats(&d->audio.lm.stack) | stack_formats(&d->audio.depth.stack);
+uint64_t fk_quant_roles(uint64_t want, unsigned formats) {
   uint64_t r = 0;
   const fk_role base[] = { R_IN, R_OUT, R_HEAD, R_LOGITS };
   for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
     if (!(want & FK_ROLE_BIT(base[i]))) continue;
-    if (f & 1u << FK_Q8) r |= FK_ROLE_BIT(fk_qrole(base[i], FK_Q8));
-    if (f & 1u << FK_Q4) r |= FK_ROLE_BIT(fk_qrole(base[i], FK_Q4));
+    if (formats & fk_format_bit(FK_Q8)) r |= FK_ROLE_BIT(fk_qrole(base[i], FK_Q8));
+    if (formats & fk_format_bit(FK_Q4)) r |= FK_ROLE_BIT(fk_qrole(base[i], FK_Q4));
   }
   return want | r;
 }

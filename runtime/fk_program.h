@@ -39,9 +39,11 @@ fk_wmat fk_wmat_carve(fk_carver *c, fk_qformat fmt, int64_t n, int64_t k);
  * (row stride k) packed or quantized per m->fmt. what names the descriptor field in errors. */
 fk_status fk_wmat_pack(const fk_wmat *m, const uint16_t *w, const fk_qmatrix *q, int64_t n, int64_t k,
                        const char *what, fk_error *err);
+/* A set of formats: fk_format_bit(f) for each format f a family's matrices run in. */
+static inline unsigned fk_format_bit(fk_qformat f) { return 1u << (unsigned)f; }
 /* A family's roles plus the quantized rows of its GEMV roles (R_IN, R_OUT, R_HEAD, R_LOGITS) for
- * the formats the plan uses (desc.quantize, and the GGUF blocks of the ready families' matrices). */
-uint64_t fk_quant_roles(uint64_t roles, const fk_plan_desc *d);
+ * the formats its matrices run in (after its check: the formats are known ones). */
+uint64_t fk_quant_roles(uint64_t roles, unsigned formats);
 /* Readiness's checks of a matrix (nothing read): a given q has a known format and blocks, and a
  * quantized matrix's k is a multiple of FK_Q_BLOCK. FK_EINVAL naming `what`. */
 fk_status fk_wmat_check(const fk_qmatrix *q, fk_qformat quantize, int64_t k, const char *what, fk_error *err);

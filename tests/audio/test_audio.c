@@ -104,6 +104,42 @@ static fk_plan *make_plan(void) {
   return p;
 }
 
+/* The text head alone given as GGUF blocks (audio.lm.lm_head_q, q8, no desc.quantize): readiness
+ * resolves the q8 logits stamp for it (the logits phase names it), the script runs, and its text logits
+ * are not the bf16 head's. */
+Test(audio, text_head_as_gguf_blocks, .init = setup, .fini = teardown, .timeout = 300) {
+  fk_plan_desc d = A.desc;
+  int64_t v = d.audio.lm.vocab, h = d.audio.lm.stack.hidden;
+  size_t bytes = fk_q_gguf_bytes(FK_Q8, v, h);
+  void *blocks = malloc(bytes);
+  fk_error err;
+  cr_assert_eq(fk_q_quantize_bf16(FK_Q8, d.audio.lm.embed, h, v, h, blocks, bytes, &err), FK_OK, "%s", err.message);
+  d.audio.lm.lm_head_q = (fk_qmatrix){ FK_Q8, blocks };
+  fk_plan *p = NULL, *ref = make_plan();
+  cr_assert_eq(fk_plan_create(&d, &p, &err), FK_OK, "fk_plan_create: %s", err.message);
+  int found = 0;
+  for (int i = 0; i < fk_program_phases(p, FK_PROG_AUDIO_PREFILL); i++) {
+    fk_phase_info ph;
+    cr_assert_eq(fk_phase_query(p, FK_PROG_AUDIO_PREFILL, i, &ph, &err), FK_OK);
+    if (!strcmp(ph.name, "logits")) {
+      cr_assert(strstr(ph.symbol, "gemv_q8_f32"), "the logits phase runs %s", ph.symbol);
+      found = 1;
+    }
+  }
+  cr_assert(found, "no logits phase");
+  static float lq[4096], lb[4096];
+  cr_assert_leq(v, 4096);
+  int32_t tok[3] = { 1, 2, 3 };
+  fk_io io = { .rows = 3, .tokens = tok, .logits = lq, .loop = FK_AUDIO_SEQUENTIAL };
+  cr_assert_eq(fk_run(p, FK_PROG_AUDIO_PREFILL, &io, &err), FK_OK, "%s", err.message);
+  io.logits = lb;
+  cr_assert_eq(fk_run(ref, FK_PROG_AUDIO_PREFILL, &io, &err), FK_OK, "%s", err.message);
+  cr_assert_neq(memcmp(lq, lb, (size_t)v * sizeof lq[0]), 0, "the q8 head gave the bf16 head's logits");
+  fk_plan_destroy(p);
+  fk_plan_destroy(ref);
+  free(blocks);
+}
+
 /* the whole script on p into a memory stream */
 static char *script(fk_plan *p, fkt_audio_sess *s, int calls) {
   char *buf = NULL;
