@@ -40,6 +40,9 @@ const char *fk_cpu_missing(uint64_t need, uint64_t features, uint64_t detected, 
 fk_status fk_leaf_pick(const char *form, fk_tier tier, uint64_t features, const char *excluded_by, fk_leaf *out,
                        fk_error *err);
 
+/* fk_q_pack with fn naming the caller in its refusals (readiness: the descriptor's field). */
+fk_status fk_q_pack_named(const char *fn, fk_qformat f, const void *blocks, size_t bytes, int64_t n, int64_t k,
+                          void *out, size_t out_bytes, fk_error *err);
 /* fk_q_quantize_bf16 then fk_q_pack in one pass, no GGUF copy (readiness's quantizer): the same
  * checks and refusals, fn naming the caller in them. */
 fk_status fk_q_pack_bf16(const char *fn, fk_qformat f, const uint16_t *w, int64_t ldw, int64_t n, int64_t k, void *out,

@@ -243,6 +243,14 @@ fk_status fk_lfm2_pack(fk_stack_rt *t, const fk_lfm2_stack *s, const char *wn, f
   return r;
 }
 
+fk_status fk_lfm2_head_pack(fk_wmat *m, const fk_lm_desc *lm, const char *w, fk_error *err) {
+  char what[64];
+  snprintf(what, sizeof what, "desc.%s.%s", w,
+           lm->lm_head_q.format != FK_QNONE ? "lm_head_q" : lm->lm_head ? "lm_head" : "embed (tied head)");
+  return fk_wmat_pack(m, lm->lm_head ? lm->lm_head : lm->embed, &lm->lm_head_q, lm->vocab, lm->stack.hidden, what,
+                      err);
+}
+
 /* ---- the steps ------------------------------------------------------------------------------ */
 
 #define ST ((fk_stack_rt *)s->ctx)

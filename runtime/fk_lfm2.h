@@ -77,6 +77,9 @@ void fk_depth_shapes(fk_stack_rt *t, const fk_lfm2_stack *s, fk_qformat quantize
 void fk_lfm2_layout(fk_stack_rt *t, int threads, fk_carver *c);
 /* Packs (or quantizes) the weights; w names the stack in errors ("lm", "detok", "audio.depth"). */
 fk_status fk_lfm2_pack(fk_stack_rt *t, const fk_lfm2_stack *s, const char *w, fk_error *err);
+/* An LM's head (desc.<w>, w: "lm", "audio.lm"): its own weights, the tied embedding, or GGUF blocks
+ * (lm_head_q); packed or quantized into m (vocab x hidden, m carved in the head's format). */
+fk_status fk_lfm2_head_pack(fk_wmat *m, const fk_lm_desc *lm, const char *w, fk_error *err);
 /* Lists every layer's steps (ctx: the stack); decode: an LM's one-token steps. */
 void fk_lfm2_steps(fk_step_list *l, fk_stack_rt *t, int decode);
 

@@ -265,12 +265,7 @@ static fk_status pack(void *rec, const fk_plan_desc *d, fk_error *err) {
   if (s == FK_OK) s = fk_lfm2_pack(&r->depth, &a->depth.stack, "audio.depth", err);
   memcpy(r->embed, a->lm.embed, (size_t)(r->vocab * h) * 2);
   memcpy(r->aembed, a->audio_embed, (size_t)(FK_AUDIO_CB * r->avocab * h) * 2);
-  if (s == FK_OK)
-    s = fk_wmat_pack(&r->lm_head, a->lm.lm_head ? a->lm.lm_head : a->lm.embed, &a->lm.lm_head_q, r->vocab, h,
-                     a->lm.lm_head_q.format != FK_QNONE ? "desc.audio.lm.lm_head_q"
-                     : a->lm.lm_head                    ? "desc.audio.lm.lm_head"
-                                                        : "desc.audio.lm.embed (tied head)",
-                     err);
+  if (s == FK_OK) s = fk_lfm2_head_pack(&r->lm_head, &a->lm, "audio.lm", err);
   if (s == FK_OK) s = fk_wmat_pack(&r->dlin, a->depth.linear, NULL, n, h, "desc.audio.depth.linear", err);
   memcpy(r->dbias, a->depth.bias, (size_t)n * 4);
   for (int c = 0; c < FK_AUDIO_CB; c++) {

@@ -100,11 +100,7 @@ static fk_status pack(void *rec, const fk_plan_desc *d, fk_error *err) {
   int64_t h = r->stack.h;
   fk_status s = fk_lfm2_pack(&r->stack, &d->lm.stack, "lm", err);
   memcpy(r->embed, d->lm.embed, (size_t)(r->vocab * h) * 2);
-  if (s == FK_OK)
-    s = fk_wmat_pack(&r->lm_head, d->lm.lm_head ? d->lm.lm_head : d->lm.embed, &d->lm.lm_head_q, r->vocab, h,
-                     d->lm.lm_head_q.format != FK_QNONE ? "desc.lm.lm_head_q"
-                                                        : d->lm.lm_head ? "desc.lm.lm_head" : "desc.lm.embed (tied head)",
-                     err);
+  if (s == FK_OK) s = fk_lfm2_head_pack(&r->lm_head, &d->lm, "lm", err);
   return s;
 }
 

@@ -2,7 +2,6 @@
  * share of weight rows, row groups of <= FK_GEMV_CALL_ROWS, weight blocks) and the listing of a
  * program's steps. */
 #include <stdio.h>
-#include <string.h>
 
 #include "fk_program.h"
 
@@ -112,19 +111,8 @@ fk_status fk_wmat_pack(const fk_wmat *m, const uint16_t *w, const fk_qmatrix *q,
   char fn[160];
   if (q && q->format != FK_QNONE) {
     snprintf(fn, sizeof fn, "fk_plan_create: %s (GGUF blocks)", what);
-    fk_status s = fk_q_pack(q->format, q->blocks, fk_q_gguf_bytes(q->format, n, k), n, k, m->w,
-                            fk_q_packed_bytes(q->format, n, k), err);
-    /* name the field: fk_q_pack's message names only the block */
-    if (s != FK_OK && err) {
-      err->message[sizeof err->message - 1] = '\0';
-      size_t pre = strlen(fn) + 2, cap = sizeof err->message - 1, len = strlen(err->message);
-      if (pre + len > cap) len = cap - pre; /* pre <= 161 < cap */
-      memmove(err->message + pre, err->message, len);
-      memcpy(err->message, fn, pre - 2);
-      memcpy(err->message + pre - 2, ": ", 2);
-      err->message[pre + len] = '\0';
-    }
-    return s;
+    return fk_q_pack_named(fn, q->format, q->blocks, fk_q_gguf_bytes(q->format, n, k), n, k, m->w,
+                           fk_q_packed_bytes(q->format, n, k), err);
   }
   if (m->fmt != FK_QNONE) {
     snprintf(fn, sizeof fn, "fk_plan_create: %s (quantize %s)", what, m->fmt == FK_Q8 ? "q8" : "q4");

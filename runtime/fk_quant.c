@@ -333,7 +333,11 @@ static const unsigned char *from_bf16(const void *ctx, int64_t row, int64_t kb, 
 
 fk_status fk_q_pack(fk_qformat f, const void *blocks, size_t bytes, int64_t n, int64_t k, void *out, size_t out_bytes,
                     fk_error *err) {
-  const char *fn = "fk_q_pack";
+  return fk_q_pack_named("fk_q_pack", f, blocks, bytes, n, k, out, out_bytes, err);
+}
+
+fk_status fk_q_pack_named(const char *fn, fk_qformat f, const void *blocks, size_t bytes, int64_t n, int64_t k,
+                          void *out, size_t out_bytes, fk_error *err) {
   size_t need = fk_q_gguf_bytes(f, n, k);
   fk_status s = check_common(fn, f, n, k, blocks, "blocks", bytes, need, out, out_bytes, fk_q_packed_bytes(f, n, k),
                              err);
