@@ -682,6 +682,7 @@ local MEM_ELEM = {
   store_bf16 = "bf16", store_raw = "bf16", store1_bf16 = "bf16",
   load1_i32 = "i32", load1_u64 = "u64", store1_u64 = "u64",
   load_i8 = "i8", load_u8 = "u8", load_bcast_f16 = "f16",   -- i8 and u8 arrays serve both byte loads
+  load_q4x2 = "u8", store_i8 = "i8",
 }
 
 local function check_mem(self, kind, p, store)
@@ -749,6 +750,19 @@ local function whole_loader(kind)
   end
 end
 B.load_i8, B.load_u8 = whole_loader("load_i8"), whole_loader("load_u8")
+-- load_q4x2: the 32 bytes at byte idx + off (two q4 blocks' nibbles) as 64 nibbles, one per byte
+-- (0..15): bytes 0-15 the low nibbles of bytes 0-15, 16-31 their high ones, 32-63 the same of
+-- bytes 16-31; for dot_u8s8
+B.load_q4x2 = whole_loader("load_q4x2")
+
+-- Integer dot products: int32 lane l of acc plus the sum over bytes 4l..4l+3 of u8(w) * s8(x)
+-- (byte vectors from load_raw, load_q4x2 or bit ops on them), wrapping like the instructions
+-- (VPDPBUSD, USDOT), exact while every sum stays inside int32. The same bits on every ISA; only
+-- the avx512vnni and i8mm variants have it (a form using it lists them: `variants`).
+function B:dot_u8s8(acc, w, x)
+  return self:_emit("dot_u8s8", "v", { self:_want(acc, "v", "dot_u8s8", "acc"), self:_want(w, "v", "dot_u8s8", "w"),
+                                      self:_want(x, "v", "dot_u8s8", "x") }).dst
+end
 B.load_bcast_f16 = whole_loader("load_bcast_f16")
 
 -- An accumulator loaded from 16 f32 lanes at element idx + off (partial sums an earlier pass
@@ -797,6 +811,10 @@ local function store_op(self, kind, vtype, what, base, idx, off, val, lanes)
   end
 end
 
+-- int32 lanes, each in -128..127 (clamped first: the ISAs narrow out-of-range values
+-- differently), stored as the 16 bytes at byte idx + off of an int8 array (or a 1-byte view)
+-- (no lane group: validate() refuses one)
+
 -- A read hint for the cache line holding element idx + off of an array of `size`-byte elements;
 -- never faults, so it may point past the end of a row or buffer. `level` is the cache it fills:
 -- 1 (the default: the data is used soon) or 2 (a stream read well ahead: the line waits in L2
@@ -813,6 +831,7 @@ local function storer(kind, vtype)
 end
 B.store_f32, B.store_bf16 = storer("store_f32", "v"), storer("store_bf16", "v")
 B.store_raw = storer("store_raw", "v")   -- 32 bf16 (16 raw pairs), never masked
+B.store_i8 = storer("store_i8", "v")     -- the int32 lanes as bytes (above)
 B.store1_f32, B.store1_bf16 = storer("store1_f32", "s"), storer("store1_bf16", "s")
 B.store1_u64 = storer("store1_u64", "i")   -- an integer value to a uint64 element
 

@@ -96,14 +96,31 @@ local function check_template(path, src, t, leaf_name)
   if type(t.check) ~= "function" then fail("check: a function asserting the params is required") end
   if type(t.body) ~= "function" then fail("body: a function is required") end
   if type(t.forms) ~= "table" or #t.forms == 0 then fail("forms: at least one form is required") end
-  -- every listed variant must be a backend variant of that tier
-  for _, tier in ipairs(TIERS) do
-    for _, name in ipairs(t.tiers[tier] or {}) do
-      local found
-      for _, be in ipairs(BACKENDS) do
-        for _, v in ipairs(be.variants) do if v.name == name and v.tier == tier then found = true end end
+  -- every listed variant must be a backend variant of that tier (the leaf's, and a form's own
+  -- `variants = { <tier> = { names } }`, which replaces the leaf's list for that tier: the forms
+  -- whose ops only some CPUs have, e.g. dot_u8s8)
+  local function check_variants(list, what)
+    for _, tier in ipairs(TIERS) do
+      for _, name in ipairs(list[tier] or {}) do
+        local found
+        for _, be in ipairs(BACKENDS) do
+          for _, v in ipairs(be.variants) do if v.name == name and v.tier == tier then found = true end end
+        end
+        if not found then fail(what .. ": no " .. tier .. "-tier variant named '" .. tostring(name) .. "'") end
       end
-      if not found then fail("tiers: no " .. tier .. "-tier variant named '" .. tostring(name) .. "'") end
+    end
+  end
+  check_variants(t.tiers, "tiers")
+  for _, f in ipairs(t.forms) do
+    if f.variants ~= nil then
+      if type(f.variants) ~= "table" then
+        fail("forms: '" .. tostring(f.name) .. "': variants = { <tier> = { names } }")
+      end
+      for _, k in ipairs(C.sorted_keys(f.variants)) do
+        if not t.tiers[k] then fail("forms: '" .. tostring(f.name) .. "': variants for tier '" .. tostring(k) ..
+                                    "', which the leaf does not have") end
+      end
+      check_variants(f.variants, "forms: '" .. tostring(f.name) .. "': variants")
     end
   end
   local seen = {}
@@ -273,7 +290,7 @@ local function run()
       for _, be in ipairs(BACKENDS) do
         for _, variant in ipairs(be.variants) do
           local wanted = false
-          for _, name in ipairs(t.tiers[tier] or {}) do
+          for _, name in ipairs((form.variants and form.variants[tier]) or t.tiers[tier] or {}) do
             wanted = wanted or (name == variant.name and variant.tier == tier)
           end
           -- a form may exist in some tiers only (form.tiers)

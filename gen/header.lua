@@ -9,8 +9,8 @@ local M = {}
 -- CHECK: keep in sync with runtime/fk_cpu.c (detection) and runtime/include/flashkern.h.
 M.FEATURES = {
   { "avx2", 0 }, { "fma", 1 }, { "avx512f", 2 }, { "avx512bw", 3 }, { "avx512vl", 4 },
-  { "avx512bf16", 5 },
-  { "asimd", 16 }, { "bf16", 17 },
+  { "avx512bf16", 5 }, { "avx512vnni", 6 },
+  { "asimd", 16 }, { "bf16", 17 }, { "i8mm", 18 },
 }
 
 local function feature_expr(list)

@@ -55,6 +55,9 @@ M.OPS = {
   -- never a lane group (the layouts are padded to whole blocks)
   load_i8    = { "v", { "i", "i" }, { "off" } },     -- sign-extended (-128..127)
   load_u8    = { "v", { "i", "i" }, { "off" } },     -- zero-extended (0..255)
+  -- q4 weights: the 32 bytes at [base + (idx + off) * 1] as 64 nibbles, one per byte lane (0..15):
+  -- bytes 0-15 the low nibbles of bytes 0-15, 16-31 their high nibbles, 32-63 the same of bytes 16-31
+  load_q4x2  = { "v", { "i", "i" }, { "off" } },
   load_bcast_f16 = { "v", { "i", "i" }, { "off" } }, -- the IEEE binary16 at [base + (idx + off) * 2], widened
                                                      -- exactly to f32 (subnormals become normal f32), in every
                                                      -- lane; a NaN's payload is the ISA's
@@ -62,6 +65,7 @@ M.OPS = {
   store_f32  = { false, { "i", "i", "v" }, { "off" } },
   store_bf16 = { false, { "i", "i", "v" }, { "off" } }, -- stores the high halves (see rne)
   store_raw  = { false, { "i", "i", "v" }, { "off" } }, -- 32 bf16 from 16 pairs (lane l -> 2l, 2l+1)
+  store_i8   = { false, { "i", "i", "v" }, { "off" } }, -- int32 lanes in -128..127 as 16 bytes (lane l -> byte l)
   load1_bf16 = { "s", { "i", "i" }, { "off" } },
   load1_f32  = { "s", { "i", "i" }, { "off" } },
   load1_i32  = { "i", { "i", "i" }, { "off" } },     -- int32 [base + (idx + off) * 4], sign-extended
@@ -75,6 +79,9 @@ M.OPS = {
   max_acc    = { false, { "v", "v" } },              -- src1 = src2 > src1 ? src2 : src1 (vmax rule), in place
   vset       = { false, { "v", "v" } },              -- src1 = src2, in place (a loop-carried vector)
   dot_bf16_acc = { false, { "v", "v", "v" } },       -- src1[l] += pair dot of raw src2, src3 (fast tier)
+  -- int32 lane l of src1 + the sum over bytes 4l..4l+3 of u8(src2) * s8(src3), wrapping (exact while
+  -- |sum| < 2^31): VPDPBUSD, USDOT; the variants that have one (NEEDS below)
+  dot_u8s8   = { "v", { "v", "v", "v" } },
 
   bf16_even  = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l
   bf16_odd   = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l + 1
@@ -148,6 +155,10 @@ M.MASKABLE = { load_f32 = true, load_bf16 = true, load_raw = true, store_f32 = t
 
 -- Ops only a fast-tier proc may use (their rounding differs between ISAs).
 M.FAST_ONLY = { dot_bf16_acc = true }
+
+-- dot_u8s8 exists in the variants whose CPUs have the instruction (avx512vnni, i8mm) only: its
+-- bits are the same on every ISA, so any tier may use it, and a template gives the forms that do
+-- `variants` (gen/fkgen.lua); a backend asked for it in another variant fails the generation.
 
 M.TREES = { halving = true }   -- lane i += lane i + s for s = 8, 4, 2, 1
 

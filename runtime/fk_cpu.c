@@ -33,6 +33,7 @@ static uint64_t detect(void) {
   if (zmm_ok && ((b >> 16) & 1)) f |= FK_CPU_AVX512F;
   if (zmm_ok && ((b >> 30) & 1)) f |= FK_CPU_AVX512BW;
   if (zmm_ok && ((b >> 31) & 1)) f |= FK_CPU_AVX512VL;
+  if (zmm_ok && ((c >> 11) & 1)) f |= FK_CPU_AVX512VNNI;
   if (leaf7_eax >= 1) {
     __cpuid_count(7, 1, a, b, c, d);
     if (zmm_ok && ((a >> 5) & 1)) f |= FK_CPU_AVX512BF16;
@@ -47,12 +48,13 @@ static uint64_t detect(void) {
   unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
   if (hw & (1ul << 1)) f |= FK_CPU_ASIMD;   /* HWCAP_ASIMD */
   if (hw2 & (1ul << 14)) f |= FK_CPU_BF16;  /* HWCAP2_BF16 */
+  if (hw2 & (1ul << 13)) f |= FK_CPU_I8MM;  /* HWCAP2_I8MM */
   return f;
 }
 #elif defined(__aarch64__) && defined(__APPLE__)
 #include <sys/sysctl.h>
 
-/* macOS on arm64: every core has ASIMD; FEAT_BF16 (M2 and later) is reported by sysctl. Written to
+/* macOS on arm64: every core has ASIMD; FEAT_BF16 and FEAT_I8MM (M2 and later) are reported by sysctl. Written to
  * Apple's documented names, not compiled here (no macOS SDK on the build machine: README). */
 static int sysctl_on(const char *name) {
   int v = 0;
@@ -63,6 +65,7 @@ static int sysctl_on(const char *name) {
 static uint64_t detect(void) {
   uint64_t f = FK_CPU_ASIMD;
   if (sysctl_on("hw.optional.arm.FEAT_BF16")) f |= FK_CPU_BF16;
+  if (sysctl_on("hw.optional.arm.FEAT_I8MM")) f |= FK_CPU_I8MM;
   return f;
 }
 #else
@@ -72,7 +75,8 @@ static uint64_t detect(void) {
 static const struct { uint64_t bit; const char *name; } feature_names[] = {
   { FK_CPU_AVX2, "avx2" }, { FK_CPU_FMA, "fma" }, { FK_CPU_AVX512F, "avx512f" },
   { FK_CPU_AVX512BW, "avx512bw" }, { FK_CPU_AVX512VL, "avx512vl" },
-  { FK_CPU_AVX512BF16, "avx512bf16" }, { FK_CPU_ASIMD, "asimd" }, { FK_CPU_BF16, "bf16" },
+  { FK_CPU_AVX512BF16, "avx512bf16" }, { FK_CPU_AVX512VNNI, "avx512vnni" }, { FK_CPU_ASIMD, "asimd" },
+  { FK_CPU_BF16, "bf16" }, { FK_CPU_I8MM, "i8mm" },
 };
 
 const char *fk_cpu_feature_names(uint64_t f, char *buf, size_t len) {

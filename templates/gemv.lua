@@ -133,7 +133,7 @@ local function form(name, f)
 end
 
 -- The destination of (j, n): bias, residual, rounding, store.
-local blocked_body
+local blocked_body, qfast_body
 
 -- activation row j0 + j of the destination (j0: a runtime block start, nil for 0)
 local function dest_row(t, a, base, j0, j, size)
@@ -304,6 +304,117 @@ local function schedule(p, form_, M, nchains, wregs, budget, share)
   return C, R
 end
 
+-- The quantized forms' fast tier (docs/design.md "The quantized fast tier"): integer dot products.
+-- x is quantized once per call, per row and block of 32 k, into xs: per activation row j and tile
+-- i / 64 one slot of 64 floats at xs + j * kpad + i (256 bytes): bytes 0-63 the quants q_x in the
+-- weights' order (block h, parity c at 32h + 16c: the even elements of the block, then the odd
+-- ones), bytes 64-127 per lane -(u8 offset) * (the sum of its four q_x) (the correction of the
+-- weights' unsigned bytes: q8 stores q, read as q + 128 after an XOR; q4 stores q + 8), bytes
+-- 128-191 the lanes' activation scale (block 0 in lanes 0-7, block 1 in 8-15). Block h of a tile:
+--   amax = max |x|, z = sum of x * 0 (NaN when an x is not finite), d = amax / 127 + z,
+--   q_x = min(max(rint(x / max(d, 2^-149)), -127), 127)        (the vmax / vmin rules: NaN -> -127)
+-- Then, per weight row n and activation row j, one chain of 16 lanes: lane l of tile t sums, in
+-- int32 and exactly, the four products of its bytes 4l .. 4l + 3 (dot_u8s8 from the correction)
+-- and accumulates fma(f32(isum), d_w * d_x, acc) (the scales of block 2t + l / 8, their product
+-- rounded once), tiles in increasing order; the halving tree, then the destination. Every step is
+-- exact integer arithmetic or one IEEE rounding in a fixed order: the same bits on every ISA
+-- (tests/contract: the fast model).
+qfast_body = function(t, p, form_, a)
+  local qf = QUANT[form_.quant]
+  local q8 = form_.quant == "q8"
+  local budget = t.tune.accumulators
+  local function kp() return t:iand(t:add(a.k, p.tile - 1), -p.tile) end
+  -- a pass: R weight rows (of one group) against M activation rows, all in registers: R * M
+  -- accumulators, a weight vector and its scales per row, three values in flight
+  local function rows_for(M)
+    local R = p.pack_rows
+    while R > 1 and R * (M + 2) + 3 > budget + 1 do R = math.floor(R / 2) end
+    return R
+  end
+  -- blocks of J activation rows, each a pass over the weights, then one of the m mod J left; a
+  -- block's slots interleaved by tile (row j0 + jj's tile i at xs + j0 * kpad + i * M + 64 * jj
+  -- floats, M the block's rows), so that one pointer serves a block
+  local J = p.max_m
+  while J > 1 and rows_for(J) * (J + 2) + 3 > budget + 1 do J = J - 1 end
+  t:for_rows(t:iconst(0), a.m, 1, function(j)
+    local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
+    local j0 = t:mul(div_const(t, j, J), J)
+    local mb = t:imin(t:sub(a.m, j0), J)
+    local xsj = t:addr(a.xs, t:add(t:mul(kp(), j0), t:mul(t:sub(j, j0), p.tile)), 4)
+    t:for_tiles(a.k, p.tile, function(i, tail)
+      local slot = t:addr(xsj, t:mul(i, mb), 4)
+      local zero = t:iconst(0)
+      local d = {}
+      for h = 0, 1 do
+        -- the block's even and odd elements (past k: +0, a block of zeros, d = 0, q_x = 0)
+        local v0 = t:load_f32(xrow, i, 32 * h, tail and tail(32 * h))
+        local v1 = t:load_f32(xrow, i, 32 * h + 16, tail and tail(32 * h + 16))
+        local e = { [0] = t:uzp_even(v0, v1), [1] = t:uzp_odd(v0, v1) }
+        local absm = t:vconst(0x7fffffff)
+        local amax = t:reduce_max(t:max(t:band(e[0], absm), t:band(e[1], absm)), p.tree)
+        local z = t:reduce_add(t:add(t:mul(e[0], t:vconst(0)), t:mul(e[1], t:vconst(0))), p.tree)
+        d[h] = t:bcast(t:add(t:div(amax, t:f32(0x42fe0000)), z))          -- 127
+        local dv = t:max(d[h], t:vconst(1))                                 -- 2^-149
+        for c = 0, 1 do
+          local r = t:rint(t:div(e[c], dv))
+          r = t:min(t:max(r, t:vconst(0xc2fe0000)), t:vconst(0x42fe0000))   -- -127, 127
+          t:store_i8(t:view(slot, "i8"), zero, 32 * h + 16 * c, t:f2i(r))
+        end
+      end
+      local corr = t:dot_u8s8(t:vconst(0), t:vconst(q8 and 0x80808080 or 0x08080808), t:load_f32(slot, zero, 0))
+      t:store_f32(slot, zero, 16, t:isub_v(t:vconst(0), corr))
+      t:store_f32(slot, zero, 32, t:sel128(d[0], d[1], 0xe4))
+    end)
+  end)
+  local function rows_block(j0, M)
+    local R = rows_for(M)
+    t:for_rows(a.row_begin, a.row_end, R, function(n, nrows)
+      -- the group's records from byte (n & -4) * kp * rec / 256; row n's quants and scales
+      local base = t:addr(a.w, t:ishr(t:mul(t:mul(t:iand(n, -PACK_ROWS), kp()), qf.num), 4), 1)
+      local rin = t:iand(n, PACK_ROWS - 1)
+      local wq = t:addr(base, t:mul(rin, qf.qrow), 1)
+      local ws = t:addr(t:view(base, "f16"), t:mul(rin, 2), 2)
+      local xsb = t:addr(a.xs, t:mul(kp(), j0), 4)
+      local acc = {}
+      for r = 0, nrows - 1 do
+        acc[r] = {}
+        for j = 0, M - 1 do acc[r][j] = t:zero() end
+      end
+      t:for_tiles(kp(), p.tile, function(i)
+        -- tile i's record, in bytes (wi) and in 2-byte elements (si); the block's slots (xi)
+        local wi = t:ishr(t:mul(i, qf.num), 2)
+        local si = t:ishr(t:mul(i, qf.num), 3)
+        local xi = t:mul(i, M)
+        if p.prefetch_stream > 0 then
+          for o = 0, qf.rec - 1, 64 do t:prefetch(wq, wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
+        end
+        for r = 0, nrows - 1 do
+          local w
+          if q8 then
+            w = t:bxor(t:load_raw(t:view(wq, "bf16"), si, math.floor(qf.qrow * r / 2)), t:vconst(0x80808080))
+          else
+            w = t:load_q4x2(wq, wi, qf.qrow * r)
+          end
+          local sbase = math.floor(PACK_ROWS * qf.qrow / 2) + 2 * r
+          local wsc = t:sel128(t:load_bcast_f16(ws, si, sbase), t:load_bcast_f16(ws, si, sbase + 1), 0xe4)
+          for j = 0, M - 1 do
+            local isum = t:dot_u8s8(t:load_f32(xsb, xi, 64 * j + 16), w, t:load_f32(xsb, xi, 64 * j))
+            t:fma_acc(acc[r][j], t:i2f(isum), t:mul(wsc, t:load_f32(xsb, xi, 64 * j + 32)))
+          end
+        end
+      end, nil, { whole = true })
+      for r = 0, nrows - 1 do
+        for j = 0, M - 1 do finish(t, form_, a, t:reduce_add(acc[r][j], p.tree), j0, j, t:add(n, r)) end
+      end
+    end)
+  end
+  local mfull = t:mul(div_const(t, a.m, J), J)
+  t:for_tiles(mfull, J, function(j0) rows_block(j0, J) end, nil, { whole = true })
+  local left = {}
+  for r = 1, J - 1 do left[r] = r end
+  if #left > 0 then t:cases(t:sub(a.m, mfull), left, function(M) rows_block(mfull, M) end) end
+end
+
 -- The activation rows of one block of the packed forms (the GEMM): max_m, or more where all the
 -- chains of more rows fit the accumulators beside the weights (AVX-512: 6 rows of 4 chains in
 -- the exact tier, 24 accumulators), so that each weight tile loaded (and widened) serves them
@@ -323,6 +434,7 @@ end
 return {
   leaf = "gemv",
   doc = "BF16, q8 and q4 GEMV and GEMM: m = 1..4 activation rows (packed forms: any m), f32 or bf16 RNE destinations",
+  -- (the quantized forms' fast tier: their own variants, `variants` below)
   tiers = { exact = { "neon", "bfcvt", "avx2", "avx512" }, fast = { "bf16", "avx512bf16" } },
   tolerance = { fast = "gemv_fast_f64" },
   -- prefetch: elements ahead in a row-major row; prefetch_stream: elements ahead in a packed or
@@ -367,14 +479,22 @@ return {
     form("f32_bias_blocked", { f32 = true, bias = true, blocked = true, tiers = { "fast" } }),
     form("bf16_rne_blocked", { blocked = true, tiers = { "fast" } }),
     form("bf16_rne_add_blocked", { add = true, blocked = true, tiers = { "fast" } }),
-    form("q8_f32", { f32 = true, packed = true, quant = "q8", tiers = { "exact" } }),
-    form("q8_f32_bias", { f32 = true, bias = true, packed = true, quant = "q8", tiers = { "exact" } }),
-    form("q8_bf16_rne", { packed = true, quant = "q8", tiers = { "exact" } }),
-    form("q8_bf16_rne_add", { add = true, packed = true, quant = "q8", tiers = { "exact" } }),
-    form("q4_f32", { f32 = true, packed = true, quant = "q4", tiers = { "exact" } }),
-    form("q4_f32_bias", { f32 = true, bias = true, packed = true, quant = "q4", tiers = { "exact" } }),
-    form("q4_bf16_rne", { packed = true, quant = "q4", tiers = { "exact" } }),
-    form("q4_bf16_rne_add", { add = true, packed = true, quant = "q4", tiers = { "exact" } }),
+    form("q8_f32", { f32 = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
+         variants = { fast = { "avx512vnni", "i8mm" } } }),
+    form("q8_f32_bias", { f32 = true, bias = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
+         variants = { fast = { "avx512vnni", "i8mm" } } }),
+    form("q8_bf16_rne", { packed = true, quant = "q8", tiers = { "exact", "fast" },
+         variants = { fast = { "avx512vnni", "i8mm" } } }),
+    form("q8_bf16_rne_add", { add = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
+         variants = { fast = { "avx512vnni", "i8mm" } } }),
+    form("q4_f32", { f32 = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
+         variants = { fast = { "avx512vnni", "i8mm" } } }),
+    form("q4_f32_bias", { f32 = true, bias = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
+         variants = { fast = { "avx512vnni", "i8mm" } } }),
+    form("q4_bf16_rne", { packed = true, quant = "q4", tiers = { "exact", "fast" },
+         variants = { fast = { "avx512vnni", "i8mm" } } }),
+    form("q4_bf16_rne_add", { add = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
+         variants = { fast = { "avx512vnni", "i8mm" } } }),
   },
   body = function(t, p, form_)
     local a = t.arg
@@ -382,6 +502,7 @@ return {
     local ms = {}
     for mm = 1, p.max_m do ms[mm] = mm end
     if form_.blocked then return blocked_body(t, p, form_, a) end
+    if form_.quant and fast then return qfast_body(t, p, form_, a) end
     -- xs: activation row j at xs + j * kpad, one loop for every m. Exact: per 64-element tile,
     -- chains 0..3 of 16 f32 lanes (the lane mapping), the lanes past k -0: a tile of weights
     -- past k (+0: zero padding, a masked load) adds (+0) * (-0) = -0 to its lanes, which leaves

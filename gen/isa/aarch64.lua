@@ -1,6 +1,7 @@
 -- gen/isa/aarch64.lua: the AArch64 backend (AAPCS64, GNU/LLVM syntax, ELF and Mach-O).
 --
--- Variants: neon (ASIMD, Armv8.0-A) and bf16 (the fast tier: neon plus BFDOT). A canonical
+-- Variants: neon (ASIMD, Armv8.0-A), bfcvt (neon plus BFCVTN, exact), bf16 (the fast tier: neon
+-- plus BFDOT) and i8mm (the quantized forms' fast tier: neon plus USDOT). A canonical
 -- vector is four q registers (lanes 0-3, 4-7, 8-11, 12-15), a scalar lane 0 of one v register.
 -- Hooks are named after IR ops (gen/ir.lua, ORDER OP) and are the same set as
 -- gen/isa/x86_64.lua's.
@@ -40,6 +41,9 @@ M.variants = {
     features_doc = "ASIMD + FEAT_BF16 (BFCVTN rounding)", asflags = "-march=armv8.2-a+bf16", tuning = TUNE },
   { name = "bf16", tier = "fast", features = { "asimd", "bf16" }, features_doc = "ASIMD + FEAT_BF16 (BFDOT)",
     asflags = "-march=armv8.2-a+bf16", tuning = TUNE },
+  -- the quantized forms' fast tier: USDOT (integer dot products, exact)
+  { name = "i8mm", tier = "fast", features = { "asimd", "i8mm" }, features_doc = "ASIMD + FEAT_I8MM (USDOT)",
+    asflags = "-march=armv8.2-a+i8mm", tuning = TUNE },
 }
 
 local T0, T1, T2, T3 = "v28", "v29", "v30", "v31"
@@ -62,7 +66,7 @@ local function v16b(r) return "v" .. n(r) .. ".16b" end
 -- Ops whose result may take a dying operand's registers (regalloc.lua): FMLA accumulates into
 -- its destination, so vfma may take only the addend's; binary ops are three-operand.
 -- The RNE and the widenings read each source part before writing the result part.
-local REUSE = { vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, viadd = { 1, 2 },
+local REUSE = { dot_u8s8 = { 1 }, vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, viadd = { 1, 2 },
                 visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 }, vor = { 1, 2 },
                 vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 }, vcvt_i2f = { 1 },
                 vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 }, vrne = { 1 }, vrne_st = { 1 }, srne = { 1 },
@@ -697,6 +701,19 @@ function ops.store_raw(ctx, op)
   ctx:wline("stp " .. q(v[3]) .. ", " .. q(v[4]) .. ", [" .. b .. ", " .. imm(o + 32) .. "]")
 end
 
+-- int32 lanes (each in -128..127) as 16 bytes: XTN/XTN2 to halfwords, again to bytes, one STR q.
+function ops.store_i8(ctx, op)
+  local v = ctx:regs(op.src[3])
+  ctx:wline("xtn v" .. n(T0) .. ".4h, " .. v4s(v[1]))
+  ctx:wline("xtn2 v" .. n(T0) .. ".8h, " .. v4s(v[2]))
+  ctx:wline("xtn v" .. n(T1) .. ".4h, " .. v4s(v[3]))
+  ctx:wline("xtn2 v" .. n(T1) .. ".8h, " .. v4s(v[4]))
+  ctx:wline("xtn v" .. n(T0) .. ".8b, v" .. n(T0) .. ".8h")
+  ctx:wline("xtn2 v" .. n(T0) .. ".16b, v" .. n(T1) .. ".8h")
+  local b, o = elem_addr(ctx, op, 1)
+  ctx:wline((o < 0 and "stur " or "str ") .. q(T0) .. ", [" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
+end
+
 function ops.load1_bf16(ctx, op)
   local b, o = elem_addr(ctx, op, 2)
   local d = ctx:reg(op.dst)
@@ -800,6 +817,18 @@ function ops.dot_bf16_acc(ctx, op)
   end
 end
 
+-- src1 + the dot products of u8 src2 and s8 src3, four bytes per lane: USDOT per q register
+-- (FEAT_I8MM: wrapping int32 sums, exact in every use here), into a copy of src1 unless the
+-- result took src1's registers (REUSE).
+function ops.dot_u8s8(ctx, op)
+  if ctx.variant.name ~= "i8mm" then error("internal: dot_u8s8 needs the i8mm variant") end
+  local d, a, w, x = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2]), ctx:regs(op.src[3])
+  for p = 1, 4 do
+    if d[p] ~= a[p] then ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(a[p])) end
+    ctx:wline("usdot " .. v4s(d[p]) .. ", " .. v16b(w[p]) .. ", " .. v16b(x[p]))
+  end
+end
+
 -- The bf16 pair at an element address, in every 32-bit lane (LD1R, copied to the other parts);
 -- or, for BFDOT by element (pair_lanes), the q register of its group of four pairs.
 function ops.load_pair_bcast(ctx, op)
@@ -860,6 +889,19 @@ local function load_bytes(ext)
   end
 end
 ops.load_i8, ops.load_u8 = load_bytes("sxtl"), load_bytes("uxtl")
+
+-- q4 weights: 32 bytes as 64 nibbles (gen/ir.lua): LDP into parts 1 and 3, USHR #4 into parts 2
+-- and 4 (each source read first), AND 0x0f on parts 1 and 3.
+function ops.load_q4x2(ctx, op)
+  local d = ctx:regs(op.dst)
+  local b, o = elem_addr(ctx, op, 1)
+  ctx:wline("ldp " .. q(d[1]) .. ", " .. q(d[3]) .. ", [" .. b .. ", " .. imm(o) .. "]")
+  ctx:wline("ushr " .. v16b(d[2]) .. ", " .. v16b(d[1]) .. ", #4")
+  ctx:wline("ushr " .. v16b(d[4]) .. ", " .. v16b(d[3]) .. ", #4")
+  ctx:wline("movi " .. v16b(T0) .. ", #0x0f")
+  ctx:wline("and " .. v16b(d[1]) .. ", " .. v16b(d[1]) .. ", " .. v16b(T0))
+  ctx:wline("and " .. v16b(d[3]) .. ", " .. v16b(d[3]) .. ", " .. v16b(T0))
+end
 
 -- The IEEE binary16 at an element address, widened exactly to f32, in every lane: LD1R of the
 -- halfword, then FCVTL (base ASIMD; it reads IEEE binary16 under FPCR.AHP = 0, the Linux default:

@@ -1,7 +1,8 @@
 -- gen/isa/x86_64.lua: the x86_64 backend (SysV ABI, Intel syntax).
 --
 -- Variants: avx2 (AVX2 + FMA: a canonical vector is a ymm pair), avx512 (AVX-512 F/BW/VL: one
--- zmm) and avx512bf16 (the fast tier: avx512 plus VDPBF16PS). Hooks are named after IR ops
+-- zmm), avx512bf16 (the fast tier: avx512 plus VDPBF16PS) and avx512vnni (the quantized forms'
+-- fast tier: avx512 plus VPDPBUSD). Hooks are named after IR ops
 -- (gen/ir.lua, ORDER OP) and are the same set as gen/isa/aarch64.lua's.
 --
 -- Lowering conventions:
@@ -37,6 +38,10 @@ M.variants = {
   { name = "avx512bf16", tier = "fast", features = { "avx512f", "avx512bw", "avx512vl", "avx512bf16" },
     features_doc = "AVX-512 F/BW/VL + BF16",
     asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_bf16", tuning = TUNE_AVX512 },
+  -- the quantized forms' fast tier: avx512 plus VPDPBUSD (integer dot products, exact)
+  { name = "avx512vnni", tier = "fast", features = { "avx512f", "avx512bw", "avx512vl", "avx512vnni" },
+    features_doc = "AVX-512 F/BW/VL + VNNI",
+    asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_vnni", tuning = TUNE_AVX512 },
 }
 
 local GPR32 = { rax = "eax", rcx = "ecx", rdx = "edx", rbx = "ebx", rsi = "esi", rdi = "edi",
@@ -53,7 +58,8 @@ local function is512(ctx) return ctx.variant.name ~= "avx2" end
 -- Ops whose result may take a dying operand's registers (regalloc.lua): one three-operand
 -- instruction per part, or vfma's 231/213 forms chosen by which operand it took; for the integer
 -- ops, the operands their lowering reads after writing the result are not listed.
-local REUSE = { vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, vmin = { 1, 2 },
+local REUSE = { dot_u8s8 = { 1 }, vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 },
+                vmin = { 1, 2 },
                 viadd = { 1, 2 }, visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 },
                 vor = { 1, 2 }, vxor = { 1, 2 }, vdiv = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 },
                 vcvt_f2i = { 1 }, vcvt_i2f = { 1 }, vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 },
@@ -461,6 +467,12 @@ function ops.store_raw(ctx, op)
   for i = 1, 2 do ctx:wline("vmovdqu ymmword ptr " .. elem(ctx, op, 2, 16 * (i - 1)) .. ", " .. v[i]) end
 end
 
+-- int32 lanes (each in -128..127) as 16 bytes: VPMOVDB (truncating, AVX512F) straight to memory.
+function ops.store_i8(ctx, op)
+  if not is512(ctx) then error("internal: store_i8 is written for AVX-512") end
+  ctx:wline("vpmovdb xmmword ptr " .. elem(ctx, op, 1) .. ", " .. parts(ctx, op.src[3])[1])
+end
+
 function ops.load1_bf16(ctx, op)
   ctx:wline("movzx eax, word ptr " .. elem(ctx, op, 2))
   ctx:wline("shl eax, 16")
@@ -540,6 +552,16 @@ function ops.dot_bf16_acc(ctx, op)
   ctx:wline("vdpbf16ps " .. acc[1] .. ", " .. w[1] .. ", " .. x[1])
 end
 
+-- src1 + the dot products of u8 src2 and s8 src3, four bytes per lane: VPDPBUSD (AVX512_VNNI:
+-- wrapping int32 sums, exact in every use here), accumulating into a copy of src1 unless the
+-- result took src1's register (REUSE).
+function ops.dot_u8s8(ctx, op)
+  if ctx.variant.name ~= "avx512vnni" then error("internal: dot_u8s8 needs the avx512vnni variant") end
+  local d, a, w, x = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
+  if d[1] ~= a[1] then ctx:wline("vmovdqa32 " .. d[1] .. ", " .. a[1]) end
+  ctx:wline("vpdpbusd " .. d[1] .. ", " .. w[1] .. ", " .. x[1])
+end
+
 -- The bf16 pair at an element address, in every 32-bit lane.
 function ops.load_pair_bcast(ctx, op)
   local d = parts(ctx, op.dst)
@@ -559,6 +581,20 @@ local function load_bytes(ins)
   end
 end
 ops.load_i8, ops.load_u8 = load_bytes("vpmovsxbd"), load_bytes("vpmovzxbd")
+
+-- q4 weights: 32 bytes as 64 nibbles (gen/ir.lua). The bytes, and the bytes shifted right by 4
+-- (VPSRLW: each byte gets its high nibble in its low four bits), joined into one zmm, its 128-bit
+-- chunks reordered (bytes 0-15, their shift, 16-31, theirs: VSHUFI64X2 0xd8), then & 0x0f.
+-- AVX-512 only: the quantized fast forms exist in avx512vnni alone.
+function ops.load_q4x2(ctx, op)
+  if not is512(ctx) then error("internal: load_q4x2 is written for AVX-512") end
+  local d = parts(ctx, op.dst)[1]
+  ctx:wline("vmovdqu8 " .. Y(d) .. ", ymmword ptr " .. elem(ctx, op, 1))
+  ctx:wline("vpsrlw " .. Y(T0) .. ", " .. Y(d) .. ", 4")
+  ctx:wline("vinserti64x4 " .. d .. ", " .. d .. ", " .. Y(T0) .. ", 1")
+  ctx:wline("vshufi64x2 " .. d .. ", " .. d .. ", " .. d .. ", 0xd8")
+  ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "nib", 0x0f0f0f0f))
+end
 
 -- The IEEE binary16 at an element address, widened exactly to f32, in every lane. AVX-512:
 -- VPBROADCASTW, then VCVTPH2PS (its EVEX form is AVX512F). The avx2 variant requires AVX2 + FMA

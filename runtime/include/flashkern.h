@@ -333,8 +333,9 @@ typedef struct fk_plan_desc {
    * and codebook heads, the spectral head, the block's in_proj and out_proj) is quantized at
    * readiness by fk_q_quantize_bf16's rounding and packed; its k must be a multiple of 32. The
    * embeddings, norms and conv taps stay bf16. FK_QNONE (0): bf16 weights. A matrix given as GGUF
-   * blocks (fk_qmatrix in fk_models.h) keeps its own format either way. The quantized GEMVs are
-   * exact tier only: with FK_TIER_FAST they still run their exact stamps (docs/design.md). */
+   * blocks (fk_qmatrix in fk_models.h) keeps its own format either way. The quantized GEMVs run in
+   * desc.tier like the others: FK_TIER_FAST quantizes their activations per block of 32 and uses
+   * integer dot products (AVX512-VNNI or FEAT_I8MM; docs/design.md "The quantized fast tier"). */
   fk_qformat quantize;
   /* FK_PROGRAMS_BLOCK */
   int64_t hidden;            /* block width, 1..65536 (LFM2: 1024, 1536, 2048) */

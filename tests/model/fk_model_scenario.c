@@ -15,10 +15,11 @@
  *       54 rows) in one call against frame by frame; FORBID: FK_CPU_* bits in hex the plan must
  *       not use (desc.forbid_features), to reach the other variants; FLIP_ROW: the perturbation
  *       (-1: none). Exits 1 when a run differs.
- *   fk_model_scenario THREADS quant [desc|blocks|mixed] [q8|q4]: the LM and detokenizer sessions with
- *       every GEMV matrix quantized, q8 then q4 (or the one format named): by desc.quantize (desc), or
- *       (blocks) given as GGUF blocks per matrix (fk_lfm2_layer.q, lm_head_q: the same bits are
- *       expected), or (mixed) only layers 0..2 as GGUF blocks and the rest bf16 (two formats). */
+ *   fk_model_scenario THREADS quant [desc|blocks|mixed] [q8|q4|both] [exact|fast]: the LM and
+ *       detokenizer sessions with every GEMV matrix quantized, q8 then q4 (or the one format named):
+ *       by desc.quantize (desc), or (blocks) given as GGUF blocks per matrix (fk_lfm2_layer.q,
+ *       lm_head_q: the same bits are expected), or (mixed) only layers 0..2 as GGUF blocks and the
+ *       rest bf16 (two formats); in the exact tier (default) or the fast one (desc.tier). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,11 +49,13 @@ int main(int argc, char **argv) {
     return rc < 0 ? 2 : rc;
   }
   if (strcmp(which, "quant") == 0) {
-    const char *how = argc > 3 ? argv[3] : "desc", *only = argc > 4 ? argv[4] : "";
+    const char *how = argc > 3 ? argv[3] : "desc", *only = argc > 4 ? argv[4] : "both";
+    const fk_tier tier = argc > 5 && strcmp(argv[5], "fast") == 0 ? FK_TIER_FAST : FK_TIER_EXACT;
     for (fk_qformat f = FK_Q8; f <= FK_Q4; f++) {
-      if (*only && strcmp(only, f == FK_Q8 ? "q8" : "q4") != 0) continue;
-      printf("quantize %s\n", f == FK_Q8 ? "q8" : "q4");
+      if (strcmp(only, "both") != 0 && strcmp(only, f == FK_Q8 ? "q8" : "q4") != 0) continue;
+      printf("quantize %s%s\n", f == FK_Q8 ? "q8" : "q4", tier == FK_TIER_FAST ? " fast" : "");
       fk_plan_desc l = fkt_models_desc(&m, FK_PROGRAMS_LM, threads), d = fkt_models_desc(&m, FK_PROGRAMS_DETOK, threads);
+      l.tier = d.tier = tier;
       if (strcmp(how, "desc") == 0) {
         l.quantize = d.quantize = f;
       } else {

@@ -47,9 +47,12 @@ static int cmp_desc(const void *a, const void *b) {
 static void setup(void) { cr_assert_eq(fkt_models_make(&M), 0); }
 static void teardown(void) { fkt_models_free(&M); }
 
+static fk_tier plan_tier = FK_TIER_EXACT; /* the tier of the plans the trace runs make */
+
 static fk_plan *make_plan_q(uint32_t programs, int threads, fk_qformat quantize) {
   fk_plan_desc d = fkt_models_desc(&M, programs, threads);
   d.quantize = quantize;
+  d.tier = plan_tier;
   fk_plan *p = NULL;
   fk_error err;
   fk_status s = fk_plan_create(&d, &p, &err);
@@ -375,6 +378,77 @@ Test(model, quantized_perturb_other_format, .init = setup, .fini = teardown, .ti
   cr_assert_gt(bf16, own, "the q8 trace is not closer to the q8 plan (%.3g) than to the bf16 plan (%.3g)", own, bf16);
   double own16 = worst_of("lm", -1, 0), q8 = worst_of("lm", FK_Q8, 0);
   cr_assert_gt(q8, own16, "the bf16 trace is not closer to the bf16 plan (%.3g) than to the q8 plan (%.3g)", own16, q8);
+}
+
+/* The quantized fast tier against the quantized traces: the activations' quantization moves each
+ * GEMV by up to sum |w| d_x / 2 (relative 1/254 of a block's largest |x|) on top of the f32
+ * evaluation; the traces' bound, max(2 e_ref, 2^-8), is the exact plans' yardstick. */
+Test(model, quantized_fast_faithful, .init = setup, .fini = teardown, .timeout = 600) {
+  if (!(fk_cpu_features() & FK_CPU_AVX512VNNI)) cr_skip_test("this CPU has no AVX512-VNNI");
+  plan_tier = FK_TIER_FAST;
+  static const char *lm[] = { "lm_q8", "lm_q4" }, *dt[] = { "detok_q8_t12", "detok_q4_t12" };
+  for (int i = 0; i < 2; i++) {
+    fkm_tally t = lm_trace_q(lm[i], -1, 2, FKM_PERTURB_NONE, 0, stdout);
+    fkm_tally u = detok_trace_q(dt[i], -1, 2, ONE_BY_ONE, FKM_PERTURB_NONE, 0, stdout);
+    cr_log_info("fast %s: %d of %d boundaries outside (worst %.3g of the bound; first: %s); %s: %d of %d (worst %.3g)",
+                lm[i], t.failed, t.checked, t.worst, t.first, dt[i], u.failed, u.checked, u.worst);
+    cr_assert_eq(t.failed, 0, "fast %s: %d of %d boundaries outside their bound; first: %s", lm[i], t.failed,
+                 t.checked, t.first);
+    cr_assert_eq(u.failed, 0, "fast %s: %d of %d boundaries outside their bound; first: %s", dt[i], u.failed,
+                 u.checked, u.first);
+  }
+  plan_tier = FK_TIER_EXACT;
+}
+
+/* The quantized fast tier (activations quantized per block, integer dot products: VPDPBUSD, USDOT)
+ * is deterministic as well: the same bits on 1..3 members, by desc.quantize and by GGUF blocks, and
+ * under qemu-aarch64 -cpu max (the i8mm stamps) as on x86_64 (avx512vnni); not the exact tier's bits.
+ * A CPU without the instruction is refused at readiness, naming it. */
+static char *without_headers(char *o) { /* the session lines only: "quantize q8[ fast]" dropped */
+  char *w = o;
+  for (char *r = o; *r;) {
+    char *e = strchr(r, '\n');
+    size_t n = e ? (size_t)(e - r + 1) : strlen(r);
+    if (strncmp(r, "quantize ", 9) != 0) { memmove(w, r, n); w += n; }
+    r += n;
+  }
+  *w = 0;
+  return o;
+}
+
+Test(model, quantized_fast_same_everywhere, .init = setup, .fini = teardown, .timeout = 1200) {
+  if (!(fk_cpu_features() & FK_CPU_AVX512VNNI)) cr_skip_test("this CPU has no AVX512-VNNI");
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s 2 quant desc both fast", FKT_MODEL_SCENARIO_HOST);
+  char *host = fkt_run_cmd(cmd);
+  static const char *native[] = { "1 quant desc both fast", "3 quant desc both fast", "2 quant blocks both fast" };
+  for (int i = 0; i < 3; i++) {
+    snprintf(cmd, sizeof cmd, "%s %s", FKT_MODEL_SCENARIO_HOST, native[i]);
+    char *o = fkt_run_cmd(cmd);
+    cr_assert_str_eq(o, host, "%s:\n%s\n2 quant desc both fast:\n%s", native[i], o, host);
+    free(o);
+  }
+  snprintf(cmd, sizeof cmd, "%s 2 quant desc both exact", FKT_MODEL_SCENARIO_HOST);
+  char *exact = without_headers(fkt_run_cmd(cmd)), *fast = without_headers(strdup(host));
+  cr_assert(strcmp(exact, fast) != 0, "the fast tier gave the exact tier's bits");
+  free(exact);
+  free(fast);
+  snprintf(cmd, sizeof cmd, "%s -cpu max %s 2 quant desc both fast", FKH_QEMU, FKT_MODEL_SCENARIO_AARCH64);
+  char *got = fkt_run_cmd(cmd);
+  cr_assert_str_eq(got, host, "aarch64 (-cpu max, i8mm):\n%s\nhost:\n%s", got, host);
+  free(got);
+  /* no AVX512-VNNI: the fast plan with quantized weights is refused, naming the feature */
+  fk_plan_desc d = fkt_models_desc(&M, FK_PROGRAMS_LM, 1);
+  d.tier = FK_TIER_FAST;
+  d.quantize = FK_Q8;
+  d.forbid_features = FK_CPU_AVX512VNNI;
+  fk_plan *p = NULL;
+  fk_error err;
+  cr_assert_eq(fk_plan_create(&d, &p, &err), FK_EUNSUPPORTED);
+  cr_assert(strstr(err.message, "avx512vnni"), "%s", err.message);
+  cr_log_info("quantized fast sessions, the same bits on 1..3 members, desc == blocks, aarch64 (i8mm) == x86_64 "
+              "(avx512vnni), not the exact bits; without VNNI: %s\n%s", err.message, host);
+  free(host);
 }
 
 /* ---- perturbations: the gates see errors ------------------------------------------------------ */
