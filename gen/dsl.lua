@@ -682,7 +682,7 @@ local MEM_ELEM = {
   store_bf16 = "bf16", store_raw = "bf16", store1_bf16 = "bf16",
   load1_i32 = "i32", load1_u64 = "u64", store1_u64 = "u64",
   load_i8 = "i8", load_u8 = "u8", load_bcast_f16 = "f16",   -- i8 and u8 arrays serve both byte loads
-  load_q4x2 = "u8", store_i8 = "i8",
+  load_q4x2 = "u8", store_i8 = "i8", load_f16x8 = "f16",
 }
 
 local function check_mem(self, kind, p, store)
@@ -754,6 +754,13 @@ B.load_i8, B.load_u8 = whole_loader("load_i8"), whole_loader("load_u8")
 -- (0..15): bytes 0-15 the low nibbles of bytes 0-15, 16-31 their high ones, 32-63 the same of
 -- bytes 16-31; for dot_u8s8
 B.load_q4x2 = whole_loader("load_q4x2")
+-- load_f16x8: the 8 binary16 at element idx + off of a 2-byte array (a record's scales), widened
+-- exactly to f32 in lanes 0-7 (lanes 8-15 +0); pair_split(v, i) then spreads the pair (2i, 2i + 1)
+B.load_f16x8 = whole_loader("load_f16x8")
+function B:pair_split(v, i)
+  return self:_emit("vpair_split", "v", { self:_want(v, "v", "pair_split", "v") },
+                    { imm = self:_int(i, "pair_split") }).dst
+end
 
 -- Integer dot products: int32 lane l of acc plus the sum over bytes 4l..4l+3 of u8(w) * s8(x)
 -- (byte vectors from load_raw, load_q4x2 or bit ops on them), wrapping like the instructions

@@ -58,6 +58,8 @@ M.OPS = {
   -- q4 weights: the 32 bytes at [base + (idx + off) * 1] as 64 nibbles, one per byte lane (0..15):
   -- bytes 0-15 the low nibbles of bytes 0-15, 16-31 their high nibbles, 32-63 the same of bytes 16-31
   load_q4x2  = { "v", { "i", "i" }, { "off" } },
+  -- the 8 IEEE binary16 at [base + (idx + off) * 2], widened exactly, in lanes 0-7; lanes 8-15 +0
+  load_f16x8 = { "v", { "i", "i" }, { "off" } },
   load_bcast_f16 = { "v", { "i", "i" }, { "off" } }, -- the IEEE binary16 at [base + (idx + off) * 2], widened
                                                      -- exactly to f32 (subnormals become normal f32), in every
                                                      -- lane; a NaN's payload is the ISA's
@@ -116,6 +118,7 @@ M.OPS = {
                                                      -- (lanes 0-7 of a and b)
   vzip_hi    = { "v", { "v", "v" }, { "g" } },       -- the same from lanes 8-15
   vrev       = { "v", { "v" } },                     -- lane l <- lane 15 - l
+  vpair_split = { "v", { "v" }, { "imm" } },         -- lanes 0-7 <- lane 2 imm, lanes 8-15 <- lane 2 imm + 1 (imm 0..3)
   -- lane movement within and between the four 4-lane chunks (the transposed reduction)
   vsel128    = { "v", { "v", "v" }, { "imm" } },     -- chunks a[imm & 3], a[imm >> 2 & 3], b[imm >> 4 & 3], b[imm >> 6]
   vunpk_lo   = { "v", { "v", "v" }, { "g" } },       -- per chunk: a[0:g] b[0:g] (g = 1: a0 b0 a1 b1; g = 2)
@@ -302,6 +305,9 @@ function M.validate(proc)
     end
     if (op.op == "vunpk_lo" or op.op == "vunpk_hi") and op.attr.g ~= 1 and op.attr.g ~= 2 then
       return fail(op.op .. ": the group g must be 1 or 2", op)
+    end
+    if op.op == "vpair_split" and (op.attr.imm < 0 or op.attr.imm > 3 or op.attr.imm ~= math.floor(op.attr.imm)) then
+      return fail("vpair_split: the pair must be 0..3", op)
     end
     if op.op == "vsel128" and (op.attr.imm < 0 or op.attr.imm > 255 or op.attr.imm ~= math.floor(op.attr.imm)) then
       return fail("vsel128: the selector must be 0..255", op)

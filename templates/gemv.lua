@@ -380,6 +380,8 @@ qfast_body = function(t, p, form_, a)
         acc[r] = {}
         for j = 0, M - 1 do acc[r][j] = t:zero() end
       end
+      -- the block's slots loaded once per tile where they fit beside the accumulators, else per row
+      local hold = 3 * M + nrows * M + 4 <= budget + 1
       t:for_tiles(kp(), p.tile, function(i)
         -- tile i's record, in bytes (wi) and in 2-byte elements (si); the block's slots (xi)
         local wi = t:ishr(t:mul(i, qf.num), 2)
@@ -388,6 +390,14 @@ qfast_body = function(t, p, form_, a)
         if p.prefetch_stream > 0 then
           for o = 0, qf.rec - 1, 64 do t:prefetch(wq, wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
         end
+        local function slot(j)
+          return { q = t:load_f32(xsb, xi, 64 * j), c = t:load_f32(xsb, xi, 64 * j + 16),
+                   d = t:load_f32(xsb, xi, 64 * j + 32) }
+        end
+        local held = {}
+        if hold then for j = 0, M - 1 do held[j] = slot(j) end end
+        -- a whole group: its 8 scales at once (row r's blocks in lanes 2r, 2r + 1), one pair per row
+        local sc8 = nrows == PACK_ROWS and t:load_f16x8(ws, si, math.floor(PACK_ROWS * qf.qrow / 2))
         for r = 0, nrows - 1 do
           local w
           if q8 then
@@ -395,11 +405,17 @@ qfast_body = function(t, p, form_, a)
           else
             w = t:load_q4x2(wq, wi, qf.qrow * r)
           end
-          local sbase = math.floor(PACK_ROWS * qf.qrow / 2) + 2 * r
-          local wsc = t:sel128(t:load_bcast_f16(ws, si, sbase), t:load_bcast_f16(ws, si, sbase + 1), 0xe4)
+          local wsc
+          if sc8 then
+            wsc = t:pair_split(sc8, r)
+          else
+            local sbase = math.floor(PACK_ROWS * qf.qrow / 2) + 2 * r
+            wsc = t:sel128(t:load_bcast_f16(ws, si, sbase), t:load_bcast_f16(ws, si, sbase + 1), 0xe4)
+          end
           for j = 0, M - 1 do
-            local isum = t:dot_u8s8(t:load_f32(xsb, xi, 64 * j + 16), w, t:load_f32(xsb, xi, 64 * j))
-            t:fma_acc(acc[r][j], t:i2f(isum), t:mul(wsc, t:load_f32(xsb, xi, 64 * j + 32)))
+            local x = held[j] or slot(j)
+            local isum = t:dot_u8s8(x.c, w, x.q)
+            t:fma_acc(acc[r][j], t:i2f(isum), t:mul(wsc, x.d))
           end
         end
       end, nil, { whole = true })

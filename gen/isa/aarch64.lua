@@ -890,6 +890,27 @@ local function load_bytes(ext)
 end
 ops.load_i8, ops.load_u8 = load_bytes("sxtl"), load_bytes("uxtl")
 
+-- The 8 binary16 at an element address, widened exactly, in lanes 0-7: LDR q, FCVTL / FCVTL2 (as
+-- load_bcast_f16: FPCR.AHP = 0); lanes 8-15 zeroed.
+function ops.load_f16x8(ctx, op)
+  local d = ctx:regs(op.dst)
+  local b, o = elem_addr(ctx, op, 2)
+  ctx:wline((o < 0 and "ldur " or "ldr ") .. q(T0) .. ", [" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
+  ctx:wline("fcvtl " .. v4s(d[1]) .. ", v" .. n(T0) .. ".4h")
+  ctx:wline("fcvtl2 " .. v4s(d[2]) .. ", v" .. n(T0) .. ".8h")
+  ctx:wline("movi v" .. n(d[3]) .. ".2d, #0")
+  ctx:wline("movi v" .. n(d[4]) .. ".2d, #0")
+end
+
+-- lanes 0-7 <- lane 2i, 8-15 <- lane 2i + 1: DUP by element, per q register.
+function ops.vpair_split(ctx, op)
+  local d, v, i = ctx:regs(op.dst), ctx:regs(op.src[1]), op.attr.imm
+  for p = 1, 4 do
+    local l = 2 * i + (p >= 3 and 1 or 0)
+    ctx:wline("dup " .. v4s(d[p]) .. ", v" .. n(v[math.floor(l / 4) + 1]) .. ".s[" .. C.int(l % 4) .. "]")
+  end
+end
+
 -- q4 weights: 32 bytes as 64 nibbles (gen/ir.lua): LDP into parts 1 and 3, USHR #4 into parts 2
 -- and 4 (each source read first), AND 0x0f on parts 1 and 3.
 function ops.load_q4x2(ctx, op)

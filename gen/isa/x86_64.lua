@@ -582,18 +582,37 @@ local function load_bytes(ins)
 end
 ops.load_i8, ops.load_u8 = load_bytes("vpmovsxbd"), load_bytes("vpmovzxbd")
 
--- q4 weights: 32 bytes as 64 nibbles (gen/ir.lua). The bytes, and the bytes shifted right by 4
--- (VPSRLW: each byte gets its high nibble in its low four bits), joined into one zmm, its 128-bit
--- chunks reordered (bytes 0-15, their shift, 16-31, theirs: VSHUFI64X2 0xd8), then & 0x0f.
--- AVX-512 only: the quantized fast forms exist in avx512vnni alone.
+-- q4 weights: 32 bytes as 64 nibbles (gen/ir.lua). The 32 bytes in both halves of a zmm
+-- (VBROADCASTI64X4), its 128-bit chunks as bytes 0-15, 0-15, 16-31, 16-31 (VSHUFI64X2 0x50),
+-- chunks 1 and 3 shifted right by 4 (VPSRLVW by a table of word counts: each byte gets its high
+-- nibble in its low four bits), then & 0x0f. AVX-512 only: the quantized fast forms exist in
+-- avx512vnni alone.
 function ops.load_q4x2(ctx, op)
   if not is512(ctx) then error("internal: load_q4x2 is written for AVX-512") end
   local d = parts(ctx, op.dst)[1]
-  ctx:wline("vmovdqu8 " .. Y(d) .. ", ymmword ptr " .. elem(ctx, op, 1))
-  ctx:wline("vpsrlw " .. Y(T0) .. ", " .. Y(d) .. ", 4")
-  ctx:wline("vinserti64x4 " .. d .. ", " .. d .. ", " .. Y(T0) .. ", 1")
-  ctx:wline("vshufi64x2 " .. d .. ", " .. d .. ", " .. d .. ", 0xd8")
+  local w = {}
+  for i = 0, 15 do w[i + 1] = (math.floor(i / 4) % 2 == 1) and 0x00040004 or 0 end
+  ctx:wline("vbroadcasti64x4 " .. d .. ", ymmword ptr " .. elem(ctx, op, 1))
+  ctx:wline("vshufi64x2 " .. d .. ", " .. d .. ", " .. d .. ", 0x50")
+  ctx:wline("vpsrlvw " .. d .. ", " .. d .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const("nibshift", w) .. ")]")
   ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "nib", 0x0f0f0f0f))
+end
+
+-- The 8 binary16 at an element address, widened exactly, in lanes 0-7 (VCVTPH2PS from memory into
+-- the ymm half: the upper lanes are zeroed). AVX-512 only, as load_q4x2.
+function ops.load_f16x8(ctx, op)
+  if not is512(ctx) then error("internal: load_f16x8 is written for AVX-512") end
+  ctx:wline("vcvtph2ps " .. Y(parts(ctx, op.dst)[1]) .. ", xmmword ptr " .. elem(ctx, op, 2))
+end
+
+-- lanes 0-7 <- lane 2i, 8-15 <- lane 2i + 1: VPERMPS by a table of indices (into a scratch register).
+function ops.vpair_split(ctx, op)
+  if not is512(ctx) then error("internal: vpair_split is written for AVX-512") end
+  local i = op.attr.imm
+  local w = {}
+  for l = 0, 15 do w[l + 1] = 2 * i + (l >= 8 and 1 or 0) end
+  ctx:wline("vmovdqa32 " .. T0 .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const("pair" .. C.int(i), w) .. ")]")
+  ctx:wline("vpermps " .. parts(ctx, op.dst)[1] .. ", " .. T0 .. ", " .. parts(ctx, op.src[1])[1])
 end
 
 -- The IEEE binary16 at an element address, widened exactly to f32, in every lane. AVX-512:
