@@ -24,9 +24,8 @@
  *
  * Plans: threads 1 and 2 (desc.threads), tier exact and fast (the fast tier only where its stamps
  * resolve on this CPU; otherwise one "skipped" line says why), and with --quantize bf16,q8,q4 the
- * LM plans also with desc.quantize FK_Q8 and FK_Q4 (exact tier only: the quantized GEMVs run their
- * exact stamps on either tier, so fast + q8 / q4 is not a configuration; the detokenizer stays
- * bf16). All plans are alive at once, unless --fresh-plans: then each sample makes its
+ * LM plans also with desc.quantize FK_Q8 and FK_Q4, in each tier (fast: the quantized fast tier,
+ * integer dot products; the detokenizer stays bf16). All plans are alive at once, unless --fresh-plans: then each sample makes its
  * configuration's plan (untimed readiness), runs, and destroys it, so one plan is alive at a time
  * (lm_1_2b's plans are 2.6 GB each in bf16). Weights: seeded uniform
  * (-1/sqrt(fan_in), +1/sqrt(fan_in)) rounded to bf16, norms 1 + U(-0.1, 0.1): speed does not depend
@@ -42,7 +41,7 @@
  * probe_gbps per thread count. GB/s of a configuration = bytes_per_token x decode_tok_s.
  *
  * Output: CSV lines on stdout (peer,model,dtype,threads,metric,value,reps; dtype is the tier,
- * "exact" or "fast", for bf16 weights, "exact-q8" or "exact-q4" for quantized ones), the same
+ * "exact" or "fast", for bf16 weights, "exact-q8", "fast-q8", "exact-q4", "fast-q4" for quantized ones), the same
  * metrics as torch_peer.py: decode_tok_s, prefill<P>_tok_s (prefill64_tok_s, prefill512_tok_s),
  * full_frames_s, full_rtf, stream_frames_s, stream_rtf and their _min / _max; bytes_per_token; with
  * --probe the lines flashkern,probe,read,T,probe_gbps (and _min / _max); progress on stderr. */
@@ -225,9 +224,10 @@ typedef struct config {
   fk_plan *plan; /* NULL between samples with --fresh-plans */
 } config;
 
-/* the CSV's dtype column: the tier for bf16 weights (the names before --quantize), exact-q8, exact-q4 */
+/* the CSV's dtype column: the tier for bf16 weights (the names before --quantize), else tier-q8, tier-q4 */
 static const char *cfg_dtype(const config *c) {
-  return c->q == FK_Q8 ? "exact-q8" : c->q == FK_Q4 ? "exact-q4" : tier_name(c->tier);
+  static const char *const q[2][2] = { { "exact-q8", "exact-q4" }, { "fast-q8", "fast-q4" } };
+  return c->q == FK_QNONE ? tier_name(c->tier) : q[c->tier == FK_TIER_FAST][c->q == FK_Q4];
 }
 
 /* Weight bytes one LM decode step reads: every GEMV matrix in the plan's packed layout (the layers'
@@ -509,24 +509,19 @@ int main(int argc, char **argv) {
   for (int i = 0; i < MAX_PREFILL; i++) prefill_prompt[i] = (int32_t)(fabsf(uniform()) * 1023.0f);
 
   /* plans: every (model, weight format, tier, threads) that readiness accepts; the quantized formats
-   * for the LM only, exact tier only. Each is gated as it is made; with --fresh-plans it is then
-   * destroyed and made again for every sample. */
-  int fast_q = 0;
+   * for the LM only. Each is gated as it is made; with --fresh-plans it is then destroyed and made
+   * again for every sample. */
   for (int mi = 0; mi < nmodels; mi++)
     for (int qi = 0; qi < (models[mi].detok ? 1 : opt.nquant); qi++)
       for (int ti = 0; ti < opt.ntiers; ti++)
         for (int hi = 0; hi < opt.nthreads; hi++) {
           model *m = &models[mi];
           config c = { m, opt.threads[hi], opt.tiers[ti], m->detok ? FK_QNONE : opt.quant[qi], NULL };
-          if (c.q != FK_QNONE && c.tier == FK_TIER_FAST) {
-            fast_q = 1;
-            continue;
-          }
           fk_error err;
           double t0 = now();
           if (plan_make(&c, &err) != FK_OK) {
-            fprintf(stderr, "fk_bench_model: %s fast %dT skipped: %s\n", m->s->name, c.threads, err.message);
-            printf("flashkern,%s,fast,%d,skipped,0,0\n", m->s->name, c.threads);
+            fprintf(stderr, "fk_bench_model: %s %s %dT skipped: %s\n", m->s->name, cfg_dtype(&c), c.threads, err.message);
+            printf("flashkern,%s,%s,%d,skipped,0,0\n", m->s->name, cfg_dtype(&c), c.threads);
             continue;
           }
           fprintf(stderr, "fk_bench_model: %s %s %dT ready in %.1f s: arena %.1f MB, %d decode phases\n", m->s->name,
@@ -537,7 +532,6 @@ int main(int argc, char **argv) {
           if (opt.fresh) plan_drop(&cfg[ncfg]);
           ncfg++;
         }
-  if (fast_q) fprintf(stderr, "fk_bench_model: fast + q8 / q4 not run: the quantized GEMVs are exact only\n");
   fprintf(stderr, "fk_bench_model: gate: %d plans; tokens in range, the exact tier's greedy sequences equal "
           "across team sizes, detok sample counts and finite PCM\n", ncfg);
 
