@@ -160,6 +160,16 @@ int fkb_flashkern_prepare_q4(const fkb_problem *p, const fkb_copies *c, fkb_prep
   return prepare(p, c, out, err, errlen, "gemv_q4_bf16_rne", FK_TIER_EXACT);
 }
 
+int fkb_flashkern_prepare_q8_fast(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                  size_t errlen) {
+  return prepare(p, c, out, err, errlen, "gemv_q8_bf16_rne", FK_TIER_FAST);
+}
+
+int fkb_flashkern_prepare_q4_fast(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                  size_t errlen) {
+  return prepare(p, c, out, err, errlen, "gemv_q4_bf16_rne", FK_TIER_FAST);
+}
+
 int fkb_flashkern_prepare_fast_blocked(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                        size_t errlen) {
   return prepare(p, c, out, err, errlen, "gemv_bf16_rne_blocked", FK_TIER_FAST);

@@ -69,6 +69,10 @@ static const fkb_contender contenders[] = {
     fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
   { "flashkern exact q4 packed", fkb_flashkern_version, 18.0 / 32, FKB_TEAM, 0, fkb_flashkern_prepare_q4,
     fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
+  { "flashkern fast q8 packed", fkb_flashkern_version, 34.0 / 32, FKB_TEAM, FKB_F_QX, fkb_flashkern_prepare_q8_fast,
+    fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
+  { "flashkern fast q4 packed", fkb_flashkern_version, 18.0 / 32, FKB_TEAM, FKB_F_QX, fkb_flashkern_prepare_q4_fast,
+    fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
 #endif
   { "oneDNN prepacked", fkb_onednn_version, 2, FKB_LIBRARY, 0, fkb_onednn_prepare_packed, fkb_onednn_select,
     fkb_onednn_run, fkb_onednn_output, fkb_onednn_finish },
@@ -614,17 +618,28 @@ static void call(const entry *e, size_t copy, int nt) {
 
 /* The gate: one untimed call on copy 0 compared with the references. 0 if it passes. */
 /* The float64 sum over a quantized contender's own (exact, dequantized) weights, for rows j < m,
- * and the sum of |products|, at [j * n + row]. */
-static void ref_quant(const float *w, const fkb_problem *p, int64_t m, double *ref, double *abs_sum) {
+ * and the sum of |products|, at [j * n + row]; with qx (the quantized fast tier) the sum also
+ * gains the activations' quantization bound: per block of 32 k, |x - q d| <= d / 2 with
+ * d = max |x| / 127 (docs/design.md "The quantized fast tier"), times |w| (k a multiple of 32). */
+static void ref_quant(const float *w, const fkb_problem *p, int64_t m, int qx, double *ref, double *abs_sum,
+                      double *qbound) {
   for (int64_t j = 0; j < m; j++)
     for (int64_t r = 0; r < p->n; r++) {
-      double s = 0, a = 0;
+      double s = 0, a = 0, q = 0;
       for (int64_t i = 0; i < p->k; i++) {
         double t = (double)w[r * p->k + i] * (double)p->x[j * p->k + i];
         s += t;
         a += fabs(t);
       }
-      ref[j * p->n + r] = s, abs_sum[j * p->n + r] = a;
+      for (int64_t b = 0; qx && b < p->k / 32; b++) {
+        double amax = 0, wsum = 0;
+        for (int64_t i = 32 * b; i < 32 * b + 32; i++) {
+          amax = fmax(amax, fabs((double)p->x[j * p->k + i]));
+          wsum += fabs((double)w[r * p->k + i]);
+        }
+        q += wsum * amax / 254 * (1 + 0x1p-20); /* (d rounded to f32) */
+      }
+      ref[j * p->n + r] = s, abs_sum[j * p->n + r] = a, qbound[j * p->n + r] = q;
     }
 }
 
@@ -633,11 +648,12 @@ static int gate(entry *e, int64_t m, int nt, const fkb_problem *p, const uint16_
   if (e->c->select(e->prep.state, m, nt, why, len)) return -1;
   call(e, 0, nt);
   e->c->output(e->prep.state, y);
-  double *qref = NULL, *qabs = NULL;
+  double *qref = NULL, *qabs = NULL, *qbound = NULL;
   if (e->prep.wdeq) {
     qref = malloc((size_t)(m * p->n) * sizeof *qref), qabs = malloc((size_t)(m * p->n) * sizeof *qabs);
-    if (!qref || !qabs) die("out of memory");
-    ref_quant(e->prep.wdeq, p, m, qref, qabs);
+    qbound = malloc((size_t)(m * p->n) * sizeof *qbound);
+    if (!qref || !qabs || !qbound) die("out of memory");
+    ref_quant(e->prep.wdeq, p, m, (e->c->flags & FKB_F_QX) != 0, qref, qabs, qbound);
     ref_f64 = qref, ref_abs = qabs;
   }
   size_t bad = 0, first = 0;
@@ -645,8 +661,10 @@ static int gate(entry *e, int64_t m, int nt, const fkb_problem *p, const uint16_
     int ok;
     if (e->prep.wdeq) {
       /* the exact tier over the quantized weights: its f32 sum's error (far below 1e-5 of the sum of
-       * |products| at these k) and the output's bf16 rounding */
-      ok = fabs((double)y[i] - ref_f64[i]) <= 0x1p-8 * fabs(ref_f64[i]) + 1e-5 * ref_abs[i] + 1e-30;
+       * |products| at these k) and the output's bf16 rounding; the fast tier adds its activation
+       * quantization bound (ref_quant) */
+      ok = fabs((double)y[i] - ref_f64[i]) <= 0x1p-8 * (fabs(ref_f64[i]) + qbound[i]) + 1e-5 * ref_abs[i] + qbound[i] +
+                                                 1e-30;
     } else if (e->c->flags & FKB_F_BITEXACT) {
       uint32_t got, want;
       memcpy(&got, &y[i], sizeof got);
@@ -661,6 +679,7 @@ static int gate(entry *e, int64_t m, int nt, const fkb_problem *p, const uint16_
   double got_ref = ref_f64[first];
   free(qref);
   free(qabs);
+  free(qbound);
   if (!bad) return 0;
   int64_t j = (int64_t)first / p->n, n = (int64_t)first % p->n;
   snprintf(why, len, "wrong result at M=%lld %dT: y[%lld][%lld] = %.9g, %s %.9g (%zu of %lld outputs differ)",

@@ -48,7 +48,8 @@ enum {
   FKB_F_BITEXACT = 1u << 0,  /* output must equal the exact-tier contract model bit for bit */
   FKB_F_F32_OUT = 1u << 1,   /* with FKB_F_BITEXACT: the f32 sum before rounding is compared */
   FKB_F_FK_EXACT = 1u << 2,  /* the flashkern exact tier: ratio base */
-  FKB_F_FK_FAST = 1u << 3    /* the flashkern fast tier: ratio base */
+  FKB_F_FK_FAST = 1u << 3,   /* the flashkern fast tier: ratio base */
+  FKB_F_QX = 1u << 4         /* quantized weights, activations quantized per block of 32 (the quantized fast tier) */
 };
 
 typedef struct fkb_prepared {
@@ -245,6 +246,8 @@ int fkb_flashkern_prepare_fast_packed(const fkb_problem *p, const fkb_copies *c,
                                       size_t errlen);
 int fkb_flashkern_prepare_q8(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen);
 int fkb_flashkern_prepare_q4(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen);
+int fkb_flashkern_prepare_q8_fast(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen);
+int fkb_flashkern_prepare_q4_fast(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen);
 int fkb_flashkern_prepare_fast_blocked(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                        size_t errlen);
 int fkb_flashkern_select(void *state, int64_t m, int nthreads, char *err, size_t errlen);
