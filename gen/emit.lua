@@ -65,6 +65,13 @@ function Ctx:const(name, words)
 end
 
 -- Lower a list of ops (loop hooks call back into this for their bodies).
+-- A template error found while lowering (an op the variant lacks): reported at the op's template
+-- line, as every generation error is (no file written).
+function Ctx:fail(msg)
+  self.fail_cb(msg, self.cur_op and self.cur_op.line or 0)
+  error("internal: the fail callback returned", 0)
+end
+
 function Ctx:lower(list)
   for _, op in ipairs(list) do
     local hook = self.backend.ops[op.op]
@@ -133,7 +140,7 @@ function M.stamp(proc, backend, variant, meta, fail)
   local ctx = setmetatable({
     proc = proc, backend = backend, variant = variant, symbol = meta.symbol,
     assign = assign, saved = saved, regs_desc = regs,
-    lines = {}, nlabels = 0, consts = {}, consts_by_name = {}, ops_seen = {},
+    lines = {}, nlabels = 0, consts = {}, consts_by_name = {}, ops_seen = {}, fail_cb = fail,
   }, Ctx)
   -- op 0 is the frame: ABI prologue and epilogue, which no template op asks for
   local frame = { id = 0, op = "frame", line = 0, src = {}, attr = {} }

@@ -149,6 +149,19 @@ local function elem_addr(ctx, op, size, scalar)
   return "x16", o
 end
 
+-- (LDR / STR q: an unsigned multiple of 16 up to 65520, LDUR / STUR: -256..255; else x16)
+local function q_addr(ctx, op, size)
+  local function fits(o) return (o >= 0 and o <= 65520 and o % 16 == 0) or (o >= -256 and o <= 255) end
+  local o = op.attr.off * size
+  if op.attr.at then return from_ptr(ctx, op, 1, o, fits) end
+  ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(SHIFT[size]))
+  if not fits(o) then
+    add_imm(ctx, "x16", "x16", o)
+    return "x16", 0
+  end
+  return "x16", o
+end
+
 add_imm = function(ctx, d, a, x)
   if x == 0 then
     if d ~= a then ctx:wline("mov " .. d .. ", " .. a) end
@@ -710,8 +723,9 @@ function ops.store_i8(ctx, op)
   ctx:wline("xtn2 v" .. n(T1) .. ".8h, " .. v4s(v[4]))
   ctx:wline("xtn v" .. n(T0) .. ".8b, v" .. n(T0) .. ".8h")
   ctx:wline("xtn2 v" .. n(T0) .. ".16b, v" .. n(T1) .. ".8h")
-  local b, o = elem_addr(ctx, op, 1)
-  ctx:wline((o < 0 and "stur " or "str ") .. q(T0) .. ", [" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
+  local b, o = q_addr(ctx, op, 1)
+  local st = (o >= 0 and o % 16 == 0) and "str " or "stur "
+  ctx:wline(st .. q(T0) .. ", [" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
 end
 
 function ops.load1_bf16(ctx, op)
@@ -821,7 +835,10 @@ end
 -- (FEAT_I8MM: wrapping int32 sums, exact in every use here), into a copy of src1 unless the
 -- result took src1's registers (REUSE).
 function ops.dot_u8s8(ctx, op)
-  if ctx.variant.name ~= "i8mm" then error("internal: dot_u8s8 needs the i8mm variant") end
+  if ctx.variant.name ~= "i8mm" then
+    ctx:fail("dot_u8s8 needs the i8mm variant (USDOT): give the form " ..
+             "variants = { fast = { \"avx512vnni\", \"i8mm\" } }")
+  end
   local d, a, w, x = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2]), ctx:regs(op.src[3])
   for p = 1, 4 do
     if d[p] ~= a[p] then ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(a[p])) end
@@ -894,8 +911,9 @@ ops.load_i8, ops.load_u8 = load_bytes("sxtl"), load_bytes("uxtl")
 -- load_bcast_f16: FPCR.AHP = 0); lanes 8-15 zeroed.
 function ops.load_f16x8(ctx, op)
   local d = ctx:regs(op.dst)
-  local b, o = elem_addr(ctx, op, 2)
-  ctx:wline((o < 0 and "ldur " or "ldr ") .. q(T0) .. ", [" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
+  local b, o = q_addr(ctx, op, 2)
+  local ld = (o >= 0 and o % 16 == 0) and "ldr " or "ldur "
+  ctx:wline(ld .. q(T0) .. ", [" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
   ctx:wline("fcvtl " .. v4s(d[1]) .. ", v" .. n(T0) .. ".4h")
   ctx:wline("fcvtl2 " .. v4s(d[2]) .. ", v" .. n(T0) .. ".8h")
   ctx:wline("movi v" .. n(d[3]) .. ".2d, #0")

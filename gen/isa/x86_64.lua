@@ -469,7 +469,7 @@ end
 
 -- int32 lanes (each in -128..127) as 16 bytes: VPMOVDB (truncating, AVX512F) straight to memory.
 function ops.store_i8(ctx, op)
-  if not is512(ctx) then error("internal: store_i8 is written for AVX-512") end
+  if not is512(ctx) then ctx:fail(("store_i8 is written for AVX-512, not %s"):format(ctx.variant.name)) end
   ctx:wline("vpmovdb xmmword ptr " .. elem(ctx, op, 1) .. ", " .. parts(ctx, op.src[3])[1])
 end
 
@@ -556,7 +556,10 @@ end
 -- wrapping int32 sums, exact in every use here), accumulating into a copy of src1 unless the
 -- result took src1's register (REUSE).
 function ops.dot_u8s8(ctx, op)
-  if ctx.variant.name ~= "avx512vnni" then error("internal: dot_u8s8 needs the avx512vnni variant") end
+  if ctx.variant.name ~= "avx512vnni" then
+    ctx:fail("dot_u8s8 needs the avx512vnni variant (VPDPBUSD): give the form " ..
+             "variants = { fast = { \"avx512vnni\", \"i8mm\" } }")
+  end
   local d, a, w, x = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
   if d[1] ~= a[1] then ctx:wline("vmovdqa32 " .. d[1] .. ", " .. a[1]) end
   ctx:wline("vpdpbusd " .. d[1] .. ", " .. w[1] .. ", " .. x[1])
@@ -588,7 +591,7 @@ ops.load_i8, ops.load_u8 = load_bytes("vpmovsxbd"), load_bytes("vpmovzxbd")
 -- nibble in its low four bits), then & 0x0f. AVX-512 only: the quantized fast forms exist in
 -- avx512vnni alone.
 function ops.load_q4x2(ctx, op)
-  if not is512(ctx) then error("internal: load_q4x2 is written for AVX-512") end
+  if not is512(ctx) then ctx:fail(("load_q4x2 is written for AVX-512, not %s"):format(ctx.variant.name)) end
   local d = parts(ctx, op.dst)[1]
   local w = {}
   for i = 0, 15 do w[i + 1] = (math.floor(i / 4) % 2 == 1) and 0x00040004 or 0 end
@@ -601,13 +604,13 @@ end
 -- The 8 binary16 at an element address, widened exactly, in lanes 0-7 (VCVTPH2PS from memory into
 -- the ymm half: the upper lanes are zeroed). AVX-512 only, as load_q4x2.
 function ops.load_f16x8(ctx, op)
-  if not is512(ctx) then error("internal: load_f16x8 is written for AVX-512") end
+  if not is512(ctx) then ctx:fail(("load_f16x8 is written for AVX-512, not %s"):format(ctx.variant.name)) end
   ctx:wline("vcvtph2ps " .. Y(parts(ctx, op.dst)[1]) .. ", xmmword ptr " .. elem(ctx, op, 2))
 end
 
 -- lanes 0-7 <- lane 2i, 8-15 <- lane 2i + 1: VPERMPS by a table of indices (into a scratch register).
 function ops.vpair_split(ctx, op)
-  if not is512(ctx) then error("internal: vpair_split is written for AVX-512") end
+  if not is512(ctx) then ctx:fail(("vpair_split is written for AVX-512, not %s"):format(ctx.variant.name)) end
   local i = op.attr.imm
   local w = {}
   for l = 0, 15 do w[l + 1] = 2 * i + (l >= 8 and 1 or 0) end

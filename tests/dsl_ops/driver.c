@@ -1,16 +1,77 @@
 /* tests/dsl_ops/driver.c: checks the opcheck stamps of this ISA against C, lane by lane.
- * Built and run by tests/dsl_ops.sh (natively and under qemu-aarch64). Exit 0 when every
- * stamp agrees bit for bit. */
+ * Built and run by tests/dsl_ops.sh (natively and under qemu-aarch64). A fast-tier stamp whose CPU
+ * features the machine lacks (avx512vnni, i8mm: qemu -cpu neoverse-n1 has no i8mm) is skipped, not
+ * run, and reported; every other stamp must run (one that never ran fails). Exit 0 when every stamp
+ * that ran agrees bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fk_leaves.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
+
 typedef void (*fn_t)(const fk_opcheck_ew_args *);
 typedef void (*int_fn_t)(const fk_opcheck_int_args *);
-#define ROW(id, variant, tier, symbol, features) { #id, #symbol, (void (*)(void))symbol },
-static const struct { const char *id, *name; void (*fn)(void); } all[] = { FK_STAMPS_HOST(ROW) };
+#define ROW(id, variant, tier, symbol, features) { #id, #symbol, #variant, #tier, (void (*)(void))symbol, features },
+static const struct {
+  const char *id, *name, *variant, *tier;
+  void (*fn)(void);
+  uint64_t features;
+} all[] = { FK_STAMPS_HOST(ROW) };
+enum { NSTAMPS = sizeof all / sizeof all[0] };
+static int ran[NSTAMPS]; /* the stamps run (a fast-tier stamp skipped for its features stays 0) */
+
+/* The machine's FK_CPU_* features, detected as runtime/fk_cpu.c does (CPUID and XGETBV's ZMM state;
+ * AT_HWCAP / AT_HWCAP2) */
+static uint64_t host_features(void) {
+  uint64_t f = 0;
+#if defined(__x86_64__)
+  uint32_t a, b, c, d;
+  if (__get_cpuid_max(0, NULL) < 7) return 0;
+  __cpuid_count(1, 0, a, b, c, d);
+  int fma = (c >> 12) & 1;
+  if (!((c >> 27) & 1)) return 0; /* OSXSAVE */
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  uint64_t xcr0 = (uint64_t)hi << 32 | lo;
+  int ymm_ok = (xcr0 & 0x6) == 0x6, zmm_ok = ymm_ok && (xcr0 & 0xe0) == 0xe0;
+  __cpuid_count(7, 0, a, b, c, d);
+  uint32_t leaf7_eax = a;
+  if (ymm_ok && ((b >> 5) & 1)) f |= FK_CPU_AVX2;
+  if (ymm_ok && fma) f |= FK_CPU_FMA;
+  if (zmm_ok && ((b >> 16) & 1)) f |= FK_CPU_AVX512F;
+  if (zmm_ok && ((b >> 30) & 1)) f |= FK_CPU_AVX512BW;
+  if (zmm_ok && ((b >> 31) & 1)) f |= FK_CPU_AVX512VL;
+  if (zmm_ok && ((c >> 11) & 1)) f |= FK_CPU_AVX512VNNI;
+  if (leaf7_eax >= 1) {
+    __cpuid_count(7, 1, a, b, c, d);
+    if (zmm_ok && ((a >> 5) & 1)) f |= FK_CPU_AVX512BF16;
+  }
+#elif defined(__aarch64__)
+  unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  if (hw & (1ul << 1)) f |= FK_CPU_ASIMD;  /* HWCAP_ASIMD */
+  if (hw2 & (1ul << 14)) f |= FK_CPU_BF16; /* HWCAP2_BF16 */
+  if (hw2 & (1ul << 13)) f |= FK_CPU_I8MM; /* HWCAP2_I8MM */
+#endif
+  return f;
+}
+static uint64_t host;
+
+/* A fast-tier stamp whose features this machine lacks is skipped (the exact tier's run everywhere, as
+ * the library's baseline). */
+static int skipped(size_t s) { return strcmp(all[s].tier, "fast") == 0 && (all[s].features & ~host) != 0; }
+
+/* Stamp s is of form id and not skipped: count a run. */
+static int runs_here(size_t s, const char *id) {
+  if (strcmp(all[s].id, id) != 0 || skipped(s)) return 0;
+  ran[s] = 1;
+  return 1;
+}
 
 static uint32_t bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float val(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
@@ -30,8 +91,8 @@ static int check_canon(int *runs) {
                                       0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x3f80, 0x7f7f, 0xff40 };
   const int nk = (int)(sizeof kinds / sizeof kinds[0]);
   int bad = 0;
-  for (size_t s = 0; s < sizeof all / sizeof all[0]; s++) {
-    if (strcmp(all[s].id, "opcheck_canon") != 0) continue;
+  for (size_t s = 0; s < NSTAMPS; s++) {
+    if (!runs_here(s, "opcheck_canon")) continue;
     canon_fn_t fn = (canon_fn_t)all[s].fn;
     for (int64_t n = 1; n <= MAXN; n++) {
       float a[MAXN], cn[MAXN + GUARD], cs[MAXN + GUARD];
@@ -67,8 +128,8 @@ typedef void (*rows_fn_t)(const fk_opcheck_rows_args *);
 static int check_rows(int *runs) {
   enum { NR = 3, GUARD = 8 };
   int bad = 0;
-  for (size_t s = 0; s < sizeof all / sizeof all[0]; s++) {
-    if (strcmp(all[s].id, "opcheck_rows") != 0) continue;
+  for (size_t s = 0; s < NSTAMPS; s++) {
+    if (!runs_here(s, "opcheck_rows")) continue;
     rows_fn_t fn = (rows_fn_t)all[s].fn;
     for (int rep = 0; rep < 20; rep++) {
       float a[256 * NR], y[16 * NR + GUARD], mv[112 + GUARD];
@@ -146,8 +207,8 @@ static int check_quant(int *runs) {
   static float sf[16 * NRMAX + GUARD];
   static const int soffs[4] = { 0, 17, 3, 257 }, zoffs[4] = { 0, 17, 3, 31 };
   int bad = 0;
-  for (size_t s = 0; s < sizeof all / sizeof all[0]; s++) {
-    if (strcmp(all[s].id, "opcheck_quant") != 0) continue;
+  for (size_t s = 0; s < NSTAMPS; s++) {
+    if (!runs_here(s, "opcheck_quant")) continue;
     quant_fn_t fn = (quant_fn_t)all[s].fn;
     for (int rep = 0; rep <= NRMAX + 1; rep++) {
       int64_t nr = rep <= NRMAX ? rep : NRMAX, nh = rep <= NRMAX ? (int64_t)(sizeof special / 2) - 1 : NHALL;
@@ -211,8 +272,8 @@ static uint64_t mix(uint64_t *z) {
 static int check_int(int *runs) {
   enum { MAXN = 37, GUARD = 8 };
   int bad = 0;
-  for (size_t s = 0; s < sizeof all / sizeof all[0]; s++) {
-    if (strcmp(all[s].id, "opcheck_int") != 0) continue;
+  for (size_t s = 0; s < NSTAMPS; s++) {
+    if (!runs_here(s, "opcheck_int")) continue;
     int_fn_t fn = (int_fn_t)all[s].fn;
     for (int64_t n = 1; n <= MAXN; n++) {
       float a[MAXN], b[MAXN], gt[MAXN + GUARD], run[MAXN + GUARD];
@@ -253,14 +314,172 @@ static int check_int(int *runs) {
   return bad;
 }
 
+typedef void (*q8dot_fn_t)(const fk_opcheck_q8dot_args *);
+
+/* load_q4x2 of the 32 bytes at p: byte b of the 64 (chunk c = b / 16 of 16 bytes) is the low (c even)
+ * or high (c odd) nibble of byte 16 (c / 2) + b % 16 */
+static uint8_t q4x2(const uint8_t *p, int b) {
+  int c = b / 16, src = p[16 * (c / 2) + b % 16];
+  return (uint8_t)(c % 2 ? src >> 4 : src & 15);
+}
+/* int32 word l of the 64 bytes nib (little endian) */
+static uint32_t word(const uint8_t *nib, int l) {
+  return (uint32_t)nib[4 * l] | (uint32_t)nib[4 * l + 1] << 8 | (uint32_t)nib[4 * l + 2] << 16 |
+         (uint32_t)nib[4 * l + 3] << 24;
+}
+/* dot_u8s8 of one lane: acc + the four products u8(w[b]) * s8(x[b]), wrapping (in uint32_t) */
+static uint32_t dot4(uint32_t acc, const uint8_t *w, const int8_t *x) {
+  for (int b = 0; b < 4; b++) acc += (uint32_t)((int32_t)w[b] * x[b]);
+  return acc;
+}
+
+/* form q8dot (the fast tier's avx512vnni / i8mm stamps, skipped without the feature): load_q4x2 at
+ * odd offsets and past an immediate's reach (raw bytes and through dot_u8s8), dot_u8s8 over every
+ * (u8, s8) byte pair (the first rep: pair j = (j & 255, j >> 8) for j < 65536) from accumulators near
+ * the int32 limits (the sums wrap), chained and with constants; load_f16x8 over special binary16
+ * patterns and, once, all 65536, with pair_split of it and of int32 lanes; store_i8 of every value
+ * -128..127 at odd byte offsets, the bytes between and after the stores checked untouched */
+static int check_q8dot(int *runs) {
+  enum { NRMAX = 1024, NHMAX = 8192, GUARD = 8, NU = 64 * NRMAX + 2112, NH = 8 * NHMAX + 528 };
+  enum { NO8 = 512 * NRMAX + GUARD, NHF = 112 * NHMAX + GUARD, NDQ = 128 * NRMAX + GUARD, NNB = 64 * NRMAX + GUARD };
+  static const uint16_t special[] = { 0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0200, 0x0400, 0x8400,
+                                      0x0401, 0x3c00, 0xbc00, 0x3bff, 0x3555, 0x1234, 0x7bff, 0xfbff, 0x7c00,
+                                      0xfc00, 0x7e00, 0xfe00, 0x7c01, 0x7dff, 0xffff, 0xfc01, 0x7fff };
+  static const uint32_t edges[] = { 0x7fffffffu, 0x80000000u, 0xffffffffu, 0u, 0x7ffe0000u, 0x80010000u };
+  static const int qoffs[4] = { 0, 17, 1040, 48 }, xqoffs[3] = { 1001, 1040, 7 }, hoffs[3] = { 0, 3, 520 };
+  static const int soffs[4] = { 1, 19, 1041, 529 }, xsoffs[4] = { 301, 777, 1500, 1999 };
+  static const uint8_t cw[4] = { 0x80, 0x01, 0xff, 0x80 }; /* vconst 0x80ff0180 as bytes */
+  const int nspecial = (int)(sizeof special / sizeof special[0]);
+  static uint8_t u[NU];
+  static int8_t x[NU];
+  static uint16_t h[NH];
+  static int32_t acc[16 * NRMAX + 16], v[64 * NRMAX + 64], nb[NNB], dq[NDQ], hf[NHF], o8[NO8], xo[192 + GUARD];
+  static uint8_t want8[4 * NO8];
+  int bad = 0;
+  for (size_t s = 0; s < NSTAMPS; s++) {
+    if (!runs_here(s, "opcheck_q8dot")) continue;
+    q8dot_fn_t fn = (q8dot_fn_t)all[s].fn;
+    for (int rep = 0; rep <= 10; rep++) {
+      int64_t nr = rep == 0 ? NRMAX : rep - 1, nh = rep == 0 ? NHMAX : rep % 4;
+      uint64_t z = 0x5851f42d4c957f2dull * (uint64_t)(rep + 1);
+      for (int i = 0; i < NU; i++) {
+        uint64_t r = mix(&z);
+        u[i] = (uint8_t)r, x[i] = (int8_t)(uint8_t)(r >> 8);
+        if (rep == 0 && i < 65536) u[i] = (uint8_t)i, x[i] = (int8_t)(uint8_t)(i >> 8);
+      }
+      for (int i = 0; i < 16 * NRMAX + 16; i++) {
+        uint64_t r = mix(&z);
+        acc[i] = (int32_t)(r % 3 == 0 ? edges[(r >> 8) % 6] : (uint32_t)(r >> 16));
+      }
+      for (int i = 0; i < 64 * NRMAX + 64; i++) v[i] = rep == 0 ? i % 256 - 128 : (int32_t)(mix(&z) % 256) - 128;
+      for (int i = 0; i < NH; i++) h[i] = rep == 0 && i < 65536 ? (uint16_t)i : special[(i * 7 + rep) % nspecial];
+      memset(nb, 0xa5, sizeof nb), memset(dq, 0xa5, sizeof dq), memset(hf, 0xa5, sizeof hf);
+      memset(o8, 0xa5, sizeof o8), memset(xo, 0xa5, sizeof xo);
+      fk_opcheck_q8dot_args args = { u, x, acc, h, v, nb, dq, hf, o8, xo, nr, nh };
+      fn(&args);
+      (*runs)++;
+      const uint32_t g = 0xa5a5a5a5u;
+      /* nb: the nibble bytes of load_q4x2 at 64 k + qoffs[m] */
+      for (int64_t i = 0; i < 64 * nr + GUARD; i++) {
+        uint32_t want = g;
+        if (i < 64 * nr) {
+          int64_t k = i / 64;
+          int m = (int)(i % 64) / 16, l = (int)(i % 16);
+          uint8_t nib[64];
+          for (int b = 0; b < 64; b++) nib[b] = q4x2(u + 64 * k + qoffs[m], b);
+          want = word(nib, l);
+        }
+        if ((uint32_t)nb[i] != want && bad++ < 5)
+          printf("%s nr=%lld: nb[%lld] (load_q4x2) 0x%08x want 0x%08x\n", all[s].name, (long long)nr, (long long)i,
+                 (uint32_t)nb[i], want);
+      }
+      /* dq: per tile k and lane l, the dots of slot 0 .. 7 */
+      for (int64_t i = 0; i < 128 * nr + GUARD; i++) {
+        uint32_t want = g;
+        if (i < 128 * nr) {
+          int64_t k = i / 128;
+          int sl = (int)(i % 128) / 16, l = (int)(i % 16);
+          const uint8_t *ub = u + 64 * k;
+          const int8_t *xl = x + 64 * k + 4 * l;
+          uint32_t a = (uint32_t)acc[16 * k + l];
+          uint8_t w[4];
+          if (sl == 0) want = dot4(a, ub + 4 * l, xl);
+          else if (sl == 1) want = dot4(a, ub + 18 + 4 * l, xl);
+          else if (sl <= 6) {
+            for (int b = 0; b < 4; b++) w[b] = q4x2(ub + qoffs[sl == 6 ? 3 : sl - 2], 4 * l + b);
+            want = dot4(a, w, xl);
+            if (sl == 6) want = dot4(want, ub + 4 * l, xl);
+          } else want = dot4(0x7ffffff0u, cw, xl);
+        }
+        if ((uint32_t)dq[i] != want && bad++ < 5)
+          printf("%s nr=%lld: dq[%lld] (dot_u8s8 slot %d lane %d) 0x%08x want 0x%08x\n", all[s].name, (long long)nr,
+                 (long long)i, (int)(i % 128) / 16, (int)(i % 16), (uint32_t)dq[i], want);
+      }
+      /* hf: per tile t of 8 binary16, load_f16x8 at 8 t + hoffs[m], then pair_split of the first */
+      for (int64_t i = 0; i < 112 * nh + GUARD; i++) {
+        uint32_t got = (uint32_t)hf[i];
+        int ok = got == g;
+        uint16_t hv = 0;
+        if (i < 112 * nh) {
+          int64_t tt = i / 112;
+          int sl = (int)(i % 112) / 16, l = (int)(i % 16);
+          if (sl < 3) {
+            hv = h[8 * tt + hoffs[sl] + l];
+            ok = l < 8 ? f16_ok(hv, got) : got == 0;
+          } else {
+            int lane = 2 * (sl - 3) + (l >= 8);
+            hv = h[8 * tt + lane];
+            ok = f16_ok(hv, got) && got == (uint32_t)hf[112 * tt + lane];
+          }
+        }
+        if (!ok && bad++ < 5)
+          printf("%s nh=%lld: hf[%lld] (load_f16x8 / pair_split slot %d lane %d of 0x%04x) 0x%08x\n", all[s].name,
+                 (long long)nh, (long long)i, (int)(i % 112) / 16, (int)(i % 16), hv, got);
+      }
+      /* xo: outside the loops */
+      for (int i = 0; i < 192 + GUARD; i++) {
+        int sl = i / 16, l = i % 16, ok;
+        uint32_t got = (uint32_t)xo[i], want = g;
+        uint8_t nib[64];
+        if (sl < 6) for (int b = 0; b < 64; b++) nib[b] = q4x2(u + xqoffs[sl % 3], b);
+        if (sl < 3) want = word(nib, l);
+        else if (sl < 6) want = dot4((uint32_t)acc[l], nib + 4 * l, x + 1200 + 4 * l);
+        else if (sl >= 8 && sl < 12) want = (uint32_t)acc[2 * (sl - 8) + (l >= 8)];
+        if (sl == 6 || sl == 7) {
+          uint16_t hv = h[(sl == 6 ? 501 : 5) + l];
+          ok = l < 8 ? f16_ok(hv, got) : got == 0;
+          want = l < 8 ? f16_bits(hv) : 0;
+        } else ok = got == want;
+        if (!ok && bad++ < 5)
+          printf("%s nr=%lld: xo[%d] 0x%08x want 0x%08x\n", all[s].name, (long long)nr, i, got, want);
+      }
+      /* o8: the bytes of each store_i8, 0xa5 elsewhere */
+      int64_t n8 = 4 * (512 * (nr > 1 ? nr : 1) + GUARD);
+      memset(want8, 0xa5, (size_t)n8);
+      for (int64_t k = 0; k < nr; k++)
+        for (int m = 0; m < 4; m++)
+          for (int b = 0; b < 16; b++) want8[2048 * k + soffs[m] + b] = (uint8_t)v[64 * k + 16 * m + b];
+      for (int m = 0; m < 4; m++)
+        for (int b = 0; b < 16; b++) want8[xsoffs[m] + b] = (uint8_t)v[16 * (3 - m) + b];
+      const uint8_t *got8 = (const uint8_t *)o8;
+      for (int64_t i = 0; i < n8; i++)
+        if (got8[i] != want8[i] && bad++ < 5)
+          printf("%s nr=%lld: o8 byte %lld (store_i8) 0x%02x want 0x%02x\n", all[s].name, (long long)nr, (long long)i,
+                 got8[i], want8[i]);
+    }
+  }
+  return bad;
+}
+
 int main(void) {
   enum { MAXN = 37, GUARD = 8 };
+  host = host_features();
   /* special pairs for max: NaN either side, +-0 both orders, equal, ordinary */
   static const uint32_t sa[] = { 0x7fc00001, 0x3f800000, 0x00000000, 0x80000000, 0xff800000, 0x40000000, 0x3f800000, 0x80000001 };
   static const uint32_t sb[] = { 0x3f800000, 0x7fc00002, 0x80000000, 0x00000000, 0x7f800000, 0xc0000000, 0x3f800000, 0x00000001 };
   int bad = 0, runs = 0;
-  for (size_t s = 0; s < sizeof all / sizeof all[0]; s++) {
-    if (strcmp(all[s].id, "opcheck_ew") != 0) continue;
+  for (size_t s = 0; s < NSTAMPS; s++) {
+    if (!runs_here(s, "opcheck_ew")) continue;
     fn_t fn = (fn_t)all[s].fn;
     for (int64_t n = 1; n <= MAXN; n++) {
       float a[MAXN], b[MAXN], c[MAXN], mx[MAXN + GUARD], fm[MAXN + GUARD], sc[2 + GUARD];
@@ -293,14 +512,36 @@ int main(void) {
       }
     }
   }
-  int int_runs = 0, canon_runs = 0, rows_runs = 0, quant_runs = 0;
+  int int_runs = 0, canon_runs = 0, rows_runs = 0, quant_runs = 0, q8dot_runs = 0;
   bad += check_int(&int_runs);
   bad += check_canon(&canon_runs);
   bad += check_rows(&rows_runs);
   bad += check_quant(&quant_runs);
-  runs += int_runs + canon_runs + rows_runs + quant_runs;
-  printf("opcheck: %d stamp runs (%d of form int, %d of form canon, %d of form rows, %d of form quant), %d mismatches\n",
-         runs, int_runs, canon_runs, rows_runs, quant_runs, bad);
-  if (int_runs == 0 || canon_runs == 0 || rows_runs == 0 || quant_runs == 0) return 1;
-  return bad != 0 || runs == 0;
+  bad += check_q8dot(&q8dot_runs);
+  runs += int_runs + canon_runs + rows_runs + quant_runs + q8dot_runs;
+  printf("opcheck: %d stamp runs (%d of form int, %d of form canon, %d of form rows, %d of form quant, %d of form q8dot), "
+         "%d mismatches\n", runs, int_runs, canon_runs, rows_runs, quant_runs, q8dot_runs, bad);
+  /* every stamp this machine can run ran (a stamp of a form without a checker, or skipped wrongly,
+   * fails); every form has stamps on this ISA; a stamp whose features the machine lacks is reported */
+  static const char *const forms[] = { "opcheck_ew", "opcheck_int", "opcheck_canon", "opcheck_quant",
+                                       "opcheck_rows", "opcheck_q8dot" };
+  int nran = 0, nskipped = 0, missing = 0;
+  for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    int stamps = 0;
+    for (size_t s = 0; s < NSTAMPS; s++) stamps += strcmp(all[s].id, forms[f]) == 0;
+    if (stamps == 0) printf("opcheck: form %s has no stamp on this ISA\n", forms[f]), missing++;
+  }
+  for (size_t s = 0; s < NSTAMPS; s++) {
+    if (ran[s]) {
+      nran++;
+    } else if (skipped(s)) {
+      nskipped++;
+      printf("opcheck: %s skipped: this CPU lacks its variant's features (%s)\n", all[s].name, all[s].variant);
+    } else {
+      printf("opcheck: %s never ran, though this CPU has its features\n", all[s].name);
+      missing++;
+    }
+  }
+  printf("opcheck: %d of %d stamps ran, %d skipped (CPU features missing)\n", nran, (int)NSTAMPS, nskipped);
+  return bad != 0 || missing != 0 || runs == 0;
 }

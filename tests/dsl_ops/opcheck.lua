@@ -12,37 +12,116 @@
 -- it, offsets past an instruction's immediate too) and load_bcast_f16 (from a uint16_t array and from
 -- a binary16 view of bytes), raw and through i2f and a product. Every float stored is canonical (the
 -- NaN rule, docs/dsl.md); the raw lanes go to int32 arrays.
+-- Form q8dot, the quantized fast tier's ops load_q4x2, dot_u8s8, load_f16x8, pair_split and store_i8
+-- (stamped in avx512vnni and i8mm only, the variants with dot_u8s8; the other forms are exact only).
+-- Per tile k of 64 bytes (e = 16 k f32 elements, byte 64 k = 4 e), in a loop whose pointers are bumped:
+--   nb[64 k + 16 m ..] the raw bytes of load_q4x2 of u at 64 k + 0, 17, 1040 (past LDP's reach: the
+--   pointer moves), 48 (reaching back), 16 int32 words each;
+--   dq[128 k + 16 s ..] dot_u8s8(acc[16 k ..], w_s, x bytes 64 k ..) for w_s = u bytes 64 k .. (load_f32),
+--   u bytes 64 k + 18 .. (load_raw), the four nibble vectors; a chained dot (its accumulator another
+--   dot's result); a constant accumulator and w (the gemv correction's shape)
+-- per tile of 8 binary16 (j = 8 t): hf[112 t ..] load_f16x8 of h at j + 0, 3, 520 (raw f32 bits), then
+-- pair_split of the first for i = 0..3;
+-- per tile of 16 int32 (e = 16 k): store_i8 of v[64 k + 16 m ..] into o8's bytes 2048 k + 1, 19, 1041,
+-- 529 (back past STUR's reach: the bumped pointer moved);
+-- outside a loop: xo[0 ..] load_q4x2 of u at 1001, 1040, 7; xo[48 ..] their dots with acc[0 ..] and the
+-- x bytes at 1200; xo[96 ..] load_f16x8 of h at 501, 5; xo[128 ..] pair_split(acc[0 ..], i) for i = 0..3;
+-- store_i8 of v[48 ..], v[32 ..], v[16 ..], v[0 ..] into o8's bytes 301, 777, 1500, 1999.
+local function q8dot(t, a)
+  local xb, ub = t:view(a.x, "f32"), t:view(a.u, "f32")
+  t:for_tiles(t:mul(a.nr, 16), 16, function(e)
+    local e4 = t:mul(e, 4)
+    local dqi = t:mul(e, 8)
+    local acc, x = t:load_f32(a.acc, e, 0), t:load_f32(xb, e, 0)
+    local slot = 0
+    local function dot(w)
+      t:store_f32(a.dq, dqi, 16 * slot, t:dot_u8s8(acc, w, x))
+      slot = slot + 1
+    end
+    dot(t:load_f32(ub, e, 0))
+    dot(t:load_raw(t:view(a.u, "bf16"), t:mul(e, 2), 9))
+    local last
+    for m, off in ipairs({ 0, 17, 1040, 48 }) do
+      last = t:load_q4x2(a.u, e4, off)
+      t:store_f32(a.nb, e4, 16 * (m - 1), last)
+      dot(last)
+    end
+    -- chained: (acc + nibbles . x) + u bytes . x
+    t:store_f32(a.dq, dqi, 16 * slot, t:dot_u8s8(t:dot_u8s8(acc, last, x), t:load_f32(ub, e, 0), x))
+    -- a constant accumulator (near 2^31: the sums wrap) and constant w bytes 0x80 0x01 0xff 0x80
+    t:store_f32(a.dq, dqi, 16 * (slot + 1), t:dot_u8s8(t:vconst(0x7ffffff0), t:vconst(0x80ff0180), x))
+  end, nil, { whole = true })
+  t:for_tiles(t:mul(a.nh, 8), 8, function(j)
+    local j14 = t:mul(j, 14)
+    local f = t:load_f16x8(a.h, j, 0)
+    t:store_f32(a.hf, j14, 0, f)
+    t:store_f32(a.hf, j14, 16, t:load_f16x8(a.h, j, 3))
+    t:store_f32(a.hf, j14, 32, t:load_f16x8(a.h, j, 520))
+    for i = 0, 3 do t:store_f32(a.hf, j14, 48 + 16 * i, t:pair_split(f, i)) end
+  end, nil, { whole = true })
+  local o8 = t:view(a.o8, "i8")
+  t:for_tiles(t:mul(a.nr, 16), 16, function(e)
+    for m, off in ipairs({ 1, 19, 1041, 529 }) do
+      t:store_i8(o8, t:mul(e, 128), off, t:load_f32(a.v, t:mul(e, 4), 16 * (m - 1)))
+    end
+  end, nil, { whole = true })
+  local zero = t:iconst(0)
+  local acc, x = t:load_f32(a.acc, zero, 0), t:load_f32(xb, zero, 300)
+  for m, off in ipairs({ 1001, 1040, 7 }) do
+    local w = t:load_q4x2(a.u, zero, off)
+    t:store_f32(a.xo, zero, 16 * (m - 1), w)
+    t:store_f32(a.xo, zero, 48 + 16 * (m - 1), t:dot_u8s8(acc, w, x))
+  end
+  t:store_f32(a.xo, zero, 96, t:load_f16x8(a.h, zero, 501))
+  t:store_f32(a.xo, zero, 112, t:load_f16x8(a.h, zero, 5))
+  for i = 0, 3 do t:store_f32(a.xo, zero, 128 + 16 * i, t:pair_split(acc, i)) end
+  for m, off in ipairs({ 301, 777, 1500, 1999 }) do
+    t:store_i8(o8, zero, off, t:load_f32(a.v, zero, 16 * (4 - m)))
+  end
+end
+
 return {
   leaf = "opcheck",
   doc = "DSL conformance: elementwise max and fma, scalar ops",
-  tiers = { exact = { "neon", "avx2", "avx512" } },
+  -- fast: form q8dot only (dot_u8s8 exists in these two variants alone)
+  tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "avx512vnni", "i8mm" } },
+  tolerance = { fast = "opcheck_fast" },
   params = {},
   check = function() end,
   forms = {
-    { name = "ew", args = {
+    { name = "ew", tiers = { "exact" }, args = {
         { "a", "const float *", extent = "n" }, { "b", "const float *", extent = "n" },
         { "c", "const float *", extent = "n" }, { "mx", "float *", extent = "n" }, { "fm", "float *", extent = "n" },
         { "sc", "float *", extent = "2" }, { "n", "int64_t" }, { "s", "float" } } },
-    { name = "int", args = {
+    { name = "int", tiers = { "exact" }, args = {
         { "a", "const float *", extent = "n" }, { "b", "const float *", extent = "n" },
         { "gt", "float *", extent = "n" }, { "run", "float *", extent = "n" },
         { "st", "uint64_t *", inout = true, extent = "8" }, { "n", "int64_t" } } },
-    { name = "canon", args = {
+    { name = "canon", tiers = { "exact" }, args = {
         { "a", "const float *", extent = "n" }, { "h", "const uint16_t *", extent = "32 * nr" },
-        { "cn", "float *", extent = "n" }, { "cs", "float *", extent = "n" }, { "cr", "uint16_t *", extent = "32 * nr" },
+        { "cn", "float *", extent = "n" }, { "cs", "float *", extent = "n" },
+        { "cr", "uint16_t *", extent = "32 * nr" },
         { "n", "int64_t" }, { "nr", "int64_t" } } },
-    { name = "quant", args = {
+    { name = "quant", tiers = { "exact" }, args = {
         { "q", "const int8_t *", extent = "32 * nr + 320" }, { "u", "const uint8_t *", extent = "32 * nr + 320" },
         { "h", "const uint16_t *", extent = "nh + 1" },
         { "si", "int32_t *", extent = "64 * nr" }, { "zi", "int32_t *", extent = "64 * nr" },
         { "sf", "float *", extent = "16 * nr" }, { "xi", "int32_t *", extent = "80" },
         { "hb", "int32_t *", extent = "32 * nh" }, { "nr", "int64_t" }, { "nh", "int64_t" } } },
-    { name = "rows", args = {
+    { name = "rows", tiers = { "exact" }, args = {
         { "a", "const float *", extent = "256 * nr" }, { "y", "float *", extent = "16 * nr" },
         { "mv", "float *", extent = "112" }, { "nr", "int64_t" } } },
+    { name = "q8dot", tiers = { "fast" }, variants = { fast = { "avx512vnni", "i8mm" } }, args = {
+        { "u", "const uint8_t *", extent = "64 * nr + 2112" }, { "x", "const int8_t *", extent = "64 * nr + 1264" },
+        { "acc", "const int32_t *", extent = "16 * nr + 16" }, { "h", "const uint16_t *", extent = "8 * nh + 528" },
+        { "v", "const int32_t *", extent = "64 * nr + 64" },
+        { "nb", "int32_t *", extent = "64 * nr" }, { "dq", "int32_t *", extent = "128 * nr" },
+        { "hf", "int32_t *", extent = "112 * nh" }, { "o8", "int32_t *", extent = "512 * max(nr, 1)" },
+        { "xo", "int32_t *", extent = "192" }, { "nr", "int64_t" }, { "nh", "int64_t" } } },
   },
   body = function(t, _, form)
     local a = t.arg
+    if form.name == "q8dot" then return q8dot(t, a) end
     if form.name == "quant" then
       -- per tile of 32 bytes (i = 32 k): si[64 k ..] the bytes at i + 0, 17, 3 (of u), 257 sign-extended
       -- (257: past LDUR's reach, the bumped pointer moves, and the loads after it reach back),
