@@ -20,7 +20,7 @@ endif()
 
 # one concern per file (runtime/ckpt/ckpt.h lists them); a layer above the programs (tests/runtime_layers.sh)
 set(FK_CKPT_SOURCES runtime/ckpt/json.c runtime/ckpt/safetensors.c runtime/ckpt/index.c runtime/ckpt/config.c
-  runtime/ckpt/names.c runtime/ckpt/convert.c runtime/ckpt/model.c)
+  runtime/ckpt/names.c runtime/ckpt/convert.c runtime/ckpt/gguf.c runtime/ckpt/model.c)
 add_library(fk_ckpt_objects OBJECT ${FK_CKPT_SOURCES})
 target_include_directories(fk_ckpt_objects PRIVATE runtime runtime/include generated ${FK_JANSSON_INCLUDE})
 target_compile_options(fk_ckpt_objects PRIVATE ${FK_WARNINGS})

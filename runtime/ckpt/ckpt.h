@@ -9,6 +9,7 @@
  *   config.c       config.json: Lfm2Config in both styles, LFM2.5-Audio's sections, the kind
  *   names.c        the name maps: which tensor feeds which descriptor field, which are ignored
  *   convert.c      f32/f16 -> bf16 (the contract's RNE), bf16/f16 -> f32 for the kept-f32 tensors
+ *   gguf.c         an LFM2 GGUF file (llama.cpp's): its keys and tensors under transformers' names
  *   model.c        fk_model_open/close/query/describe/tensor: the directory and its files
  * Errors go through the runtime's fk_error (FK_RETURN_ERROR_IF, fk_internal.h); every message
  * starts "fk_model_open: " and names the file (relative to the model's directory), the tensor and
@@ -38,11 +39,16 @@
  * the loader serves BF16, F16 and F32 tensors and refuses the others by name where it uses them. */
 typedef enum ck_dtype {
   CK_BOOL, CK_U8, CK_I8, CK_F8_E5M2, CK_F8_E4M3, CK_I16, CK_U16, CK_F16, CK_BF16, CK_I32, CK_U32, CK_F32,
-  CK_F64, CK_I64, CK_U64, CK_DTYPES
+  CK_F64, CK_I64, CK_U64, CK_DTYPES,
+  /* GGUF's block types (gguf.c; no safetensors name): a matrix of rows of 32-element blocks */
+  CK_Q8_0 = CK_DTYPES, CK_Q4_0
 } ck_dtype;
 
-const char *fk_ckpt_dtype_name(ck_dtype d); /* "BF16" */
-size_t fk_ckpt_dtype_bytes(ck_dtype d);
+/* 1 for the block types: served to the plan as GGUF blocks (fk_qmatrix), or dequantized */
+#define CK_BLOCKS(d) ((d) == CK_Q8_0 || (d) == CK_Q4_0)
+
+const char *fk_ckpt_dtype_name(ck_dtype d); /* "BF16", "Q8_0" */
+size_t fk_ckpt_dtype_bytes(ck_dtype d);      /* an element's bytes; 0 for the block types */
 
 /* A header refuses more dimensions than this, and more than this many header bytes (the
  * safetensors crate's own limit: 100 MB). */
@@ -91,6 +97,14 @@ void fk_ckpt_unmap(ck_map *m);
 
 /* 1 when dir/rel exists (as anything), else 0. */
 int fk_ckpt_exists(const char *dir, const char *rel);
+
+/* ---- GGUF ------------------------------------------------------------------------------------- */
+
+/* fk_ckpt_gguf(): maps m->dir/rel, an LFM2 GGUF file (gguf.c), into m->files and m->t (transformers'
+ * names and shapes, GGUF's dtypes) and m->lm (its keys; vocab from token_embd, tied without an
+ * output tensor). FK_EINVAL naming the file, the key or tensor and the field; FK_ENOTFOUND;
+ * FK_ESYSTEM; FK_ENOMEM. */
+fk_status fk_ckpt_gguf(fk_model *m, const char *rel, fk_error *err);
 
 /* ---- JSON ----------------------------------------------------------------------------------- */
 
@@ -177,7 +191,8 @@ typedef struct ck_tensor {
   const unsigned char *src; /* its bytes in the mapping */
   size_t nbytes;
   ck_role role;
-  fk_tensor_dtype out;      /* what it is served as (CK_USED) */
+  int blocks;               /* a Q8_0 / Q4_0 matrix the plan takes as GGUF blocks (fk_qmatrix), in place */
+  fk_tensor_dtype out;      /* what it is served as (CK_USED, not blocks) */
   const void *data;         /* served bytes (fk_ckpt_convert): in place, or the model's buffer */
 } ck_tensor;
 

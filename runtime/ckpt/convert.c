@@ -3,8 +3,10 @@
  * and the Depthformer's depth_linear.bias). bf16 served as bf16 stays where the file maps it (no
  * copy) unless its address is odd; everything else is converted once, here, into one buffer the
  * model owns: f32 -> bf16 by the contract's RNE (fk_bf16_from_f32), f16 -> f32 exactly and then
- * the same RNE, bf16 -> f32 exactly, f32 -> f32 copied when misaligned. Elements are read with
- * memcpy, so the file's alignment never matters. safetensors is little-endian, as the hosts are. */
+ * the same RNE, bf16 -> f32 exactly, f32 -> f32 copied when misaligned; a GGUF Q8_0 / Q4_0 matrix
+ * stays in place as blocks (the plan packs them), and one a gather reads (token_embd) is dequantized
+ * (q * d, exact) and rounded by the same RNE. Elements are read with memcpy, so the file's alignment
+ * never matters. safetensors and GGUF are little-endian, as the hosts are. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +38,13 @@ static float f32_from_f16(uint16_t h) {
   return f;
 }
 
+/* the binary16 scale of block b of a GGUF block tensor (Q8_0: 34 bytes a block, Q4_0: 18) */
+static uint16_t block_scale(const ck_tensor *t, size_t b) {
+  uint16_t h;
+  memcpy(&h, t->src + b * (t->dtype == CK_Q8_0 ? 34 : 18), 2);
+  return h;
+}
+
 float fk_ckpt_f32_at(const ck_tensor *t, size_t i) {
   uint16_t h;
   float f;
@@ -43,15 +52,27 @@ float fk_ckpt_f32_at(const ck_tensor *t, size_t i) {
   case CK_BF16: memcpy(&h, t->src + 2 * i, 2); return fk_f32_from_bf16(h);
   case CK_F16: memcpy(&h, t->src + 2 * i, 2); return f32_from_f16(h);
   case CK_F32: memcpy(&f, t->src + 4 * i, 4); return f;
+  /* GGUF blocks: q * d, exact (docs/design.md "Quantized weights"; Q4_0's byte j holds elements j
+   * and j + 16, low nibble first, each q + 8) */
+  case CK_Q8_0: return (float)(int8_t)t->src[i / 32 * 34 + 2 + i % 32] * f32_from_f16(block_scale(t, i / 32));
+  case CK_Q4_0: {
+    unsigned byte = t->src[i / 32 * 18 + 2 + i % 16];
+    return (float)((int)(i % 32 < 16 ? byte & 15u : byte >> 4) - 8) * f32_from_f16(block_scale(t, i / 32));
+  }
   default: return 0.0f; /* the maps serve float dtypes only */
   }
 }
 
-static size_t elems(const ck_tensor *t) { return t->nbytes / fk_ckpt_dtype_bytes(t->dtype); }
+static size_t elems(const ck_tensor *t) {
+  size_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
+  return n;
+}
 
-/* 1 when the tensor can be served from the mapping as it is */
+/* 1 when the tensor can be served from the mapping as it is (GGUF blocks always are) */
 static int in_place(const ck_tensor *t) {
   uintptr_t a = (uintptr_t)t->src;
+  if (t->blocks) return 1;
   return t->out == FK_DTYPE_BF16 ? t->dtype == CK_BF16 && a % 2 == 0 : t->dtype == CK_F32 && a % 4 == 0;
 }
 
@@ -76,6 +97,11 @@ fk_status fk_ckpt_convert(fk_model *m, fk_error *err) {
       continue;
     }
     const size_t n = elems(t);
+    /* a dequantized block tensor (a GGUF token_embd, for the gather): its scales must be finite */
+    for (size_t b = 0; CK_BLOCKS(t->dtype) && b < n / 32; b++)
+      if ((block_scale(t, b) & 0x7c00u) == 0x7c00u)
+        CK_BAD("%s: tensor '%s': row %zu, block %zu: the scale 0x%04x is not finite", m->files[t->file].name, t->name,
+               b * 32 / (size_t)t->shape[t->ndim - 1], b % ((size_t)t->shape[t->ndim - 1] / 32), block_scale(t, b));
     if (t->out == FK_DTYPE_BF16) {
       uint16_t *d = (uint16_t *)(void *)at;
       if (t->dtype == CK_BF16) memcpy(d, t->src, t->nbytes);

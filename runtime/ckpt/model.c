@@ -9,6 +9,7 @@
  *                  processor loads it only then): its config.json and model.safetensors, whose
  *                  tensors are named "audio_detokenizer/<name>" here
  *   detokenizer    config.json and model.safetensors (LFM2AudioProcessor.audio_detokenizer)
+ * or a GGUF file (not a directory): an LFM2 language model as llama.cpp writes it (gguf.c).
  * fk_model_open reads everything, or refuses and releases everything it took. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -173,27 +174,8 @@ static const char *dtype_of(const fk_model *m) {
   return seen == CK_BF16 ? "bf16" : seen == CK_F16 ? "f16" : seen == CK_F32 ? "f32" : "none";
 }
 
-static fk_status load(fk_model *m, fk_model_kind want, fk_error *err) {
-  json_t *cfg;
-  CK_TRY(fk_ckpt_json_file(m->dir, "config.json", &cfg, err));
-  fk_status s = fk_ckpt_config_kind(cfg, "config.json", want, &m->kind, &m->arch, err);
-  if (s == FK_OK) {
-    switch (m->kind) {
-    case FK_MODEL_LFM2_LM: s = fk_ckpt_config_lfm2(cfg, "config.json", "", 0, &m->lm, err); break;
-    case FK_MODEL_LFM2_AUDIO: s = fk_ckpt_config_audio(cfg, "config.json", &m->audio, &m->lm, err); break;
-    default: s = FK_OK; break;
-    }
-  }
-  json_decref(cfg);
-  if (s != FK_OK) return s;
-  if (m->kind == FK_MODEL_DETOK) {
-    m->where = "model.safetensors";
-    CK_TRY(detokenizer(m, "", "", err));
-  } else {
-    m->has_lm = 1;
-    CK_TRY(main_weights(m, err));
-    if (m->kind == FK_MODEL_LFM2_AUDIO && fk_ckpt_exists(m->dir, DETOK_DIR)) CK_TRY(detokenizer(m, DETOK_DIR, DETOK_DIR "/", err));
-  }
+/* The table, once every file is read: sorted, each name once, claimed by the kind's maps, served. */
+static fk_status claim_all(fk_model *m, fk_error *err) {
   qsort(m->t, (size_t)m->nt, sizeof *m->t, by_name);
   for (int i = 1; i < m->nt; i++)
     if (!strcmp(m->t[i].name, m->t[i - 1].name))
@@ -217,6 +199,44 @@ static fk_status load(fk_model *m, fk_model_kind want, fk_error *err) {
   return FK_OK;
 }
 
+/* An LFM2 GGUF file (gguf.c): a language model; its quantized matrices go to the plan as blocks. */
+static fk_status load_gguf(fk_model *m, fk_model_kind want, const char *rel, fk_error *err) {
+  FK_RETURN_ERROR_IF(want != FK_MODEL_AUTO && want != FK_MODEL_LFM2_LM, err, FK_EINVAL,
+                     "fk_model_open: %s: a GGUF file is read as an LFM2 language model (FK_MODEL_LFM2_LM), not kind %d",
+                     rel, (int)want);
+  m->kind = FK_MODEL_LFM2_LM;
+  m->arch = "lfm2 (GGUF)";
+  m->where = rel; /* (the caller's string: it outlives the open) */
+  m->has_lm = 1;
+  CK_TRY(fk_ckpt_gguf(m, rel, err));
+  m->where = m->files[0].name;
+  return claim_all(m, err);
+}
+
+static fk_status load(fk_model *m, fk_model_kind want, fk_error *err) {
+  json_t *cfg;
+  CK_TRY(fk_ckpt_json_file(m->dir, "config.json", &cfg, err));
+  fk_status s = fk_ckpt_config_kind(cfg, "config.json", want, &m->kind, &m->arch, err);
+  if (s == FK_OK) {
+    switch (m->kind) {
+    case FK_MODEL_LFM2_LM: s = fk_ckpt_config_lfm2(cfg, "config.json", "", 0, &m->lm, err); break;
+    case FK_MODEL_LFM2_AUDIO: s = fk_ckpt_config_audio(cfg, "config.json", &m->audio, &m->lm, err); break;
+    default: s = FK_OK; break;
+    }
+  }
+  json_decref(cfg);
+  if (s != FK_OK) return s;
+  if (m->kind == FK_MODEL_DETOK) {
+    m->where = "model.safetensors";
+    CK_TRY(detokenizer(m, "", "", err));
+  } else {
+    m->has_lm = 1;
+    CK_TRY(main_weights(m, err));
+    if (m->kind == FK_MODEL_LFM2_AUDIO && fk_ckpt_exists(m->dir, DETOK_DIR)) CK_TRY(detokenizer(m, DETOK_DIR, DETOK_DIR "/", err));
+  }
+  return claim_all(m, err);
+}
+
 fk_status fk_model_open(const char *dir, fk_model_kind kind, fk_model **out, fk_error *err) {
   FK_RETURN_ERROR_IF(!out, err, FK_EINVAL, "fk_model_open: out is NULL");
   *out = NULL;
@@ -224,12 +244,22 @@ fk_status fk_model_open(const char *dir, fk_model_kind kind, fk_model **out, fk_
   FK_RETURN_ERROR_IF(kind < FK_MODEL_AUTO || kind > FK_MODEL_DETOK, err, FK_EINVAL,
                      "fk_model_open: kind = %d: not an fk_model_kind", (int)kind);
   struct stat st;
-  FK_RETURN_ERROR_IF(stat(dir, &st) != 0 || !S_ISDIR(st.st_mode), err, FK_ENOTFOUND,
-                     "fk_model_open: %s: no such directory", dir);
+  const int file = stat(dir, &st) == 0 && S_ISREG(st.st_mode);
+  FK_RETURN_ERROR_IF(!file && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)), err, FK_ENOTFOUND,
+                     "fk_model_open: %s: no such directory or file", dir);
   fk_model *m = calloc(1, sizeof *m);
   FK_RETURN_ERROR_IF(!m, err, FK_ENOMEM, "fk_model_open: the model record");
-  fk_status s = (m->dir = strdup(dir)) ? load(m, kind, err)
-                                        : fk_error_set(err, FK_ENOMEM, __FILE__, __LINE__, "fk_model_open: %s", dir);
+  fk_status s;
+  if (file) {
+    /* a GGUF file: its folder is the model's directory, its name the one file */
+    const char *slash = strrchr(dir, '/');
+    const char *rel = slash ? slash + 1 : dir;
+    m->dir = slash ? strndup(dir, (size_t)(slash - dir) + (slash == dir)) : strdup(".");
+    s = m->dir ? load_gguf(m, kind, rel, err) : fk_error_set(err, FK_ENOMEM, __FILE__, __LINE__, "fk_model_open: %s", dir);
+  } else {
+    s = (m->dir = strdup(dir)) ? load(m, kind, err)
+                               : fk_error_set(err, FK_ENOMEM, __FILE__, __LINE__, "fk_model_open: %s", dir);
+  }
   if (s != FK_OK) {
     fk_model_close(m);
     return s;
@@ -352,6 +382,9 @@ fk_status fk_model_tensor(const fk_model *m, const char *name, fk_tensor_view *v
   FK_RETURN_ERROR_IF(!view, err, FK_EINVAL, "fk_model_tensor: view is NULL");
   const ck_tensor *t = fk_ckpt_find(m, name);
   FK_RETURN_ERROR_IF(!t, err, FK_ENOTFOUND, "fk_model_tensor: no tensor '%s' in this %s checkpoint", name, m->arch);
+  FK_RETURN_ERROR_IF(t->blocks, err, FK_EUNSUPPORTED,
+                     "fk_model_tensor: tensor '%s' is GGUF %s blocks: the descriptor carries them (fk_qmatrix)", name,
+                     fk_ckpt_dtype_name(t->dtype));
   FK_RETURN_ERROR_IF(t->role != CK_USED, err, FK_ENOTFOUND, "fk_model_tensor: tensor '%s' is ignored by name (%s)",
                      name, fk_ckpt_ignored_why(name));
   fk_tensor_view v;

@@ -63,7 +63,8 @@ typedef struct dim {
   const char *why; /* the config's words for it */
 } dim;
 
-enum { OPT = 1, KEEP_F32 = 2, IGNORE = 4, ANY_DTYPE = 8 };
+/* QBLOCKS: a GGUF Q8_0 / Q4_0 matrix is taken too (its blocks to the plan, or dequantized) */
+enum { OPT = 1, KEEP_F32 = 2, IGNORE = 4, ANY_DTYPE = 8, QBLOCKS = 16 };
 
 static void fmt_dims(char *b, size_t size, const int64_t *n, const dim *d, int nd, int whys) {
   size_t o = 0;
@@ -93,8 +94,10 @@ static fk_status claim(fk_model *m, const char *name, int nd, const dim *d, unsi
                         why);
   }
   const char *file = m->files[t->file].name;
-  if (!(flags & ANY_DTYPE) && t->dtype != CK_BF16 && t->dtype != CK_F16 && t->dtype != CK_F32)
-    CK_BAD("%s: tensor '%s': dtype %s, expected BF16, F16 or F32", file, name, fk_ckpt_dtype_name(t->dtype));
+  if (!(flags & ANY_DTYPE) && t->dtype != CK_BF16 && t->dtype != CK_F16 && t->dtype != CK_F32 &&
+      !((flags & QBLOCKS) && CK_BLOCKS(t->dtype)))
+    CK_BAD("%s: tensor '%s': dtype %s, expected BF16, F16 or F32%s", file, name, fk_ckpt_dtype_name(t->dtype),
+           flags & QBLOCKS ? " (or GGUF Q8_0, Q4_0)" : "");
   int same = t->ndim == nd;
   for (int i = 0; same && i < nd; i++) same = t->shape[i] == d[i].n;
   if (!same) {
@@ -139,6 +142,18 @@ static const char *nm(char *buf, size_t size, const char *fmt, ...) {
     CK_TRY(claim(m, (name), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__), 0, &t_, err)); \
     CK_TRY(bind(m, t_, (field), NULL, err)); \
   } while (0)
+/* a weight matrix: bf16 into its field, or GGUF Q8_0 / Q4_0 blocks, in place, into its fk_qmatrix */
+#define USE_W(name, field, qfield, ...) \
+  do { \
+    ck_tensor *t_; \
+    CK_TRY(claim(m, (name), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__), QBLOCKS, &t_, err)); \
+    if (CK_BLOCKS(t_->dtype)) { \
+      t_->blocks = 1; \
+      *(qfield) = (fk_qmatrix){ t_->dtype == CK_Q8_0 ? FK_Q8 : FK_Q4, t_->src }; \
+    } else { \
+      CK_TRY(bind(m, t_, (field), NULL, err)); \
+    } \
+  } while (0)
 /* a tensor served by fk_model_tensor (flags: KEEP_F32, ...) */
 #define SERVE(name, flags, ...) \
   do { \
@@ -171,23 +186,23 @@ static fk_status stack(fk_model *m, const char *p, const ck_lfm2 *c, fk_lfm2_lay
     const int li = (int)i;
     USE(nm(n, sizeof n, "%slayers.%d.operator_norm.weight", p, li), &l->operator_norm, H);
     USE(nm(n, sizeof n, "%slayers.%d.ffn_norm.weight", p, li), &l->ffn_norm, H);
-    USE(nm(n, sizeof n, "%slayers.%d.feed_forward.w1.weight", p, li), &l->w1, F, H);
-    USE(nm(n, sizeof n, "%slayers.%d.feed_forward.w3.weight", p, li), &l->w3, F, H);
-    USE(nm(n, sizeof n, "%slayers.%d.feed_forward.w2.weight", p, li), &l->w2, H, F);
+    USE_W(nm(n, sizeof n, "%slayers.%d.feed_forward.w1.weight", p, li), &l->w1, &l->q.w1, F, H);
+    USE_W(nm(n, sizeof n, "%slayers.%d.feed_forward.w3.weight", p, li), &l->w3, &l->q.w3, F, H);
+    USE_W(nm(n, sizeof n, "%slayers.%d.feed_forward.w2.weight", p, li), &l->w2, &l->q.w2, H, F);
     if (c->attn[i]) {
       l->kind = FK_LAYER_ATTN;
-      USE(nm(n, sizeof n, "%slayers.%d.self_attn.q_proj.weight", p, li), &l->q_proj, Q, H);
-      USE(nm(n, sizeof n, "%slayers.%d.self_attn.k_proj.weight", p, li), &l->k_proj, K, H);
-      USE(nm(n, sizeof n, "%slayers.%d.self_attn.v_proj.weight", p, li), &l->v_proj, K, H);
-      USE(nm(n, sizeof n, "%slayers.%d.self_attn.out_proj.weight", p, li), &l->o_proj, H, Q);
+      USE_W(nm(n, sizeof n, "%slayers.%d.self_attn.q_proj.weight", p, li), &l->q_proj, &l->q.q_proj, Q, H);
+      USE_W(nm(n, sizeof n, "%slayers.%d.self_attn.k_proj.weight", p, li), &l->k_proj, &l->q.k_proj, K, H);
+      USE_W(nm(n, sizeof n, "%slayers.%d.self_attn.v_proj.weight", p, li), &l->v_proj, &l->q.v_proj, K, H);
+      USE_W(nm(n, sizeof n, "%slayers.%d.self_attn.out_proj.weight", p, li), &l->o_proj, &l->q.o_proj, H, Q);
       USE(nm(n, sizeof n, "%slayers.%d.self_attn.q_layernorm.weight", p, li), &l->q_norm, D);
       USE(nm(n, sizeof n, "%slayers.%d.self_attn.k_layernorm.weight", p, li), &l->k_norm, D);
     } else {
       l->kind = FK_LAYER_CONV;
-      USE(nm(n, sizeof n, "%slayers.%d.conv.in_proj.weight", p, li), &l->in_proj, H3, H);
+      USE_W(nm(n, sizeof n, "%slayers.%d.conv.in_proj.weight", p, li), &l->in_proj, &l->q.in_proj, H3, H);
       /* nn.Conv1d(groups = hidden): (hidden, 1, 3), row-major as fk_block_weights.conv wants it */
       USE(nm(n, sizeof n, "%slayers.%d.conv.conv.weight", p, li), &l->conv, H, ONE, TAPS);
-      USE(nm(n, sizeof n, "%slayers.%d.conv.out_proj.weight", p, li), &l->out_proj, H, H);
+      USE_W(nm(n, sizeof n, "%slayers.%d.conv.out_proj.weight", p, li), &l->out_proj, &l->q.out_proj, H, H);
     }
   }
   USE(nm(n, sizeof n, "%sembedding_norm.weight", p), &s->final_norm, H);
@@ -211,14 +226,18 @@ fk_status fk_ckpt_names_lm(fk_model *m, fk_error *err) {
   const ck_lfm2 *c = &m->lm;
   const dim V = { c->vocab, "vocab_size" }, H = { c->hidden, "hidden_size" };
   CK_TRY(stack(m, "model.", c, m->lm_layer, &m->lmd.stack, err));
-  USE("model.embed_tokens.weight", &m->lmd.embed, V, H);
+  /* the embedding: bf16 for the gather (a GGUF Q8_0 / Q4_0 token_embd dequantized: convert.c); tied,
+   * its blocks are the head's */
+  ck_tensor *emb;
+  CK_TRY(claim(m, "model.embed_tokens.weight", 2, DIMS(V, H), QBLOCKS, &emb, err));
+  CK_TRY(bind(m, emb, &m->lmd.embed, NULL, err));
   m->lmd.vocab = c->vocab;
   if (!c->tied) {
-    USE("lm_head.weight", &m->lmd.lm_head, V, H);
+    USE_W("lm_head.weight", &m->lmd.lm_head, &m->lmd.lm_head_q, V, H);
     return FK_OK;
   }
-  return tied_copy(m, "lm_head.weight", fk_ckpt_find(m, "model.embed_tokens.weight"),
-                   "tie_word_embeddings (tie_embedding)", err);
+  if (CK_BLOCKS(emb->dtype)) m->lmd.lm_head_q = (fk_qmatrix){ emb->dtype == CK_Q8_0 ? FK_Q8 : FK_Q4, emb->src };
+  return tied_copy(m, "lm_head.weight", emb, "tie_word_embeddings (tie_embedding)", err);
 }
 
 fk_status fk_ckpt_names_audio(fk_model *m, fk_error *err) {

@@ -28,7 +28,9 @@ static const struct {
   [CK_F64] = { "F64", 8 },   [CK_I64] = { "I64", 8 }, [CK_U64] = { "U64", 8 },
 };
 
-const char *fk_ckpt_dtype_name(ck_dtype d) { return (unsigned)d < CK_DTYPES ? dtypes[d].name : "?"; }
+const char *fk_ckpt_dtype_name(ck_dtype d) {
+  return (unsigned)d < CK_DTYPES ? dtypes[d].name : d == CK_Q8_0 ? "Q8_0" : d == CK_Q4_0 ? "Q4_0" : "?";
+}
 size_t fk_ckpt_dtype_bytes(ck_dtype d) { return (unsigned)d < CK_DTYPES ? dtypes[d].bytes : 0; }
 
 /* ---- mapping ---------------------------------------------------------------------------------- */

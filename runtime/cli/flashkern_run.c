@@ -10,7 +10,8 @@
  *                 [--seed S] [--codes-out FILE] [--pcm16] [--threads N] [--tier exact|fast]
  *                 [--quantize q8|q4] [--progress]
  *
- * The first form opens an LFM2 language model (or an LFM2.5-Audio backbone as a text model), feeds
+ * The first form opens an LFM2 language model (a checkpoint directory or a GGUF file, or an
+ * LFM2.5-Audio backbone as a text model), feeds
  * the prompt's ids (prefill in chunks of max_rows), then generates up to N tokens, greedy or with a
  * temperature / top-k draw; it prints the generated ids on stdout (one line, space-separated) and
  * the timing on stderr: readiness (open + plan), the prefill, and decode tokens/s. The second form
@@ -54,7 +55,8 @@ static const char *const USAGE =
   "                     [--quantize Q] [--progress]\n"
   "\n"
   "  --model DIR        a checkpoint directory: transformers' Lfm2ForCausalLM, liquid-audio's LFM2.5-Audio,\n"
-  "                     or an audio_detokenizer/ folder (fk_model_open)\n"
+  "                     or an audio_detokenizer/ folder; or an LFM2 .gguf file (llama.cpp's; F32, F16, BF16,\n"
+  "                     Q8_0, Q4_0 tensors) (fk_model_open)\n"
   "  --tokens LIST      the prompt's token ids, comma-separated (tokenize with the checkpoint's tokenizer.json)\n"
   "  --tokens-file F    the prompt's ids from a file, separated by commas or white space\n"
   "  --max-new N        tokens to generate after the prompt (default 32)\n"

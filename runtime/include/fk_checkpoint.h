@@ -22,12 +22,21 @@
  *                        its tensors are named "audio_detokenizer/<name>" here.
  *   FK_MODEL_DETOK       an audio_detokenizer/ folder alone (LFM2AudioDetokenizer).
  *   FK_MODEL_AUTO        whichever of these the directory is (config.json decides).
+ * A path to a file (not a directory) is a GGUF file (versions 2 and 3), read as FK_MODEL_LFM2_LM (or
+ * AUTO): an LFM2 language model as llama.cpp's converter writes it (general.architecture "lfm2", its
+ * lfm2.* keys, token_embd / blk.N.* / token_embd_norm / output tensors, mapped onto transformers'
+ * names). Its F32, F16 and BF16 tensors are served as above; its Q8_0 and Q4_0 weight matrices go to
+ * the descriptor as GGUF blocks (fk_lfm2_layer.q, fk_lm_desc.lm_head_q: packed losslessly at
+ * readiness, no requantization), and a Q8_0 / Q4_0 token_embd is dequantized (q * d, exact) and
+ * rounded to bf16 (RNE) for the embedding gather, its blocks also the tied head's. Other ggml types
+ * (K-quants, Q4_1, ...) are refused by name.
  *
  * Tensors: bf16 tensors are used where the file maps them (mmap, read-only; no copy beyond what
  * fk_plan_create packs); f32 and f16 tensors are converted to bf16 by the contract's RNE
  * (fk_bf16_from_f32) into buffers the model owns. The schema is strict: every tensor of the files
  * is used, or ignored by name (the audio encoder), or the open fails; every tensor the model needs
- * must be there with its dtype and shape. Everything is read by fk_model_open: a plan made from the
+ * must be there with its dtype and shape (a GGUF file's keys other than lfm2.* and general.alignment,
+ * such as its tokenizer's, are read past). Everything is read by fk_model_open: a plan made from the
  * descriptors reads nothing from disk. The descriptors point into the model, so it must be open
  * while fk_plan_create (or fk_plan_check) reads them; the plan copies and packs every weight at
  * readiness and keeps nothing of the model, which may be closed as soon as the plans are made.
@@ -56,22 +65,23 @@ typedef struct fk_model fk_model;
  * backbone's) stack; a detokenizer's in the det_* fields. */
 typedef struct fk_model_info {
   fk_model_kind kind;
-  const char *architecture;   /* "Lfm2ForCausalLM", "LFM2AudioModel", "LFM2AudioDetokenizer" */
+  const char *architecture;   /* "Lfm2ForCausalLM", "LFM2AudioModel", "LFM2AudioDetokenizer", "lfm2 (GGUF)" */
   int64_t vocab, hidden, ffn, layers, attn_layers, heads, kv_heads, head_dim, max_pos;
   float rope_theta, norm_eps;
   int tied;                   /* lm_head tied to embed_tokens (LFM2.5-Audio's backbone: always) */
   int64_t det_hidden, det_layers, det_window, codebook_vocab; /* 0 when there is no detokenizer */
   int64_t codebooks;          /* LFM2.5-Audio: audio codebooks (8), else 0 */
   int64_t depth_layers, depth_dim; /* LFM2.5-Audio: the Depthformer's, else 0 */
-  int files;                  /* safetensors files read (shards included) */
+  int files;                  /* safetensors files read (shards included), or 1: the GGUF file */
   int64_t tensors, ignored;   /* tensors used (by a descriptor or fk_model_tensor); ignored by name */
-  uint64_t file_bytes;        /* bytes of the safetensors files */
+  uint64_t file_bytes;        /* bytes of the safetensors (or GGUF) files */
   uint64_t owned_bytes;       /* bytes the model converted (f32/f16 -> bf16) and owns */
-  const char *dtype;          /* the used tensors' dtype in the files: "bf16", "f32", "f16" or "mixed" */
+  const char *dtype;          /* the used tensors' dtype in the files: "bf16", "f32", "f16" or "mixed" (a
+                                 GGUF file with Q8_0 / Q4_0 matrices beside F32 norms) */
 } fk_model_info;
 
 /* fk_model_open(): reads directory `dir` as a model of kind `kind` (FK_MODEL_AUTO: as its
- * config.json says). @return FK_OK and *out; FK_ENOTFOUND for a missing file or tensor; FK_EINVAL
+ * config.json says), or the GGUF file `dir` names (above). @return FK_OK and *out; FK_ENOTFOUND for a missing file or tensor; FK_EINVAL
  * for a malformed or inconsistent file (header, offsets, dtype, shape, config value, an unexpected
  * tensor, duplicate keys, an index naming a missing shard) or an unknown architecture; FK_ESYSTEM
  * for a failed open, stat or mmap; FK_ENOMEM. The message names the file, tensor and field. On
