@@ -20,9 +20,10 @@ static const stamp_ref a64_stamps[] = { FK_STAMPS_AARCH64(FKT_STAMP_REF) };
 
 static const char *const qemu_cpus[] = { "max", "neoverse-n1" };
 
-/* qemu CPU c runs stamp s: neoverse-n1 has no FEAT_BF16 (the bfcvt exact variant needs it) */
+/* qemu CPU c runs stamp s: neoverse-n1 has ASIMD alone of the features the variants name (no
+ * FEAT_BF16, which the bfcvt exact variant needs, no FEAT_I8MM) */
 static int qemu_runs(const stamp_ref *s, int c) {
-  return !(strcmp(qemu_cpus[c], "neoverse-n1") == 0 && (s->features & FK_CPU_BF16));
+  return !(strcmp(qemu_cpus[c], "neoverse-n1") == 0 && (s->features & ~(uint64_t)FK_CPU_ASIMD));
 }
 
 static int add_pair(fkt_pair *out, int n, int cap, const char *form, fkh_target a, fkh_target b) {
@@ -72,13 +73,34 @@ static int is_fast_variant(const char *variant) {
   return 0;
 }
 
-int fkt_is_fast(const fkh_target *t) { return t->kind != FKH_CONTRACT && is_fast_variant(t->variant); }
+int fkt_is_fast(const fkh_target *t) {
+  if (t->kind == FKH_CONTRACT) return !strcmp(t->variant, "fast");
+  if (t->kind == FKH_REMOTE && !strncmp(t->variant, "contract", 8)) return !strcmp(t->variant, "contract_fast");
+  return is_fast_variant(t->variant);
+}
+
+int fkt_target_runs(const fkh_target *t, int form) {
+  if (form < 0 || form >= fkh_nforms) return 0;
+  const int fast = fkt_is_fast(t);
+  if (t->kind == FKH_CONTRACT || (t->kind == FKH_REMOTE && !strncmp(t->variant, "contract", 8)))
+    return fast ? fkh_has_fast_contract(form) : fkh_has_contract(form);
+  if (t->kind == FKH_HOST) return fkh_host_stamp(form, t->variant, NULL) != NULL;
+  for (int i = 0; i < COUNT(a64_stamps); i++)
+    if (!strcmp(a64_stamps[i].id, fkh_forms[form].id) && !strcmp(a64_stamps[i].variant, t->variant)) return 1;
+  return 0;
+}
 
 int fkt_fixture_targets(const char *leaf, const char *tier, fkh_target *out, int cap) {
   int n = 0;
   const char *seen[16];
   int nseen = 0, exact = !strcmp(tier, "exact");
   if (exact) out[n++] = fkh_contract(0);
+  /* the fast tier's models, where some form of the leaf has one (its fast tier is deterministic) */
+  for (int f = 0; !exact && f < fkh_nforms; f++)
+    if (!strcmp(fkh_forms[f].leaf, leaf) && fkh_has_fast_contract(f)) {
+      out[n++] = fkh_contract_fast(0);
+      break;
+    }
   /* one target per distinct variant having a stamp of this leaf in this tier */
   for (int pass = 0; pass < 2; pass++) {
     const stamp_ref *tab = pass ? a64_stamps : x86_stamps;
@@ -370,7 +392,13 @@ static int check_gemv(const fkfix *fx, const fkfix_boundary *b, fkh_call *c, int
         ok = f32_out ? fkt_fixture_bits_equal((const uint32_t *)fkh_buf_of(c, "y") + at, (const uint32_t *)ref->data + off, 4)
                      : fkt_fixture_bits_equal((const uint16_t *)fkh_buf_of(c, "y") + at, (const uint16_t *)ref->data + off, 2);
       } else if (!strcmp(b->tolerance, "gemv_f64") || !strcmp(b->tolerance, "gemv_fast_f64") ||
-                 !strcmp(b->tolerance, "gemv_torch")) {
+                 !strcmp(b->tolerance, "gemv_q_fast_f64") || !strcmp(b->tolerance, "gemv_torch")) {
+        /* the fast E of the form's kind: gemv_fast_f64 (bf16 dot instructions) for the bf16 forms,
+         * gemv_q_fast_f64 (integer dots over quantized activations) for the quantized ones */
+        if (fast && (strcmp(b->tolerance, "gemv_q_fast_f64") == 0) != fkt_gemv_is_quant(c)) {
+          snprintf(msg, len, "%s: tolerance %s does not apply to form %s", fx->path, b->tolerance, fkh_forms[c->form].id);
+          return 0;
+        }
         double e;
         fkt_gemv_reference(c, j, row, fast, &e);
         /* torch's own f32 sum carries an error <= E as well: the two add (README, gemv_torch) */
@@ -688,12 +716,12 @@ static fkt_checker checker_of(const char *leaf) {
   return generic_checker;
 }
 
-/* A boundary serves one tier: the leaf's fast-tier tolerance class (its template's
- * tolerance.fast) the fast one, every other class the exact one. */
+/* A boundary serves one tier: a tolerance id containing `_fast_` the fast one (gemv_fast_f64 for the
+ * bf16 GEMV's fast stamps, gemv_q_fast_f64 for the quantized forms'), every other id (bitexact
+ * included) the exact one (fixtures/README.md, "Tolerance ids"). */
 static int boundary_for(const char *leaf, const fkfix_boundary *b, int fast) {
-  const fkh_leaf *l = fkh_leaf_of(leaf);
-  const int fast_class = l && l->fast_tolerance[0] && !strcmp(b->tolerance, l->fast_tolerance);
-  return fast_class == fast;
+  (void)leaf;
+  return (strstr(b->tolerance, "_fast_") != NULL) == !!fast;
 }
 
 int fkt_fixture_check(const fkfix *fx, fkh_call *c, int fast, char *msg, size_t msglen) {
@@ -755,7 +783,9 @@ int fkt_companion_calls(const fkh_call *base, const fkh_target *t, fkh_call *out
   int n = 0;
   for (int f = 0; f < fkh_nforms && n < cap; f++) {
     const fkh_form *fm = &fkh_forms[f];
-    if (fm->fixtures != FK_FX_VIA || strcmp(fm->fixtures_arg, fkh_forms[base->form].id) || !(fm->tiers & tier)) continue;
+    if (fm->fixtures != FK_FX_VIA || strcmp(fm->fixtures_arg, fkh_forms[base->form].id) || !(fm->tiers & tier) ||
+        !fkt_target_runs(t, f))
+      continue;
     if (!strcmp(fm->leaf, "gemv")) fkt_gemv_pack_call(base, fm->id, &out[n]);
     else companion_call(base, fm->id, &out[n]);
     n++;
@@ -776,13 +806,16 @@ int fkt_fixture_gate(const char *leaf, const fkh_target *t, int *ncases) {
   fkfix *fx = calloc((size_t)n, sizeof *fx);
   fkh_call *calls = calloc((size_t)n, sizeof *calls);
   cr_assert(fx && calls);
-  /* the fixtures of forms that have stamps in t's tier (gemv's quantized forms are exact only) */
+  /* the fixtures of forms t runs: its variant's stamps (in the fast tier the bf16 GEMV's stamps and
+   * the quantized forms' are different variants), or the models of its tier (the fast tier's: the
+   * quantized forms); an exact stamp variant runs every exact form of the leaf (a stamp missing fails) */
   const int tier = fkt_is_fast(t) ? FK_TIERS_FAST : FK_TIERS_EXACT;
+  const int every_exact = tier == FK_TIERS_EXACT && t->kind != FKH_CONTRACT && strcmp(t->variant, "contract") != 0;
   int kept = 0;
   for (int i = 0; i < n; i++) {
     cr_assert(fkfix_load(paths[i], &fx[kept], err, sizeof err) == 0, "%s", err);
     cr_assert(fkt_fixture_call(&fx[kept], &calls[kept], err, sizeof err) == 0, "%s", err);
-    if (fkh_forms[calls[kept].form].tiers & tier) {
+    if (fkt_target_runs(t, calls[kept].form) || (every_exact && (fkh_forms[calls[kept].form].tiers & tier))) {
       kept++;
     } else {
       fkh_call_free(&calls[kept]);

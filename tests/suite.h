@@ -19,13 +19,18 @@ typedef struct fkt_pair {
  * one. Variants come from the registry tables, never from a list in the tests. */
 int fkt_exact_pairs(const char *leaf, fkt_pair *out, int cap);
 
-/* Fixture targets of one tier ("exact": the contract model and every exact stamp; "fast":
- * every fast stamp): host stamps, AArch64 stamps under qemu -cpu max and, for the exact tier,
- * -cpu neoverse-n1 (which lacks FEAT_BF16). */
+/* Fixture targets of one tier ("exact": the contract model and every exact stamp; "fast": the fast
+ * tier's contract models where the leaf has any (fkh_contract_fast: the quantized GEMV forms) and
+ * every fast stamp variant): host stamps, AArch64 stamps under qemu -cpu max and, for the exact tier,
+ * -cpu neoverse-n1 (which lacks FEAT_BF16). A target runs only the forms it has (fkt_target_runs). */
 int fkt_fixture_targets(const char *leaf, const char *tier, fkh_target *out, int cap);
 
-/* 1 for a fast-tier target. */
+/* 1 for a fast-tier target (a fast stamp variant, or the fast tier's contract models). */
 int fkt_is_fast(const fkh_target *t);
+
+/* 1 when target t runs form `form` (an index of fkh_forms): its variant has a stamp of it (from the
+ * registry's stamp tables), or, for the contract models, the form has a model in t's tier. */
+int fkt_target_runs(const fkh_target *t, int form);
 
 /* Runs both sides over every case and asserts bit-exactness (fails the test with the first
  * mismatches), or skips the test when a side cannot run here. */

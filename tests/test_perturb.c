@@ -3,7 +3,8 @@
  * A gate that cannot fail proves nothing. Here every gate is fed a known error and must
  * report it: a changed rounding bias, a reordered reduction (tree and chains), a skipped
  * residual commit, a wrong row stride, a flipped fixture byte, a write past a buffer, and the
- * same errors seen through the AArch64 runner. */
+ * same errors seen through the AArch64 runner; for the quantized GEMV forms' fast tier, each
+ * perturbation of its model against the fast stamps, and the bound and fixture gates. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <stdio.h>
@@ -594,4 +595,172 @@ Test(perturb, embed_codebook_sum_order_and_rounding, .timeout = 300) {
     expect_fixture_caught("embed/codebook_sum_bf16_vocab2049_frames1", perturbs[i], "codebook sum order or rounding");
     expect_fixture_caught("embed/codebook_sum_bf16_hidden2048_frames2", perturbs[i], "codebook sum order or rounding");
   }
+}
+
+/* ---------------------------------------------------------------- quantized, fast tier -- */
+
+/* The quantized forms' fast tier (tests/contract/gemv_qfast.c) is deterministic: its stamps equal the
+ * fast contract model bit for bit (gemv::q_fast). Each perturbation of that model must differ from
+ * the stamps: lanes reading other elements, the pairwise tree, a block's weights scaled by the other
+ * block of its tile or the block boundary one element early, q4 nibbles swapped, activations
+ * quantized toward zero, the activation scale rounded to binary16 (llama.cpp's Q8_0 activations),
+ * round half up (bf16 outputs), a NaN stored with its payload. On every quantized form on the host
+ * stamps and each perturbation on one form through the AArch64 runner. */
+static const struct { int perturb; const char *what; } q_fast_perturbs[] = {
+  { FKC_LANES_PERMUTED, "elements in other lanes (lane l: k = 64t + 4l + i)" },
+  { FKC_TREE_PAIRWISE, "pairwise tree" },
+  { FKC_Q_SCALE_NEIGHBOR, "scale of the other block" },
+  { FKC_Q_BLOCK_SHIFT, "block boundary one element early" },
+  { FKC_Q_NIBBLES_SWAPPED, "nibbles swapped" },
+  { FKC_XQ_TRUNC, "activations quantized toward zero" },
+  { FKC_XQ_SCALE_F16, "activation scale rounded to binary16" },
+  { FKC_RNE_BIAS, "round-half-up" },
+  { FKC_NAN_PAYLOAD, "NaN payload kept" },
+};
+enum { NQ_PERTURBS = sizeof q_fast_perturbs / sizeof q_fast_perturbs[0] };
+
+static int q_fast_applies(const char *form, int perturb) {
+  if (perturb == FKC_Q_NIBBLES_SWAPPED) return strstr(form, "_q4_") != NULL;
+  if (perturb == FKC_RNE_BIAS) return rounds_to_bf16(&fkh_forms[fkh_form_index(form)]);
+  return 1;
+}
+
+/* The fast stamps of the quantized forms in the registry: host variants, AArch64 ones (qemu -cpu max). */
+static int q_fast_stamps(fkh_target *out, int cap) {
+  fkh_target all[16];
+  int n = fkt_fixture_targets("gemv", "fast", all, 16), k = 0;
+  for (int i = 0; i < n && k < cap; i++)
+    if (all[i].kind != FKH_CONTRACT && fkt_target_runs(&all[i], fkh_form_index("gemv_q8_f32"))) out[k++] = all[i];
+  return k;
+}
+
+/* Runs form's cases on the stamp once, then each selected perturbation of the fast model against
+ * them; asserts each differs somewhere. */
+static void expect_q_fast_caught(const char *form, fkh_target stamp, const int *which, int nwhich) {
+  fkt_need(&stamp);
+  fkh_call *got, *want;
+  const int n = fkt_gemv_cases(form, &got);
+  char err[256], msg[512];
+  cr_assert(fkh_run(&stamp, got, n, err, sizeof err) == 0, "%s: %s", stamp.label, err);
+  for (int k = 0; k < nwhich; k++) {
+    const int p = q_fast_perturbs[which[k]].perturb;
+    const fkh_target model = fkh_contract_fast(p);
+    fkt_gemv_cases(form, &want);
+    cr_assert(fkh_run(&model, want, n, err, sizeof err) == 0, "%s", err);
+    int bad = 0;
+    char first[512] = "";
+    for (int i = 0; i < n; i++) {
+      cr_assert(!got[i].failed, "%s %s: %s", stamp.label, got[i].name, got[i].why);
+      if (fkh_same_outputs(&got[i], &want[i], msg, sizeof msg)) continue;
+      if (!bad++) snprintf(first, sizeof first, "%s", msg);
+    }
+    cr_log_info("%s on %s (%s): %d of %d cases differ; first: %s", q_fast_perturbs[which[k]].what, form, stamp.label,
+                bad, n, first);
+    cr_assert(bad > 0, "%s on %s: the stamp-vs-fast-contract gate saw nothing (%s)", q_fast_perturbs[which[k]].what,
+              form, stamp.label);
+    fkt_free_cases(want, n);
+  }
+  fkt_free_cases(got, n);
+}
+
+Test(perturb, gemv_q_fast_order_and_quantizer, .timeout = 300) {
+  fkh_target stamps[8];
+  const int ns = q_fast_stamps(stamps, 8);
+  cr_assert(ns > 0, "no fast stamps of the quantized gemv forms in the registry");
+  const char *qf[16];
+  int nf = 0, last = -1;
+  for (int f = 0; f < fkh_nforms && nf < 16; f++)
+    if (!strncmp(fkh_forms[f].id, "gemv_q8_", 8) || !strncmp(fkh_forms[f].id, "gemv_q4_", 8)) {
+      if (!strcmp(fkh_forms[f].id, "gemv_q4_bf16_rne_add")) last = nf;   /* every perturbation applies to it */
+      qf[nf++] = fkh_forms[f].id;
+    }
+  cr_assert(nf == 8 && last >= 0, "quantized gemv forms: %d", nf);
+  for (int s = 0; s < ns; s++)
+    for (int f = 0; f < nf; f++) {
+      int which[NQ_PERTURBS], nw = 0;
+      for (int k = 0; k < NQ_PERTURBS; k++) {
+        const int p = q_fast_perturbs[k].perturb;
+        /* the host: every perturbation on every form; AArch64 (qemu): perturbation k on form k mod 8,
+         * or on q4_bf16_rne_add where it does not apply to that one */
+        const int home = q_fast_applies(qf[k % nf], p) ? k % nf : last;
+        if (q_fast_applies(qf[f], p) && (stamps[s].kind == FKH_HOST || home == f)) which[nw++] = k;
+      }
+      if (nw) expect_q_fast_caught(qf[f], stamps[s], which, nw);
+    }
+}
+
+/* The bound gate (gemv_q_fast_f64, tests/leaves/gemv_bounds.c), independent of the model: activations
+ * quantized toward zero (the fast model with FKC_XQ_TRUNC) put every output of the designed case
+ * q_fast_round_up (x = q + 0.9 on its block's grid, all products positive: to nearest errs by 0.1
+ * per element, truncation by 0.9, all one way) outside the bound, on every quantized form, while
+ * the model itself lies within it there. */
+Test(perturb, gemv_q_fast_bound_sees_truncation) {
+  int forms = 0;
+  for (int f = 0; f < fkh_nforms; f++) {
+    const char *id = fkh_forms[f].id;
+    if (strncmp(id, "gemv_q8_", 8) != 0 && strncmp(id, "gemv_q4_", 8) != 0) continue;
+    for (int p = FKC_EXACT; p >= 0; p = p == FKC_EXACT ? FKC_XQ_TRUNC : -1) {
+      fkh_call *calls;
+      const int n = gemv_cases_named(id, &calls, "q_fast_round_up");
+      const fkh_target t = fkh_contract_fast(p);
+      char err[256];
+      cr_assert(n == 1 && fkh_run(&t, calls, n, err, sizeof err) == 0, "%s: %d cases: %s", id, n, err);
+      int tried = 0, outside = 0;
+      for (int64_t r = fkh_i64_of(&calls[0], "row_begin"); r < fkh_i64_of(&calls[0], "row_end"); r++) {
+        double e, ref = fkt_gemv_reference(&calls[0], 0, r, 1, &e), bound = fkt_gemv_bound(&calls[0], ref, e, 1);
+        double y = fkt_gemv_output(&calls[0], 0, r);
+        tried++;
+        if (!fkt_gemv_within(y, ref, bound)) outside++;
+        if (r == 0) cr_log_info("%s %s: row 0: %.9g, reference %.9g, bound %.3g", t.label, id, y, ref, bound);
+      }
+      if (p == FKC_EXACT) cr_assert(tried > 0 && outside == 0, "%s: the fast model outside its bound", id);
+      else cr_assert(outside == tried, "%s: truncation passed the bound in %d of %d outputs", id, tried - outside, tried);
+      fkt_free_cases(calls, n);
+    }
+    forms++;
+  }
+  cr_assert_eq(forms, 8, "quantized gemv forms: %d", forms);
+}
+
+/* The quantized fixtures' gemv_q_fast_f64 boundaries (the fast-tier fixture gate) see the layout
+ * traps in the fast contract model, on every manifest of a quantized form: a block's weights scaled
+ * by the other block, the block boundary one element early, q4 nibbles swapped (the float bound is
+ * blind to an order change, and to a quantizer as good as the tier's: toward zero or a binary16
+ * scale, whose errors are as large as to nearest's but not one-signed on gguf's weights). */
+Test(perturb, gemv_q_fast_fixture_gate, .timeout = 120) {
+  /* the first four asserted (the model passes every fixture, each trap fails most), the others logged */
+  static const int perturbs[] = { FKC_EXACT, FKC_Q_SCALE_NEIGHBOR, FKC_Q_BLOCK_SHIFT, FKC_Q_NIBBLES_SWAPPED,
+                                  FKC_XQ_TRUNC, FKC_XQ_SCALE_F16, FKC_LANES_PERMUTED, FKC_TREE_PAIRWISE };
+  char dir[512], err[600], msg[600];
+  snprintf(dir, sizeof dir, "%s/gemv", FKT_FIXTURE_DIR);
+  char **paths;
+  const int n = fkfix_list(dir, &paths, err, sizeof err);
+  cr_assert(n > 0, "%s", err);
+  for (size_t p = 0; p < sizeof perturbs / sizeof perturbs[0]; p++) {
+    int tried = 0, caught = 0;
+    for (int i = 0; i < n; i++) {
+      fkfix fx;
+      fkh_call c;
+      cr_assert(fkfix_load(paths[i], &fx, err, sizeof err) == 0, "%s", err);
+      if (strncmp(fx.form, "q8_", 3) && strncmp(fx.form, "q4_", 3)) {
+        fkfix_free(&fx);
+        continue;
+      }
+      if (perturbs[p] == FKC_Q_NIBBLES_SWAPPED && strncmp(fx.form, "q4_", 3)) {
+        fkfix_free(&fx);
+        continue;
+      }
+      cr_assert(fkt_fixture_call(&fx, &c, err, sizeof err) == 0, "%s", err);
+      fkh_invoke_contract_tier(&c, perturbs[p], 1);
+      tried++;
+      if (fkt_fixture_check(&fx, &c, 1, msg, sizeof msg) > 0) caught++;
+      fkh_call_free(&c);
+      fkfix_free(&fx);
+    }
+    cr_log_info("fast model, perturbation %d: %d of %d quantized fixtures fail gemv_q_fast_f64", perturbs[p], caught, tried);
+    if (p == 0) cr_assert(tried == 48 && caught == 0, "the fast model fails %d of %d quantized fixtures", caught, tried);
+    else if (p < 4) cr_assert(tried >= 24 && 2 * caught > tried, "perturbation %d: only %d of %d fixtures fail",
+                              perturbs[p], caught, tried);
+  }
+  fkfix_list_free(paths, n);
 }

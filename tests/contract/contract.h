@@ -1,4 +1,5 @@
-/* tests/contract/contract.h: the scalar contract models of the exact-tier leaves.
+/* tests/contract/contract.h: the scalar contract models of the exact-tier leaves (and of the
+ * deterministic fast tier of the quantized GEMV forms: fkc_<id>_fast below).
  *
  * Plain C over the same argument structs as the stamps (generated/fk_leaves.h). Each model
  * follows its template's order exactly: lane l of chain c, fmaf for every fused multiply-add,
@@ -54,6 +55,10 @@ typedef enum fkc_perturb {
   FKC_Q_NIBBLES_SWAPPED, /* gemv q4 forms: a byte's nibbles read the other way round (the parities swapped) */
   FKC_Q_BLOCK_SHIFT,   /* gemv quantized forms: the block boundary one element early (k = 32b + 31 takes block
                           b + 1's scale) */
+  FKC_XQ_TRUNC,        /* gemv quantized forms, fast tier: activations quantized toward zero (truncf) instead of
+                          to nearest, ties to even */
+  FKC_XQ_SCALE_F16,    /* gemv quantized forms, fast tier: the activation scale d rounded to binary16 (RNE) and
+                          used so, as llama.cpp's Q8_0 activations hold it */
 } fkc_perturb;
 
 /* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> the canonical 0x7fc0). */
@@ -69,6 +74,12 @@ float fkc_bits_f32(uint32_t u);
 /* Weight (n, i) of an n x k matrix in a quantized packed layout (q4: 1, q8: 0), q * d from the
  * layout's formula (docs/design.md "Quantized weights"; tests/contract/gemv.c), or as perturbed. */
 float fkc_gemv_quant_weight(const uint8_t *wp, int q4, int64_t n, int64_t k, int64_t i, fkc_perturb p);
+/* The same weight as its quant *q and its binary16 scale *d (widened exactly), apart. */
+void fkc_gemv_quant_parts(const uint8_t *wp, int q4, int64_t n, int64_t k, int64_t i, fkc_perturb p, int *q, float *d);
+/* The quantized forms' fast tier: one activation row x of k (a multiple of 32) quantized per block of
+ * 32 as the stamps do (tests/contract/gemv_qfast.c): q[0..k) int8 in [-127, 127], d[0..k/32) the f32
+ * scales (NaN for a block holding a non-finite x), so that x ~ q * d. */
+void fkc_gemv_q_quantize_x(const float *x, int64_t k, int8_t *q, float *d, fkc_perturb p);
 
 /* Sum of 16 canonical lanes by the halving tree (or the perturbation's tree). */
 float fkc_reduce16(const float lanes[16], fkc_perturb p);
@@ -80,6 +91,13 @@ float fkc_reduce16(const float lanes[16], fkc_perturb p);
   void fkc_##id(const fk_##id##_args *a, fkc_perturb p) __attribute__((weak));
 FK_FORMS(FKC_DECLARE)
 #undef FKC_DECLARE
+/* The model of a form's fast tier where that tier is deterministic (its stamps equal a plain-C model
+ * bit for bit on every ISA): fkc_<id>_fast, today the quantized GEMV forms' (gemv_qfast.c). The fast
+ * tier of the other forms (the bf16 GEMV's dot instructions) is faithful only: no model, NULL here. */
+#define FKC_DECLARE_FAST(leaf, form, id, tiers, fx, fxarg) \
+  void fkc_##id##_fast(const fk_##id##_args *a, fkc_perturb p) __attribute__((weak));
+FK_FORMS(FKC_DECLARE_FAST)
+#undef FKC_DECLARE_FAST
 
 /* Helpers the models share or expose to the tests. */
 float fkc_exp(float x);                                  /* gen/vmath.lua's exp */

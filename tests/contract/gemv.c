@@ -60,8 +60,11 @@ static float f16_to_f32(uint16_t h) {
  * of byte qrow * r + 16b + l (q4, q + 8), its scale at 4 * qrow + 4r + 2b; w = q * d (exact).
  * Perturbations (the formats' traps): FKC_Q_SCALE_NEIGHBOR takes the scale of the other block of
  * the tile, FKC_Q_NIBBLES_SWAPPED the other nibble, FKC_Q_BLOCK_SHIFT moves the block boundary one
- * element (k = 32b + 31 read with block b + 1's scale). */
-float fkc_gemv_quant_weight(const uint8_t *wp, int q4, int64_t n, int64_t k, int64_t i, fkc_perturb p) {
+ * element (k = 32b + 31 read with block b + 1's scale). fkc_gemv_quant_parts gives the quant and the
+ * scale apart (the fast tier's model multiplies integers first: tests/contract/gemv_qfast.c); i may lie
+ * in the padding past k, up to the last record's end (quant 0, scale +0). */
+void fkc_gemv_quant_parts(const uint8_t *wp, int q4, int64_t n, int64_t k, int64_t i, fkc_perturb p, int *qv,
+                          float *dv) {
   const int64_t tiles = (k + TILE - 1) / TILE, rec = q4 ? FK_GEMV_Q4_RECORD : FK_GEMV_Q8_RECORD, qrow = q4 ? 32 : 64;
   const int64_t r = n % 4, b = i % TILE / 32, l = i % 32 / 2, par = i % 2;
   const uint8_t *rc = wp + ((n / 4) * tiles + i / TILE) * rec;
@@ -77,7 +80,15 @@ float fkc_gemv_quant_weight(const uint8_t *wp, int q4, int64_t n, int64_t k, int
   if (p == FKC_Q_BLOCK_SHIFT && i % 32 == 31) sb = b + 1; /* the next block's scale (past the tile: the next record's) */
   const uint8_t *sc = sb < 2 ? rc + 4 * qrow + 4 * r + 2 * sb : rc + rec + 4 * qrow + 4 * r;
   if (sb == 2 && i / TILE + 1 >= tiles) sc = rc + 4 * qrow + 4 * r + 2 * b; /* no next block: unchanged */
-  return (float)q * f16_to_f32((uint16_t)(sc[0] | sc[1] << 8));
+  *qv = q;
+  *dv = f16_to_f32((uint16_t)(sc[0] | sc[1] << 8));
+}
+
+float fkc_gemv_quant_weight(const uint8_t *wp, int q4, int64_t n, int64_t k, int64_t i, fkc_perturb p) {
+  int q;
+  float d;
+  fkc_gemv_quant_parts(wp, q4, n, k, i, p, &q, &d);
+  return (float)q * d;
 }
 
 static const float *quant_row(const uint8_t *wp, int q4, int64_t n, int64_t k, fkc_perturb p) {

@@ -124,13 +124,18 @@ typedef enum { FKH_CONTRACT, FKH_HOST, FKH_REMOTE } fkh_kind;
 
 typedef struct fkh_target {
   fkh_kind kind;
-  char variant[24];        /* host/remote: stamp variant ("avx512", "neon") */
+  char variant[24];        /* host/remote: stamp variant ("avx512", "neon"; remote "contract" and
+                              "contract_fast": the models built for AArch64); contract: "" (the
+                              exact tier's models, fkc_<id>) or "fast" (fkc_<id>_fast) */
   char cpu[24];            /* remote: qemu -cpu value */
   int perturb;             /* contract: fkc_perturb */
   char label[64];
 } fkh_target;
 
 fkh_target fkh_contract(int perturb);
+/* The fast tier's contract models (fkc_<id>_fast: the forms whose fast tier is deterministic, the
+ * quantized GEMV forms); a call of another form fails. */
+fkh_target fkh_contract_fast(int perturb);
 fkh_target fkh_host(const char *variant);
 fkh_target fkh_remote(const char *variant, const char *cpu);
 
@@ -157,7 +162,9 @@ int fkh_read_results(const char *path, fkh_call *calls, int ncalls, char *err, s
 typedef void (*fkh_fn)(const void *args);
 void fkh_invoke(fkh_call *c, fkh_fn fn);
 void fkh_invoke_contract(fkh_call *c, int perturb);
+void fkh_invoke_contract_tier(fkh_call *c, int perturb, int fast);   /* fast: fkc_<id>_fast */
 int fkh_has_contract(int form);   /* 1 if tests/contract/ has the form's model (fkc_<id>) */
+int fkh_has_fast_contract(int form);   /* 1 if it has the form's fast-tier model (fkc_<id>_fast) */
 void fkh_fill_struct(const fkh_call *c, uint8_t *s);  /* the form's argument struct */
 /* The host stamp of a form and variant, or NULL. */
 fkh_fn fkh_host_stamp(int form, const char *variant, uint64_t *features);

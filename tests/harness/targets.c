@@ -27,6 +27,13 @@ fkh_target fkh_contract(int perturb) {
   return t;
 }
 
+fkh_target fkh_contract_fast(int perturb) {
+  fkh_target t = { .kind = FKH_CONTRACT, .perturb = perturb };
+  snprintf(t.variant, sizeof t.variant, "fast");
+  snprintf(t.label, sizeof t.label, perturb ? "contract fast(perturbed %d)" : "contract fast", perturb);
+  return t;
+}
+
 fkh_target fkh_host(const char *variant) {
   fkh_target t = { .kind = FKH_HOST };
   snprintf(t.variant, sizeof t.variant, "%s", variant);
@@ -133,7 +140,7 @@ int fkh_run(const fkh_target *t, fkh_call *calls, int ncalls, char *err, size_t 
   if (t->kind == FKH_REMOTE) return run_remote(t, calls, ncalls, err, errlen);
   for (int i = 0; i < ncalls; i++) {
     if (t->kind == FKH_CONTRACT) {
-      fkh_invoke_contract(&calls[i], t->perturb);
+      fkh_invoke_contract_tier(&calls[i], t->perturb, !strcmp(t->variant, "fast"));
       continue;
     }
     fkh_fn fn = fkh_host_stamp(calls[i].form, t->variant, NULL);

@@ -29,6 +29,7 @@ void fkt_free_cases(fkh_call *calls, int n);
 int64_t fkt_gemv_xs_elems(int64_t m, int64_t k);
 void fkt_gemv_pack_call(const fkh_call *rm, const char *packed_form, fkh_call *out);
 double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *err);
+int fkt_gemv_is_quant(const fkh_call *c);   /* 1 for the quantized forms (gemv_q8_*, gemv_q4_*) */
 double fkt_gemv_bound(fkh_call *c, double ref, double e, double refs);
 double fkt_gemv_output(fkh_call *c, int64_t j, int64_t n);
 int fkt_gemv_within(double y, double ref, double bound);

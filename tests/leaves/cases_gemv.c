@@ -285,10 +285,158 @@ static unsigned char *integer_qblocks(fk_qformat f, const uint16_t *w, int64_t l
   return b;
 }
 
+/* The quantized forms' cases made for their fast tier (tests/contract/gemv_qfast.c: activations
+ * quantized per block of 32, integer dots), each valid for the exact tier too; appended after the
+ * cases below, with their own generator (the others keep their values). Each case's weights: random
+ * blocks with scale exponents in [emin, emax] (random), or integer_qblocks of its w with scale d16. */
+typedef struct qspec { int random, emin, emax; uint16_t d16; } qspec;
+enum { QFAST_MAX = 24 };
+
+static void quant_fast_cases(fkt_list *l, const char *rm_form, fk_qformat fmt, qspec *fs) {
+  fkh_rng rng = { 0x71667374u };
+  const int base = l->n;
+  char name[96];
+  fkh_call *c;
+  float *x;
+  uint16_t *w;
+#define QF(spec_, name_, shape_) \
+  do { \
+    if (l->n - base >= QFAST_MAX) { \
+      fprintf(stderr, "fkt: more fast-tier quantized cases than QFAST_MAX\n"); \
+      exit(2); \
+    } \
+    fs[l->n - base] = (spec_); \
+    c = gemv_case(l, rm_form, (name_), (shape_), &rng, -6, 0, -3, 3); \
+  } while (0)
+  const qspec rnd = { 1, -12, -2, 0 };
+  /* k = 32: one block, the tile's second block padding (q 0, scale +0 on both sides); m 1..4 */
+  for (int m = 1; m <= 4; m++) {
+    snprintf(name, sizeof name, "q_fast_k32_m%d", m);
+    QF(rnd, name, sh(32, 0, 6, m));
+  }
+  /* a GEMM (m 13) over a padded tile */
+  QF(rnd, "q_fast_gemm_k96_m13", sh(96, 0, 9, 13));
+  /* blocks of zeros (d = +0, every q 0): +0 and -0 mixed, all -0, and an activation row all zero */
+  for (int m = 2; m <= 13; m += 11) {
+    snprintf(name, sizeof name, "q_fast_zero_blocks_m%d", m);
+    QF(rnd, name, sh(160, 0, 7, m));
+    x = fkh_buf_of(c, "x");
+    for (int j = 0; j < m; j++)
+      for (int i = 0; i < 160; i++) {
+        const int blk = i / 32;
+        if (blk == 1 || blk == 3) x[j * 160 + i] = (i % 3) ? 0.0f : -0.0f;
+        if (blk == 4 || j == 1) x[j * 160 + i] = -0.0f;
+      }
+  }
+  /* activation scales in the f32 subnormal range (weights' scales large, 2^10 .. 65504, so that
+   * d_w * d_x stays above the underflow): per block, amax = 2^-140 (d = fl(2^-140 / 127) = 2^-147,
+   * x / d = 128: clamped to 127, and -128 to -127), amax 60 * 2^-149 (d = fl(amax / 127) = 0: div is
+   * 2^-149 and q nonzero, d_x 0), amax 64 * 2^-149 (d = 2^-149 = div's floor), amax 2^-130 (d
+   * subnormal, x / d just above 127), random subnormals, and normal x in activation row 2 only */
+  for (int m = 3; m <= 13; m += 10) {
+    snprintf(name, sizeof name, "q_fast_subnormal_x_m%d", m);
+    QF(((qspec){ 1, 10, 15, 0 }), name, sh(192, 0, 5, m));
+    x = fkh_buf_of(c, "x");
+    for (int j = 0; j < m; j++) {
+      float *xr = x + 192 * j;
+      for (int i = 0; i < 192; i++) {
+        const uint32_t sign = (uint32_t)(fkh_next(&rng) & 1) << 31, mant = (uint32_t)fkh_next(&rng);
+        uint32_t u;
+        switch (i / 32) {
+        case 0: u = i % 32 == 0 ? 0x200u : i % 32 == 1 ? 0x80000200u : mant % 0x200u; break;     /* 2^-140 */
+        case 1: u = i % 32 == 5 ? 60u : mant % 61u; break;                                    /* 60 * 2^-149 */
+        case 2: u = i % 32 == 9 ? 64u : mant % 65u; break;                                    /* 64 * 2^-149 */
+        case 3: u = i % 32 == 31 ? 0x00080000u : mant % 0x00080000u; break;                   /* 2^-130 */
+        case 4: u = mant & 0x007fffffu; break;
+        default: u = j == 2 ? 0x3f000000u + (mant & 0x00ffffffu) : mant % 1000u; break;
+        }
+        xr[i] = fkt_f32(u | (i % 32 <= 1 && i / 32 == 0 ? 0 : sign));
+      }
+    }
+  }
+  /* large |x|: one element of +-3e38 or FLT_MAX in a block of moderate ones (their quants 0, the
+   * large one +-127: x / d at 127 within an ulp); weights' scales <= 2^-11 so that s = d_w * d_x and
+   * the sums stay finite */
+  for (int m = 1; m <= 4; m += 3) {
+    snprintf(name, sizeof name, "q_fast_large_x_m%d", m);
+    QF(((qspec){ 1, -14, -12, 0 }), name, sh(128, 0, 6, m));
+    x = fkh_buf_of(c, "x");
+    for (int j = 0; j < m; j++) {
+      x[128 * j + 3 + j] = j % 2 ? -3e38f : 3e38f;
+      x[128 * j + 64 + 7] = j == 3 ? -3.4028235e38f : 3.4028235e38f;
+    }
+  }
+  /* the extreme quants: q8 weights of -128 (q4: -8) against activations at +-127 (a block of 127
+   * and -127 exactly, d = 1): |isum| = 4 * 128 * 127 per lane, exact; scale 1 */
+  for (int m = 2; m <= 13; m += 11) {
+    snprintf(name, sizeof name, "q_fast_qmin_m%d", m);
+    QF(((qspec){ 0, 0, 0, 0x3c00 }), name, sh(128, 0, 5, m));
+    x = fkh_buf_of(c, "x");
+    w = fkh_buf_of(c, "w");
+    const int lo = fmt == FK_Q8 ? -128 : -8, hi = fmt == FK_Q8 ? 127 : 7;
+    for (int n = 0; n < 5; n++)
+      for (int i = 0; i < 128; i++) {
+        int q = i < 64 && n != 4 ? lo : (int)fkh_range(&rng, lo, hi);
+        w[128 * n + i] = fk_bf16_from_f32((float)q);
+      }
+    for (int j = 0; j < m; j++)
+      for (int i = 0; i < 128; i++)
+        x[128 * j + i] = i < 32 ? 127.0f : i < 64 ? (j % 2 ? -127.0f : 127.0f) : (float)fkh_range(&rng, -127, 127) * 0.5f;
+  }
+  /* every x just below the next integer of its block's grid (d = 1: x = q + 0.9, amax 127 exact),
+   * positive weights and scales: to nearest rounds every x up (error 0.1), truncation down (0.9),
+   * all in one direction: the bound gate sees a truncating quantizer
+   * (perturb::gemv_q_fast_bound_sees_truncation) */
+  QF(((qspec){ 0, 0, 0, 0x3c00 }), "q_fast_round_up", sh(128, 0, 4, 1));
+  x = fkh_buf_of(c, "x");
+  w = fkh_buf_of(c, "w");
+  for (int i = 0; i < 128; i++) x[i] = i % 32 == 0 ? 127.0f : (float)fkh_range(&rng, 0, 125) + 0.9f;
+  for (int i = 0; i < 4 * 128; i++) w[i] = fk_bf16_from_f32((float)(1 + i % 7));
+  /* the float order (the fast tier's lanes hold isum * s, exact within a block: only sums across
+   * blocks and tiles round). Scale 1 (d_w), k = 128; x: block 0 q -64 at d 2^13 (x[0] = 127 * 2^13 sets
+   * it), block 1 q +64 at d 2^13, block 2 q 1 at d 1 (x[95] = 127), block 3 zeros. Rows 0..2 (the
+   * tree): q_w -8 at block 0's k 1, 3, 5, 7 (all in lane 4: +2^24), at block 1's k 16..22 even (lane
+   * 10: -2^24), n + 1 at block 2's k 8 (lane 1): the halving tree meets lane 4 with lane 10 before lane
+   * 1 and gives n + 1; a pairwise tree adds n + 1 to 2^24 first (0, 2, 4). Rows 3..5 (the lanes): -8 at
+   * block 0's k 1, 3, 5, 7 (lane 4), n - 2 at block 2's k 1 (lane 4 again, a tile later: 2^24 + n - 2
+   * rounds to 2^24, 2^24 + 2, 2^24 + 4), -8 at block 1's k 33, 35, 37, 39 (lane 12: -2^24): 0, 2, 4;
+   * a mapping that spreads block 0's four over two lanes (k = 64t + 4l + i) keeps n - 2 whole */
+  for (int m = 1; m <= 13; m += 12) {
+    snprintf(name, sizeof name, "q_fast_cancel_m%d", m);
+    QF(((qspec){ 0, 0, 0, 0x3c00 }), name, sh(128, 0, 6, m));
+    x = fkh_buf_of(c, "x");
+    w = fkh_buf_of(c, "w");
+    for (int j = 0; j < m; j++)
+      for (int i = 0; i < 128; i++)
+        x[128 * j + i] = i == 0 ? 127.0f * 8192.0f : i < 32 ? -64.0f * 8192.0f : i == 32 ? 127.0f * 8192.0f
+                       : i < 64 ? 64.0f * 8192.0f : i == 95 ? 127.0f : i < 96 ? 1.0f : 0.0f;
+    for (int i = 0; i < 6 * 128; i++) w[i] = 0;
+    for (int n = 0; n < 6; n++) {
+      uint16_t *wr = w + 128 * n;
+      for (int i = 1; i <= 7; i += 2) wr[i] = fk_bf16_from_f32(-8.0f);
+      if (n < 3) {
+        for (int i = 48; i <= 54; i += 2) wr[i] = fk_bf16_from_f32(-8.0f);
+        wr[64 + 8] = fk_bf16_from_f32((float)(n + 1));
+      } else {
+        for (int i = 33; i <= 39; i += 2) wr[i] = fk_bf16_from_f32(-8.0f);
+        wr[64 + 1] = fk_bf16_from_f32((float)(n - 2));
+      }
+    }
+  }
+  /* non-finite x: activation row 0 holds an inf, row 1 a NaN: every output of those rows is NaN (their
+   * block scale is NaN), row 2 is finite */
+  QF(rnd, "q_fast_nonfinite_rows", sh(96, 0, 5, 3));
+  x = fkh_buf_of(c, "x");
+  x[40] = fkt_f32(0x7f800000u);
+  x[96 + 70] = fkt_f32(0x7fc12345u);
+#undef QF
+}
+
 /* The quantized forms' cases: GEMV (m 1..4) and GEMM shapes with k a multiple of 32 (a padded
  * tile: k = 32 mod 64), row ranges from later groups, strided destinations, NaN and inf in x,
  * and a cancellation that only the template's lane mapping and tree keep (cancel_case, with
- * integer weights of scale 1). */
+ * integer weights of scale 1); then the cases made for the fast tier (quant_fast_cases, q_fast_*),
+ * which both tiers run. */
 static int quant_cases(const char *form, fkh_call **out) {
   char rm_form[64], name[96];
   const char *q = strstr(form, "_q8_") ? "_q8_" : "_q4_";
@@ -410,11 +558,25 @@ static int quant_cases(const char *form, fkh_call **out) {
   w = fkh_buf_of(c, "w");
   for (int64_t e = 0; e < 3 * 160; e++) w[e] = 0x3f80;
   ((float *)fkh_buf_of(c, "x"))[64 + 45] = fkt_f32(0x7fc12345u); /* slot 45 lies past k = 160 */
+  int nfast = l.n;
+  qspec fs[QFAST_MAX];
+  quant_fast_cases(&l, rm_form, fmt, fs);
   fkh_call *calls = calloc((size_t)l.n, sizeof *calls);
   if (!calls) exit(2);
+  fkh_rng frng = { 0x71666173u };
   for (int i = 0; i < l.n; i++) {
     if (i < nrandom) {
       quant_call(&l.calls[i], form, &calls[i], NULL, &rng, -12, -2);
+      continue;
+    }
+    if (i >= nfast) {
+      const qspec *sp = &fs[i - nfast];
+      unsigned char *b = sp->random ? NULL : integer_qblocks(fmt, fkh_buf_of(&l.calls[i], "w"),
+                                                             fkh_i64_of(&l.calls[i], "ldw"),
+                                                             fkh_i64_of(&l.calls[i], "row_end"),
+                                                             fkh_i64_of(&l.calls[i], "k"), sp->d16);
+      quant_call(&l.calls[i], form, &calls[i], b, &frng, sp->emin, sp->emax);
+      free(b);
       continue;
     }
     fkh_call *rm = &l.calls[i];

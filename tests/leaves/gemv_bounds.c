@@ -1,7 +1,9 @@
 /* tests/leaves/gemv_bounds.c: the float64 reference of one GEMV output and its faithful bound
- * (fixtures/README.md: gemv_f64 for the exact tier, gemv_fast_f64 for the fast tier), computed
+ * (fixtures/README.md: gemv_f64 for the exact tier, gemv_fast_f64 for the fast tier, gemv_q_fast_f64
+ * for the quantized forms' fast tier), computed
  * from a call's own inputs. Used by the fixture gate and by the fast-tier tests. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../contract/contract.h"
@@ -30,7 +32,8 @@ double fkt_gemv_output(fkh_call *c, int64_t j, int64_t n) {
 /* s = sum w*x (+ r | + bias) in float64 (products of bf16 and f32 are exact in double; the
  * sum's own error is far below every bound here). *err gets E, the f32 evaluation's error bound
  * for the tier before any output rounding (exact: gamma(d)*A + d*eta; fast: the x rounding X,
- * the flushed products F, gamma(2d)*B + d*2^-126). */
+ * the flushed products F, gamma(2d)*B + d*2^-126; the quantized forms' fast tier: q_fast_error
+ * below). */
 /* Weight (n, i) of a call, row-major or packed (the layout's formula, as in the contract). */
 static uint16_t w_at(fkh_call *c, int64_t n, int64_t i) {
   const uint16_t *w = fkh_buf_of(c, "w");
@@ -48,6 +51,49 @@ static uint16_t w_at(fkh_call *c, int64_t n, int64_t i) {
 static int quant_of(const fkh_call *c) {
   const char *id = fkh_forms[c->form].id;
   return strstr(id, "_q4_") ? 1 : strstr(id, "_q8_") ? 0 : -1;
+}
+
+int fkt_gemv_is_quant(const fkh_call *c) { return quant_of(c) >= 0; }
+
+/* gemv_q_fast_f64 (fixtures/README.md): the quantized forms' fast tier (tests/contract/gemv_qfast.c)
+ * about the float64 reference s = sum_k deq_w[k]*x[k] + extra, deq_w = q_w*d_w. The activations are
+ * quantized per block b of 32 (q_x, d_x[b]: the model's own quantizer, fkc_gemv_q_quantize_x); then
+ * per lane and block the integer sum isum (exact) times s_b = fl(d_w*d_x[b]), fma-accumulated on 16
+ * lanes, the halving tree, the destination add. With u = 2^-24, ETA = 2^-150, gamma(d) =
+ * d*u/(1 - d*u), d = ceil(k/64) + 5 (the fmas of a lane, the tree's 4 levels, the destination add),
+ * nb = k/32 blocks,
+ *   X = sum_k |deq_w[k]| * |x[k] - q_x[k]*d_x[b(k)]|   (the activations' quantization, float64)
+ *   A = sum_k |deq_w[k]| * |q_x[k]*d_x[b(k)]|           (float64)
+ *   E = X + u*A + gamma(d)*((1 + u)*A + |extra|) + nb*2^-131*(1 + gamma(d)) + (k + 16)*ETA:
+ * s_b errs by at most u*|d_w*d_x| + ETA, times sum |isum| <= 32*128*127 < 2^17 per block (the ETA
+ * terms: nb*2^-133, stated as nb*2^-131); the f32 sum of the terms isum*s_b and extra, depth d, errs
+ * by gamma(d) times the sum of their magnitudes, plus ETA per rounding (16*ceil(k/64) + 16 <= k + 16).
+ * A row whose x holds an inf or a NaN has d_x NaN: every output of it is NaN, where the float64
+ * reference may be +-inf or finite; that divergence is the tier's (documented), so the reference
+ * returned there is NaN (a NaN output required, by class) and *err 0. An s_b that overflows f32
+ * (|d_w|*amax/127 > FLT_MAX: amax above 6.6e35 with the largest binary16 scale) is in no case. */
+static double q_fast_error(fkh_call *c, const float *x, int64_t n, int64_t k, double extra, int *nonfinite) {
+  const int q4 = quant_of(c);
+  const uint8_t *w = fkh_buf_of(c, "w");
+  int8_t *qx = malloc((size_t)k + 1);
+  float *dx = malloc((size_t)(k / 32) * sizeof *dx + 1);
+  if (!qx || !dx) exit(2);
+  fkc_gemv_q_quantize_x(x, k, qx, dx, FKC_EXACT);
+  double X = 0, A = 0;
+  *nonfinite = 0;
+  for (int64_t i = 0; i < k; i++) {
+    int qw;
+    float dw;
+    fkc_gemv_quant_parts(w, q4, n, k, i, FKC_EXACT, &qw, &dw);
+    const double deq = fabs((double)qw * (double)dw), xq = (double)qx[i] * (double)dx[i / 32];
+    *nonfinite |= !isfinite(x[i]);
+    X += deq * fabs((double)x[i] - xq);
+    A += deq * fabs(xq);
+  }
+  free(qx);
+  free(dx);
+  const double d = (double)((k + 63) / 64) + 5, nb = (double)(k / 32);
+  return X + U * A + gamma_(d) * ((1 + U) * A + fabs(extra)) + nb * 0x1p-131 * (1 + gamma_(d)) + ((double)k + 16) * ETA;
 }
 
 double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *err) {
@@ -74,6 +120,13 @@ double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *e
   if (!fast) {
     double d = (double)k + 1;
     *err = gamma_(d) * a + d * ETA;
+  } else if (q >= 0) {
+    int nonfinite;
+    *err = q_fast_error(c, x, n, k, extra, &nonfinite);
+    if (nonfinite) {
+      *err = 0;
+      return NAN;
+    }
   } else {
     double d = (double)k + 2;
     *err = xerr + flushed + gamma_(2 * d) * kept + d * 0x1p-126;

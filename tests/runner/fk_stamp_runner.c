@@ -4,7 +4,8 @@
  *
  * Built for AArch64 and run under qemu-aarch64 by the host suites (Criterion's own runner
  * spins under qemu-user here, so the host drives this plain program instead). The calls file
- * names a variant ("neon") or "contract" (the contract model compiled for this ISA). Exit 0
+ * names a variant ("neon") or "contract" / "contract_fast" (the contract models of the exact tier,
+ * or of the deterministic fast tier, compiled for this ISA). Exit 0
  * when every call ran (a call's own failure is reported in the results), 2 on a bad file.
  * Two more modes serve tests/test_runtime.c: --resolve and --rope (below).
  *
@@ -132,8 +133,8 @@ int main(int argc, char **argv) {
       overrun(&calls[i], strcmp(variant, "overrun_after") == 0);
       continue;
     }
-    if (strcmp(variant, "contract") == 0) {
-      fkh_invoke_contract(&calls[i], 0);
+    if (strcmp(variant, "contract") == 0 || strcmp(variant, "contract_fast") == 0) {
+      fkh_invoke_contract_tier(&calls[i], 0, strcmp(variant, "contract_fast") == 0);
       continue;
     }
     fkh_fn fn = fkh_host_stamp(calls[i].form, variant, NULL);
