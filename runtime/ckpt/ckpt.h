@@ -105,6 +105,10 @@ int fk_ckpt_exists(const char *dir, const char *rel);
  * output tensor). FK_EINVAL naming the file, the key or tensor and the field; FK_ENOTFOUND;
  * FK_ESYSTEM; FK_ENOMEM. */
 fk_status fk_ckpt_gguf(fk_model *m, const char *rel, fk_error *err);
+/* fk_ckpt_gguf_parse(): the same from the file image buf[0, len) named rel, its tensors' `file` the
+ * index given (what fk_ckpt_gguf maps; the fuzzer's entry). On a refusal m->t may hold the tensors
+ * read so far (fk_model_close frees them). */
+fk_status fk_ckpt_gguf_parse(fk_model *m, const void *buf, size_t len, const char *rel, int file, fk_error *err);
 
 /* ---- JSON ----------------------------------------------------------------------------------- */
 

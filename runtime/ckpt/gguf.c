@@ -20,6 +20,7 @@
  * the matrices Q8_0 and Q4_0 too (their blocks go to the plan as they are: fk_qmatrix); any other
  * ggml type is refused by name. Other keys (the tokenizer's, general.*) are read past. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,9 +252,17 @@ static fk_status config(const kv *o, const char *fname, ck_lfm2 *c, fk_error *er
   if (o->block_count < 1 || o->block_count > FK_MAX_LAYERS)
     CK_BAD("%s: lfm2.block_count = %lld: 1 to %d layers", fname, (long long)o->block_count, FK_MAX_LAYERS);
   if (o->l_cache != 3) CK_BAD("%s: lfm2.shortconv.l_cache = %lld: LFM2's ShortConv has 3 taps", fname, (long long)o->l_cache);
-  if (o->heads < 1 || o->embedding != o->heads * 64)
-    CK_BAD("%s: lfm2.embedding_length = %lld with lfm2.attention.head_count = %lld: heads of 64 expected", fname,
-           (long long)o->embedding, (long long)o->heads);
+  if (o->heads < 1 || o->embedding != o->heads * 64 || o->embedding > 65536)
+    CK_BAD("%s: lfm2.embedding_length = %lld with lfm2.attention.head_count = %lld: heads of 64 expected, at most "
+           "65536 wide", fname, (long long)o->embedding, (long long)o->heads);
+  if (o->ffn < 1 || o->ffn > 65536) CK_BAD("%s: lfm2.feed_forward_length = %lld: 1 to 65536", fname, (long long)o->ffn);
+  if (o->context < 1 || o->context > INT32_MAX)
+    CK_BAD("%s: lfm2.context_length = %lld: 1 to 2^31 - 1", fname, (long long)o->context);
+  if (!(o->rope_base > 1.0f) || !(o->rope_base < 1e30f))
+    CK_BAD("%s: lfm2.rope.freq_base = %g: must be in (1, 1e30)", fname, (double)o->rope_base);
+  if (!(o->eps > 0.0f) || !(o->eps < 1.0f))
+    CK_BAD("%s: lfm2.attention.layer_norm_rms_epsilon = %g: must be in (0, 1)", fname, (double)o->eps);
+  if (o->vocab > (1 << 20)) CK_BAD("%s: lfm2.vocab_size = %lld: at most 2^20", fname, (long long)o->vocab);
   if (o->kv_per_layer && o->kv_per_layer != o->block_count)
     CK_BAD("%s: lfm2.attention.head_count_kv has %d values for %lld layers", fname, o->kv_per_layer,
            (long long)o->block_count);
@@ -341,7 +350,11 @@ fk_status fk_ckpt_gguf(fk_model *m, const char *rel, fk_error *err) {
   m->nfiles++;
   CK_TRY(fk_ckpt_map(m->dir, rel, &f->map, err));
   m->file_bytes += f->map.size;
-  rd r = { f->map.map, f->map.size, 0, rel };
+  return fk_ckpt_gguf_parse(m, f->map.map, f->map.size, rel, m->nfiles - 1, err);
+}
+
+fk_status fk_ckpt_gguf_parse(fk_model *m, const void *buf, size_t len, const char *rel, int file, fk_error *err) {
+  rd r = { buf, len, 0, rel };
   uint32_t version;
   uint64_t nt, nkv;
   CK_TRY(need(&r, 4, "the magic", err));
@@ -418,7 +431,7 @@ fk_status fk_ckpt_gguf(fk_model *m, const char *rel, fk_error *err) {
       break;
     }
     m->nt++;
-    c->file = m->nfiles - 1;
+    c->file = file;
     c->dtype = type == G_F32 ? CK_F32 : type == G_F16 ? CK_F16 : type == G_BF16 ? CK_BF16
                : type == G_Q8_0 ? CK_Q8_0 : CK_Q4_0;
     /* shapes as transformers gives them: outermost first; the ShortConv taps (ne 3 x hidden) as
@@ -473,6 +486,9 @@ fk_status fk_ckpt_gguf(fk_model *m, const char *rel, fk_error *err) {
   FK_RETURN_ERROR_IF(m->lm.vocab && m->lm.vocab != emb->shape[0], err, FK_EINVAL,
                      "fk_model_open: %s: lfm2.vocab_size = %lld, token_embd.weight has %lld rows", rel,
                      (long long)m->lm.vocab, (long long)emb->shape[0]);
+  FK_RETURN_ERROR_IF(emb->ndim != 2 || emb->shape[0] > (1 << 20), err, FK_EINVAL,
+                     "fk_model_open: %s: token_embd.weight: %d dimensions, %lld rows: a matrix of at most 2^20 rows",
+                     rel, emb->ndim, (long long)emb->shape[0]);
   m->lm.vocab = emb->shape[0];
   return FK_OK;
 }

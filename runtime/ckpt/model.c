@@ -305,7 +305,7 @@ fk_status fk_model_query(const fk_model *m, fk_model_info *info, fk_error *err) 
     o.max_pos = c->max_pos;
     o.rope_theta = c->rope_theta;
     o.norm_eps = c->norm_eps;
-    o.tied = m->lmd.lm_head == NULL;
+    o.tied = m->lmd.lm_head == NULL && (m->lmd.lm_head_q.format == FK_QNONE || m->lm.tied); /* (GGUF: a head of blocks) */
   }
   if (m->has_det) {
     o.det_hidden = m->det.hidden;

@@ -3,7 +3,8 @@
  * checkpoint's model.safetensors.index.json (fk_ckpt_index_parse) and config.json
  * (fk_ckpt_config_kind, then fk_ckpt_config_lfm2 / fk_ckpt_config_audio).
  *
- * Input: byte 0 selects the reader (its value mod 3: 0 safetensors, 1 index, 2 config.json); the
+ * Input: byte 0 selects the reader (its value mod 4: 0 safetensors, 1 index, 2 config.json, 3 an LFM2
+ * GGUF file: fk_ckpt_gguf_parse, its keys and tensor infos); the
  * rest is the file, copied into a buffer of exactly its size without a terminator (a read past it
  * is an AddressSanitizer report).
  *
@@ -11,7 +12,9 @@
  * a refusal is FK_EINVAL (or FK_ENOMEM) with a message naming the file, and leaves *out empty;
  * an acceptance satisfies the format's rules, re-derived here: the tensors tile the data area in
  * order with spans of dtype x shape bytes; the index's entries are sorted, unique and point at
- * sorted, unique, plain .safetensors shard names; a config's values are in the runtime's ranges. */
+ * sorted, unique, plain .safetensors shard names; a config's values are in the runtime's ranges; a GGUF
+ * file's tensors lie inside it with the bytes their type and shape take, and its stack is in range. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,13 +144,56 @@ static void config(const char *buf, size_t n) {
   json_decref(j);
 }
 
+static void gguf_free(fk_model *m) {
+  for (int i = 0; i < m->nt; i++) free(m->t[i].name);
+  free(m->t);
+}
+
+static void gguf(const char *buf, size_t n) {
+  fk_model m, m2;
+  memset(&m, 0, sizeof m);
+  memset(&m2, 0, sizeof m2);
+  fk_error e;
+  fk_status s = fk_ckpt_gguf_parse(&m, buf, n, "fz.gguf", 0, &e);
+  FUZZ_REQUIRE(fk_ckpt_gguf_parse(&m2, buf, n, "fz.gguf", 0, NULL) == s, "another verdict without err");
+  gguf_free(&m2);
+  if (s != FK_OK) {
+    FUZZ_REQUIRE(s == FK_EINVAL || s == FK_ENOTFOUND || s == FK_ENOMEM, "status %d", (int)s);
+    FUZZ_REQUIRE(e.status == s && memchr(e.message, 0, sizeof e.message) && strstr(e.message, "fz.gguf"),
+                 "message '%.200s'", e.message);
+    FUZZ_SAY("gguf: %s", e.message);
+    gguf_free(&m);
+    return;
+  }
+  stack_ok(&m.lm, 0);
+  for (int i = 0; i < m.nt; i++) {
+    const ck_tensor *t = &m.t[i];
+    FUZZ_REQUIRE(t->name && t->ndim >= 1 && t->ndim <= 4, "tensor %d", i);
+    uint64_t elems = 1;
+    for (int d = 0; d < t->ndim; d++) {
+      FUZZ_REQUIRE(t->shape[d] >= 1, "tensor '%s': shape", t->name);
+      elems *= (uint64_t)t->shape[d];
+    }
+    uint64_t want = CK_BLOCKS(t->dtype) ? elems / 32 * (t->dtype == CK_Q8_0 ? 34 : 18)
+                                        : elems * fk_ckpt_dtype_bytes(t->dtype);
+    FUZZ_REQUIRE(!CK_BLOCKS(t->dtype) || (t->ndim == 2 && t->shape[1] % 32 == 0), "tensor '%s': blocks", t->name);
+    FUZZ_REQUIRE(t->nbytes == want, "tensor '%s': %zu bytes, its type and shape take %llu", t->name, t->nbytes,
+                 (unsigned long long)want);
+    FUZZ_REQUIRE(t->src >= (const unsigned char *)buf && t->nbytes <= n &&
+                 t->src - (const unsigned char *)buf <= (ptrdiff_t)(n - t->nbytes), "tensor '%s' outside the file", t->name);
+  }
+  FUZZ_SAY("gguf: %d tensors, %lld layers", m.nt, (long long)m.lm.layers);
+  gguf_free(&m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   char *buf = fuzz_exact_copy(data + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
   case 0: safetensors(buf, size - 1); break;
   case 1: index_json(buf, size - 1); break;
-  default: config(buf, size - 1); break;
+  case 2: config(buf, size - 1); break;
+  default: gguf(buf, size - 1); break;
   }
   free(buf);
   return 0;

@@ -372,10 +372,10 @@ static void plan_seeds(void) {
   plan_seed("unsupported_fast_no_bf16", (pd){ 1, 1, 1, 0x20 | 0x01, 0, 0x1f, 8, 1, 0, 0, 0, 0, 0, 0, 0 });
 }
 
-/* ---- the checkpoint loader (fuzz_ckpt.c): a selector byte, then a safetensors file, an index or a
- * config.json ---- */
+/* ---- the checkpoint loader (fuzz_ckpt.c): a selector byte, then a safetensors file, an index, a
+ * config.json or a GGUF file ---- */
 
-enum { CK_ST = 0, CK_INDEX = 1, CK_CONFIG = 2 };
+enum { CK_ST = 0, CK_INDEX = 1, CK_CONFIG = 2, CK_GGUF = 3 };
 
 static void ckpt_seed(const char *name, int sel, const void *body, size_t n) {
   buf b = { 0 };
@@ -476,6 +476,99 @@ static void ckpt_seeds(void) {
   ckpt_seed("config_duplicate", CK_CONFIG, dup, strlen(dup));
 }
 
+/* GGUF (runtime/ckpt/gguf.c): a two-layer LFM2 (a ShortConv layer, an attention layer of 1 KV head),
+ * hidden 64, vocabulary 32; the tensors' types F32, F16, BF16, Q8_0, Q4_0 (ggml numbering) */
+static void gg_str(buf *b, const char *s) {
+  put_le(b, strlen(s), 8);
+  put(b, s, strlen(s));
+}
+static void gg_u32(buf *b, const char *k, uint32_t v) {
+  gg_str(b, k);
+  put_le(b, 4, 4); /* UINT32 */
+  put_le(b, v, 4);
+}
+static void gg_f32(buf *b, const char *k, float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  gg_str(b, k);
+  put_le(b, 6, 4); /* FLOAT32 */
+  put_le(b, u, 4);
+}
+
+typedef struct gg_tensor {
+  const char *name;
+  uint32_t type, nd;
+  uint64_t ne[2];
+} gg_tensor;
+
+/* version, the architecture, the type of tensor `bad` (-1: none) replaced by `bad_type`, and an offset
+ * moved off the alignment (misalign) */
+static void gguf_seed(const char *name, uint32_t version, const char *arch, int bad, uint32_t bad_type, int misalign) {
+  static const gg_tensor ts[] = {
+    { "token_embd.weight", 8, 2, { 64, 32 } }, { "token_embd_norm.weight", 0, 1, { 64, 1 } },
+    { "blk.0.attn_norm.weight", 0, 1, { 64, 1 } }, { "blk.0.shortconv.in_proj.weight", 8, 2, { 64, 192 } },
+    { "blk.0.shortconv.conv.weight", 0, 2, { 3, 64 } }, { "blk.0.shortconv.out_proj.weight", 2, 2, { 64, 64 } },
+    { "blk.1.attn_q.weight", 30, 2, { 64, 64 } }, { "blk.1.attn_k.weight", 1, 2, { 64, 64 } },
+    { "blk.1.attn_q_norm.weight", 0, 1, { 64, 1 } },
+  };
+  enum { NT = sizeof ts / sizeof ts[0] };
+  buf b = { 0 };
+  put(&b, "GGUF", 4);
+  put_le(&b, version, 4);
+  put_le(&b, NT, 8);
+  put_le(&b, 13, 8);
+  gg_str(&b, "general.architecture");
+  put_le(&b, 8, 4); /* STRING */
+  gg_str(&b, arch);
+  gg_u32(&b, "lfm2.block_count", 2);
+  gg_u32(&b, "lfm2.context_length", 128);
+  gg_u32(&b, "lfm2.embedding_length", 64);
+  gg_u32(&b, "lfm2.feed_forward_length", 64);
+  gg_u32(&b, "lfm2.attention.head_count", 1);
+  gg_str(&b, "lfm2.attention.head_count_kv");
+  put_le(&b, 9, 4); /* ARRAY of INT32 */
+  put_le(&b, 5, 4);
+  put_le(&b, 2, 8);
+  put_le(&b, 0, 4);
+  put_le(&b, 1, 4);
+  gg_f32(&b, "lfm2.rope.freq_base", 1e6f);
+  gg_f32(&b, "lfm2.attention.layer_norm_rms_epsilon", 1e-5f);
+  gg_u32(&b, "lfm2.shortconv.l_cache", 3);
+  gg_u32(&b, "lfm2.vocab_size", 32);
+  gg_u32(&b, "general.alignment", 32);
+  gg_str(&b, "tokenizer.ggml.tokens"); /* an array of strings, read past */
+  put_le(&b, 9, 4);
+  put_le(&b, 8, 4);
+  put_le(&b, 2, 8);
+  gg_str(&b, "<s>");
+  gg_str(&b, "a");
+  uint64_t off = 0, bytes[NT];
+  for (int i = 0; i < NT; i++) {
+    const gg_tensor *t = &ts[i];
+    uint32_t type = i == bad ? bad_type : t->type;
+    uint64_t el = t->ne[0] * (t->nd == 2 ? t->ne[1] : 1);
+    bytes[i] = t->type == 0 ? 4 * el : t->type == 8 ? el / 32 * 34 : t->type == 2 ? el / 32 * 18 : 2 * el;
+    gg_str(&b, t->name);
+    put_le(&b, t->nd, 4);
+    for (uint32_t d = 0; d < t->nd; d++) put_le(&b, t->ne[d], 8);
+    put_le(&b, type, 4);
+    put_le(&b, off + (i == NT - 1 && misalign ? 4 : 0), 8);
+    off += (bytes[i] + 31) / 32 * 32;
+  }
+  while (b.n % 32) put_u8(&b, 0);
+  for (uint64_t i = 0; i < off; i++) put_u8(&b, (unsigned)(i * 29 + 3) & 0x3bu); /* scales stay finite */
+  ckpt_seed(name, CK_GGUF, b.p, b.n);
+  free(b.p);
+}
+
+static void gguf_seeds(void) {
+  gguf_seed("gguf_valid", 3, "lfm2", -1, 0, 0);
+  gguf_seed("gguf_version1", 1, "lfm2", -1, 0, 0);
+  gguf_seed("gguf_arch_llama", 3, "llama", -1, 0, 0);
+  gguf_seed("gguf_type_q4_k", 3, "lfm2", 3, 12, 0);
+  gguf_seed("gguf_misaligned", 3, "lfm2", -1, 0, 1);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) DIE("usage: gen_seeds <repo root> <out dir>");
   g_root = argv[1];
@@ -488,5 +581,6 @@ int main(int argc, char **argv) {
   fixture_seeds();
   plan_seeds();
   ckpt_seeds();
+  gguf_seeds();
   return 0;
 }
