@@ -33,7 +33,7 @@ The GGUF files (architecture `lfm2`, written with the `gguf` package, as llama.c
 convert_hf_to_gguf.py lays an Lfm2ForCausalLM out): the keys lfm2.context_length (4096),
 embedding_length, block_count, feed_forward_length, attention.head_count, attention.head_count_kv
 as a per-layer array (0 on the ShortConv layers: that is how llama.cpp's LFM2 tells a conv layer from
-an attention layer), rope.freq_base 1e6, attention.layer_norm_rms_eps 1e-5, vocab_size,
+an attention layer), rope.freq_base 1e6, attention.layer_norm_rms_epsilon 1e-5, vocab_size,
 shortconv.l_cache 3, general.file_type MOSTLY_BF16 (MOSTLY_Q8_0, MOSTLY_Q4_0); tensors token_embd
 (tied: no output tensor), token_embd_norm (the final norm: LFM2's GGUF name for it), per layer
 attn_norm (the operator norm), ffn_norm, ffn_gate / ffn_up / ffn_down, and either shortconv.in_proj /

@@ -105,10 +105,7 @@ int fk_ckpt_exists(const char *dir, const char *rel);
  * output tensor). FK_EINVAL naming the file, the key or tensor and the field; FK_ENOTFOUND;
  * FK_ESYSTEM; FK_ENOMEM. */
 fk_status fk_ckpt_gguf(fk_model *m, const char *rel, fk_error *err);
-/* fk_ckpt_gguf_parse(): the same from the file image buf[0, len) named rel, its tensors' `file` the
- * index given (what fk_ckpt_gguf maps; the fuzzer's entry). On a refusal m->t may hold the tensors
- * read so far (fk_model_close frees them). */
-fk_status fk_ckpt_gguf_parse(fk_model *m, const void *buf, size_t len, const char *rel, int file, fk_error *err);
+
 
 /* ---- JSON ----------------------------------------------------------------------------------- */
 
@@ -188,6 +185,8 @@ typedef enum ck_role { CK_UNCLAIMED = 0, CK_USED, CK_IGNORED } ck_role;
 typedef struct ck_tensor {
   char *name;               /* the model's name for it (malloc'd): the audio model prefixes its
                                detokenizer's tensors with "audio_detokenizer/" */
+  char *label;              /* its name in its file where that differs (a GGUF tensor's), malloc'd, else
+                               NULL: what messages show (fk_ckpt_shown) */
   int file;                 /* into fk_model.files */
   ck_dtype dtype;
   int ndim;
@@ -224,6 +223,7 @@ struct fk_model {
   ck_bind *bind;
   int nbind, capbind;
   int has_lm, has_det;
+  int gguf;                 /* read from a GGUF file (gguf.c): messages name its tensors as it does */
   ck_lfm2 lm, det;
   ck_audio audio;
   fk_lfm2_layer lm_layer[FK_MAX_LAYERS], det_layer[FK_MAX_LAYERS], depth_layer[FK_MAX_LAYERS];
@@ -237,6 +237,17 @@ struct fk_model {
   uint64_t file_bytes;
   const char *dtype;        /* "bf16", "f32", "f16", "mixed" */
 };
+
+/* The name a message shows for a tensor: its file's (t->label), else the model's. */
+static inline const char *fk_ckpt_shown(const ck_tensor *t) { return t->label ? t->label : t->name; }
+/* fk_ckpt_gguf_name(): the GGUF name of a transformers name gguf.c maps (into out), else the name. */
+const char *fk_ckpt_gguf_name(const char *hf, char *out, size_t size);
+/* fk_ckpt_gguf_parse(): the same from the file image buf[0, len) named rel, its tensors' `file` the
+ * index given (what fk_ckpt_gguf maps; the fuzzer's entry). On a refusal m->t may hold the tensors
+ * read so far (fk_model_close frees them). */
+fk_status fk_ckpt_gguf_parse(fk_model *m, const void *buf, size_t len, const char *rel, int file, fk_error *err);
+/* refuses, naming the file, tensor, row and block, a GGUF block tensor t whose scales are not all finite */
+fk_status fk_ckpt_blocks_finite(const fk_model *m, const ck_tensor *t, fk_error *err);
 
 /* The tensor called name, or NULL (model.c: binary search once sorted). */
 ck_tensor *fk_ckpt_find(const fk_model *m, const char *name);

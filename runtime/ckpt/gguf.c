@@ -87,6 +87,7 @@ static fk_status str(rd *r, const char **s, uint64_t *n, const char *what, fk_er
 /* The keys an LFM2 file must give (and general.alignment), as read. */
 typedef struct kv {
   int arch;                     /* general.architecture = "lfm2" */
+  int arch_given;               /* general.architecture was there */
   char arch_seen[64];           /* what it said instead */
   uint64_t align;               /* general.alignment, 32 when absent */
   int64_t block_count, embedding, ffn, context, heads, l_cache, vocab;
@@ -200,6 +201,7 @@ static fk_status read_kv(rd *r, kv *o, fk_error *err) {
     uint64_t n;
     CK_TRY(str(r, &s, &n, key, err));
     o->arch = n == 4 && !memcmp(s, "lfm2", 4);
+    o->arch_given = 1;
     snprintf(o->arch_seen, sizeof o->arch_seen, "%.*s", (int)(n < 60 ? n : 60), s);
     return FK_OK;
   }
@@ -246,6 +248,7 @@ static fk_status read_kv(rd *r, kv *o, fk_error *err) {
 
 /* The stack's configuration from the keys (the rules of fk_ckpt_config_lfm2, in GGUF's words). */
 static fk_status config(const kv *o, const char *fname, ck_lfm2 *c, fk_error *err) {
+  if (!o->arch_given) CK_BAD("%s: no key general.architecture (this loader reads 'lfm2' GGUF files)", fname);
   if (!o->arch) CK_BAD("%s: general.architecture is '%s': this loader reads 'lfm2' GGUF files", fname, o->arch_seen);
   for (int i = 0; i < K_NKEYS; i++)
     FK_RETURN_ERROR_IF(!(o->have & (1u << i)), err, FK_EINVAL, "fk_model_open: %s: no key %s", fname, KEYS[i]);
@@ -316,12 +319,32 @@ static int hf_name(const char *g, char *out, size_t size) {
               { "token_embd_norm.weight", "model.embedding_norm.weight" }, { "output.weight", "lm_head.weight" } };
   for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
     if (!strcmp(g, top[i].gguf)) return snprintf(out, size, "%s", top[i].hf) > 0;
-  int layer, used = 0;
-  if (sscanf(g, "blk.%d.%n", &layer, &used) == 1 && used > 0 && layer >= 0 && layer < FK_MAX_LAYERS)
-    for (size_t i = 0; i < sizeof LAYER_NAMES / sizeof LAYER_NAMES[0]; i++)
-      if (!strcmp(g + used, LAYER_NAMES[i].gguf)) return snprintf(out, size, "model.layers.%d.%s", layer, LAYER_NAMES[i].hf) > 0;
+  /* blk.N. with N = 0 .. FK_MAX_LAYERS - 1 in decimal, no sign, no leading zero */
+  int layer = 0, used = 4;
+  if (!strncmp(g, "blk.", 4) && g[4] >= '0' && g[4] <= '9' && !(g[4] == '0' && g[5] != '.')) {
+    while (g[used] >= '0' && g[used] <= '9' && layer < FK_MAX_LAYERS) layer = 10 * layer + (g[used++] - '0');
+    if (g[used] == '.' && layer < FK_MAX_LAYERS)
+      for (size_t i = 0; i < sizeof LAYER_NAMES / sizeof LAYER_NAMES[0]; i++)
+        if (!strcmp(g + used + 1, LAYER_NAMES[i].gguf))
+          return snprintf(out, size, "model.layers.%d.%s", layer, LAYER_NAMES[i].hf) > 0;
+  }
   snprintf(out, size, "%s", g);
   return 0;
+}
+
+const char *fk_ckpt_gguf_name(const char *hf, char *out, size_t size) {
+  static const struct {
+    const char *gguf, *hf;
+  } top[] = { { "token_embd.weight", "model.embed_tokens.weight" },
+              { "token_embd_norm.weight", "model.embedding_norm.weight" }, { "output.weight", "lm_head.weight" } };
+  snprintf(out, size, "%s", hf);
+  for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+    if (!strcmp(hf, top[i].hf)) snprintf(out, size, "%s", top[i].gguf);
+  int layer, used = 0;
+  if (sscanf(hf, "model.layers.%d.%n", &layer, &used) == 1 && used > 0)
+    for (size_t i = 0; i < sizeof LAYER_NAMES / sizeof LAYER_NAMES[0]; i++)
+      if (!strcmp(hf + used, LAYER_NAMES[i].hf)) snprintf(out, size, "blk.%d.%s", layer, LAYER_NAMES[i].gguf);
+  return out;
 }
 
 /* bytes of a tensor of `elems` elements in ggml type t (per row of ne0 for the block types) */
@@ -367,6 +390,8 @@ fk_status fk_ckpt_gguf_parse(fk_model *m, const void *buf, size_t len, const cha
   CK_TRY(u64(&r, &nt, "the tensor count", err));
   CK_TRY(u64(&r, &nkv, "the key-value count", err));
   /* a key-value pair takes at least 13 bytes, a tensor info at least 28 */
+  FK_RETURN_ERROR_IF(nt > (1u << 20), err, FK_EINVAL, "fk_model_open: %s: %llu tensors (at most 2^20)", rel,
+                     (unsigned long long)nt);
   FK_RETURN_ERROR_IF(nkv > r.len / 13 || nt > r.len / 28, err, FK_EINVAL,
                      "fk_model_open: %s: %llu key-value pairs and %llu tensors do not fit %zu bytes", rel,
                      (unsigned long long)nkv, (unsigned long long)nt, r.len);
@@ -426,7 +451,8 @@ fk_status fk_ckpt_gguf_parse(fk_model *m, const void *buf, size_t len, const cha
     ck_tensor *c = &m->t[m->nt];
     memset(c, 0, sizeof *c);
     int known = hf_name(gname, hf, sizeof hf);
-    if (!(c->name = strdup(hf))) {
+    if (!(c->name = strdup(hf)) || !(c->label = strdup(gname))) {
+      free(c->name);
       s = fk_error_set(err, FK_ENOMEM, __FILE__, __LINE__, "fk_model_open: %s: tensor names", rel);
       break;
     }
@@ -456,7 +482,7 @@ fk_status fk_ckpt_gguf_parse(fk_model *m, const void *buf, size_t len, const cha
     uint64_t off = offs[i - first];
     if (off % o.align || off > r.len - data || c->nbytes > r.len - data - off)
       s = fk_error_set(err, FK_EINVAL, __FILE__, __LINE__,
-                       "fk_model_open: %s: tensor '%s': offset %llu and %zu bytes: %s", rel, c->name,
+                       "fk_model_open: %s: tensor '%s': offset %llu and %zu bytes: %s", rel, fk_ckpt_shown(c),
                        (unsigned long long)off, c->nbytes,
                        off % o.align ? "not a multiple of general.alignment" : "past the end of the file");
     else c->src = r.p + data + off;
@@ -471,7 +497,7 @@ fk_status fk_ckpt_gguf_parse(fk_model *m, const void *buf, size_t len, const cha
   for (int i = 1; i < n && s == FK_OK; i++)
     if (order[i - 1]->src + order[i - 1]->nbytes > order[i]->src)
       s = fk_error_set(err, FK_EINVAL, __FILE__, __LINE__, "fk_model_open: %s: tensors '%s' and '%s' overlap", rel,
-                       order[i - 1]->name, order[i]->name);
+                       fk_ckpt_shown(order[i - 1]), fk_ckpt_shown(order[i]));
   free(order);
   if (s != FK_OK) return s;
   /* the vocabulary: token_embd's rows (lfm2.vocab_size, when given, must agree); tied when there is

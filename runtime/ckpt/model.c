@@ -208,6 +208,7 @@ static fk_status load_gguf(fk_model *m, fk_model_kind want, const char *rel, fk_
   m->arch = "lfm2 (GGUF)";
   m->where = rel; /* (the caller's string: it outlives the open) */
   m->has_lm = 1;
+  m->gguf = 1;
   CK_TRY(fk_ckpt_gguf(m, rel, err));
   m->where = m->files[0].name;
   return claim_all(m, err);
@@ -270,7 +271,10 @@ fk_status fk_model_open(const char *dir, fk_model_kind kind, fk_model **out, fk_
 
 void fk_model_close(fk_model *m) {
   if (!m) return;
-  for (int i = 0; i < m->nt; i++) free(m->t[i].name);
+  for (int i = 0; i < m->nt; i++) {
+    free(m->t[i].name);
+    free(m->t[i].label);
+  }
   for (int i = 0; i < m->nfiles; i++) {
     fk_ckpt_unmap(&m->files[i].map);
     free(m->files[i].name);

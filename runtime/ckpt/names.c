@@ -89,21 +89,22 @@ static fk_status claim(fk_model *m, const char *name, int nd, const dim *d, unsi
   fmt_dims(why, sizeof why, NULL, d, nd, 1);
   if (!t) {
     if (flags & OPT) return FK_OK;
+    char g[256];
     return fk_error_set(err, FK_ENOTFOUND, __FILE__, __LINE__,
-                        "fk_model_open: %s: no tensor '%s' (expected [%s]: %s)", fk_ckpt_file_of(m, name), name, want,
-                        why);
+                        "fk_model_open: %s: no tensor '%s' (expected [%s]: %s)", fk_ckpt_file_of(m, name),
+                        m->gguf ? fk_ckpt_gguf_name(name, g, sizeof g) : name, want, why);
   }
   const char *file = m->files[t->file].name;
   if (!(flags & ANY_DTYPE) && t->dtype != CK_BF16 && t->dtype != CK_F16 && t->dtype != CK_F32 &&
       !((flags & QBLOCKS) && CK_BLOCKS(t->dtype)))
-    CK_BAD("%s: tensor '%s': dtype %s, expected BF16, F16 or F32%s", file, name, fk_ckpt_dtype_name(t->dtype),
-           flags & QBLOCKS ? " (or GGUF Q8_0, Q4_0)" : "");
+    CK_BAD("%s: tensor '%s': dtype %s, expected BF16, F16 or F32%s", file, fk_ckpt_shown(t),
+           fk_ckpt_dtype_name(t->dtype), flags & QBLOCKS ? " (or GGUF Q8_0, Q4_0)" : "");
   int same = t->ndim == nd;
   for (int i = 0; same && i < nd; i++) same = t->shape[i] == d[i].n;
   if (!same) {
     char found[160];
     fmt_dims(found, sizeof found, t->shape, NULL, t->ndim, 0);
-    CK_BAD("%s: tensor '%s': shape [%s], expected [%s] (%s)", file, name, found, want, why);
+    CK_BAD("%s: tensor '%s': shape [%s], expected [%s] (%s)", file, fk_ckpt_shown(t), found, want, why);
   }
   t->role = flags & IGNORE ? CK_IGNORED : CK_USED;
   t->out = flags & KEEP_F32 ? FK_DTYPE_F32 : FK_DTYPE_BF16;
@@ -341,6 +342,6 @@ fk_status fk_ckpt_names_unclaimed(const fk_model *m, fk_error *err) {
   for (int i = 0; i < m->nt; i++)
     if (m->t[i].role == CK_UNCLAIMED)
       CK_BAD("%s: tensor '%s' is not a tensor of %s (neither used nor ignored by name)", m->files[m->t[i].file].name,
-          m->t[i].name, m->arch);
+          fk_ckpt_shown(&m->t[i]), m->arch);
   return FK_OK;
 }

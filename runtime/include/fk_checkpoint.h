@@ -113,7 +113,9 @@ fk_status fk_model_describe(const fk_model *m, fk_plan_desc *desc, fk_error *err
 /* A tensor of the model by its checkpoint name (after any conversion: bf16 data, or f32 where the
  * model keeps f32: the biases, lin.bias and depth_linear.bias), for the parts no descriptor carries
  * yet (the Depthformer). An LFM2.5-Audio model names its detokenizer's tensors
- * "audio_detokenizer/<name>". The data lives as long as the model.
+ * "audio_detokenizer/<name>"; a GGUF file's tensors go by transformers' names too
+ * ("model.layers.0.feed_forward.w1.weight" for blk.0.ffn_gate.weight), and its Q8_0 / Q4_0 matrices,
+ * which the descriptor carries as blocks, are FK_EUNSUPPORTED here. The data lives as long as the model.
  * @return FK_OK and *view; FK_ENOTFOUND for a name the model has not got, or one it ignores by
  * name (the message says why); FK_EINVAL for NULLs. */
 typedef enum fk_tensor_dtype { FK_DTYPE_BF16 = 0, FK_DTYPE_F32 = 1 } fk_tensor_dtype;

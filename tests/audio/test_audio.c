@@ -14,7 +14,8 @@
  *     sampling: refused with the field named and the state unchanged; bad descriptors named.
  *   counter_committed: sampled codes advance the counter once per draw; greedy ones do not.
  *   quantized_same_everywhere: the script with desc.quantize q8 and q4, the same bits on every team
- *     size and target, and not the bf16 plan's. */
+ *     size and target, and not the bf16 plan's; quantized_fast_same_everywhere: the same in the fast
+ *     tier (1..3 members, qemu -cpu max), not the exact tier's bits. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,37 @@ Test(audio, quantized_same_everywhere, .timeout = 1200) {
     free(host);
   }
   free(bf16);
+}
+
+/* The quantized fast tier (activations quantized per block, VPDPBUSD / USDOT) through the whole audio
+ * script (backbone, Depthformer, depth_linear, heads): deterministic too, the same bits on 1..3
+ * members and (q8) on qemu -cpu max (i8mm) as on x86_64 (avx512vnni), and not the exact tier's. */
+Test(audio, quantized_fast_same_everywhere, .timeout = 1200) {
+  if (!(fk_cpu_features() & FK_CPU_AVX512VNNI)) cr_skip_test("this CPU has no AVX512-VNNI");
+  char cmd[1024];
+  static const char *fmt[] = { "q8", "q4" };
+  for (int f = 0; f < 2; f++) {
+    snprintf(cmd, sizeof cmd, "%s 2 small %s", FKT_AUDIO_SCENARIO_HOST, fmt[f]);
+    char *exact = fkt_run_cmd(cmd);
+    snprintf(cmd, sizeof cmd, "%s 2 small %s fast", FKT_AUDIO_SCENARIO_HOST, fmt[f]);
+    char *host = fkt_run_cmd(cmd);
+    cr_assert_str_neq(host, exact, "%s fast: the exact tier's bits", fmt[f]);
+    for (int t = 1; t <= 3; t += 2) {
+      snprintf(cmd, sizeof cmd, "%s %d small %s fast", FKT_AUDIO_SCENARIO_HOST, t, fmt[f]);
+      char *o = fkt_run_cmd(cmd);
+      cr_assert_str_eq(o, host, "%s fast, %d members:\n%s\n2 members:\n%s", fmt[f], t, o, host);
+      free(o);
+    }
+    if (f == 0) { /* (q8 only under qemu: q4's i8mm stamps run in tests/model's sessions and the leaf suite) */
+      snprintf(cmd, sizeof cmd, "timeout 900 %s -cpu max %s 2 small %s fast", FKH_QEMU, FKT_AUDIO_SCENARIO_AARCH64,
+               fmt[f]);
+      char *arm = fkt_run_cmd(cmd);
+      cr_assert_str_eq(arm, host, "%s fast aarch64 (-cpu max, i8mm):\n%s\nhost:\n%s", fmt[f], arm, host);
+      free(arm);
+    }
+    free(exact);
+    free(host);
+  }
 }
 
 static fkt_audio A;

@@ -2276,6 +2276,140 @@ ROW(ckpt_tensor_ignored, "fk_model_tensor", "lm_head.weight, a tied copy ignored
     "fk_model_tensor: tensor 'lm_head.weight' is ignored by name (tied to model.embed_tokens.weight", setup_ck_model,
     return fk_model_tensor(c->ckm, "lm_head.weight", &c->ckv, e);)
 
+/* GGUF files (fk_model_open of a file): a copy of a fixture of fixtures/gguf/ (fixtures/ref/gen_gguf.py: the
+ * checkpoints of fixtures/ckpt/ as llama.cpp's GGUF) with one thing made wrong, found by the tests' own GGUF reader
+ * (tests/ckpt/gguf_read.h); each call starts again from the fixture's bytes */
+#include "gguf_read.h"
+
+static void setup_ck_gguf(ctx *c) { cr_assert_not_null(fkw_tmpdir(c->ckdir)); }
+
+typedef struct gg_img {
+  unsigned char *p;
+  size_t n;
+  ggr *g;
+  char path[256]; /* where the row writes it: the row's directory */
+} gg_img;
+
+static void gg_load(ctx *c, gg_img *im, const char *casename, const char *name) {
+  char src[1024], err[256];
+  snprintf(src, sizeof src, "%s/gguf/%s/%s", FKT_FIXTURE_DIR, casename, name);
+  FILE *f = fopen(src, "rb");
+  cr_assert_not_null(f, "cannot open %s", src);
+  cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+  long size = ftell(f);
+  rewind(f);
+  im->n = (size_t)size;
+  im->p = malloc(im->n + 16);
+  cr_assert_not_null(im->p);
+  cr_assert_eq(fread(im->p, 1, im->n, f), im->n);
+  fclose(f);
+  im->g = calloc(1, sizeof *im->g);
+  cr_assert_not_null(im->g);
+  cr_assert_eq(ggr_parse(im->p, im->n, im->g, err, sizeof err), 0, "%s: %s", src, err);
+  snprintf(im->path, sizeof im->path, "%s/%s", c->ckdir, name);
+}
+#define GG_LOAD(im, file) gg_load(c, (im), strncmp((file), "lfm2_bf16", 9) ? "lfm2_released" : "lfm2_bf16", (file))
+
+static const ggr_tensor *gg_tensor(const gg_img *im, const char *name) {
+  const ggr_tensor *t = ggr_tensor_named(im->g, name);
+  cr_assert_not_null(t, "no tensor %s", name);
+  return t;
+}
+
+static const ggr_kv *gg_key(const gg_img *im, const char *key) {
+  const ggr_kv *k = ggr_kv_named(im->g, key);
+  cr_assert_not_null(k, "no key %s", key);
+  return k;
+}
+
+/* replaces bytes [at, at + cut) by `len` bytes of `with` */
+static void gg_splice(gg_img *im, size_t at, size_t cut, const void *with, size_t len) {
+  unsigned char *q = malloc(im->n - cut + len);
+  cr_assert_not_null(q);
+  memcpy(q, im->p, at);
+  memcpy(q + at, with, len);
+  memcpy(q + at + len, im->p + at + cut, im->n - at - cut);
+  free(im->p);
+  im->p = q;
+  im->n = im->n - cut + len;
+}
+
+/* writes the first n bytes of the image to the row's directory and opens that file as `kind` */
+static int gg_open(ctx *c, fk_error *e, gg_img *im, size_t n, fk_model_kind kind) {
+  FILE *f = fopen(im->path, "wb");
+  cr_assert_not_null(f, "cannot write %s", im->path);
+  cr_assert_eq(fwrite(im->p, 1, n, f), n);
+  cr_assert_eq(fclose(f), 0);
+  free(im->p);
+  free(im->g);
+  return ck_open_at(c, e, im->path, kind);
+}
+
+CK_ROW(ckpt_gguf_magic, "a GGUF file whose first 4 bytes are GGUX", FK_EINVAL,
+       "fk_model_open: lfm2_released-q8_0.gguf: not a GGUF file", setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); im.p[3] = 'X'; return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_version, "GGUF version 1", FK_EINVAL,
+       "lfm2_released-q8_0.gguf: GGUF version 1: this loader reads versions 2 and 3", setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); const uint32_t v = 1; memcpy(im.p + 4, &v, 4);
+       return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_truncated_keys, "a GGUF file cut in the middle of its key-value pairs (tokenizer.ggml.tokens)",
+       FK_EINVAL, "lfm2_released-q8_0.gguf: tokenizer.ggml.tokens at byte|the file ends", setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); const ggr_kv *k = gg_key(&im, "tokenizer.ggml.tokens");
+       return gg_open(c, e, &im, (k->val_at + k->end) / 2, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_truncated_data, "a GGUF file cut one byte short of its last tensor's data (blk.4.attn_v.weight)",
+       FK_EINVAL, "lfm2_released-q8_0.gguf: tensor 'blk.4.attn_v.weight': offset|past the end of the file",
+       setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); const ggr_tensor *t = gg_tensor(&im, "blk.4.attn_v.weight");
+       for (int i = 0; i < im.g->nts; i++) cr_assert_leq(im.g->t[i].data, t->data, "blk.4.attn_v.weight is not the last");
+       return gg_open(c, e, &im, t->data + t->nbytes - 1, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_type_unsupported, "blk.0.ffn_gate.weight of ggml type 12 (Q4_K)", FK_EINVAL,
+       "lfm2_released-q8_0.gguf: tensor 'blk.0.ffn_gate.weight': ggml type 12 (Q4_K)|F32, F16, BF16, Q8_0 and Q4_0",
+       setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); const uint32_t q4k = 12;
+       memcpy(im.p + gg_tensor(&im, "blk.0.ffn_gate.weight")->type_at, &q4k, 4);
+       return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_offset_unaligned, "blk.1.ffn_up.weight's offset one more (not a multiple of 32)", FK_EINVAL,
+       "lfm2_released-q8_0.gguf: tensor 'blk.1.ffn_up.weight': offset|not a multiple of general.alignment",
+       setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); const ggr_tensor *t = gg_tensor(&im, "blk.1.ffn_up.weight");
+       const uint64_t off = t->off + 1; memcpy(im.p + t->off_at, &off, 8);
+       return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_architecture, "general.architecture 'llama'", FK_EINVAL,
+       "lfm2_released-q8_0.gguf: general.architecture is 'llama'|reads 'lfm2'", setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); const ggr_kv *k = gg_key(&im, "general.architecture");
+       unsigned char v[13] = { 5, 0, 0, 0, 0, 0, 0, 0, 'l', 'l', 'a', 'm', 'a' };
+       gg_splice(&im, k->val_at, k->end - k->val_at, v, sizeof v); return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_key_missing, "no lfm2.shortconv.l_cache (its key renamed lfm2.shortconv.l_cachf)", FK_EINVAL,
+       "lfm2_released-q8_0.gguf: no key lfm2.shortconv.l_cache", setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); const ggr_kv *k = gg_key(&im, "lfm2.shortconv.l_cache");
+       im.p[k->key_at + strlen(k->key) - 1] = 'f'; return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_embed_scale_inf, "a Q8_0 token_embd whose row 5, block 2 has the scale inf (0x7c00)", FK_EINVAL,
+       "lfm2_released-q8_0.gguf: tensor 'token_embd.weight': row 5, block 2: the scale 0x7c00 is not finite",
+       setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); const ggr_tensor *t = gg_tensor(&im, "token_embd.weight");
+       cr_assert(t->type == GGR_Q8_0 && t->ne[0] == 128); const uint16_t inf = 0x7c00;
+       memcpy(im.p + t->data + (5 * 4 + 2) * 34, &inf, 2); return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_matrix_scale_inf, "a Q4_0 blk.0.ffn_gate.weight whose row 1, block 3 has the scale -inf (0xfc00)",
+       FK_EINVAL, "lfm2_released-q4_0.gguf: tensor 'blk.0.ffn_gate.weight': row 1, block 3: the scale 0xfc00 is not finite",
+       setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q4_0.gguf"); const ggr_tensor *t = gg_tensor(&im, "blk.0.ffn_gate.weight");
+       cr_assert(t->type == GGR_Q4_0 && t->ne[0] == 128); const uint16_t inf = 0xfc00;
+       memcpy(im.p + t->data + (1 * 4 + 3) * 18, &inf, 2); return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_tensor_unknown, "an untied file's output.weight renamed outpux.weight", FK_EINVAL,
+       "lfm2_bf16-q8_0.gguf: tensor 'outpux.weight' is not a tensor of", setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_bf16-q8_0.gguf"); im.p[gg_tensor(&im, "output.weight")->name_at + 5] = 'x';
+       return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_tensor_renamed, "blk.0.ffn_gate.weight renamed blk.0.ffn_gatx.weight", FK_ENOTFOUND,
+       "lfm2_released-q8_0.gguf: no tensor 'blk.0.ffn_gate.weight'", setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); im.p[gg_tensor(&im, "blk.0.ffn_gate.weight")->name_at + 14] = 'x';
+       return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_kind, "a GGUF file opened as FK_MODEL_LFM2_AUDIO; as FK_MODEL_DETOK", FK_EINVAL,
+       "lfm2_released-q8_0.gguf: a GGUF file is read as an LFM2 language model (FK_MODEL_LFM2_LM), not kind 3",
+       setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); char path[256]; snprintf(path, sizeof path, "%s", im.path);
+       cr_assert_eq(gg_open(c, e, &im, im.n, FK_MODEL_LFM2_AUDIO), FK_EINVAL);
+       return ck_open_at(c, e, path, FK_MODEL_DETOK);)
+
 #endif /* FKT_CKPT */
 
 /* ---- the table is the document ----------------------------------------------------------------- */

@@ -23,3 +23,17 @@ target_link_libraries(test_ckpt_fixtures PRIVATE fk_model_trace flashkern_ckpt $
 add_dependencies(test_ckpt_fixtures fk_ckpt_scenario fk_aarch64 flashkern-run)
 add_test(NAME ckpt_fixtures COMMAND test_ckpt_fixtures --jobs 1)
 set_tests_properties(ckpt_fixtures PROPERTIES LABELS "slow;aarch64" TIMEOUT 1800)
+
+#   gguf_fixtures   tests/ckpt/test_gguf_fixtures.c: the GGUF files of fixtures/gguf/ (fixtures/ref/gen_gguf.py:
+#                   fixtures/ckpt/'s checkpoints as llama.cpp's GGUF, BF16, Q8_0, Q4_0) against the loader's GGUF
+#                   reader: the descriptor equal to the source directory's (quantized matrices: fk_q_quantize_bf16's
+#                   blocks), logits bit for bit a reference plan's; swapped tensors caught; flashkern-run on each file
+#                   (the refusals of bad GGUF files are badinput rows: gguf_*)
+add_executable(test_gguf_fixtures tests/ckpt/test_gguf_fixtures.c)
+target_compile_options(test_gguf_fixtures PRIVATE ${FK_WARNINGS})
+target_include_directories(test_gguf_fixtures PRIVATE ${CMAKE_SOURCE_DIR}/runtime ${CMAKE_SOURCE_DIR}/tests/ckpt)
+target_compile_definitions(test_gguf_fixtures PRIVATE FKT_FLASHKERN_RUN="$<TARGET_FILE:flashkern-run>")
+target_link_libraries(test_gguf_fixtures PRIVATE fk_model_trace flashkern_ckpt ${FK_CRITERION} m)
+add_dependencies(test_gguf_fixtures flashkern-run)
+add_test(NAME gguf_fixtures COMMAND test_gguf_fixtures --jobs 2)
+set_tests_properties(gguf_fixtures PROPERTIES LABELS "slow" TIMEOUT 600)

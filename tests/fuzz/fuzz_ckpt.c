@@ -145,7 +145,10 @@ static void config(const char *buf, size_t n) {
 }
 
 static void gguf_free(fk_model *m) {
-  for (int i = 0; i < m->nt; i++) free(m->t[i].name);
+  for (int i = 0; i < m->nt; i++) {
+    free(m->t[i].name);
+    free(m->t[i].label);
+  }
   free(m->t);
 }
 
