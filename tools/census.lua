@@ -119,8 +119,8 @@ end
 -- llvm-mca on a preprocessed stamp (or probe), one model: { [span name] = analysis (analyse, with
 -- cycles: llvm-mca's cycles per iteration, and ins: the span's instructions) } for the spans
 -- { name, first, last } of `ins`; infos[i] keeps the model's resources for CENSUS.md. Or nil, a message.
-local function measure(s_out, isa, model, spans, ins, uses_bf16, infos, i, label)
-  local regs, tables = T.mca(s_out, isa, model, uses_bf16)
+local function measure(s_out, isa, model, spans, ins, exts, infos, i, label)
+  local regs, tables = T.mca(s_out, isa, model, exts)
   local res = P.resources(tables)
   local short = function(name) return Mo.short_name(model, name) end
   local sets = P.resource_sets(res, model, short)
@@ -162,7 +162,6 @@ local function census_stamp(root, row, infos)
   local saved, stack = K.frame(ins, row.isa)
   local st = { row = row, n = K.count(ins, row.isa), code = code, ro = ro, exts = exts, gpr = g, vec = v, mask = k,
                saved = saved, stack = stack, regions = regions, ins = ins, mca = {} }
-  local uses_bf16 = exts:find("bf16") ~= nil
   local s_out = T.mca_source(root, row.isa, src)
   -- the regions llvm-mca reports: the marked loops, or the whole function when none is marked
   local spans = {}
@@ -171,7 +170,7 @@ local function census_stamp(root, row, infos)
   for i, model in ipairs(T.MODELS[row.isa]) do
     infos[row.isa] = infos[row.isa] or {}
     local err
-    st.mca[i], err = measure(s_out, row.isa, model, spans, ins, uses_bf16, infos[row.isa], i, row.symbol)
+    st.mca[i], err = measure(s_out, row.isa, model, spans, ins, exts, infos[row.isa], i, row.symbol)
     if not st.mca[i] then die(err) end
   end
   st.main, st.main_n = K.main_region(ins, row.isa, regions)
@@ -194,7 +193,8 @@ function M.probe(isa, short, lines, bf16)
   f:write((isa == "x86_64" and ".intel_syntax noprefix\n" or "") .. "# LLVM-MCA-BEGIN probe\n"
     .. table.concat(lines, "\n") .. "\n# LLVM-MCA-END probe\n")
   f:close()
-  local out, err = measure(s, isa, model, { { name = "probe", first = 1, last = #ins } }, ins, bf16, {}, 1, "probe")
+  local out, err = measure(s, isa, model, { { name = "probe", first = 1, last = #ins } }, ins, bf16 and "bf16" or "",
+                           {}, 1, "probe")
   if not out then return nil, err end
   return out.probe
 end

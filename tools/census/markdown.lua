@@ -58,6 +58,16 @@ end
 
 -- The models' units as llvm-mca lists them: "V0, V1, L01 x2, ...", the groups of models.lua
 -- llvm-mca's list has, and the dispatch width (from the first stamp llvm-mca ran on the model).
+-- what the model's CPU lacks and how such stamps run
+local function lacks_text(m)
+  local parts = {}
+  for _, l in ipairs(m.lacks or {}) do
+    parts[#parts + 1] = string.format("no %s in the model's CPU: %s stamps run with `-mattr=+%s`, %s timed as the"
+      .. " model's default vector op", l.what, l.ext, l.attr, l.op)
+  end
+  return #parts > 0 and " (" .. table.concat(parts, "; ") .. ")" or ""
+end
+
 local function model_line(m, info)
   local units = {}
   for _, k in ipairs(info.res.kind_names) do
@@ -72,8 +82,7 @@ local function model_line(m, info)
     .. " units: %s; groups the stamps use: %s%s", m.short, m.cpu, m.td, info.width and C.int(info.width) or "?",
     table.concat(units, ", "),
     #groups > 0 and table.concat(groups, "; ") or "none",
-    m.attr_bf16 and " (no BF16 in the model's CPU: bf16 stamps run with `-mattr=+bf16`, BFDOT timed as the model's"
-      .. " default vector op)" or "")
+    lacks_text(m))
 end
 
 local METHOD = {

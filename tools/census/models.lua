@@ -8,7 +8,8 @@
 --   prefixes  the models' resource name prefixes, dropped in the census's names (x86 ports: p0..p9)
 --   td      the scheduling model's source (llvm/lib/Target/...), for the reader
 --   groups  { name, kinds }: each ProcResGroup of the .td, by its resources' names (no prefix)
---   attr_bf16  the model's CPU has no BF16: stamps needing it run with -mattr=+bf16
+--   lacks   extensions the model's CPU has not, { ext = the assembler's name, attr = llvm's }: a stamp
+--           needing one runs with -mattr=+<attr> (its instructions timed as the model's defaults)
 
 local M = {}
 
@@ -29,7 +30,8 @@ ICX_GROUPS[#ICX_GROUPS + 1] = { name = "p78", kinds = { "p7", "p8" } }
 M.MODELS = {
   x86_64 = {
     { cpu = "skylake-avx512", short = "SKX", prefixes = { "SKXPort", "SKX" }, td = "X86/X86SchedSkylakeServer.td",
-      groups = SKX_GROUPS, vector = "p015" },
+      groups = SKX_GROUPS, vector = "p015",
+      lacks = { { ext = "avx512_vnni", attr = "avx512vnni", what = "AVX512-VNNI", op = "VPDPBUSD" } } },
     { cpu = "icelake-server", short = "ICX", prefixes = { "ICXPort", "ICX" }, td = "X86/X86SchedIceLake.td",
       groups = ICX_GROUPS, vector = "p015" },
   },
@@ -37,7 +39,9 @@ M.MODELS = {
     -- Apple A14 is llvm-mca-16's Cyclone model: no ProcResGroup, sub-resources by `Super` (a use of
     -- VM also uses V, as llvm-mca simulates it: VM is 2 of the 3 V pipes)
     { cpu = "apple-a14", short = "A14", prefixes = { "CyUnit" }, td = "AArch64/AArch64SchedCyclone.td",
-      groups = {}, attr_bf16 = true, vector = "V" },
+      groups = {}, vector = "V",
+      lacks = { { ext = "bf16", attr = "bf16", what = "BF16", op = "BFDOT" },
+                { ext = "i8mm", attr = "i8mm", what = "I8MM", op = "USDOT" } } },
     { cpu = "neoverse-n2", short = "N2", prefixes = { "N2Unit" }, td = "AArch64/AArch64SchedNeoverseN2.td",
       groups = {
         { name = "V", kinds = { "V0", "V1" } }, { name = "M", kinds = { "M0", "M1" } },

@@ -14,8 +14,8 @@ local MCA = os.getenv("LLVM_MCA") or "llvm-mca-16"
 T.MODELS = require("census.models").MODELS
 
 -- Extensions a variant may require, as the assembler names them.
-local X86_EXT = { "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16" }
-local A64_EXT = { "simd", "bf16" }
+local X86_EXT = { "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_vnni" }
+local A64_EXT = { "simd", "bf16", "i8mm" }
 
 ---------------------------------------------------------------------------------------------
 -- Shell helpers, the error exit
@@ -122,11 +122,17 @@ local function mca_source(root, isa, src)
   return s_out
 end
 
--- llvm-mca on a preprocessed stamp (mca_source), one model: { [region] = { cycles, uops, width } }
+-- llvm-mca on a preprocessed stamp (mca_source), one model (exts: the stamp's required extensions,
+-- required_exts; those the model's CPU lacks are added with -mattr): { [region] = { cycles, uops, width } }
 -- (cycles and micro-ops per iteration over 100 iterations, the dispatch width), and the text of
 -- its instruction tables (-instruction-tables: per instruction, the cycles on each unit).
-local function mca(s_out, isa, model, uses_bf16)
-  local attr = (uses_bf16 and model.attr_bf16) and " -mattr=+bf16" or ""
+local function mca(s_out, isa, model, exts)
+  local attr = ""
+  for _, l in ipairs(model.lacks or {}) do
+    if (" " .. exts .. " "):find(" " .. l.ext .. " ", 1, true) then
+      attr = attr .. (attr == "" and " -mattr=" or ",") .. "+" .. l.attr
+    end
+  end
   local triple = isa == "x86_64" and "x86_64-linux-gnu" or "aarch64-linux-gnu"
   local base = string.format("%s -mtriple=%s -mcpu=%s%s", MCA, triple, model.cpu, attr)
   local ok2, res = run(base .. " -iterations=100 -all-views=false -summary-view " .. sh_quote(s_out))
