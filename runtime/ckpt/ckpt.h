@@ -249,6 +249,9 @@ fk_status fk_ckpt_gguf_parse(fk_model *m, const void *buf, size_t len, const cha
 /* refuses, naming the file, tensor, row and block, a GGUF block tensor t whose scales are not all finite */
 fk_status fk_ckpt_blocks_finite(const fk_model *m, const ck_tensor *t, fk_error *err);
 
+/* fk_ckpt_add_file(): appends dir/rel to m->files, mapped (fk_ckpt_map's refusals), into *out. */
+fk_status fk_ckpt_add_file(fk_model *m, const char *rel, ck_file **out, fk_error *err);
+
 /* The tensor called name, or NULL (model.c: binary search once sorted). */
 ck_tensor *fk_ckpt_find(const fk_model *m, const char *name);
 /* The file a tensor called name belongs to, for messages: its own file, or where it was expected. */

@@ -364,15 +364,8 @@ static int by_offset(const void *a, const void *b) {
 }
 
 fk_status fk_ckpt_gguf(fk_model *m, const char *rel, fk_error *err) {
-  ck_file *f = realloc(m->files, (size_t)(m->nfiles + 1) * sizeof *f);
-  FK_RETURN_ERROR_IF(!f, err, FK_ENOMEM, "fk_model_open: %s", rel);
-  m->files = f;
-  f = &m->files[m->nfiles];
-  memset(f, 0, sizeof *f);
-  FK_RETURN_ERROR_IF(!(f->name = strdup(rel)), err, FK_ENOMEM, "fk_model_open: %s", rel);
-  m->nfiles++;
-  CK_TRY(fk_ckpt_map(m->dir, rel, &f->map, err));
-  m->file_bytes += f->map.size;
+  ck_file *f;
+  CK_TRY(fk_ckpt_add_file(m, rel, &f, err));
   return fk_ckpt_gguf_parse(m, f->map.map, f->map.size, rel, m->nfiles - 1, err);
 }
 

@@ -45,10 +45,7 @@ const char *fk_ckpt_file_of(const fk_model *m, const char *name) {
   return !strncmp(name, DETOK_DIR "/", sizeof DETOK_DIR) ? DETOK_DIR "/model.safetensors" : m->where;
 }
 
-/* Maps dir/rel and appends its tensors, named prefix + their name; with an index, each must be
- * where the index says (shard `shard`). */
-static fk_status add_file(fk_model *m, const char *rel, const char *prefix, const ck_index *ix, int shard,
-                          fk_error *err) {
+fk_status fk_ckpt_add_file(fk_model *m, const char *rel, ck_file **out, fk_error *err) {
   ck_file *f = realloc(m->files, (size_t)(m->nfiles + 1) * sizeof *f);
   FK_RETURN_ERROR_IF(!f, err, FK_ENOMEM, "fk_model_open: %s", rel);
   m->files = f;
@@ -58,6 +55,16 @@ static fk_status add_file(fk_model *m, const char *rel, const char *prefix, cons
   m->nfiles++;
   CK_TRY(fk_ckpt_map(m->dir, rel, &f->map, err));
   m->file_bytes += f->map.size;
+  *out = f;
+  return FK_OK;
+}
+
+/* Maps dir/rel and appends its tensors, named prefix + their name; with an index, each must be
+ * where the index says (shard `shard`). */
+static fk_status add_file(fk_model *m, const char *rel, const char *prefix, const ck_index *ix, int shard,
+                          fk_error *err) {
+  ck_file *f;
+  CK_TRY(fk_ckpt_add_file(m, rel, &f, err));
   ck_st_header h;
   CK_TRY(fk_ckpt_st_parse(f->map.map, f->map.size, rel, &h, err));
   fk_status s = FK_OK;
