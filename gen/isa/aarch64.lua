@@ -132,11 +132,13 @@ end
 -- (attr.at, gen/bump.lua: no instruction). The offset moves into the register (and 0 is returned)
 -- when the instruction's immediate could not reach offset + 32 (LDP/STP of q registers:
 -- -1024..1008, a multiple of 16), or with `scalar`, the offset itself (a single LDR/LDRSW/STR of
--- one element: unsigned, a multiple of size, up to 4095 elements).
+-- one element: unsigned, a multiple of size, up to 4095 elements), or with `qreg`, a single LDR/STR of a
+-- q register (an unsigned multiple of 16 up to 65520) or LDUR/STUR (-256..255).
 local SHIFT = { [1] = 0, [2] = 1, [4] = 2, [8] = 3 }
-local function elem_addr(ctx, op, size, scalar)
+local function elem_addr(ctx, op, size, scalar, qreg)
   local function fits(o)
     if scalar then return o >= 0 and o <= 4095 * size and o % size == 0 end
+    if qreg then return (o >= 0 and o <= 65520 and o % 16 == 0) or (o >= -256 and o <= 255) end
     return o >= -1024 and o + 32 <= 1008 and o % 16 == 0
   end
   local o = op.attr.off * size
@@ -148,19 +150,7 @@ local function elem_addr(ctx, op, size, scalar)
   end
   return "x16", o
 end
-
--- (LDR / STR q: an unsigned multiple of 16 up to 65520, LDUR / STUR: -256..255; else x16)
-local function q_addr(ctx, op, size)
-  local function fits(o) return (o >= 0 and o <= 65520 and o % 16 == 0) or (o >= -256 and o <= 255) end
-  local o = op.attr.off * size
-  if op.attr.at then return from_ptr(ctx, op, 1, o, fits) end
-  ctx:wline("add x16, " .. ctx:reg(op.src[1]) .. ", " .. ctx:reg(op.src[2]) .. ", lsl " .. imm(SHIFT[size]))
-  if not fits(o) then
-    add_imm(ctx, "x16", "x16", o)
-    return "x16", 0
-  end
-  return "x16", o
-end
+local function q_addr(ctx, op, size) return elem_addr(ctx, op, size, false, true) end
 
 add_imm = function(ctx, d, a, x)
   if x == 0 then
