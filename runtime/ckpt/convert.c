@@ -5,7 +5,7 @@
  * model owns: f32 -> bf16 by the contract's RNE (fk_bf16_from_f32), f16 -> f32 exactly and then
  * the same RNE, bf16 -> f32 exactly, f32 -> f32 copied when misaligned; a GGUF Q8_0 / Q4_0 matrix
  * stays in place as blocks (the plan packs them), and one a gather reads (token_embd) is dequantized
- * (q * d, exact) and rounded by the same RNE. Elements are read with memcpy, so the file's alignment
+ * by fk_q_dequantize (q * d, exact) and rounded by the same RNE. Elements are read with memcpy, so the file's alignment
  * never matters. safetensors and GGUF are little-endian, as the hosts are. */
 #include <stdlib.h>
 #include <string.h>
@@ -15,28 +15,6 @@
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the checkpoint loader reads little-endian safetensors in place: a little-endian host only"
 #endif
-
-/* f16 -> f32, exact (every f16 is an f32: subnormals normalised, inf and NaN payloads kept) */
-static float f32_from_f16(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
-  if (e == 0x1f) {
-    u = sign | 0x7f800000u | mant << 13;
-  } else if (e) {
-    u = sign | (e + 112) << 23 | mant << 13;
-  } else if (!mant) {
-    u = sign;
-  } else {
-    e = 113;
-    while (!(mant & 0x400u)) {
-      mant <<= 1;
-      e--;
-    }
-    u = sign | e << 23 | (mant & 0x3ffu) << 13;
-  }
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 
 /* the binary16 scale of block b of a GGUF block tensor (Q8_0: 34 bytes a block, Q4_0: 18) */
 static uint16_t block_scale(const ck_tensor *t, size_t b) {
@@ -50,16 +28,9 @@ float fk_ckpt_f32_at(const ck_tensor *t, size_t i) {
   float f;
   switch (t->dtype) {
   case CK_BF16: memcpy(&h, t->src + 2 * i, 2); return fk_f32_from_bf16(h);
-  case CK_F16: memcpy(&h, t->src + 2 * i, 2); return f32_from_f16(h);
+  case CK_F16: memcpy(&h, t->src + 2 * i, 2); return fk_f32_from_f16(h);
   case CK_F32: memcpy(&f, t->src + 4 * i, 4); return f;
-  /* GGUF blocks: q * d, exact (docs/design.md "Quantized weights"; Q4_0's byte j holds elements j
-   * and j + 16, low nibble first, each q + 8) */
-  case CK_Q8_0: return (float)(int8_t)t->src[i / 32 * 34 + 2 + i % 32] * f32_from_f16(block_scale(t, i / 32));
-  case CK_Q4_0: {
-    unsigned byte = t->src[i / 32 * 18 + 2 + i % 16];
-    return (float)((int)(i % 32 < 16 ? byte & 15u : byte >> 4) - 8) * f32_from_f16(block_scale(t, i / 32));
-  }
-  default: return 0.0f; /* the maps serve float dtypes only */
+  default: return 0.0f; /* float dtypes only: GGUF blocks go through convert_blocks */
   }
 }
 
@@ -89,6 +60,27 @@ static int in_place(const ck_tensor *t) {
 
 static size_t served_bytes(const ck_tensor *t) { return elems(t) * (t->out == FK_DTYPE_BF16 ? 2u : 4u); }
 
+/* a GGUF block tensor a gather reads (token_embd): row by row, fk_q_dequantize (q * d, exact), then
+ * for bf16 the contract's RNE (fk_bf16_from_f32_n) from one row of floats; its scales are finite
+ * (fk_ckpt_blocks_finite ran first) */
+static fk_status convert_blocks(const ck_tensor *t, unsigned char *at, fk_error *err) {
+  const fk_qformat f = t->dtype == CK_Q8_0 ? FK_Q8 : FK_Q4;
+  const int64_t k = t->shape[t->ndim - 1], rows = (int64_t)(elems(t) / (size_t)k);
+  const size_t rb = fk_q_gguf_bytes(f, 1, k);
+  const int bf16 = t->out == FK_DTYPE_BF16;
+  float *row = bf16 ? malloc((size_t)k * sizeof(float)) : NULL;
+  FK_RETURN_ERROR_IF(bf16 && !row, err, FK_ENOMEM, "fk_model_open: %lld floats for a row of '%s'", (long long)k,
+                     fk_ckpt_shown(t));
+  fk_status s = FK_OK;
+  for (int64_t r = 0; r < rows && s == FK_OK; r++) {
+    float *o = bf16 ? row : (float *)(void *)at + r * k;
+    s = fk_q_dequantize(f, t->src + (size_t)r * rb, rb, 1, k, o, k, err);
+    if (s == FK_OK && bf16) s = fk_bf16_from_f32_n(row, (uint16_t *)(void *)at + r * k, (size_t)k, err);
+  }
+  free(row);
+  return s;
+}
+
 fk_status fk_ckpt_convert(fk_model *m, fk_error *err) {
   size_t total = 0;
   for (int i = 0; i < m->nt; i++) {
@@ -109,7 +101,9 @@ fk_status fk_ckpt_convert(fk_model *m, fk_error *err) {
       continue;
     }
     const size_t n = elems(t);
-    if (t->out == FK_DTYPE_BF16) {
+    if (CK_BLOCKS(t->dtype)) {
+      CK_TRY(convert_blocks(t, at, err));
+    } else if (t->out == FK_DTYPE_BF16) {
       uint16_t *d = (uint16_t *)(void *)at;
       if (t->dtype == CK_BF16) memcpy(d, t->src, t->nbytes);
       else if (t->dtype == CK_F32 && (uintptr_t)t->src % 4 == 0) {
