@@ -763,12 +763,15 @@ function B:pair_split(v, i)
 end
 
 -- Integer dot products: int32 lane l of acc plus the sum over bytes 4l..4l+3 of u8(w) * s8(x)
--- (byte vectors from load_raw, load_q4x2 or bit ops on them), wrapping like the instructions
--- (VPDPBUSD, USDOT), exact while every sum stays inside int32. The same bits on every ISA; only
--- the avx512vnni and i8mm variants have it (a form using it lists them: `variants`).
-function B:dot_u8s8(acc, w, x)
-  return self:_emit("dot_u8s8", "v", { self:_want(acc, "v", "dot_u8s8", "acc"), self:_want(w, "v", "dot_u8s8", "w"),
-                                      self:_want(x, "v", "dot_u8s8", "x") }).dst
+-- (dot_u8s8: VPDPBUSD) or s8(w) * s8(x) (dot_s8s8: SDOT) (byte vectors from load_raw, load_q4x2
+-- or bit ops on them), wrapping like the instructions, exact while every sum stays inside int32.
+-- The same bits on every ISA; only the variants whose t.tune.int8_dot names one have it (x86_64
+-- avx512vnni: u8s8, AArch64 dotprod: s8s8; a form using them lists those: `variants`).
+for _, name in ipairs({ "dot_u8s8", "dot_s8s8" }) do
+  B[name] = function(self, acc, w, x)
+    return self:_emit(name, "v", { self:_want(acc, "v", name, "acc"), self:_want(w, "v", name, "w"),
+                                   self:_want(x, "v", name, "x") }).dst
+  end
 end
 B.load_bcast_f16 = whole_loader("load_bcast_f16")
 
@@ -1172,6 +1175,8 @@ M.TUNING = {
   hold_operands = { kind = "boolean", doc = "keep loop-invariant operands and loaded tiles in registers " ..
                     "across passes (true), or reload them / pass them through memory (false)" },
   head_group = { kind = "number", doc = "heads whose two-pass norms run interleaved (qkprep)" },
+  int8_dot = { kind = "string", doc = "the integer dot product of the variant's CPUs: 'u8s8' (dot_u8s8), " ..
+               "'s8s8' (dot_s8s8) or 'none'; a choice of exact integer instructions, never of a result" },
 }
 
 -- Builds the IR of one form in one tier. `template` is the loaded template table, `form` one

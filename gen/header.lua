@@ -10,7 +10,7 @@ local M = {}
 M.FEATURES = {
   { "avx2", 0 }, { "fma", 1 }, { "avx512f", 2 }, { "avx512bw", 3 }, { "avx512vl", 4 },
   { "avx512bf16", 5 }, { "avx512vnni", 6 },
-  { "asimd", 16 }, { "bf16", 17 }, { "i8mm", 18 },
+  { "asimd", 16 }, { "bf16", 17 }, { "i8mm", 18 }, { "dotprod", 19 },
 }
 
 local function feature_expr(list)

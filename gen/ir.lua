@@ -84,6 +84,7 @@ M.OPS = {
   -- int32 lane l of src1 + the sum over bytes 4l..4l+3 of u8(src2) * s8(src3), wrapping (exact while
   -- |sum| < 2^31): VPDPBUSD, USDOT; the variants that have one (NEEDS below)
   dot_u8s8   = { "v", { "v", "v", "v" } },
+  dot_s8s8   = { "v", { "v", "v", "v" } },
 
   bf16_even  = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l
   bf16_odd   = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l + 1
@@ -159,9 +160,10 @@ M.MASKABLE = { load_f32 = true, load_bf16 = true, load_raw = true, store_f32 = t
 -- Ops only a fast-tier proc may use (their rounding differs between ISAs).
 M.FAST_ONLY = { dot_bf16_acc = true }
 
--- dot_u8s8 exists in the variants whose CPUs have the instruction (avx512vnni, i8mm) only: its
--- bits are the same on every ISA, so any tier may use it, and a template gives the forms that do
--- `variants` (gen/fkgen.lua); a backend asked for it in another variant fails the generation.
+-- dot_u8s8 and dot_s8s8 exist in the variants whose CPUs have the instruction (avx512vnni: u8s8,
+-- dotprod: s8s8; t.tune.int8_dot) only: their bits are the same on every ISA, so any tier may use
+-- them, and a template gives the forms that do `variants` (gen/fkgen.lua); a backend asked for one
+-- in another variant fails the generation.
 
 M.TREES = { halving = true }   -- lane i += lane i + s for s = 8, 4, 2, 1
 

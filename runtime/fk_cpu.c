@@ -47,6 +47,7 @@ static uint64_t detect(void) {
   uint64_t f = 0;
   unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
   if (hw & (1ul << 1)) f |= FK_CPU_ASIMD;   /* HWCAP_ASIMD */
+  if (hw & (1ul << 20)) f |= FK_CPU_DOTPROD; /* HWCAP_ASIMDDP */
   if (hw2 & (1ul << 14)) f |= FK_CPU_BF16;  /* HWCAP2_BF16 */
   if (hw2 & (1ul << 13)) f |= FK_CPU_I8MM;  /* HWCAP2_I8MM */
   return f;
@@ -54,8 +55,9 @@ static uint64_t detect(void) {
 #elif defined(__aarch64__) && defined(__APPLE__)
 #include <sys/sysctl.h>
 
-/* macOS on arm64: every core has ASIMD; FEAT_BF16 and FEAT_I8MM (M2 and later) are reported by sysctl. Written to
- * Apple's documented names, not compiled here (no macOS SDK on the build machine: README). */
+/* macOS on arm64: every core has ASIMD; FEAT_DotProd (every Apple core macOS runs on), FEAT_BF16 and FEAT_I8MM (M2 and
+ * later) are reported by sysctl. Written to Apple's documented names, not compiled here (no macOS SDK on the build
+ * machine: README). */
 static int sysctl_on(const char *name) {
   int v = 0;
   size_t n = sizeof v;
@@ -64,6 +66,7 @@ static int sysctl_on(const char *name) {
 
 static uint64_t detect(void) {
   uint64_t f = FK_CPU_ASIMD;
+  if (sysctl_on("hw.optional.arm.FEAT_DotProd")) f |= FK_CPU_DOTPROD;
   if (sysctl_on("hw.optional.arm.FEAT_BF16")) f |= FK_CPU_BF16;
   if (sysctl_on("hw.optional.arm.FEAT_I8MM")) f |= FK_CPU_I8MM;
   return f;
@@ -76,7 +79,7 @@ static const struct { uint64_t bit; const char *name; } feature_names[] = {
   { FK_CPU_AVX2, "avx2" }, { FK_CPU_FMA, "fma" }, { FK_CPU_AVX512F, "avx512f" },
   { FK_CPU_AVX512BW, "avx512bw" }, { FK_CPU_AVX512VL, "avx512vl" },
   { FK_CPU_AVX512BF16, "avx512bf16" }, { FK_CPU_AVX512VNNI, "avx512vnni" }, { FK_CPU_ASIMD, "asimd" },
-  { FK_CPU_BF16, "bf16" }, { FK_CPU_I8MM, "i8mm" },
+  { FK_CPU_BF16, "bf16" }, { FK_CPU_I8MM, "i8mm" }, { FK_CPU_DOTPROD, "dotprod" },
 };
 
 const char *fk_cpu_feature_names(uint64_t f, char *buf, size_t len) {

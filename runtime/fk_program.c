@@ -137,14 +137,17 @@ fk_status fk_wmat_check(const fk_qmatrix *q, fk_qformat quantize, int64_t k, con
 }
 
 uint64_t fk_quant_roles(uint64_t want, unsigned formats) {
-  uint64_t r = 0;
+  uint64_t r = want;
   const fk_role base[] = { R_IN, R_OUT, R_HEAD, R_LOGITS };
   for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
     if (!(want & FK_ROLE_BIT(base[i]))) continue;
+    /* no bf16 matrix: its bf16 stamp is never called, nor resolved (a quantized fast plan then needs
+     * the int8 dot product alone, not the bf16 dot product too) */
+    if (!(formats & fk_format_bit(FK_QNONE))) r &= ~FK_ROLE_BIT(base[i]);
     if (formats & fk_format_bit(FK_Q8)) r |= FK_ROLE_BIT(fk_qrole(base[i], FK_Q8));
     if (formats & fk_format_bit(FK_Q4)) r |= FK_ROLE_BIT(fk_qrole(base[i], FK_Q4));
   }
-  return want | r;
+  return r;
 }
 
 /* A call's xs: FK_GEMV_CALL_ROWS arranged rows, a GEMM block's sums (FK_GEMV_GEMM_SUMS), and where k

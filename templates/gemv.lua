@@ -308,13 +308,15 @@ end
 -- x is quantized once per call, per row and block of 32 k, into xs: per activation row j and tile
 -- i / 64 one slot of 64 floats at xs + j * kpad + i (256 bytes): bytes 0-63 the quants q_x in the
 -- weights' order (block h, parity c at 32h + 16c: the even elements of the block, then the odd
--- ones), bytes 64-127 per lane -(u8 offset) * (the sum of its four q_x) (the correction of the
--- weights' unsigned bytes: q8 stores q, read as q + 128 after an XOR; q4 stores q + 8), bytes
--- 128-191 the lanes' activation scale (block 0 in lanes 0-7, block 1 in 8-15). Block h of a tile:
+-- ones), bytes 64-127 per lane -(offset) * (the sum of its four q_x) (the correction of the weight
+-- bytes as the dot product reads them: q4 stores q + 8; q8 stores q, which dot_u8s8 reads as
+-- q + 128 after an XOR and dot_s8s8 as it is, offset 0), bytes 128-191 the lanes' activation scale
+-- (block 0 in lanes 0-7, block 1 in 8-15). The variant's int8 dot product (t.tune.int8_dot: u8s8
+-- VPDPBUSD, s8s8 SDOT) changes no sum: every one is exact. Block h of a tile:
 --   amax = max |x|, z = sum of x * 0 (NaN when an x is not finite), d = amax / 127 + z,
 --   q_x = min(max(rint(x / max(d, 2^-149)), -127), 127)        (the vmax / vmin rules: NaN -> -127)
 -- Then, per weight row n and activation row j, one chain of 16 lanes: lane l of tile t sums, in
--- int32 and exactly, the four products of its bytes 4l .. 4l + 3 (dot_u8s8 from the correction)
+-- int32 and exactly, the four products of its bytes 4l .. 4l + 3 (the dot product from the correction)
 -- and accumulates fma(f32(isum), d_w * d_x, acc) (the scales of block 2t + l / 8, their product
 -- rounded once), tiles in increasing order; the halving tree, then the destination. Every step is
 -- exact integer arithmetic or one IEEE rounding in a fixed order: the same bits on every ISA
@@ -323,6 +325,13 @@ qfast_body = function(t, p, form_, a)
   local qf = QUANT[form_.quant]
   local q8 = form_.quant == "q8"
   local budget = t.tune.accumulators
+  local signed = t.tune.int8_dot == "s8s8"
+  local function dot(acc, w, x)
+    if signed then return t:dot_s8s8(acc, w, x) end
+    return t:dot_u8s8(acc, w, x)
+  end
+  -- the weight bytes' offset as the dot product reads them, per byte of a lane
+  local offset = q8 and (signed and 0 or 0x80808080) or 0x08080808
   local function kp() return t:iand(t:add(a.k, p.tile - 1), -p.tile) end
   -- a pass: R weight rows (of one group) against M activation rows, all in registers: R * M
   -- accumulators, a weight vector and its scales per row, three values in flight
@@ -361,8 +370,12 @@ qfast_body = function(t, p, form_, a)
           t:store_i8(t:view(slot, "i8"), zero, 32 * h + 16 * c, t:f2i(r))
         end
       end
-      local corr = t:dot_u8s8(t:vconst(0), t:vconst(q8 and 0x80808080 or 0x08080808), t:load_f32(slot, zero, 0))
-      t:store_f32(slot, zero, 16, t:isub_v(t:vconst(0), corr))
+      if offset == 0 then
+        t:store_f32(slot, zero, 16, t:vconst(0))
+      else
+        local corr = dot(t:vconst(0), t:vconst(offset), t:load_f32(slot, zero, 0))
+        t:store_f32(slot, zero, 16, t:isub_v(t:vconst(0), corr))
+      end
       t:store_f32(slot, zero, 32, t:sel128(d[0], d[1], 0xe4))
     end)
   end)
@@ -391,7 +404,7 @@ qfast_body = function(t, p, form_, a)
           for o = 0, qf.rec - 1, 64 do t:prefetch(wq, wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
         end
         local function slot(j)
-          return { q = t:load_f32(xsb, xi, 64 * j), c = t:load_f32(xsb, xi, 64 * j + 16),
+          return { q = t:load_f32(xsb, xi, 64 * j), c = offset ~= 0 and t:load_f32(xsb, xi, 64 * j + 16) or nil,
                    d = t:load_f32(xsb, xi, 64 * j + 32) }
         end
         local held = {}
@@ -401,7 +414,8 @@ qfast_body = function(t, p, form_, a)
         for r = 0, nrows - 1 do
           local w
           if q8 then
-            w = t:bxor(t:load_raw(t:view(wq, "bf16"), si, math.floor(qf.qrow * r / 2)), t:vconst(0x80808080))
+            w = t:load_raw(t:view(wq, "bf16"), si, math.floor(qf.qrow * r / 2))
+            if offset ~= 0 then w = t:bxor(w, t:vconst(offset)) end
           else
             w = t:load_q4x2(wq, wi, qf.qrow * r)
           end
@@ -414,7 +428,7 @@ qfast_body = function(t, p, form_, a)
           end
           for j = 0, M - 1 do
             local x = held[j] or slot(j)
-            local isum = t:dot_u8s8(x.c, w, x.q)
+            local isum = dot(x.c or t:zero(), w, x.q)
             t:fma_acc(acc[r][j], t:i2f(isum), t:mul(wsc, x.d))
           end
         end
@@ -496,21 +510,21 @@ return {
     form("bf16_rne_blocked", { blocked = true, tiers = { "fast" } }),
     form("bf16_rne_add_blocked", { add = true, blocked = true, tiers = { "fast" } }),
     form("q8_f32", { f32 = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "i8mm" } } }),
+         variants = { fast = { "avx512vnni", "dotprod" } } }),
     form("q8_f32_bias", { f32 = true, bias = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "i8mm" } } }),
+         variants = { fast = { "avx512vnni", "dotprod" } } }),
     form("q8_bf16_rne", { packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "i8mm" } } }),
+         variants = { fast = { "avx512vnni", "dotprod" } } }),
     form("q8_bf16_rne_add", { add = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "i8mm" } } }),
+         variants = { fast = { "avx512vnni", "dotprod" } } }),
     form("q4_f32", { f32 = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "i8mm" } } }),
+         variants = { fast = { "avx512vnni", "dotprod" } } }),
     form("q4_f32_bias", { f32 = true, bias = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "i8mm" } } }),
+         variants = { fast = { "avx512vnni", "dotprod" } } }),
     form("q4_bf16_rne", { packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "i8mm" } } }),
+         variants = { fast = { "avx512vnni", "dotprod" } } }),
     form("q4_bf16_rne_add", { add = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "i8mm" } } }),
+         variants = { fast = { "avx512vnni", "dotprod" } } }),
   },
   body = function(t, p, form_)
     local a = t.arg

@@ -6,7 +6,7 @@
 #   ELF (readelf):  <symbol>  FUNC GLOBAL HIDDEN, sized;
 #   Mach-O (nm -m): _<symbol> "private external" in (__TEXT,__text), tables "non-external".
 # AArch64 stamps are also assembled by clang, which checks features, under the issue's -march:
-# armv8-a for neon, armv8.6-a+bf16 for bf16 and bfcvt, armv8.6-a+i8mm for i8mm (x86 clang checks
+# armv8-a for neon, armv8.6-a+bf16 for bf16 and bfcvt, armv8.2-a+dotprod for dotprod (x86 clang checks
 # none: the gas audit is tests/scan_stamps.sh). Negative controls at the end prove each symbol check can fail.
 set -u
 src=${FK_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -52,7 +52,7 @@ while read -r symbol file _tier _template _blob _features asflags; do
     try "$symbol clang mach-o" clang -target arm64-apple-macos11 $asflags -c -I"$src/generated" "$s" -o "$o.macho.o"
     case "$symbol" in
       *_bf16_fast | *_bfcvt_exact) march=armv8.6-a+bf16 ;;
-      *_i8mm_fast) march=armv8.6-a+i8mm ;;
+      *_dotprod_fast) march=armv8.2-a+dotprod ;;
       *) march=armv8-a ;;
     esac
     try "$symbol clang -march=$march" clang -target aarch64-linux-gnu -march=$march -c -I"$src/generated" "$s" -o "$o.m.o"

@@ -2,15 +2,15 @@
 # tests/dsl_ops.sh: DSL conformance. Checks that docs/dsl.md documents exactly the builder's ops, stamps
 # tests/dsl_ops/opcheck.lua (ops the library's leaves do not use: max, fma, f32 vector stores with
 # tails, scalar f32 memory ops, isub, cvt; canon and canon_raw over every kind of NaN; the
-# quantized-weight loads load_i8, load_u8, load_bcast_f16; in the fast tier's avx512vnni and i8mm
-# variants, dot_u8s8, load_q4x2, load_f16x8, pair_split and store_i8) for every variant into a temp
+# quantized-weight loads load_i8, load_u8, load_bcast_f16; in the fast tier's avx512vnni and dotprod
+# variants, dot_u8s8 / dot_s8s8, load_q4x2, load_f16x8, pair_split and store_i8) for every variant into a temp
 # dir, assembles each stamp under its variant's narrowest setting (the manifest's asflags: no
 # instruction outside the variant's features, e.g. F16C in avx2), links each ISA's objects so
 # assembled with tests/dsl_ops/driver.c and checks them against C: natively on x86_64, under
 # qemu-aarch64 (-cpu max and neoverse-n1) on AArch64. A fast-tier stamp whose CPU features the
-# machine lacks is skipped and reported (neoverse-n1 has no i8mm; an x86 host without AVX512_VNNI);
-# every other stamp must run. Last, the template errors of the quantized loads and of dot_u8s8 asked of a
-# variant without it.
+# machine lacks is skipped and reported (an x86 host without AVX512_VNNI); every other stamp must run
+# (the dotprod ones on both qemu CPUs). Last, the template errors of the quantized loads and of an
+# int8 dot product asked of a variant without it.
 set -eu
 src=${FK_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 lua=$(command -v luajit || command -v lua5.4)
@@ -40,8 +40,8 @@ while read -r symbol file _ _ _ _ asflags; do
   n=$((n + 1))
 done <"$tmp/gen/MANIFEST"
 echo "dsl_ops: $n stamps assemble under their variants' narrowest settings"
-# the driver links those objects (an i8mm stamp assembles only with its own asflags); a fast-tier
-# stamp whose CPU features the machine lacks is skipped (qemu -cpu neoverse-n1: no i8mm)
+# the driver links those objects (a dotprod stamp assembles only with its own asflags); a fast-tier
+# stamp whose CPU features the machine lacks is skipped
 if [ "$(find "$tmp/obj" -name '*.o' | wc -l)" -ne "$n" ]; then
   echo "dsl_ops: $n stamps in the MANIFEST, but another number of objects" >&2; exit 1
 fi
@@ -75,5 +75,5 @@ neg "byte load from int32" 's/t:load_u8(a.u, zero, 288)/t:load_u8(a.hb, zero, 28
 neg "f16 from bytes" 's/t:load_bcast_f16(t:view(a.u, "f16")/t:load_bcast_f16(a.u/' \
   'load_bcast_f16 from a.u, which is const uint8_t \* \(u8 elements; load_bcast_f16 moves f16\)'
 # an op only some variants have, asked of another: a template error at the op's line, no file
-neg "int8 dot in bf16" 's/variants = { fast = { "avx512vnni", "i8mm" } }/variants = { fast = { "avx512vnni", "i8mm", "bf16" } }/' \
-  'aarch64/bf16: dot_u8s8 needs the i8mm variant'
+neg "int8 dot in bf16" 's/variants = { fast = { "avx512vnni", "dotprod" } }/variants = { fast = { "avx512vnni", "dotprod", "bf16" } }/' \
+  'aarch64/bf16: dot_u8s8: no AArch64 variant has it'

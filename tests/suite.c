@@ -20,10 +20,10 @@ static const stamp_ref a64_stamps[] = { FK_STAMPS_AARCH64(FKT_STAMP_REF) };
 
 static const char *const qemu_cpus[] = { "max", "neoverse-n1" };
 
-/* qemu CPU c runs stamp s: neoverse-n1 has ASIMD alone of the features the variants name (no
- * FEAT_BF16, which the bfcvt exact variant needs, no FEAT_I8MM) */
+/* qemu CPU c runs stamp s: neoverse-n1 has ASIMD and FEAT_DotProd alone of the features the variants
+ * name (no FEAT_BF16, which the bfcvt exact variant needs) */
 static int qemu_runs(const stamp_ref *s, int c) {
-  return !(strcmp(qemu_cpus[c], "neoverse-n1") == 0 && (s->features & ~(uint64_t)FK_CPU_ASIMD));
+  return !(strcmp(qemu_cpus[c], "neoverse-n1") == 0 && (s->features & ~(uint64_t)(FK_CPU_ASIMD | FK_CPU_DOTPROD)));
 }
 
 static int add_pair(fkt_pair *out, int n, int cap, const char *form, fkh_target a, fkh_target b) {

@@ -8,7 +8,7 @@
  *               adversarial ones included, and nothing written outside its slots.
  *   q_fast_model_within_bound: the quantized forms' fast contract model (tests/contract/gemv_qfast.c)
  *               within gemv_q_fast_f64 on every quantized case; rows with an inf or NaN x all NaN.
- *   q_fast:     every fast stamp of the quantized forms (avx512vnni, i8mm) and the AArch64 build of
+ *   q_fast:     every fast stamp of the quantized forms (avx512vnni, dotprod) and the AArch64 build of
  *               the model == the fast contract model bit for bit, and within gemv_q_fast_f64.
  *   act_rows:   m rows in one call == each row in its own call (the shared pass over the
  *               weights does not enter a row's sums).
@@ -96,7 +96,7 @@ ParameterizedTest(fkh_target *t, gemv, fast, .timeout = 600) {
 /* ---------------------------------------------------------------- quantized, fast tier -- */
 
 /* The quantized forms' fast tier (tests/contract/gemv_qfast.c): deterministic, so every fast stamp
- * (x86_64 avx512vnni, AArch64 i8mm) equals the fast contract model bit for bit, and every output
+ * (x86_64 avx512vnni, AArch64 dotprod) equals the fast contract model bit for bit, and every output
  * lies within gemv_q_fast_f64 of the float64 reference (tests/leaves/gemv_bounds.c). */
 static const char *const qforms[] = { "gemv_q8_f32", "gemv_q8_f32_bias", "gemv_q8_bf16_rne", "gemv_q8_bf16_rne_add",
                                       "gemv_q4_f32", "gemv_q4_f32_bias", "gemv_q4_bf16_rne", "gemv_q4_bf16_rne_add" };

@@ -1,7 +1,7 @@
 -- gen/isa/aarch64.lua: the AArch64 backend (AAPCS64, GNU/LLVM syntax, ELF and Mach-O).
 --
 -- Variants: neon (ASIMD, Armv8.0-A), bfcvt (neon plus BFCVTN, exact), bf16 (the fast tier: neon
--- plus BFDOT) and i8mm (the quantized forms' fast tier: neon plus USDOT). A canonical
+-- plus BFDOT) and dotprod (the quantized forms' fast tier: neon plus SDOT). A canonical
 -- vector is four q registers (lanes 0-3, 4-7, 8-11, 12-15), a scalar lane 0 of one v register.
 -- Hooks are named after IR ops (gen/ir.lua, ORDER OP) and are the same set as
 -- gen/isa/x86_64.lua's.
@@ -30,7 +30,11 @@ local M = {
 
 -- tuning: the schedule parameters templates read (gen/dsl.lua TUNING says what each means); a
 -- canonical 16-lane vector takes four of NEON's 128-bit registers, so little stays live.
-local TUNE = { accumulators = 6, hold_operands = false, head_group = 1 }
+-- int8_dot: the integer dot product a variant has (dotprod: SDOT, signed bytes both)
+local function tune(int8_dot)
+  return { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = int8_dot }
+end
+local TUNE = tune("none")
 M.variants = {
   -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "neon", tier = "exact", features = { "asimd" }, features_doc = "Armv8.0-A ASIMD",
@@ -41,9 +45,10 @@ M.variants = {
     features_doc = "ASIMD + FEAT_BF16 (BFCVTN rounding)", asflags = "-march=armv8.2-a+bf16", tuning = TUNE },
   { name = "bf16", tier = "fast", features = { "asimd", "bf16" }, features_doc = "ASIMD + FEAT_BF16 (BFDOT)",
     asflags = "-march=armv8.2-a+bf16", tuning = TUNE },
-  -- the quantized forms' fast tier: USDOT (integer dot products, exact)
-  { name = "i8mm", tier = "fast", features = { "asimd", "i8mm" }, features_doc = "ASIMD + FEAT_I8MM (USDOT)",
-    asflags = "-march=armv8.2-a+i8mm", tuning = TUNE },
+  -- the quantized forms' fast tier: SDOT (integer dot products, exact; Armv8.2-A DotProd: Neoverse
+  -- N1, Cortex-A76, Apple M1 and later)
+  { name = "dotprod", tier = "fast", features = { "asimd", "dotprod" },
+    features_doc = "ASIMD + FEAT_DotProd (SDOT)", asflags = "-march=armv8.2-a+dotprod", tuning = tune("s8s8") },
 }
 
 local T0, T1, T2, T3 = "v28", "v29", "v30", "v31"
@@ -66,7 +71,7 @@ local function v16b(r) return "v" .. n(r) .. ".16b" end
 -- Ops whose result may take a dying operand's registers (regalloc.lua): FMLA accumulates into
 -- its destination, so vfma may take only the addend's; binary ops are three-operand.
 -- The RNE and the widenings read each source part before writing the result part.
-local REUSE = { dot_u8s8 = { 1 }, vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, viadd = { 1, 2 },
+local REUSE = { dot_s8s8 = { 1 }, vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, viadd = { 1, 2 },
                 visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 }, vor = { 1, 2 },
                 vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 }, vcvt_i2f = { 1 },
                 vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 }, vrne = { 1 }, vrne_st = { 1 }, srne = { 1 },
@@ -821,18 +826,24 @@ function ops.dot_bf16_acc(ctx, op)
   end
 end
 
--- src1 + the dot products of u8 src2 and s8 src3, four bytes per lane: USDOT per q register
--- (FEAT_I8MM: wrapping int32 sums, exact in every use here), into a copy of src1 unless the
+-- No AArch64 variant has dot_u8s8: the quantized fast tier reads t.tune.int8_dot and uses
+-- dot_s8s8 here (USDOT, FEAT_I8MM, would be its instruction; SDOT reaches more CPUs).
+function ops.dot_u8s8(ctx)
+  ctx:fail("dot_u8s8: no AArch64 variant has it; the dotprod variant has dot_s8s8 (t.tune.int8_dot == \"s8s8\")")
+end
+
+-- src1 + the dot products of s8 src2 and s8 src3, four bytes per lane: SDOT per q register
+-- (FEAT_DotProd: wrapping int32 sums, exact in every use here), into a copy of src1 unless the
 -- result took src1's registers (REUSE).
-function ops.dot_u8s8(ctx, op)
-  if ctx.variant.name ~= "i8mm" then
-    ctx:fail("dot_u8s8 needs the i8mm variant (USDOT): give the form " ..
-             "variants = { fast = { \"avx512vnni\", \"i8mm\" } }")
+function ops.dot_s8s8(ctx, op)
+  if ctx.variant.name ~= "dotprod" then
+    ctx:fail("dot_s8s8 needs the dotprod variant (SDOT): give the form " ..
+             "variants = { fast = { \"avx512vnni\", \"dotprod\" } }")
   end
   local d, a, w, x = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2]), ctx:regs(op.src[3])
   for p = 1, 4 do
     if d[p] ~= a[p] then ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(a[p])) end
-    ctx:wline("usdot " .. v4s(d[p]) .. ", " .. v16b(w[p]) .. ", " .. v16b(x[p]))
+    ctx:wline("sdot " .. v4s(d[p]) .. ", " .. v16b(w[p]) .. ", " .. v16b(x[p]))
   end
 end
 

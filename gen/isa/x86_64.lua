@@ -26,8 +26,10 @@ local M = {
 -- tuning: the schedule parameters templates read (gen/dsl.lua TUNING says what each means); with
 -- 16 ymm registers a canonical vector takes two, so AVX2 keeps little live; AVX-512's 32 zmm hold
 -- whole row groups.
-local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1 }
-local TUNE_AVX512 = { accumulators = 28, hold_operands = true, head_group = 8 }
+-- int8_dot: the integer dot product a variant has (avx512vnni: VPDPBUSD, unsigned x signed bytes)
+local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none" }
+local TUNE_AVX512 = { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = "none" }
+local TUNE_VNNI = { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = "u8s8" }
 M.variants = {
   -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "avx2", tier = "exact", features = { "avx2", "fma" }, features_doc = "AVX2 + FMA",
@@ -41,7 +43,7 @@ M.variants = {
   -- the quantized forms' fast tier: avx512 plus VPDPBUSD (integer dot products, exact)
   { name = "avx512vnni", tier = "fast", features = { "avx512f", "avx512bw", "avx512vl", "avx512vnni" },
     features_doc = "AVX-512 F/BW/VL + VNNI",
-    asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_vnni", tuning = TUNE_AVX512 },
+    asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_vnni", tuning = TUNE_VNNI },
 }
 
 local GPR32 = { rax = "eax", rcx = "ecx", rdx = "edx", rbx = "ebx", rsi = "esi", rdi = "edi",
@@ -558,11 +560,17 @@ end
 function ops.dot_u8s8(ctx, op)
   if ctx.variant.name ~= "avx512vnni" then
     ctx:fail("dot_u8s8 needs the avx512vnni variant (VPDPBUSD): give the form " ..
-             "variants = { fast = { \"avx512vnni\", \"i8mm\" } }")
+             "variants = { fast = { \"avx512vnni\", \"dotprod\" } }")
   end
   local d, a, w, x = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
   if d[1] ~= a[1] then ctx:wline("vmovdqa32 " .. d[1] .. ", " .. a[1]) end
   ctx:wline("vpdpbusd " .. d[1] .. ", " .. w[1] .. ", " .. x[1])
+end
+
+-- No x86_64 variant has dot_s8s8 (VPDPBSSD is AVX-VNNI-INT8's): the quantized fast tier reads
+-- t.tune.int8_dot and uses dot_u8s8 here.
+function ops.dot_s8s8(ctx)
+  ctx:fail("dot_s8s8: no x86_64 variant has it; the avx512vnni variant has dot_u8s8 (t.tune.int8_dot == \"u8s8\")")
 end
 
 -- The bf16 pair at an element address, in every 32-bit lane.

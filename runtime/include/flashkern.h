@@ -335,7 +335,7 @@ typedef struct fk_plan_desc {
    * embeddings, norms and conv taps stay bf16. FK_QNONE (0): bf16 weights. A matrix given as GGUF
    * blocks (fk_qmatrix in fk_models.h) keeps its own format either way. The quantized GEMVs run in
    * desc.tier like the others: FK_TIER_FAST quantizes their activations per block of 32 and uses
-   * integer dot products (AVX512-VNNI or FEAT_I8MM; docs/design.md "The quantized fast tier"). */
+   * integer dot products (AVX512-VNNI or FEAT_DotProd; docs/design.md "The quantized fast tier"). */
   fk_qformat quantize;
   /* FK_PROGRAMS_BLOCK */
   int64_t hidden;            /* block width, 1..65536 (LFM2: 1024, 1536, 2048) */

@@ -1591,15 +1591,15 @@ MDESC_ROW(lm_final_norm_null, "desc.lm.stack.final_norm NULL", FK_EINVAL, "desc.
 MDESC_ROW(lm_vocab_zero, "desc.lm.vocab = 0", FK_EINVAL, "desc.lm.vocab", c->d.lm.vocab = 0;)
 MDESC_ROW(lm_embed_null, "desc.lm.embed NULL", FK_EINVAL, "desc.lm.embed", c->d.lm.embed = NULL;)
 /* quantized weights (desc.quantize, fk_lfm2_layer.q, fk_lm_desc.lm_head_q) */
-/* the quantized fast tier needs the int8 dot product (VPDPBUSD, USDOT) */
+/* the quantized fast tier needs the int8 dot product (VPDPBUSD, SDOT) */
 #if defined(__x86_64__)
 MDESC_ROW(forbid_int8_dot_fast, "fast tier, desc.quantize = FK_Q8, desc.forbid_features = avx512vnni",
           FK_EUNSUPPORTED, "phase in_proj|avx512vnni forbidden by desc.forbid_features", c->d.tier = FK_TIER_FAST;
           c->d.quantize = FK_Q8; c->d.forbid_features = FK_CPU_AVX512VNNI;)
 #else
-MDESC_ROW(forbid_int8_dot_fast, "fast tier, desc.quantize = FK_Q8, desc.forbid_features = i8mm", FK_EUNSUPPORTED,
-          "phase in_proj|i8mm forbidden by desc.forbid_features", c->d.tier = FK_TIER_FAST;
-          c->d.quantize = FK_Q8; c->d.forbid_features = FK_CPU_I8MM;)
+MDESC_ROW(forbid_int8_dot_fast, "fast tier, desc.quantize = FK_Q8, desc.forbid_features = dotprod", FK_EUNSUPPORTED,
+          "phase in_proj|dotprod forbidden by desc.forbid_features", c->d.tier = FK_TIER_FAST;
+          c->d.quantize = FK_Q8; c->d.forbid_features = FK_CPU_DOTPROD;)
 #endif
 MDESC_ROW(quantize_unknown, "desc.quantize = 3", FK_EINVAL, "desc.quantize = 3", c->d.quantize = (fk_qformat)3;)
 MDESC_ROW(lm_q_format_unknown, "desc.lm.stack.layer[1].q.w1.format = 5", FK_EINVAL,

@@ -1,6 +1,6 @@
 /* tests/contract/gemv_qfast.c: contract model of the quantized GEMV forms' fast tier (gemv_q8_f32,
  * gemv_q8_f32_bias, gemv_q8_bf16_rne, gemv_q8_bf16_rne_add and the four q4 ones; stamps
- * *__x86_64_avx512vnni_fast, VPDPBUSD, and *__aarch64_i8mm_fast, USDOT). The forms, argument
+ * *__x86_64_avx512vnni_fast, VPDPBUSD, and *__aarch64_dotprod_fast, SDOT). The forms, argument
  * structs and weights are the exact tier's (tests/contract/gemv.c); the tier multiplies integers:
  * the activations are quantized per block of 32 as Q8_0 blocks are, every integer sum is exact and
  * the float order fixed, so the stamps of both ISAs equal this model bit for bit.

@@ -1,6 +1,6 @@
 /* tests/dsl_ops/driver.c: checks the opcheck stamps of this ISA against C, lane by lane.
  * Built and run by tests/dsl_ops.sh (natively and under qemu-aarch64). A fast-tier stamp whose CPU
- * features the machine lacks (avx512vnni, i8mm: qemu -cpu neoverse-n1 has no i8mm) is skipped, not
+ * features the machine lacks (avx512vnni: an x86 CPU without AVX512_VNNI) is skipped, not
  * run, and reported; every other stamp must run (one that never ran fails). Exit 0 when every stamp
  * that ran agrees bit for bit. */
 #include <math.h>
@@ -57,6 +57,7 @@ static uint64_t host_features(void) {
   if (hw & (1ul << 1)) f |= FK_CPU_ASIMD;  /* HWCAP_ASIMD */
   if (hw2 & (1ul << 14)) f |= FK_CPU_BF16; /* HWCAP2_BF16 */
   if (hw2 & (1ul << 13)) f |= FK_CPU_I8MM; /* HWCAP2_I8MM */
+  if (hw & (1ul << 20)) f |= FK_CPU_DOTPROD; /* HWCAP_ASIMDDP */
 #endif
   return f;
 }
@@ -327,15 +328,18 @@ static uint32_t word(const uint8_t *nib, int l) {
   return (uint32_t)nib[4 * l] | (uint32_t)nib[4 * l + 1] << 8 | (uint32_t)nib[4 * l + 2] << 16 |
          (uint32_t)nib[4 * l + 3] << 24;
 }
-/* dot_u8s8 of one lane: acc + the four products u8(w[b]) * s8(x[b]), wrapping (in uint32_t) */
+/* the int8 dot product of the stamp being checked: 1 for dot_s8s8 (the dotprod variant: SDOT), 0 for
+ * dot_u8s8 (avx512vnni: VPDPBUSD) */
+static int dot_signed;
+/* one lane: acc + the four products u8(w[b]) * s8(x[b]) (dot_s8s8: s8(w[b])), wrapping (in uint32_t) */
 static uint32_t dot4(uint32_t acc, const uint8_t *w, const int8_t *x) {
-  for (int b = 0; b < 4; b++) acc += (uint32_t)((int32_t)w[b] * x[b]);
+  for (int b = 0; b < 4; b++) acc += (uint32_t)((dot_signed ? (int32_t)(int8_t)w[b] : (int32_t)w[b]) * x[b]);
   return acc;
 }
 
-/* form q8dot (the fast tier's avx512vnni / i8mm stamps, skipped without the feature): load_q4x2 at
- * odd offsets and past an immediate's reach (raw bytes and through dot_u8s8), dot_u8s8 over every
- * (u8, s8) byte pair (the first rep: pair j = (j & 255, j >> 8) for j < 65536) from accumulators near
+/* form q8dot (the fast tier's avx512vnni / dotprod stamps, skipped without the feature): load_q4x2 at
+ * odd offsets and past an immediate's reach (raw bytes and through the dot), dot_u8s8 (avx512vnni) or
+ * dot_s8s8 (dotprod) over every byte pair (the first rep: pair j = (j & 255, j >> 8) for j < 65536) from accumulators near
  * the int32 limits (the sums wrap), chained and with constants; load_f16x8 over special binary16
  * patterns and, once, all 65536, with pair_split of it and of int32 lanes; store_i8 of every value
  * -128..127 at odd byte offsets, the bytes between and after the stores checked untouched */
@@ -359,6 +363,7 @@ static int check_q8dot(int *runs) {
   for (size_t s = 0; s < NSTAMPS; s++) {
     if (!runs_here(s, "opcheck_q8dot")) continue;
     q8dot_fn_t fn = (q8dot_fn_t)all[s].fn;
+    dot_signed = strcmp(all[s].variant, "dotprod") == 0;
     for (int rep = 0; rep <= 10; rep++) {
       int64_t nr = rep == 0 ? NRMAX : rep - 1, nh = rep == 0 ? NHMAX : rep % 4;
       uint64_t z = 0x5851f42d4c957f2dull * (uint64_t)(rep + 1);
@@ -412,7 +417,7 @@ static int check_q8dot(int *runs) {
           } else want = dot4(0x7ffffff0u, cw, xl);
         }
         if ((uint32_t)dq[i] != want && bad++ < 5)
-          printf("%s nr=%lld: dq[%lld] (dot_u8s8 slot %d lane %d) 0x%08x want 0x%08x\n", all[s].name, (long long)nr,
+          printf("%s nr=%lld: dq[%lld] (int8 dot slot %d lane %d) 0x%08x want 0x%08x\n", all[s].name, (long long)nr,
                  (long long)i, (int)(i % 128) / 16, (int)(i % 16), (uint32_t)dq[i], want);
       }
       /* hf: per tile t of 8 binary16, load_f16x8 at 8 t + hoffs[m], then pair_split of the first */

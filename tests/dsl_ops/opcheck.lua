@@ -12,12 +12,13 @@
 -- it, offsets past an instruction's immediate too) and load_bcast_f16 (from a uint16_t array and from
 -- a binary16 view of bytes), raw and through i2f and a product. Every float stored is canonical (the
 -- NaN rule, docs/dsl.md); the raw lanes go to int32 arrays.
--- Form q8dot, the quantized fast tier's ops load_q4x2, dot_u8s8, load_f16x8, pair_split and store_i8
--- (stamped in avx512vnni and i8mm only, the variants with dot_u8s8; the other forms are exact only).
+-- Form q8dot, the quantized fast tier's ops load_q4x2, dot_u8s8 / dot_s8s8 (the variant's: t.tune.int8_dot),
+-- load_f16x8, pair_split and store_i8 (stamped in avx512vnni: dot_u8s8, and dotprod: dot_s8s8; the other
+-- forms are exact only).
 -- Per tile k of 64 bytes (e = 16 k f32 elements, byte 64 k = 4 e), in a loop whose pointers are bumped:
 --   nb[64 k + 16 m ..] the raw bytes of load_q4x2 of u at 64 k + 0, 17, 1040 (past LDP's reach: the
 --   pointer moves), 48 (reaching back), 16 int32 words each;
---   dq[128 k + 16 s ..] dot_u8s8(acc[16 k ..], w_s, x bytes 64 k ..) for w_s = u bytes 64 k .. (load_f32),
+--   dq[128 k + 16 s ..] dot(acc[16 k ..], w_s, x bytes 64 k ..) for w_s = u bytes 64 k .. (load_f32),
 --   u bytes 64 k + 18 .. (load_raw), the four nibble vectors; a chained dot (its accumulator another
 --   dot's result); a constant accumulator and w (the gemv correction's shape)
 -- per tile of 8 binary16 (j = 8 t): hf[112 t ..] load_f16x8 of h at j + 0, 3, 520 (raw f32 bits), then
@@ -29,13 +30,17 @@
 -- store_i8 of v[48 ..], v[32 ..], v[16 ..], v[0 ..] into o8's bytes 301, 777, 1500, 1999.
 local function q8dot(t, a)
   local xb, ub = t:view(a.x, "f32"), t:view(a.u, "f32")
+  local function dot_of(acc, w, x)
+    if t.tune.int8_dot == "s8s8" then return t:dot_s8s8(acc, w, x) end
+    return t:dot_u8s8(acc, w, x)
+  end
   t:for_tiles(t:mul(a.nr, 16), 16, function(e)
     local e4 = t:mul(e, 4)
     local dqi = t:mul(e, 8)
     local acc, x = t:load_f32(a.acc, e, 0), t:load_f32(xb, e, 0)
     local slot = 0
     local function dot(w)
-      t:store_f32(a.dq, dqi, 16 * slot, t:dot_u8s8(acc, w, x))
+      t:store_f32(a.dq, dqi, 16 * slot, dot_of(acc, w, x))
       slot = slot + 1
     end
     dot(t:load_f32(ub, e, 0))
@@ -47,9 +52,9 @@ local function q8dot(t, a)
       dot(last)
     end
     -- chained: (acc + nibbles . x) + u bytes . x
-    t:store_f32(a.dq, dqi, 16 * slot, t:dot_u8s8(t:dot_u8s8(acc, last, x), t:load_f32(ub, e, 0), x))
+    t:store_f32(a.dq, dqi, 16 * slot, dot_of(dot_of(acc, last, x), t:load_f32(ub, e, 0), x))
     -- a constant accumulator (near 2^31: the sums wrap) and constant w bytes 0x80 0x01 0xff 0x80
-    t:store_f32(a.dq, dqi, 16 * (slot + 1), t:dot_u8s8(t:vconst(0x7ffffff0), t:vconst(0x80ff0180), x))
+    t:store_f32(a.dq, dqi, 16 * (slot + 1), dot_of(t:vconst(0x7ffffff0), t:vconst(0x80ff0180), x))
   end, nil, { whole = true })
   t:for_tiles(t:mul(a.nh, 8), 8, function(j)
     local j14 = t:mul(j, 14)
@@ -70,7 +75,7 @@ local function q8dot(t, a)
   for m, off in ipairs({ 1001, 1040, 7 }) do
     local w = t:load_q4x2(a.u, zero, off)
     t:store_f32(a.xo, zero, 16 * (m - 1), w)
-    t:store_f32(a.xo, zero, 48 + 16 * (m - 1), t:dot_u8s8(acc, w, x))
+    t:store_f32(a.xo, zero, 48 + 16 * (m - 1), dot_of(acc, w, x))
   end
   t:store_f32(a.xo, zero, 96, t:load_f16x8(a.h, zero, 501))
   t:store_f32(a.xo, zero, 112, t:load_f16x8(a.h, zero, 5))
@@ -83,8 +88,8 @@ end
 return {
   leaf = "opcheck",
   doc = "DSL conformance: elementwise max and fma, scalar ops",
-  -- fast: form q8dot only (dot_u8s8 exists in these two variants alone)
-  tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "avx512vnni", "i8mm" } },
+  -- fast: form q8dot only (the int8 dot products exist in these two variants alone)
+  tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "avx512vnni", "dotprod" } },
   tolerance = { fast = "opcheck_fast" },
   params = {},
   check = function() end,
@@ -111,7 +116,7 @@ return {
     { name = "rows", tiers = { "exact" }, args = {
         { "a", "const float *", extent = "256 * nr" }, { "y", "float *", extent = "16 * nr" },
         { "mv", "float *", extent = "112" }, { "nr", "int64_t" } } },
-    { name = "q8dot", tiers = { "fast" }, variants = { fast = { "avx512vnni", "i8mm" } }, args = {
+    { name = "q8dot", tiers = { "fast" }, variants = { fast = { "avx512vnni", "dotprod" } }, args = {
         { "u", "const uint8_t *", extent = "64 * nr + 2112" }, { "x", "const int8_t *", extent = "64 * nr + 1264" },
         { "acc", "const int32_t *", extent = "16 * nr + 16" }, { "h", "const uint16_t *", extent = "8 * nh + 528" },
         { "v", "const int32_t *", extent = "64 * nr + 64" },

@@ -40,8 +40,7 @@ M.MODELS = {
     -- VM also uses V, as llvm-mca simulates it: VM is 2 of the 3 V pipes)
     { cpu = "apple-a14", short = "A14", prefixes = { "CyUnit" }, td = "AArch64/AArch64SchedCyclone.td",
       groups = {}, vector = "V",
-      lacks = { { ext = "bf16", attr = "bf16", what = "BF16", op = "BFDOT" },
-                { ext = "i8mm", attr = "i8mm", what = "I8MM", op = "USDOT" } } },
+      lacks = { { ext = "bf16", attr = "bf16", what = "BF16", op = "BFDOT" } } },
     { cpu = "neoverse-n2", short = "N2", prefixes = { "N2Unit" }, td = "AArch64/AArch64SchedNeoverseN2.td",
       groups = {
         { name = "V", kinds = { "V0", "V1" } }, { name = "M", kinds = { "M0", "M1" } },

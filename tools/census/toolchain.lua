@@ -15,7 +15,7 @@ T.MODELS = require("census.models").MODELS
 
 -- Extensions a variant may require, as the assembler names them.
 local X86_EXT = { "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_vnni" }
-local A64_EXT = { "simd", "bf16", "i8mm" }
+local A64_EXT = { "simd", "bf16", "dotprod" }
 
 ---------------------------------------------------------------------------------------------
 -- Shell helpers, the error exit
