@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# tests/gen_determinism.sh: the generator run in fresh processes, three times under LuaJIT and
-# three times under Lua 5.4, writes byte-identical trees, equal to the committed generated/.
+# tests/gen_determinism.sh: the generator run in fresh processes, twice under LuaJIT and twice
+# under Lua 5.4 (both seed their string hashes per process, so pairs() order differs from run to
+# run; .ci/run's own restamp is one more LuaJIT run), writes byte-identical trees, equal to the
+# committed generated/.
 set -u
 src=${FK_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 tmp=$(mktemp -d)
@@ -8,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 for lua in luajit lua5.4; do
   command -v "$lua" >/dev/null || { echo "FAIL: $lua not installed"; fail=1; continue; }
-  for i in 1 2 3; do
+  for i in 1 2; do
     out="$tmp/$lua.$i"
     mkdir -p "$out"
     if ! "$lua" "$src/gen/fkgen.lua" --root "$src" --out "$out" >/dev/null 2>"$tmp/err"; then
@@ -20,5 +22,5 @@ for lua in luajit lua5.4; do
     fi
   done
 done
-[ $fail = 0 ] && echo "6 runs (luajit, lua5.4 x 3) identical to generated/"
+[ $fail = 0 ] && echo "4 runs (luajit, lua5.4 x 2) identical to generated/"
 exit $fail

@@ -7,22 +7,27 @@
 #include "harness/fkh.h"
 #include "leaves/cases.h"
 
-/* One comparison: form `form`, cases of `builder`, outputs of a against outputs of b. */
+/* Comparisons of one form over the cases of `builder`: the outputs of a against those of each b[i]
+ * (a runs once: an AArch64 stamp's one qemu run serves all its comparisons). */
+enum { FKT_PAIR_MAX_B = 4 };
 typedef struct fkt_pair {
   char form[40];
-  fkh_target a, b;
+  fkh_target a, b[FKT_PAIR_MAX_B];
+  int nb;
 } fkt_pair;
 
-/* Every exact-tier pair of one leaf ("gemv"): for each form, each x86_64 and AArch64 stamp
- * (AArch64 under qemu -cpu max and -cpu neoverse-n1) against the contract model, each AArch64
- * stamp against each x86_64 stamp, and the contract model built for AArch64 against the host
- * one. Variants come from the registry tables, never from a list in the tests. */
+/* Every exact-tier comparison of one leaf ("gemv"): for each form, each x86_64 stamp against the
+ * contract model; each AArch64 stamp (under qemu, on the smaller of -cpu neoverse-n1 and -cpu max
+ * that has its features: fkt_fixture_targets) against the contract model and against each x86_64
+ * stamp; and the contract model built for AArch64 against the host one. Variants come from the
+ * registry tables, never from a list in the tests. */
 int fkt_exact_pairs(const char *leaf, fkt_pair *out, int cap);
 
 /* Fixture targets of one tier ("exact": the contract model and every exact stamp; "fast": the fast
  * tier's contract models where the leaf has any (fkh_contract_fast: the quantized GEMV forms) and
- * every fast stamp variant): host stamps, AArch64 stamps under qemu -cpu max and, for the exact tier,
- * -cpu neoverse-n1 (which lacks FEAT_BF16). A target runs only the forms it has (fkt_target_runs). */
+ * every fast stamp variant): host stamps, and each AArch64 stamp once, under qemu -cpu neoverse-n1
+ * when its features are ASIMD and FEAT_DotProd at most (neon, dotprod: proving they need no more),
+ * else -cpu max (bfcvt, bf16: FEAT_BF16). A target runs only the forms it has (fkt_target_runs). */
 int fkt_fixture_targets(const char *leaf, const char *tier, fkh_target *out, int cap);
 
 /* 1 for a fast-tier target (a fast stamp variant, or the fast tier's contract models). */
@@ -32,8 +37,8 @@ int fkt_is_fast(const fkh_target *t);
  * registry's stamp tables), or, for the contract models, the form has a model in t's tier. */
 int fkt_target_runs(const fkh_target *t, int form);
 
-/* Runs both sides over every case and asserts bit-exactness (fails the test with the first
- * mismatches), or skips the test when a side cannot run here. */
+/* Runs a and every b over every case and asserts bit-exactness of each comparison (fails the test
+ * with the first mismatches), or skips the test when a side cannot run here. */
 void fkt_check_pair(const fkt_pair *p, fkt_builder build);
 
 /* Counts mismatching cases between a and b without asserting (for perturbation tests). */

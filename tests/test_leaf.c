@@ -2,9 +2,10 @@
  * test_<leaf> per leaf of the stamp manifest from this file (FKT_LEAF names the leaf) and, where
  * it exists, tests/test_<leaf>.c with the leaf's further tests; ctest runs it as `<leaf>`.
  *   leaf::exact           every exact stamp == the contract model, bit for bit, over the leaf's
- *                         cases (>= 200 per form), on x86_64 and on AArch64 (qemu -cpu max and
- *                         neoverse-n1); AArch64 stamps == x86_64 stamps; the contract model built
- *                         for AArch64 == the host's
+ *                         cases (>= 200 per form), on x86_64 and on AArch64 (each stamp once under
+ *                         qemu: -cpu neoverse-n1 for neon, -cpu max for bfcvt); AArch64 stamps ==
+ *                         x86_64 stamps (the same qemu run); the contract model built for AArch64 ==
+ *                         the host's
  *   leaf::fixtures        the leaf's fixture gate (its template's fixture_gate) on the contract
  *                         model and every exact stamp, companion forms through their base form's
  *                         fixtures
