@@ -22,9 +22,10 @@
  *
  *   test_guard [--random K] [--no-trim] [--only SUBSTRING] [--form SUBSTRING] [--jobs N]
  *     --random K: run every named case of a form plus K seeded random ones (-1, the default, or
- *                 FKG_RANDOM: all of them; all cases, every target, both modes take ~30 s on 2
- *                 cores); --only: targets whose label contains SUBSTRING; --form: forms whose id
- *                 ("sample_topk") contains SUBSTRING; --jobs: targets at once. */
+ *                 FKG_RANDOM: all of them; all cases, every target, both modes take ~3 min on 2
+ *                 cores, ctest's --random 16 ~1.5 min); --only: targets whose label contains
+ *                 SUBSTRING; --form: forms whose id ("sample_topk") contains SUBSTRING; --jobs:
+ *                 targets at once. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
