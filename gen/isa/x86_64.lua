@@ -28,8 +28,10 @@ local M = {
 -- whole row groups.
 -- int8_dot: the integer dot product a variant has (avx512vnni: VPDPBUSD, unsigned x signed bytes)
 local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none" }
-local TUNE_AVX512 = { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = "none" }
-local TUNE_VNNI = { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = "u8s8" }
+local function avx512_tune(int8_dot)
+  return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot }
+end
+local TUNE_AVX512 = avx512_tune("none")
 M.variants = {
   -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "avx2", tier = "exact", features = { "avx2", "fma" }, features_doc = "AVX2 + FMA",
@@ -43,7 +45,7 @@ M.variants = {
   -- the quantized forms' fast tier: avx512 plus VPDPBUSD (integer dot products, exact)
   { name = "avx512vnni", tier = "fast", features = { "avx512f", "avx512bw", "avx512vl", "avx512vnni" },
     features_doc = "AVX-512 F/BW/VL + VNNI",
-    asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_vnni", tuning = TUNE_VNNI },
+    asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_vnni", tuning = avx512_tune("u8s8") },
 }
 
 local GPR32 = { rax = "eax", rcx = "ecx", rdx = "edx", rbx = "ebx", rsi = "esi", rdi = "edi",
