@@ -29,7 +29,8 @@ local ADDR = {
   load1_bf16 = { 1, 2, 2 }, load1_f32 = { 1, 2, 4 }, load1_i32 = { 1, 2, 4 }, load1_u64 = { 1, 2, 8 },
   store1_bf16 = { 1, 2, 2 }, store1_f32 = { 1, 2, 4 }, store1_u64 = { 1, 2, 8 }, fma_acc_mem = { 3, 4, 4 },
   prefetch = { 1, 2, "size" }, load_i8 = { 1, 2, 1 }, load_u8 = { 1, 2, 1 }, load_bcast_f16 = { 1, 2, 2 },
-  load_q4x2 = { 1, 2, 1 }, store_i8 = { 1, 2, 1 }, load_f16x8 = { 1, 2, 2 },
+  store_i8 = { 1, 2, 1 }, load_f16x8 = { 1, 2, 2 },
+  load_f16x4q = { 1, 2, 2 }, load_bcast8 = { 1, 2, 4 },
 }
 M.ADDR = ADDR
 

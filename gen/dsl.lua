@@ -590,6 +590,14 @@ function B:reduce_add(v, tree)
   return self:_emit("reduce_add", "s", { self:_want(v, "v", "reduce_add", "v") }, { tree = tree }).dst
 end
 
+-- The halving tree over one half of the lanes alone (half 0: lanes 0-7; 1: lanes 8-15): lane i +=
+-- lane i + s for s = 4, 2, 1 (the last three levels of reduce_add's), lower lanes first.
+function B:reduce_add8(v, half, tree)
+  if type(tree) ~= "string" then self:_fail("reduce_add8: name the tree (e.g. \"halving\")") end
+  return self:_emit("reduce_add8", "s", { self:_want(v, "v", "reduce_add8", "v") },
+                    { tree = tree, half = self:_int(half, "reduce_add8") }).dst
+end
+
 -- reduce_add of 16 vectors at once, transposed: lane l of the result is reduce_add(v(l), tree),
 -- bit for bit. The halving tree adds lane i to lane i + 8, then i + 4, i + 2, i + 1 (the lower
 -- lane first). The pairing tree below takes two vectors at each node, and each of its levels is
@@ -677,12 +685,13 @@ end
 -- The element each memory op moves: its width must be the pointer's element width (32-bit lanes
 -- serve f32 and int32 arrays alike), and a store needs a pointer that is not const.
 local MEM_ELEM = {
-  load_f32 = "f32", load_bcast_f32 = "f32", load1_f32 = "f32", store_f32 = "f32", store1_f32 = "f32",
+  load_f32 = "f32", load_bcast_f32 = "f32", load_bcast8 = "f32", load1_f32 = "f32", store_f32 = "f32",
+  store1_f32 = "f32",
   load_bf16 = "bf16", load_raw = "bf16", load_pair_bcast = "bf16", load1_bf16 = "bf16",
   store_bf16 = "bf16", store_raw = "bf16", store1_bf16 = "bf16",
   load1_i32 = "i32", load1_u64 = "u64", store1_u64 = "u64",
   load_i8 = "i8", load_u8 = "u8", load_bcast_f16 = "f16",   -- i8 and u8 arrays serve both byte loads
-  load_q4x2 = "u8", store_i8 = "i8", load_f16x8 = "f16",
+  store_i8 = "i8", load_f16x8 = "f16", load_f16x4q = "f16",
 }
 
 local function check_mem(self, kind, p, store)
@@ -725,6 +734,11 @@ function B:load_f32(base, idx, off, lanes, fill)
 end
 -- the f32 at element idx + off of an array, in every lane
 B.load_bcast_f32 = loader("load_bcast_f32", "v")
+-- the 8 f32 at element idx + off in lanes 0-7 and again in 8-15 (a half-width operand both halves
+-- of a vector read: the quantized fast tier's q4 activations)
+function B:load_bcast8(base, idx, off)
+  return mem_op(self, "load_bcast8", "v", "load_bcast8", base, idx, off).dst
+end
 -- the bf16 pair (32 bits) at element idx + off of a bf16 array, in every lane (for an outer product)
 B.load_pair_bcast = loader("load_pair_bcast", "v")
 B.load1_f32, B.load1_bf16 = loader("load1_f32", "s"), loader("load1_bf16", "s")
@@ -750,20 +764,19 @@ local function whole_loader(kind)
   end
 end
 B.load_i8, B.load_u8 = whole_loader("load_i8"), whole_loader("load_u8")
--- load_q4x2: the 32 bytes at byte idx + off (two q4 blocks' nibbles) as 64 nibbles, one per byte
--- (0..15): bytes 0-15 the low nibbles of bytes 0-15, 16-31 their high ones, 32-63 the same of
--- bytes 16-31; for dot_u8s8
-B.load_q4x2 = whole_loader("load_q4x2")
 -- load_f16x8: the 8 binary16 at element idx + off of a 2-byte array (a record's scales), widened
 -- exactly to f32 in lanes 0-7 (lanes 8-15 +0); pair_split(v, i) then spreads the pair (2i, 2i + 1)
 B.load_f16x8 = whole_loader("load_f16x8")
+-- load_f16x4q: the 4 binary16 at element idx + off (two q4 rows' scales, row r's blocks at 2r,
+-- 2r + 1), widened exactly, each spread over a quarter: lanes 4c .. 4c + 3 take the c-th
+B.load_f16x4q = whole_loader("load_f16x4q")
 function B:pair_split(v, i)
   return self:_emit("vpair_split", "v", { self:_want(v, "v", "pair_split", "v") },
                     { imm = self:_int(i, "pair_split") }).dst
 end
 
 -- Integer dot products: int32 lane l of acc plus the sum over bytes 4l..4l+3 of u8(w) * s8(x)
--- (dot_u8s8: VPDPBUSD) or s8(w) * s8(x) (dot_s8s8: SDOT) (byte vectors from load_raw, load_q4x2
+-- (dot_u8s8: VPDPBUSD) or s8(w) * s8(x) (dot_s8s8: SDOT) (byte vectors from load_raw
 -- or bit ops on them), wrapping like the instructions, exact while every sum stays inside int32.
 -- The same bits on every ISA; only the variants whose t.tune.int8_dot names one have it (x86_64
 -- avx512vnni: u8s8, AArch64 dotprod: s8s8; a form using them lists those: `variants`).

@@ -55,11 +55,10 @@ M.OPS = {
   -- never a lane group (the layouts are padded to whole blocks)
   load_i8    = { "v", { "i", "i" }, { "off" } },     -- sign-extended (-128..127)
   load_u8    = { "v", { "i", "i" }, { "off" } },     -- zero-extended (0..255)
-  -- q4 weights: the 32 bytes at [base + (idx + off) * 1] as 64 nibbles, one per byte lane (0..15):
-  -- bytes 0-15 the low nibbles of bytes 0-15, 16-31 their high nibbles, 32-63 the same of bytes 16-31
-  load_q4x2  = { "v", { "i", "i" }, { "off" } },
   -- the 8 IEEE binary16 at [base + (idx + off) * 2], widened exactly, in lanes 0-7; lanes 8-15 +0
   load_f16x8 = { "v", { "i", "i" }, { "off" } },
+  -- the 4 IEEE binary16 at [base + (idx + off) * 2], widened exactly; lanes 4c..4c+3 <- the c-th
+  load_f16x4q = { "v", { "i", "i" }, { "off" } },
   load_bcast_f16 = { "v", { "i", "i" }, { "off" } }, -- the IEEE binary16 at [base + (idx + off) * 2], widened
                                                      -- exactly to f32 (subnormals become normal f32), in every
                                                      -- lane; a NaN's payload is the ISA's
@@ -128,12 +127,14 @@ M.OPS = {
   vuzp4_odd  = { "v", { "v", "v" } },                -- per chunk: a1 a3 b1 b3
   const_addr = { "i", {}, { "table" } },             -- the address of a constant table of the stamp
   load_bcast_f32 = { "v", { "i", "i" }, { "off" } }, -- the f32 at [base + (idx + off) * 4] in every lane
+  load_bcast8 = { "v", { "i", "i" }, { "off" } },    -- the 8 f32 at [base + (idx + off) * 4] in lanes 0-7 and 8-15
   bf16_pairs = { "v", { "v", "v" } },                -- raw pairs: lane l = (hi16 src1[l], hi16 src2[l])
   vrne       = { "v", { "v" } },                     -- integer RNE to bf16, kept as f32 bits
   vrne_st    = { "v", { "v" } },                     -- vrne with the low half left unspecified: only
                                                      -- store_bf16 (the value) and bf16_pairs may read it
   bcast      = { "v", { "s" } },
   reduce_add = { "s", { "v" }, { "tree" } },
+  reduce_add8 = { "s", { "v" }, { "tree", "half" } }, -- the tree over lanes 8 half .. 8 half + 7 alone
   reduce_max = { "s", { "v" }, { "tree" } },         -- the tree's pairs by the vmax rule (lower lanes first)
   sadd       = { "s", { "s", "s" } },
   smul       = { "s", { "s", "s" } },
@@ -284,6 +285,12 @@ function M.validate(proc)
     end
     if op.op == "reduce_add" and not M.TREES[op.attr.tree] then
       return fail("reduce_add: unknown tree '" .. tostring(op.attr.tree) .. "' (known: halving)", op)
+    end
+    if op.op == "reduce_add8" and not M.TREES[op.attr.tree] then
+      return fail("reduce_add8: unknown tree '" .. tostring(op.attr.tree) .. "' (known: halving)", op)
+    end
+    if op.op == "reduce_add8" and op.attr.half ~= 0 and op.attr.half ~= 1 then
+      return fail("reduce_add8: the half must be 0 or 1", op)
     end
     if op.op == "reduce_max" and not M.TREES[op.attr.tree] then
       return fail("reduce_max: unknown tree '" .. tostring(op.attr.tree) .. "' (known: halving)", op)

@@ -306,21 +306,28 @@ end
 
 -- The quantized forms' fast tier (docs/design.md "The quantized fast tier"): integer dot products.
 -- x is quantized once per call, per row and block of 32 k, into xs: per activation row j and tile
--- i / 64 one slot of 64 floats at xs + j * kpad + i (256 bytes): bytes 0-63 the quants q_x in the
--- weights' order (block h, parity c at 32h + 16c: the even elements of the block, then the odd
--- ones), bytes 64-127 per lane -(offset) * (the sum of its four q_x) (the correction of the weight
--- bytes as the dot product reads them: q4 stores q + 8; q8 stores q, which dot_u8s8 reads as
--- q + 128 after an XOR and dot_s8s8 as it is, offset 0), bytes 128-191 the lanes' activation scale
--- (block 0 in lanes 0-7, block 1 in 8-15). The variant's int8 dot product (t.tune.int8_dot: u8s8
--- VPDPBUSD, s8s8 SDOT) changes no sum: every one is exact. Block h of a tile:
+-- i / 64 one slot of 64 floats at xs + j * kpad + i (256 bytes). Block h of a tile:
 --   amax = max |x|, z = sum of x * 0 (NaN when an x is not finite), d = amax / 127 + z,
 --   q_x = min(max(rint(x / max(d, 2^-149)), -127), 127)        (the vmax / vmin rules: NaN -> -127)
--- Then, per weight row n and activation row j, one chain of 16 lanes: lane l of tile t sums, in
--- int32 and exactly, the four products of its bytes 4l .. 4l + 3 (the dot product from the correction)
--- and accumulates fma(f32(isum), d_w * d_x, acc) (the scales of block 2t + l / 8, their product
--- rounded once), tiles in increasing order; the halving tree, then the destination. Every step is
--- exact integer arithmetic or one IEEE rounding in a fixed order: the same bits on every ISA
--- (tests/contract: the fast model).
+-- q8 slot: bytes 0-63 the quants q_x in the weights' order (block h, parity c at 32h + 16c: the
+-- even elements of the block, then the odd ones), bytes 64-127 per lane -(offset) * (the sum of its
+-- four q_x) (the correction of the weight bytes as the dot product reads them: q8 stores q, which
+-- dot_u8s8 reads as q + 128 after an XOR and dot_s8s8 as it is, offset 0), bytes 128-191 the
+-- lanes' activation scale (block 0 in lanes 0-7, block 1 in 8-15). Per weight row n and activation
+-- row j, one chain of 16 lanes: lane l of tile t sums, in int32 and exactly, the four products of
+-- its bytes 4l .. 4l + 3 and accumulates fma(f32(isum), d_w * d_x, acc) (the scales of block
+-- 2t + l / 8, their product rounded once), tiles in increasing order; the halving tree.
+-- q4 slot (the record holds rows r and r + 1 in 64 consecutive bytes, low nibbles the even elements:
+-- one load and two masks give both rows' even and odd quants): bytes 0-63 the even elements' q_x
+-- (block 0's 16, block 1's, then both again), bytes 64-127 the odd elements' likewise, bytes
+-- 128-191 per lane -8 * (the sum of its eight q_x) (q4 stores q + 8), bytes 192-255 the activation
+-- scales (block 0 in lanes 0-3 and 8-11, block 1 in 4-7 and 12-15). A pass takes two weight rows
+-- per vector, row r in lanes 0-7 and r + 1 in 8-15: per weight row n and activation row j one chain
+-- of 8 lanes: lane l of tile t sums, in int32 and exactly, the eight products of k = 64t + 8l .. 64t
+-- + 8l + 7 and accumulates fma(f32(isum), d_w * d_x, acc) (block 2t + l / 4); the halving tree over
+-- the 8 lanes (reduce_add8). Then the destination. The variant's int8 dot product (t.tune.int8_dot:
+-- u8s8 VPDPBUSD, s8s8 SDOT) changes no sum: every one is exact; every other step is one IEEE
+-- rounding in a fixed order: the same bits on every ISA (tests/contract: the fast model).
 qfast_body = function(t, p, form_, a)
   local qf = QUANT[form_.quant]
   local q8 = form_.quant == "q8"
@@ -340,18 +347,38 @@ qfast_body = function(t, p, form_, a)
     while R > 1 and R * (M + 2) + 3 > budget + 1 do R = math.floor(R / 2) end
     return R
   end
+  -- q4: a pass takes P pairs of weight rows (each pair one vector of accumulators per activation
+  -- row; P = 4: two groups), with a pair's lo, hi and scales in flight
+  local function pairs_for(M)
+    for _, P in ipairs({ 4, 2 }) do
+      if P * (M + 3) + 2 <= budget + 1 then return P end
+    end
+    return 1
+  end
   -- blocks of J activation rows, each a pass over the weights, then one of the m mod J left; a
   -- block's slots interleaved by tile (row j0 + jj's tile i at xs + j0 * kpad + i * M + 64 * jj
   -- floats, M the block's rows), so that one pointer serves a block
   local J = p.max_m
-  while J > 1 and rows_for(J) * (J + 2) + 3 > budget + 1 do J = J - 1 end
+  if q8 then
+    while J > 1 and rows_for(J) * (J + 2) + 3 > budget + 1 do J = J - 1 end
+  else
+    while J > 1 and pairs_for(J) * (J + 3) + 2 > budget + 1 do J = J - 1 end
+  end
+  -- xs at i slot floats of q8 (64 per tile), i.e. i / 2 of q4 (32 per tile: 2-byte steps), from
+  -- base (a.xs or a slot pointer of this function); f32v: a slot pointer as floats
+  local function xs_at(base, i)
+    if q8 then return t:addr(base, i, 4) end
+    return t:addr(t:view(base, "bf16"), i, 2)
+  end
+  local function f32v(ptr) return q8 and ptr or t:view(ptr, "f32") end
   t:for_rows(t:iconst(0), a.m, 1, function(j)
     local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
     local j0 = t:mul(div_const(t, j, J), J)
     local mb = t:imin(t:sub(a.m, j0), J)
-    local xsj = t:addr(a.xs, t:add(t:mul(kp(), j0), t:mul(t:sub(j, j0), p.tile)), 4)
+    local xsj = xs_at(a.xs, t:add(t:mul(kp(), j0), t:mul(t:sub(j, j0), p.tile)))
     t:for_tiles(a.k, p.tile, function(i, tail)
-      local slot = t:addr(xsj, t:mul(i, mb), 4)
+      local slotp = q8 and t:addr(xsj, t:mul(i, mb), 4) or t:addr(xsj, t:mul(i, mb), 2)
+      local slot = f32v(slotp)
       local zero = t:iconst(0)
       local d = {}
       for h = 0, 1 do
@@ -367,19 +394,125 @@ qfast_body = function(t, p, form_, a)
         for c = 0, 1 do
           local r = t:rint(t:div(e[c], dv))
           r = t:min(t:max(r, t:vconst(0xc2fe0000)), t:vconst(0x42fe0000))   -- -127, 127
-          t:store_i8(t:view(slot, "i8"), zero, 32 * h + 16 * c, t:f2i(r))
+          local qx = t:f2i(r)
+          if q8 then
+            t:store_i8(t:view(slotp, "i8"), zero, 32 * h + 16 * c, qx)
+          else
+            t:store_i8(t:view(slotp, "i8"), zero, 32 * c + 16 * h, qx)
+          end
         end
       end
-      if offset == 0 then
-        t:store_f32(slot, zero, 16, t:vconst(0))
+      local dd = t:sel128(d[0], d[1], 0xe4)
+      if q8 then
+        if offset == 0 then
+          t:store_f32(slot, zero, 16, t:vconst(0))
+        else
+          local corr = dot(t:vconst(0), t:vconst(offset), t:load_f32(slot, zero, 0))
+          t:store_f32(slot, zero, 16, t:isub_v(t:vconst(0), corr))
+        end
+        t:store_f32(slot, zero, 32, dd)
       else
-        local corr = dot(t:vconst(0), t:vconst(offset), t:load_f32(slot, zero, 0))
-        t:store_f32(slot, zero, 16, t:isub_v(t:vconst(0), corr))
+        -- the correction in lanes 0-7, the scales (chunks d0, d1) in 8-15: one store
+        local o = t:vconst(offset)
+        local corr = dot(dot(t:vconst(0), o, t:load_bcast8(slot, zero, 0)), o, t:load_bcast8(slot, zero, 8))
+        t:store_f32(slot, zero, 16, t:sel128(t:isub_v(t:vconst(0), corr), dd, 0x84))
       end
-      t:store_f32(slot, zero, 32, t:sel128(d[0], d[1], 0xe4))
     end)
   end)
+  -- a pass's accumulators: n vectors (weight rows, or pairs of them) x M activation rows, from +0
+  local function zeros(n, M)
+    local acc = {}
+    for r = 0, n - 1 do
+      acc[r] = {}
+      for j = 0, M - 1 do acc[r][j] = t:zero() end
+    end
+    return acc
+  end
+  -- tile i's record, in bytes (wi) and in 2-byte elements (si)
+  local function record_at(i) return t:ishr(t:mul(i, qf.num), 2), t:ishr(t:mul(i, qf.num), 3) end
+  -- q4: a pass over np pairs of rows from row n (n even in its group; np = 4: two groups) against
+  -- the block's M activation rows; `half` (a single row: its parity) stores that half of the one pair
+  local function q4_pass(j0, M, n, np, half)
+    local base = t:addr(a.w, t:ishr(t:mul(t:mul(t:iand(n, -PACK_ROWS), kp()), qf.num), 4), 1)
+    -- per group g of the pass: its quants wq[g] from its pair on, its scales ws[g]; pf: the streams
+    -- to prefetch
+    local wq, ws, pf
+    if np > 2 then
+      -- two groups (n a multiple of PACK_ROWS), the next one PACK_ROWS * kp * rec / 64 bytes on;
+      -- the pass reads two groups of the weights' one stream at once, so each prefetches a group
+      -- further (else, for k near the distance, the first group's lines ahead would be the second's)
+      local g1 = t:addr(base, t:ishr(t:mul(kp(), qf.num), 2), 1)
+      wq = { [0] = base, [1] = g1 }
+      ws = { [0] = t:view(base, "f16"), [1] = t:view(g1, "f16") }
+      pf = { [0] = g1, [1] = t:addr(g1, t:ishr(t:mul(kp(), qf.num), 2), 1) }
+    else
+      local pin = t:iand(n, 2)
+      wq = { [0] = t:addr(base, t:mul(pin, qf.qrow), 1) }
+      ws = { [0] = t:addr(t:view(base, "f16"), t:mul(pin, 2), 2) }
+      pf = { [0] = wq[0] }
+    end
+    local xsb = f32v(xs_at(a.xs, t:mul(kp(), j0)))
+    local acc = zeros(np, M)
+    local hold = 4 * M + np * M + 3 <= budget + 1
+    t:for_tiles(kp(), p.tile, function(i)
+      local wi, si = record_at(i)
+      local xi = t:ishr(t:mul(i, M), 1)
+      if p.prefetch_stream > 0 then
+        for g = 0, #pf do
+          for o = 0, qf.rec - 1, 64 do t:prefetch(pf[g], wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
+        end
+      end
+      -- slot part f (0: even quants, 1: odd, 2: correction, 3: scales) of activation row j, in
+      -- both halves (one per weight row of a pair), held for the tile where the registers allow,
+      -- else loaded where it is used
+      local held = {}
+      local function part(j, f)
+        if hold then
+          held[j] = held[j] or {}
+          held[j][f] = held[j][f] or t:load_bcast8(xsb, xi, 32 * j + 8 * f)
+          return held[j][f]
+        end
+        return t:load_bcast8(xsb, xi, 32 * j + 8 * f)
+      end
+      if hold then for j = 0, M - 1 do for f = 0, 3 do part(j, f) end end end
+      for q = 0, np - 1 do
+        -- rows 2q, 2q + 1 of the pass: 64 bytes, low nibbles the even elements, high the odd
+        local g, qq = math.floor(q / 2), q % 2
+        local v = t:load_raw(t:view(wq[g], "bf16"), si, qf.qrow * qq)
+        local nib = t:vconst(0x0f0f0f0f)
+        local lo, hi = t:band(v, nib), t:band(t:isra_v(v, 4), nib)
+        local wsc
+        for j = 0, M - 1 do
+          local isum = dot(dot(part(j, 2), lo, part(j, 0)), hi, part(j, 1))
+          wsc = wsc or t:load_f16x4q(ws[g], si, math.floor(PACK_ROWS * qf.qrow / 2) + 4 * qq)
+          t:fma_acc(acc[q][j], t:i2f(isum), t:mul(wsc, part(j, 3)))
+        end
+      end
+    end, nil, { whole = true })
+    for q = 0, np - 1 do
+      for h = 0, 1 do
+        if half == nil or half == h then
+          local row = half and n or t:add(n, 2 * q + h)
+          for j = 0, M - 1 do finish(t, form_, a, t:reduce_add8(acc[q][j], h, p.tree), j0, j, row) end
+        end
+      end
+    end
+  end
+  local function q4_block(j0, M)
+    local P = pairs_for(M)
+    -- passes of 2P rows from row_begin (a multiple of PACK_ROWS: each pass starts at an even row of
+    -- its group), then single rows, each a pass over its aligned pair (rows n & -2, (n & -2) + 1, in
+    -- the record) storing its own half
+    t:for_rows(a.row_begin, a.row_end, 2 * P, function(n, nrows)
+      if nrows == 1 then
+        t:cases(t:iand(n, 1), { 0, 1 }, function(h) q4_pass(j0, M, n, 1, h) end)
+      else
+        q4_pass(j0, M, n, P)
+      end
+    end)
+  end
   local function rows_block(j0, M)
+    if not q8 then return q4_block(j0, M) end
     local R = rows_for(M)
     t:for_rows(a.row_begin, a.row_end, R, function(n, nrows)
       -- the group's records from byte (n & -4) * kp * rec / 256; row n's quants and scales
@@ -388,17 +521,12 @@ qfast_body = function(t, p, form_, a)
       local wq = t:addr(base, t:mul(rin, qf.qrow), 1)
       local ws = t:addr(t:view(base, "f16"), t:mul(rin, 2), 2)
       local xsb = t:addr(a.xs, t:mul(kp(), j0), 4)
-      local acc = {}
-      for r = 0, nrows - 1 do
-        acc[r] = {}
-        for j = 0, M - 1 do acc[r][j] = t:zero() end
-      end
+      local acc = zeros(nrows, M)
       -- the block's slots loaded once per tile where they fit beside the accumulators, else per row
       local hold = 3 * M + nrows * M + 4 <= budget + 1
       t:for_tiles(kp(), p.tile, function(i)
-        -- tile i's record, in bytes (wi) and in 2-byte elements (si); the block's slots (xi)
-        local wi = t:ishr(t:mul(i, qf.num), 2)
-        local si = t:ishr(t:mul(i, qf.num), 3)
+        -- tile i's record; the block's slots (xi)
+        local wi, si = record_at(i)
         local xi = t:mul(i, M)
         if p.prefetch_stream > 0 then
           for o = 0, qf.rec - 1, 64 do t:prefetch(wq, wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
@@ -412,13 +540,8 @@ qfast_body = function(t, p, form_, a)
         -- a whole group: its 8 scales at once (row r's blocks in lanes 2r, 2r + 1), one pair per row
         local sc8 = nrows == PACK_ROWS and t:load_f16x8(ws, si, math.floor(PACK_ROWS * qf.qrow / 2))
         for r = 0, nrows - 1 do
-          local w
-          if q8 then
-            w = t:load_raw(t:view(wq, "bf16"), si, math.floor(qf.qrow * r / 2))
-            if offset ~= 0 then w = t:bxor(w, t:vconst(offset)) end
-          else
-            w = t:load_q4x2(wq, wi, qf.qrow * r)
-          end
+          local w = t:load_raw(t:view(wq, "bf16"), si, math.floor(qf.qrow * r / 2))
+          if offset ~= 0 then w = t:bxor(w, t:vconst(offset)) end
           local wsc
           if sc8 then
             wsc = t:pair_split(sc8, r)

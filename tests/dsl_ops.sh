@@ -3,9 +3,10 @@
 # tests/dsl_ops/opcheck.lua (ops the library's leaves do not use: max, fma, f32 vector stores with
 # tails, scalar f32 memory ops, isub, cvt; canon and canon_raw over every kind of NaN; the
 # quantized-weight loads load_i8, load_u8, load_bcast_f16; in the fast tier's avx512vnni and dotprod
-# variants, dot_u8s8 / dot_s8s8, load_q4x2, load_f16x8, pair_split and store_i8) for every variant into a temp
-# dir, assembles each stamp under its variant's narrowest setting (the manifest's asflags: no
-# instruction outside the variant's features, e.g. F16C in avx2), links each ISA's objects so
+# variants, dot_u8s8 / dot_s8s8, load_bcast8, load_f16x8, pair_split, load_f16x4q, reduce_add8 and
+# store_i8) for every variant into a temp dir, assembles each stamp under its variant's narrowest
+# setting (the manifest's asflags: no instruction outside the variant's features, e.g. F16C in
+# avx2), links each ISA's objects so
 # assembled with tests/dsl_ops/driver.c and checks them against C: natively on x86_64, under
 # qemu-aarch64 (-cpu max and neoverse-n1) on AArch64. A fast-tier stamp whose CPU features the
 # machine lacks is skipped and reported (an x86 host without AVX512_VNNI); every other stamp must run

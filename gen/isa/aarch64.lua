@@ -142,6 +142,7 @@ end
 local SHIFT = { [1] = 0, [2] = 1, [4] = 2, [8] = 3 }
 local function elem_addr(ctx, op, size, scalar, qreg)
   local function fits(o)
+    if type(scalar) == "function" then return scalar(o) end
     if scalar then return o >= 0 and o <= 4095 * size and o % size == 0 end
     if qreg then return (o >= 0 and o <= 65520 and o % 16 == 0) or (o >= -256 and o <= 255) end
     return o >= -1024 and o + 32 <= 1008 and o % 16 == 0
@@ -640,6 +641,15 @@ function ops.load_raw(ctx, op)
   ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", [" .. b .. ", " .. imm(o + 32) .. "]")
 end
 
+-- The 8 f32 at an element address in lanes 0-7 and again in 8-15: the same LDP twice.
+function ops.load_bcast8(ctx, op)
+  local d = ctx:regs(op.dst)
+  local b, o = elem_addr(ctx, op, 4)
+  for p = 1, 3, 2 do
+    ctx:wline("ldp " .. q(d[p]) .. ", " .. q(d[p + 1]) .. ", [" .. b .. ", " .. imm(o) .. "]")
+  end
+end
+
 -- PRFM with its offset as an immediate (unsigned, a multiple of 8, up to 32760; PRFUM: -256..255),
 -- from the loop's bumped pointer or x16 = base + idx * size.
 function ops.prefetch(ctx, op)
@@ -921,6 +931,18 @@ function ops.load_f16x8(ctx, op)
   ctx:wline("movi v" .. n(d[4]) .. ".2d, #0")
 end
 
+-- The 4 binary16 at an element address: LDR d (LDUR for a small negative offset), FCVTL, then
+-- lane c DUP'ed into part c + 1 (lanes 4c .. 4c + 3).
+function ops.load_f16x4q(ctx, op)
+  local d = ctx:regs(op.dst)
+  local b, o = elem_addr(ctx, op, 2,
+                         function(x) return (x >= 0 and x <= 32760 and x % 8 == 0) or (x >= -256 and x < 256) end)
+  local ld = (o >= 0 and o % 8 == 0) and "ldr " or "ldur "
+  ctx:wline(ld .. "d" .. n(T0) .. ", [" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
+  ctx:wline("fcvtl " .. v4s(T0) .. ", v" .. n(T0) .. ".4h")
+  for p = 1, 4 do ctx:wline("dup " .. v4s(d[p]) .. ", v" .. n(T0) .. ".s[" .. C.int(p - 1) .. "]") end
+end
+
 -- lanes 0-7 <- lane 2i, 8-15 <- lane 2i + 1: DUP by element, per q register.
 function ops.vpair_split(ctx, op)
   local d, v, i = ctx:regs(op.dst), ctx:regs(op.src[1]), op.attr.imm
@@ -928,19 +950,6 @@ function ops.vpair_split(ctx, op)
     local l = 2 * i + (p >= 3 and 1 or 0)
     ctx:wline("dup " .. v4s(d[p]) .. ", v" .. n(v[math.floor(l / 4) + 1]) .. ".s[" .. C.int(l % 4) .. "]")
   end
-end
-
--- q4 weights: 32 bytes as 64 nibbles (gen/ir.lua): LDP into parts 1 and 3, USHR #4 into parts 2
--- and 4 (each source read first), AND 0x0f on parts 1 and 3.
-function ops.load_q4x2(ctx, op)
-  local d = ctx:regs(op.dst)
-  local b, o = elem_addr(ctx, op, 1)
-  ctx:wline("ldp " .. q(d[1]) .. ", " .. q(d[3]) .. ", [" .. b .. ", " .. imm(o) .. "]")
-  ctx:wline("ushr " .. v16b(d[2]) .. ", " .. v16b(d[1]) .. ", #4")
-  ctx:wline("ushr " .. v16b(d[4]) .. ", " .. v16b(d[3]) .. ", #4")
-  ctx:wline("movi " .. v16b(T0) .. ", #0x0f")
-  ctx:wline("and " .. v16b(d[1]) .. ", " .. v16b(d[1]) .. ", " .. v16b(T0))
-  ctx:wline("and " .. v16b(d[3]) .. ", " .. v16b(d[3]) .. ", " .. v16b(T0))
 end
 
 -- The IEEE binary16 at an element address, widened exactly to f32, in every lane: LD1R of the
@@ -1355,6 +1364,16 @@ function ops.reduce_add(ctx, op)
   ctx:wline("fadd " .. v4s(T0) .. ", " .. v4s(v[1]) .. ", " .. v4s(v[3]))
   ctx:wline("fadd " .. v4s(T1) .. ", " .. v4s(v[2]) .. ", " .. v4s(v[4]))
   ctx:wline("fadd " .. v4s(d) .. ", " .. v4s(T0) .. ", " .. v4s(T1))
+  ctx:wline("ext " .. v16b(T0) .. ", " .. v16b(d) .. ", " .. v16b(d) .. ", #8")
+  ctx:wline("fadd v" .. n(d) .. ".2s, v" .. n(d) .. ".2s, v" .. n(T0) .. ".2s")
+  ctx:wline("faddp " .. s(d) .. ", v" .. n(d) .. ".2s")
+end
+
+-- The halving tree over lanes 8 half .. 8 half + 7 (parts 2 half + 1, 2 half + 2): reduce_add's
+-- last three levels.
+function ops.reduce_add8(ctx, op)
+  local v, d, p = ctx:regs(op.src[1]), ctx:reg(op.dst), 2 * op.attr.half
+  ctx:wline("fadd " .. v4s(d) .. ", " .. v4s(v[p + 1]) .. ", " .. v4s(v[p + 2]))
   ctx:wline("ext " .. v16b(T0) .. ", " .. v16b(d) .. ", " .. v16b(d) .. ", #8")
   ctx:wline("fadd v" .. n(d) .. ".2s, v" .. n(d) .. ".2s, v" .. n(T0) .. ".2s")
   ctx:wline("faddp " .. s(d) .. ", v" .. n(d) .. ".2s")

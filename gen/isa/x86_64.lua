@@ -595,27 +595,25 @@ local function load_bytes(ins)
 end
 ops.load_i8, ops.load_u8 = load_bytes("vpmovsxbd"), load_bytes("vpmovzxbd")
 
--- q4 weights: 32 bytes as 64 nibbles (gen/ir.lua). The 32 bytes in both halves of a zmm
--- (VBROADCASTI64X4), its 128-bit chunks as bytes 0-15, 0-15, 16-31, 16-31 (VSHUFI64X2 0x50),
--- chunks 1 and 3 shifted right by 4 (VPSRLVW by a table of word counts: each byte gets its high
--- nibble in its low four bits), then & 0x0f. AVX-512 only: the quantized fast forms exist in
--- avx512vnni alone.
-function ops.load_q4x2(ctx, op)
-  if not is512(ctx) then ctx:fail(("load_q4x2 is written for AVX-512, not %s"):format(ctx.variant.name)) end
-  local d = parts(ctx, op.dst)[1]
-  local w = {}
-  for i = 0, 15 do w[i + 1] = (math.floor(i / 4) % 2 == 1) and 0x00040004 or 0 end
-  ctx:wline("vbroadcasti64x4 " .. d .. ", ymmword ptr " .. elem(ctx, op, 1))
-  ctx:wline("vshufi64x2 " .. d .. ", " .. d .. ", " .. d .. ", 0x50")
-  ctx:wline("vpsrlvw " .. d .. ", " .. d .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const("nibshift", w) .. ")]")
-  ctx:wline("vpandd " .. d .. ", " .. d .. ", " .. bconst(ctx, "nib", 0x0f0f0f0f))
-end
-
 -- The 8 binary16 at an element address, widened exactly, in lanes 0-7 (VCVTPH2PS from memory into
--- the ymm half: the upper lanes are zeroed). AVX-512 only, as load_q4x2.
+-- the ymm half: the upper lanes are zeroed). AVX-512 only: the quantized fast forms exist in
+-- avx512vnni alone.
 function ops.load_f16x8(ctx, op)
   if not is512(ctx) then ctx:fail(("load_f16x8 is written for AVX-512, not %s"):format(ctx.variant.name)) end
   ctx:wline("vcvtph2ps " .. Y(parts(ctx, op.dst)[1]) .. ", xmmword ptr " .. elem(ctx, op, 2))
+end
+
+-- The 4 binary16 at an element address, widened exactly (VCVTPH2PS from memory into the xmm),
+-- lane c spread over lanes 4c .. 4c + 3 (VPERMPS by a table of indices, in a scratch register).
+-- AVX-512 only, as load_f16x8.
+function ops.load_f16x4q(ctx, op)
+  if not is512(ctx) then ctx:fail(("load_f16x4q is written for AVX-512, not %s"):format(ctx.variant.name)) end
+  local d = parts(ctx, op.dst)[1]
+  local w = {}
+  for l = 0, 15 do w[l + 1] = math.floor(l / 4) end
+  ctx:wline("vcvtph2ps " .. X(d) .. ", qword ptr " .. elem(ctx, op, 2))
+  ctx:wline("vmovdqa32 " .. T0 .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const("quads", w) .. ")]")
+  ctx:wline("vpermps " .. d .. ", " .. T0 .. ", " .. d)
 end
 
 -- lanes 0-7 <- lane 2i, 8-15 <- lane 2i + 1: VPERMPS by a table of indices (into a scratch register).
@@ -870,6 +868,17 @@ function ops.const_addr(ctx, op)
   ctx:wline("lea " .. ctx:reg(op.dst) .. ", [rip + FK_SYM(" .. sym .. ")]")
 end
 
+-- The 8 f32 at an element address in lanes 0-7 and again in 8-15: VBROADCASTF64X4 (AVX2: the
+-- same ymm load into both parts).
+function ops.load_bcast8(ctx, op)
+  local d = parts(ctx, op.dst)
+  if is512(ctx) then
+    ctx:wline("vbroadcastf64x4 " .. d[1] .. ", ymmword ptr " .. elem(ctx, op, 4))
+    return
+  end
+  for i = 1, 2 do ctx:wline("vmovups " .. d[i] .. ", ymmword ptr " .. elem(ctx, op, 4)) end
+end
+
 function ops.load_bcast_f32(ctx, op)
   local d = parts(ctx, op.dst)
   for i = 1, #d do ctx:wline("vbroadcastss " .. d[i] .. ", dword ptr " .. elem(ctx, op, 4)) end
@@ -1046,41 +1055,45 @@ function ops.max_acc(ctx, op)
   for i = 1, #acc do ctx:wline("vmaxps " .. acc[i] .. ", " .. a[i] .. ", " .. acc[i]) end
 end
 
--- Halving tree by the vmax rule: lane i = max(lane i, lane i + s) for s = 8, 4, 2, 1, the lower
--- lanes the first operand ((v)maxps lo, hi: lo > hi ? lo : hi).
-function ops.reduce_max(ctx, op)
-  local v, d = parts(ctx, op.src[1]), ctx:reg(op.dst)
-  local t = is512(ctx) and T0 or scratch(ctx, 1)
-  if is512(ctx) then
-    ctx:wline("vextractf64x4 " .. Y(t) .. ", " .. v[1] .. ", 1")
-    ctx:wline("vmaxps " .. Y(d) .. ", " .. Y(v[1]) .. ", " .. Y(t))
-  else
-    ctx:wline("vmaxps " .. Y(d) .. ", " .. v[1] .. ", " .. v[2])
-  end
-  ctx:wline((is512(ctx) and "vextractf32x4 " or "vextractf128 ") .. X(t) .. ", " .. Y(d) .. ", 1")
-  ctx:wline("vmaxps " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
+-- The halving tree's last three levels on the 8 lanes of the ymm src (lane i op= lane i + s for
+-- s = 4, 2, 1, lower lanes the first operand), the result in d's lane 0; t a scratch register.
+local function tree8(ctx, ins, sins, d, src, t, extract)
+  ctx:wline(extract .. X(t) .. ", " .. Y(src) .. ", 1")
+  ctx:wline(ins .. " " .. X(d) .. ", " .. X(src) .. ", " .. X(t))
   ctx:wline("vmovhlps " .. X(t) .. ", " .. X(d) .. ", " .. X(d))
-  ctx:wline("vmaxps " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
+  ctx:wline(ins .. " " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
   ctx:wline("vmovshdup " .. X(t) .. ", " .. X(d))
-  ctx:wline("vmaxss " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
+  ctx:wline(sins .. " " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
 end
 
--- Halving tree: lane i += lane i + s for s = 8, 4, 2, 1; lower lanes are the first operand.
-function ops.reduce_add(ctx, op)
-  local v, d = parts(ctx, op.src[1]), ctx:reg(op.dst)
-  local t = is512(ctx) and T0 or scratch(ctx, 1)
-  if is512(ctx) then
-    ctx:wline("vextractf64x4 " .. Y(t) .. ", " .. v[1] .. ", 1")
-    ctx:wline("vaddps " .. Y(d) .. ", " .. Y(v[1]) .. ", " .. Y(t))
-  else
-    ctx:wline("vaddps " .. Y(d) .. ", " .. v[1] .. ", " .. v[2])
+-- Halving trees: lane i op= lane i + s for s = 8, 4, 2, 1, the lower lanes the first operand
+-- (reduce_max: by the vmax rule, (v)maxps lo, hi: lo > hi ? lo : hi).
+local function reduce16(ins, sins)
+  return function(ctx, op)
+    local v, d = parts(ctx, op.src[1]), ctx:reg(op.dst)
+    local t = is512(ctx) and T0 or scratch(ctx, 1)
+    if is512(ctx) then
+      ctx:wline("vextractf64x4 " .. Y(t) .. ", " .. v[1] .. ", 1")
+      ctx:wline(ins .. " " .. Y(d) .. ", " .. Y(v[1]) .. ", " .. Y(t))
+    else
+      ctx:wline(ins .. " " .. Y(d) .. ", " .. v[1] .. ", " .. v[2])
+    end
+    tree8(ctx, ins, sins, d, d, t, is512(ctx) and "vextractf32x4 " or "vextractf128 ")
   end
-  ctx:wline((is512(ctx) and "vextractf32x4 " or "vextractf128 ") .. X(t) .. ", " .. Y(d) .. ", 1")
-  ctx:wline("vaddps " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
-  ctx:wline("vmovhlps " .. X(t) .. ", " .. X(d) .. ", " .. X(d))
-  ctx:wline("vaddps " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
-  ctx:wline("vmovshdup " .. X(t) .. ", " .. X(d))
-  ctx:wline("vaddss " .. X(d) .. ", " .. X(d) .. ", " .. X(t))
+end
+ops.reduce_max, ops.reduce_add = reduce16("vmaxps", "vmaxss"), reduce16("vaddps", "vaddss")
+
+-- The halving tree over lanes 8 half .. 8 half + 7: the half in a ymm (VEXTRACTF64X4 for the
+-- upper one), then reduce_add's last three levels. AVX-512 only (the quantized fast forms).
+function ops.reduce_add8(ctx, op)
+  if not is512(ctx) then ctx:fail(("reduce_add8 is written for AVX-512, not %s"):format(ctx.variant.name)) end
+  local v, d = parts(ctx, op.src[1])[1], ctx:reg(op.dst)
+  local h = v
+  if op.attr.half == 1 then
+    ctx:wline("vextractf64x4 " .. Y(d) .. ", " .. v .. ", 1")
+    h = d
+  end
+  tree8(ctx, "vaddps", "vaddss", d, h, T0, "vextractf32x4 ")
 end
 
 local function sbinary(ins)

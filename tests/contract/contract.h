@@ -83,6 +83,8 @@ void fkc_gemv_q_quantize_x(const float *x, int64_t k, int8_t *q, float *d, fkc_p
 
 /* Sum of 16 canonical lanes by the halving tree (or the perturbation's tree). */
 float fkc_reduce16(const float lanes[16], fkc_perturb p);
+/* The same over 8 lanes: i + 4, i + 2, i + 1 (the quantized fast tier's q4 rows). */
+float fkc_reduce8(const float lanes[8], fkc_perturb p);
 
 /* The contract model of every form: fkc_<id>, one per exact-tier form, in tests/contract/<leaf>.c.
  * Declared weak from the registry (FK_FORMS): a form without a model links, and its address is

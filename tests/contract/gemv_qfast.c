@@ -13,11 +13,14 @@
  *     The block padding k to a multiple of 64 is zeros: q = 0, d = +0.
  *  2. weights: the quant q_w and the binary16 scale d_w (widened exactly) of each block, from the
  *     packed layout (fkc_gemv_quant_parts; the padding block: quants 0, scale +0).
- *  3. one chain of 16 f32 lanes from +0; for each tile t of 64 k in increasing order and each lane l:
- *     block b = 2t + l/8, the lane's four elements k_i = 64t + 32(l/8) + 2(4(l%4) + i) + (l%8)/4
+ *  3. q8: one chain of 16 f32 lanes from +0; for each tile t of 64 k in increasing order and each
+ *     lane l: block b = 2t + l/8, the lane's four elements k_i = 64t + 32(l/8) + 2(4(l%4) + i) + (l%8)/4
  *     (i = 0..3); isum = sum_i q_w[k_i] * q_x[k_i] (exact int32); s = fl(d_w[b] * d_x[b]) (one f32
  *     product); acc[l] = fmaf((float)isum, s, acc[l]).
- *  4. S = the halving tree over the 16 lanes (fkc_reduce16), then the exact forms' destination op:
+ *     q4: one chain of 8 lanes, the same with block b = 2t + l/4 and the lane's eight elements
+ *     k_i = 64t + 8l + i (i = 0..7).
+ *  4. S = the halving tree over the 16 lanes (fkc_reduce16; q4: over the 8, fkc_reduce8), then the
+ *     exact forms' destination op:
  *     canon(S) | canon(S + bias[n]) | RNE(S) | RNE(S + r[at]); every NaN stored is canonical.
  * So a row with a non-finite x gives NaN in every output (its d_b is NaN): where the float64
  * reference may be +-inf, the tier gives NaN (tests/leaves/gemv_bounds.c, fixtures/README.md
@@ -25,8 +28,8 @@
  * magnitude and every sum of them is exact or rounds to a nonzero value, so the padding block's
  * fmaf(0, +0, acc) leaves every lane as it is.
  *
- * Perturbations: FKC_LANES_PERMUTED (lane l takes k = 64t + 4l + i), FKC_TREE_PAIRWISE (through
- * fkc_reduce16), FKC_Q_SCALE_NEIGHBOR, FKC_Q_NIBBLES_SWAPPED, FKC_Q_BLOCK_SHIFT (the weights as
+ * Perturbations: FKC_LANES_PERMUTED (lane l takes k = 64t + 4l + i; q4: 64t + l + 8i),
+ * FKC_TREE_PAIRWISE (through fkc_reduce16 / fkc_reduce8), FKC_Q_SCALE_NEIGHBOR, FKC_Q_NIBBLES_SWAPPED, FKC_Q_BLOCK_SHIFT (the weights as
  * fkc_gemv_quant_parts perturbs them; an element read with another block's scale is summed apart and
  * takes its own fmaf), FKC_XQ_TRUNC (r toward zero), FKC_XQ_SCALE_F16 (d_b rounded to binary16),
  * FKC_RNE_BIAS and FKC_NAN_PAYLOAD (through the destination ops). */
@@ -81,22 +84,28 @@ static void decode_row(const uint8_t *w, int q4, int64_t n, int64_t k, fkc_pertu
   for (int64_t e = 0; e < kp; e++) fkc_gemv_quant_parts(w, q4, n, k, e, p, &r->q[e], &r->d[e]);
 }
 
+/* Element i of lane l in tile t: q8, 16 lanes of 4 (i = 0..3); q4, 8 lanes of 8 (i = 0..7). */
+static int64_t lane_elem(int q4, int64_t t, int l, int i, fkc_perturb p) {
+  if (q4) return p == FKC_LANES_PERMUTED ? TILE * t + l + 8 * i : TILE * t + 8 * l + i;
+  return p == FKC_LANES_PERMUTED ? TILE * t + 4 * l + i : TILE * t + 32 * (l / 8) + 2 * (4 * (l % 4) + i) + (l % 8) / 4;
+}
+
 /* The sum S of a decoded weight row against one quantized activation row (qx: k quants, dx: k / 32
  * scales). */
-static float qfast_row(const qrow *wr, int64_t k, const int8_t *qx, const float *dx, fkc_perturb p) {
+static float qfast_row(const qrow *wr, int q4, int64_t k, const int8_t *qx, const float *dx, fkc_perturb p) {
   const int64_t tiles = (k + TILE - 1) / TILE, nb = k / QB;
+  const int lanes = q4 ? LANES / 2 : LANES, per = TILE / lanes;
   float acc[LANES];
   for (int l = 0; l < LANES; l++) acc[l] = 0.0f;
   for (int64_t t = 0; t < tiles; t++)
-    for (int l = 0; l < LANES; l++) {
-      const int64_t b = 2 * t + l / 8;
+    for (int l = 0; l < lanes; l++) {
+      const int64_t b = 2 * t + l / (lanes / 2);
       const float dxb = b < nb ? dx[b] : 0.0f;   /* the padding block: +0 */
       int32_t isum[2] = { 0, 0 };
       float dw[2] = { 0, 0 };
       int two = 0;
-      for (int i = 0; i < 4; i++) {
-        const int64_t e = p == FKC_LANES_PERMUTED ? TILE * t + 4 * l + i
-                                                  : TILE * t + 32 * (l / 8) + 2 * (4 * (l % 4) + i) + (l % 8) / 4;
+      for (int i = 0; i < per; i++) {
+        const int64_t e = lane_elem(q4, t, l, i, p);
         const int32_t prod = (int32_t)wr->q[e] * (e < k ? (int32_t)qx[e] : 0);
         /* one scale per lane and block; a perturbed weight read with another block's scale sums apart */
         const int g = i > 0 && fkc_f32_bits(wr->d[e]) != fkc_f32_bits(dw[0]);
@@ -107,7 +116,7 @@ static float qfast_row(const qrow *wr, int64_t k, const int8_t *qx, const float 
       acc[l] = fmaf((float)isum[0], dw[0] * dxb, acc[l]);
       if (two) acc[l] = fmaf((float)isum[1], dw[1] * dxb, acc[l]);
     }
-  return fkc_reduce16(acc, p);
+  return q4 ? fkc_reduce8(acc, p) : fkc_reduce16(acc, p);
 }
 
 /* The activation rows of a call, quantized once: qx[j * k ...], dx[j * (k / 32) ...]; and room for
@@ -137,7 +146,7 @@ static qcall quantize_rows(const float *x, int64_t ldx, int64_t m, int64_t k, fk
     for (int64_t n = (a)->row_begin; n < (a)->row_end; n++) { \
       decode_row((a)->w, (q4), n, (a)->k, p, &qc.w); \
       for (int64_t j = 0; j < (a)->m; j++) { \
-        float s = qfast_row(&qc.w, (a)->k, qc.qx + j * (a)->k, qc.dx + j * ((a)->k / QB), p); \
+        float s = qfast_row(&qc.w, (q4), (a)->k, qc.qx + j * (a)->k, qc.dx + j * ((a)->k / QB), p); \
         int64_t at = (a)->y_off + j * (a)->ldy + n; \
         DEST; \
       } \

@@ -38,16 +38,19 @@ uint16_t fkc_canon_bf16(uint16_t h, fkc_perturb p) {
   return h;
 }
 
-/* Halving: lane i += lane i + s for s = 8, 4, 2, 1; the lower lane is the left operand. */
-float fkc_reduce16(const float lanes[16], fkc_perturb p) {
+/* Halving: lane i += lane i + s for s = n/2, ..., 2, 1; the lower lane is the left operand. */
+static float reduce(const float *lanes, int n, fkc_perturb p) {
   float v[16];
-  memcpy(v, lanes, sizeof v);
+  memcpy(v, lanes, (size_t)n * sizeof *v);
   if (p == FKC_TREE_PAIRWISE) {
-    for (int s = 1; s <= 8; s *= 2)
-      for (int i = 0; i + s < 16; i += 2 * s) v[i] = v[i] + v[i + s];
+    for (int s = 1; s < n; s *= 2)
+      for (int i = 0; i + s < n; i += 2 * s) v[i] = v[i] + v[i + s];
     return v[0];
   }
-  for (int s = 8; s >= 1; s /= 2)
+  for (int s = n / 2; s >= 1; s /= 2)
     for (int i = 0; i < s; i++) v[i] = v[i] + v[i + s];
   return v[0];
 }
+
+float fkc_reduce16(const float lanes[16], fkc_perturb p) { return reduce(lanes, 16, p); }
+float fkc_reduce8(const float lanes[8], fkc_perturb p) { return reduce(lanes, 8, p); }

@@ -317,16 +317,17 @@ static int check_int(int *runs) {
 
 typedef void (*q8dot_fn_t)(const fk_opcheck_q8dot_args *);
 
-/* load_q4x2 of the 32 bytes at p: byte b of the 64 (chunk c = b / 16 of 16 bytes) is the low (c even)
- * or high (c odd) nibble of byte 16 (c / 2) + b % 16 */
-static uint8_t q4x2(const uint8_t *p, int b) {
-  int c = b / 16, src = p[16 * (c / 2) + b % 16];
-  return (uint8_t)(c % 2 ? src >> 4 : src & 15);
+/* int32 word l of the bytes at p (little endian): load_bcast8's lane l reads word l % 8 */
+static uint32_t word(const uint8_t *p, int l) {
+  return (uint32_t)p[4 * l] | (uint32_t)p[4 * l + 1] << 8 | (uint32_t)p[4 * l + 2] << 16 | (uint32_t)p[4 * l + 3] << 24;
 }
-/* int32 word l of the 64 bytes nib (little endian) */
-static uint32_t word(const uint8_t *nib, int l) {
-  return (uint32_t)nib[4 * l] | (uint32_t)nib[4 * l + 1] << 8 | (uint32_t)nib[4 * l + 2] << 16 |
-         (uint32_t)nib[4 * l + 3] << 24;
+/* reduce_add8 of the 8 lanes p[0..7] (a half of a vector): the halving tree's last three levels,
+ * lane i += lane i + s for s = 4, 2, 1, in f32 */
+static float red8(const float *p) {
+  float w[4];
+  for (int i = 0; i < 4; i++) w[i] = p[i] + p[i + 4];
+  for (int i = 0; i < 2; i++) w[i] = w[i] + w[i + 2];
+  return w[0] + w[1];
 }
 /* the int8 dot product of the stamp being checked: 1 for dot_s8s8 (the dotprod variant: SDOT), 0 for
  * dot_u8s8 (avx512vnni: VPDPBUSD) */
@@ -337,27 +338,33 @@ static uint32_t dot4(uint32_t acc, const uint8_t *w, const int8_t *x) {
   return acc;
 }
 
-/* form q8dot (the fast tier's avx512vnni / dotprod stamps, skipped without the feature): load_q4x2 at
- * odd offsets and past an immediate's reach (raw bytes and through the dot), dot_u8s8 (avx512vnni) or
- * dot_s8s8 (dotprod) over every byte pair (the first rep: pair j = (j & 255, j >> 8) for j < 65536) from accumulators near
- * the int32 limits (the sums wrap), chained and with constants; load_f16x8 over special binary16
- * patterns and, once, all 65536, with pair_split of it and of int32 lanes; store_i8 of every value
- * -128..127 at odd byte offsets, the bytes between and after the stores checked untouched */
+/* form q8dot (the fast tier's avx512vnni / dotprod stamps, skipped without the feature): load_bcast8 of
+ * bytes at offsets off LDP's grid and past an immediate's reach (raw words and through the dot as w),
+ * dot_u8s8 (avx512vnni) or dot_s8s8 (dotprod) over every byte pair (the first rep: pair j = (j & 255,
+ * j >> 8) for j < 65536) from accumulators near the int32 limits (the sums wrap), chained and with
+ * constants; load_f16x8 and load_f16x4q over special binary16 patterns and, once, all 65536, with
+ * pair_split of the first and of int32 lanes; reduce_add8 of both halves of finite f32 vectors (wide
+ * exponents, either sign: another order rounds differently) against the tree in C, bit for bit;
+ * store_i8 of every value -128..127 at odd byte offsets, the bytes between and after the stores
+ * checked untouched */
 static int check_q8dot(int *runs) {
-  enum { NRMAX = 1024, NHMAX = 8192, GUARD = 8, NU = 64 * NRMAX + 2112, NH = 8 * NHMAX + 528 };
-  enum { NO8 = 512 * NRMAX + GUARD, NHF = 112 * NHMAX + GUARD, NDQ = 128 * NRMAX + GUARD, NNB = 64 * NRMAX + GUARD };
+  enum { NRMAX = 1024, NHMAX = 8192, GUARD = 8, NU = 64 * NRMAX + 2112, NH = 8 * NHMAX + 528, NF = 112, NXO = 256 };
+  enum { NO8 = 512 * NRMAX + GUARD, NHF = 176 * NHMAX + GUARD, NDQ = 128 * NRMAX + GUARD, NNB = 64 * NRMAX + GUARD };
   static const uint16_t special[] = { 0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0200, 0x0400, 0x8400,
                                       0x0401, 0x3c00, 0xbc00, 0x3bff, 0x3555, 0x1234, 0x7bff, 0xfbff, 0x7c00,
                                       0xfc00, 0x7e00, 0xfe00, 0x7c01, 0x7dff, 0xffff, 0xfc01, 0x7fff };
   static const uint32_t edges[] = { 0x7fffffffu, 0x80000000u, 0xffffffffu, 0u, 0x7ffe0000u, 0x80010000u };
-  static const int qoffs[4] = { 0, 17, 1040, 48 }, xqoffs[3] = { 1001, 1040, 7 }, hoffs[3] = { 0, 3, 520 };
+  /* load_bcast8 (f32 elements of u), load_f16x8 and load_f16x4q (binary16 elements of h) offsets */
+  static const int boffs[4] = { 0, 5, 260, 12 }, xboffs[3] = { 244, 260, 7 }, hoffs[3] = { 0, 3, 520 };
+  static const int qoffs[4] = { 0, 4, 523, 520 }, xqoffs[3] = { 501, 5, 500 };
   static const int soffs[4] = { 1, 19, 1041, 529 }, xsoffs[4] = { 301, 777, 1500, 1999 };
   static const uint8_t cw[4] = { 0x80, 0x01, 0xff, 0x80 }; /* vconst 0x80ff0180 as bytes */
   const int nspecial = (int)(sizeof special / sizeof special[0]);
   static uint8_t u[NU];
   static int8_t x[NU];
   static uint16_t h[NH];
-  static int32_t acc[16 * NRMAX + 16], v[64 * NRMAX + 64], nb[NNB], dq[NDQ], hf[NHF], o8[NO8], xo[192 + GUARD];
+  static float f[NF];
+  static int32_t acc[16 * NRMAX + 16], v[64 * NRMAX + 64], nb[NNB], dq[NDQ], hf[NHF], o8[NO8], xo[NXO + GUARD];
   static uint8_t want8[4 * NO8];
   int bad = 0;
   for (size_t s = 0; s < NSTAMPS; s++) {
@@ -378,24 +385,29 @@ static int check_q8dot(int *runs) {
       }
       for (int i = 0; i < 64 * NRMAX + 64; i++) v[i] = rep == 0 ? i % 256 - 128 : (int32_t)(mix(&z) % 256) - 128;
       for (int i = 0; i < NH; i++) h[i] = rep == 0 && i < 65536 ? (uint16_t)i : special[(i * 7 + rep) % nspecial];
+      /* finite f32 of exponents 2^-27 .. 2^26 and either sign; now and then -0 or a subnormal */
+      for (int i = 0; i < NF; i++) {
+        uint32_t r = (uint32_t)(mix(&z) >> 16);
+        f[i] = val((r & 0x807fffffu) | ((100u + (r >> 8) % 54u) << 23));
+        if (r % 29 == 0) f[i] = val(0x80000000u);
+        if (r % 31 == 0) f[i] = val(r & 0x807fffffu);
+      }
       memset(nb, 0xa5, sizeof nb), memset(dq, 0xa5, sizeof dq), memset(hf, 0xa5, sizeof hf);
       memset(o8, 0xa5, sizeof o8), memset(xo, 0xa5, sizeof xo);
-      fk_opcheck_q8dot_args args = { u, x, acc, h, v, nb, dq, hf, o8, xo, nr, nh };
+      fk_opcheck_q8dot_args args = { u, x, acc, h, v, f, nb, dq, hf, o8, xo, nr, nh };
       fn(&args);
       (*runs)++;
       const uint32_t g = 0xa5a5a5a5u;
-      /* nb: the nibble bytes of load_q4x2 at 64 k + qoffs[m] */
+      /* nb: the raw words of load_bcast8 at f32 element 16 k + boffs[m] of u (byte 64 k + 4 boffs[m]) */
       for (int64_t i = 0; i < 64 * nr + GUARD; i++) {
         uint32_t want = g;
         if (i < 64 * nr) {
           int64_t k = i / 64;
           int m = (int)(i % 64) / 16, l = (int)(i % 16);
-          uint8_t nib[64];
-          for (int b = 0; b < 64; b++) nib[b] = q4x2(u + 64 * k + qoffs[m], b);
-          want = word(nib, l);
+          want = word(u + 64 * k + 4 * boffs[m], l % 8);
         }
         if ((uint32_t)nb[i] != want && bad++ < 5)
-          printf("%s nr=%lld: nb[%lld] (load_q4x2) 0x%08x want 0x%08x\n", all[s].name, (long long)nr, (long long)i,
+          printf("%s nr=%lld: nb[%lld] (load_bcast8) 0x%08x want 0x%08x\n", all[s].name, (long long)nr, (long long)i,
                  (uint32_t)nb[i], want);
       }
       /* dq: per tile k and lane l, the dots of slot 0 .. 7 */
@@ -407,12 +419,11 @@ static int check_q8dot(int *runs) {
           const uint8_t *ub = u + 64 * k;
           const int8_t *xl = x + 64 * k + 4 * l;
           uint32_t a = (uint32_t)acc[16 * k + l];
-          uint8_t w[4];
           if (sl == 0) want = dot4(a, ub + 4 * l, xl);
           else if (sl == 1) want = dot4(a, ub + 18 + 4 * l, xl);
           else if (sl <= 6) {
-            for (int b = 0; b < 4; b++) w[b] = q4x2(ub + qoffs[sl == 6 ? 3 : sl - 2], 4 * l + b);
-            want = dot4(a, w, xl);
+            /* w: load_bcast8's lane l, word l % 8 of the 32 bytes at 4 boffs[m] */
+            want = dot4(a, ub + 4 * boffs[sl == 6 ? 3 : sl - 2] + 4 * (l % 8), xl);
             if (sl == 6) want = dot4(want, ub + 4 * l, xl);
           } else want = dot4(0x7ffffff0u, cw, xl);
         }
@@ -420,43 +431,60 @@ static int check_q8dot(int *runs) {
           printf("%s nr=%lld: dq[%lld] (int8 dot slot %d lane %d) 0x%08x want 0x%08x\n", all[s].name, (long long)nr,
                  (long long)i, (int)(i % 128) / 16, (int)(i % 16), (uint32_t)dq[i], want);
       }
-      /* hf: per tile t of 8 binary16, load_f16x8 at 8 t + hoffs[m], then pair_split of the first */
-      for (int64_t i = 0; i < 112 * nh + GUARD; i++) {
+      /* hf: per tile t of 8 binary16, load_f16x8 at 8 t + hoffs[m], pair_split of the first, then
+       * load_f16x4q at 8 t + qoffs[m] (lane l: the binary16 l / 4 of the four) */
+      for (int64_t i = 0; i < 176 * nh + GUARD; i++) {
         uint32_t got = (uint32_t)hf[i];
-        int ok = got == g;
+        int ok = got == g, sl = (int)(i % 176) / 16, l = (int)(i % 16);
         uint16_t hv = 0;
-        if (i < 112 * nh) {
-          int64_t tt = i / 112;
-          int sl = (int)(i % 112) / 16, l = (int)(i % 16);
+        if (i < 176 * nh) {
+          int64_t tt = i / 176;
           if (sl < 3) {
             hv = h[8 * tt + hoffs[sl] + l];
             ok = l < 8 ? f16_ok(hv, got) : got == 0;
-          } else {
+          } else if (sl < 7) {
             int lane = 2 * (sl - 3) + (l >= 8);
             hv = h[8 * tt + lane];
-            ok = f16_ok(hv, got) && got == (uint32_t)hf[112 * tt + lane];
+            ok = f16_ok(hv, got) && got == (uint32_t)hf[176 * tt + lane];
+          } else {
+            hv = h[8 * tt + qoffs[sl - 7] + l / 4];
+            ok = f16_ok(hv, got);
           }
         }
         if (!ok && bad++ < 5)
-          printf("%s nh=%lld: hf[%lld] (load_f16x8 / pair_split slot %d lane %d of 0x%04x) 0x%08x\n", all[s].name,
-                 (long long)nh, (long long)i, (int)(i % 112) / 16, (int)(i % 16), hv, got);
+          printf("%s nh=%lld: hf[%lld] (%s slot %d lane %d of 0x%04x) 0x%08x\n", all[s].name, (long long)nh,
+                 (long long)i, i >= 176 * nh ? "guard" : sl < 3 ? "load_f16x8" : sl < 7 ? "pair_split" : "load_f16x4q",
+                 sl, l, hv, got);
       }
       /* xo: outside the loops */
-      for (int i = 0; i < 192 + GUARD; i++) {
+      for (int i = 0; i < NXO + GUARD; i++) {
         int sl = i / 16, l = i % 16, ok;
         uint32_t got = (uint32_t)xo[i], want = g;
-        uint8_t nib[64];
-        if (sl < 6) for (int b = 0; b < 64; b++) nib[b] = q4x2(u + xqoffs[sl % 3], b);
-        if (sl < 3) want = word(nib, l);
-        else if (sl < 6) want = dot4((uint32_t)acc[l], nib + 4 * l, x + 1200 + 4 * l);
-        else if (sl >= 8 && sl < 12) want = (uint32_t)acc[2 * (sl - 8) + (l >= 8)];
-        if (sl == 6 || sl == 7) {
-          uint16_t hv = h[(sl == 6 ? 501 : 5) + l];
-          ok = l < 8 ? f16_ok(hv, got) : got == 0;
-          want = l < 8 ? f16_bits(hv) : 0;
+        const char *what = "guard";
+        if (sl < 3) want = word(u + 4 * xboffs[sl], l % 8), what = "load_bcast8";
+        else if (sl < 6) {
+          want = dot4((uint32_t)acc[l], u + 4 * xboffs[sl - 3] + 4 * (l % 8), x + 1200 + 4 * l);
+          what = "int8 dot of load_bcast8";
+        } else if (sl >= 8 && sl < 12) want = (uint32_t)acc[2 * (sl - 8) + (l >= 8)], what = "pair_split";
+        else if (sl == 15) {
+          /* xo[240 + 2 q + half]: f[16 q + 8 half ..] for q = 0..6; xo[254 + half]: f[3 ..] (load_bcast8) */
+          want = bits(red8(f + (l < 14 ? 16 * (l / 2) + 8 * (l % 2) : 3)));
+          what = "reduce_add8";
+        }
+        if ((sl >= 6 && sl < 8) || (sl >= 12 && sl < 15)) {
+          uint16_t hv;
+          if (sl < 8) {
+            hv = h[(sl == 6 ? 501 : 5) + l];
+            ok = l < 8 ? f16_ok(hv, got) : got == 0;
+            want = l < 8 ? f16_bits(hv) : 0, what = "load_f16x8";
+          } else {
+            hv = h[xqoffs[sl - 12] + l / 4];
+            ok = f16_ok(hv, got);
+            want = f16_bits(hv), what = "load_f16x4q";
+          }
         } else ok = got == want;
         if (!ok && bad++ < 5)
-          printf("%s nr=%lld: xo[%d] 0x%08x want 0x%08x\n", all[s].name, (long long)nr, i, got, want);
+          printf("%s nr=%lld: xo[%d] (%s) 0x%08x want 0x%08x\n", all[s].name, (long long)nr, i, what, got, want);
       }
       /* o8: the bytes of each store_i8, 0xa5 elsewhere */
       int64_t n8 = 4 * (512 * (nr > 1 ? nr : 1) + GUARD);

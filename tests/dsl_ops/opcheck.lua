@@ -12,21 +12,27 @@
 -- it, offsets past an instruction's immediate too) and load_bcast_f16 (from a uint16_t array and from
 -- a binary16 view of bytes), raw and through i2f and a product. Every float stored is canonical (the
 -- NaN rule, docs/dsl.md); the raw lanes go to int32 arrays.
--- Form q8dot, the quantized fast tier's ops load_q4x2, dot_u8s8 / dot_s8s8 (the variant's: t.tune.int8_dot),
--- load_f16x8, pair_split and store_i8 (stamped in avx512vnni: dot_u8s8, and dotprod: dot_s8s8; the other
--- forms are exact only).
+-- Form q8dot, the quantized fast tier's ops load_bcast8, dot_u8s8 / dot_s8s8 (the variant's:
+-- t.tune.int8_dot), load_f16x8, pair_split, load_f16x4q, reduce_add8 and store_i8 (stamped in
+-- avx512vnni: dot_u8s8, and dotprod: dot_s8s8; the other forms are exact only).
 -- Per tile k of 64 bytes (e = 16 k f32 elements, byte 64 k = 4 e), in a loop whose pointers are bumped:
---   nb[64 k + 16 m ..] the raw bytes of load_q4x2 of u at 64 k + 0, 17, 1040 (past LDP's reach: the
---   pointer moves), 48 (reaching back), 16 int32 words each;
+--   nb[64 k + 16 m ..] the raw words of load_bcast8 of u's f32 view at e + 0, 5 (byte 20, off LDP's
+--   16-byte grid), 260 (byte 1040, past LDP's reach: the pointer moves), 12 (reaching back), 16 int32
+--   words each (lanes 8-15 repeat 0-7);
 --   dq[128 k + 16 s ..] dot(acc[16 k ..], w_s, x bytes 64 k ..) for w_s = u bytes 64 k .. (load_f32),
---   u bytes 64 k + 18 .. (load_raw), the four nibble vectors; a chained dot (its accumulator another
---   dot's result); a constant accumulator and w (the gemv correction's shape)
--- per tile of 8 binary16 (j = 8 t): hf[112 t ..] load_f16x8 of h at j + 0, 3, 520 (raw f32 bits), then
--- pair_split of the first for i = 0..3;
+--   u bytes 64 k + 18 .. (load_raw), the four load_bcast8 vectors; a chained dot (its accumulator
+--   another dot's result); a constant accumulator and w (the gemv correction's shape)
+-- per tile of 8 binary16 (j = 8 t): hf[176 t ..] load_f16x8 of h at j + 0, 3, 520 (raw f32 bits), then
+-- pair_split of the first for i = 0..3, then load_f16x4q of h at j + 0, 4 (the two: every binary16 of
+-- the tile), 523 (byte 1046, past LDR's and LDUR's reach: the pointer moves), 520 (reaching back 6
+-- bytes: LDUR);
 -- per tile of 16 int32 (e = 16 k): store_i8 of v[64 k + 16 m ..] into o8's bytes 2048 k + 1, 19, 1041,
 -- 529 (back past STUR's reach: the bumped pointer moved);
--- outside a loop: xo[0 ..] load_q4x2 of u at 1001, 1040, 7; xo[48 ..] their dots with acc[0 ..] and the
--- x bytes at 1200; xo[96 ..] load_f16x8 of h at 501, 5; xo[128 ..] pair_split(acc[0 ..], i) for i = 0..3;
+-- outside a loop: xo[0 ..] load_bcast8 of u's f32 view at 244 (byte 976: an LDP immediate), 260, 7;
+-- xo[48 ..] their dots with acc[0 ..] and the x bytes at 1200; xo[96 ..] load_f16x8 of h at 501, 5;
+-- xo[128 ..] pair_split(acc[0 ..], i) for i = 0..3; xo[192 ..] load_f16x4q of h at 501, 5, 500;
+-- xo[240 + 2 q + half] reduce_add8(f[16 q ..], half) for q = 0..6 (f: finite f32), xo[254 + half]
+-- reduce_add8(load_bcast8 of f at 3, half) (f32 bits);
 -- store_i8 of v[48 ..], v[32 ..], v[16 ..], v[0 ..] into o8's bytes 301, 777, 1500, 1999.
 local function q8dot(t, a)
   local xb, ub = t:view(a.x, "f32"), t:view(a.u, "f32")
@@ -46,23 +52,26 @@ local function q8dot(t, a)
     dot(t:load_f32(ub, e, 0))
     dot(t:load_raw(t:view(a.u, "bf16"), t:mul(e, 2), 9))
     local last
-    for m, off in ipairs({ 0, 17, 1040, 48 }) do
-      last = t:load_q4x2(a.u, e4, off)
+    for m, off in ipairs({ 0, 5, 260, 12 }) do
+      last = t:load_bcast8(ub, e, off)
       t:store_f32(a.nb, e4, 16 * (m - 1), last)
       dot(last)
     end
-    -- chained: (acc + nibbles . x) + u bytes . x
+    -- chained: (acc + last . x) + u bytes . x
     t:store_f32(a.dq, dqi, 16 * slot, dot_of(dot_of(acc, last, x), t:load_f32(ub, e, 0), x))
     -- a constant accumulator (near 2^31: the sums wrap) and constant w bytes 0x80 0x01 0xff 0x80
     t:store_f32(a.dq, dqi, 16 * (slot + 1), dot_of(t:vconst(0x7ffffff0), t:vconst(0x80ff0180), x))
   end, nil, { whole = true })
   t:for_tiles(t:mul(a.nh, 8), 8, function(j)
-    local j14 = t:mul(j, 14)
+    local j22 = t:mul(j, 22)
     local f = t:load_f16x8(a.h, j, 0)
-    t:store_f32(a.hf, j14, 0, f)
-    t:store_f32(a.hf, j14, 16, t:load_f16x8(a.h, j, 3))
-    t:store_f32(a.hf, j14, 32, t:load_f16x8(a.h, j, 520))
-    for i = 0, 3 do t:store_f32(a.hf, j14, 48 + 16 * i, t:pair_split(f, i)) end
+    t:store_f32(a.hf, j22, 0, f)
+    t:store_f32(a.hf, j22, 16, t:load_f16x8(a.h, j, 3))
+    t:store_f32(a.hf, j22, 32, t:load_f16x8(a.h, j, 520))
+    for i = 0, 3 do t:store_f32(a.hf, j22, 48 + 16 * i, t:pair_split(f, i)) end
+    for m, off in ipairs({ 0, 4, 523, 520 }) do
+      t:store_f32(a.hf, j22, 96 + 16 * m, t:load_f16x4q(a.h, j, off))
+    end
   end, nil, { whole = true })
   local o8 = t:view(a.o8, "i8")
   t:for_tiles(t:mul(a.nr, 16), 16, function(e)
@@ -72,14 +81,21 @@ local function q8dot(t, a)
   end, nil, { whole = true })
   local zero = t:iconst(0)
   local acc, x = t:load_f32(a.acc, zero, 0), t:load_f32(xb, zero, 300)
-  for m, off in ipairs({ 1001, 1040, 7 }) do
-    local w = t:load_q4x2(a.u, zero, off)
+  for m, off in ipairs({ 244, 260, 7 }) do
+    local w = t:load_bcast8(ub, zero, off)
     t:store_f32(a.xo, zero, 16 * (m - 1), w)
     t:store_f32(a.xo, zero, 48 + 16 * (m - 1), dot_of(acc, w, x))
   end
   t:store_f32(a.xo, zero, 96, t:load_f16x8(a.h, zero, 501))
   t:store_f32(a.xo, zero, 112, t:load_f16x8(a.h, zero, 5))
   for i = 0, 3 do t:store_f32(a.xo, zero, 128 + 16 * i, t:pair_split(acc, i)) end
+  for m, off in ipairs({ 501, 5, 500 }) do t:store_f32(a.xo, zero, 176 + 16 * m, t:load_f16x4q(a.h, zero, off)) end
+  for q = 0, 6 do
+    local fv = t:load_f32(a.f, zero, 16 * q)
+    for half = 0, 1 do t:store1_f32(a.xo, zero, 240 + 2 * q + half, t:reduce_add8(fv, half, "halving")) end
+  end
+  local fb = t:load_bcast8(a.f, zero, 3)
+  for half = 0, 1 do t:store1_f32(a.xo, zero, 254 + half, t:reduce_add8(fb, half, "halving")) end
   for m, off in ipairs({ 301, 777, 1500, 1999 }) do
     t:store_i8(o8, zero, off, t:load_f32(a.v, zero, 16 * (4 - m)))
   end
@@ -119,10 +135,10 @@ return {
     { name = "q8dot", tiers = { "fast" }, variants = { fast = { "avx512vnni", "dotprod" } }, args = {
         { "u", "const uint8_t *", extent = "64 * nr + 2112" }, { "x", "const int8_t *", extent = "64 * nr + 1264" },
         { "acc", "const int32_t *", extent = "16 * nr + 16" }, { "h", "const uint16_t *", extent = "8 * nh + 528" },
-        { "v", "const int32_t *", extent = "64 * nr + 64" },
+        { "v", "const int32_t *", extent = "64 * nr + 64" }, { "f", "const float *", extent = "112" },
         { "nb", "int32_t *", extent = "64 * nr" }, { "dq", "int32_t *", extent = "128 * nr" },
-        { "hf", "int32_t *", extent = "112 * nh" }, { "o8", "int32_t *", extent = "512 * max(nr, 1)" },
-        { "xo", "int32_t *", extent = "192" }, { "nr", "int64_t" }, { "nh", "int64_t" } } },
+        { "hf", "int32_t *", extent = "176 * nh" }, { "o8", "int32_t *", extent = "512 * max(nr, 1)" },
+        { "xo", "int32_t *", extent = "256" }, { "nr", "int64_t" }, { "nh", "int64_t" } } },
   },
   body = function(t, _, form)
     local a = t.arg

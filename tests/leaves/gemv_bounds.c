@@ -59,15 +59,16 @@ int fkt_gemv_is_quant(const fkh_call *c) { return quant_of(c) >= 0; }
  * about the float64 reference s = sum_k deq_w[k]*x[k] + extra, deq_w = q_w*d_w. The activations are
  * quantized per block b of 32 (q_x, d_x[b]: the model's own quantizer, fkc_gemv_q_quantize_x); then
  * per lane and block the integer sum isum (exact) times s_b = fl(d_w*d_x[b]), fma-accumulated on 16
- * lanes, the halving tree, the destination add. With u = 2^-24, ETA = 2^-150, gamma(d) =
- * d*u/(1 - d*u), d = ceil(k/64) + 5 (the fmas of a lane, the tree's 4 levels, the destination add),
+ * lanes (q4: 8), the halving tree, the destination add. With u = 2^-24, ETA = 2^-150, gamma(d) =
+ * d*u/(1 - d*u), d = ceil(k/64) + 5 (the fmas of a lane, the tree's 4 levels, the destination add;
+ * q4: ceil(k/64) + 4, the tree's 3 levels),
  * nb = k/32 blocks,
  *   X = sum_k |deq_w[k]| * |x[k] - q_x[k]*d_x[b(k)]|   (the activations' quantization, float64)
  *   A = sum_k |deq_w[k]| * |q_x[k]*d_x[b(k)]|           (float64)
  *   E = X + u*A + gamma(d)*((1 + u)*A + |extra|) + nb*2^-131*(1 + gamma(d)) + (k + 16)*ETA:
  * s_b errs by at most u*|d_w*d_x| + ETA, times sum |isum| <= 32*128*127 < 2^17 per block (the ETA
  * terms: nb*2^-133, stated as nb*2^-131); the f32 sum of the terms isum*s_b and extra, depth d, errs
- * by gamma(d) times the sum of their magnitudes, plus ETA per rounding (16*ceil(k/64) + 16 <= k + 16).
+ * by gamma(d) times the sum of their magnitudes, plus ETA per rounding (at most 16*ceil(k/64) + 16 <= k + 16).
  * A row whose x holds an inf or a NaN has d_x NaN: every output of it is NaN, where the float64
  * reference may be +-inf or finite; that divergence is the tier's (documented), so the reference
  * returned there is NaN (a NaN output required, by class) and *err 0. An s_b that overflows f32
@@ -92,7 +93,7 @@ static double q_fast_error(fkh_call *c, const float *x, int64_t n, int64_t k, do
   }
   free(qx);
   free(dx);
-  const double d = (double)((k + 63) / 64) + 5, nb = (double)(k / 32);
+  const double d = (double)((k + 63) / 64) + (q4 ? 4 : 5), nb = (double)(k / 32);
   return X + U * A + gamma_(d) * ((1 + U) * A + fabs(extra)) + nb * 0x1p-131 * (1 + gamma_(d)) + ((double)k + 16) * ETA;
 }
 
