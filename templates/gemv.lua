@@ -340,10 +340,10 @@ qfast_body = function(t, p, form_, a)
   -- the weight bytes' offset as the dot product reads them, per byte of a lane
   local offset = q8 and (signed and 0 or 0x80808080) or 0x08080808
   local function kp() return t:iand(t:add(a.k, p.tile - 1), -p.tile) end
-  -- a pass: R weight rows (of one group) against M activation rows, all in registers: R * M
+  -- a pass: R weight rows (8: two groups) against M activation rows, all in registers: R * M
   -- accumulators, a weight vector and its scales per row, three values in flight
   local function rows_for(M)
-    local R = p.pack_rows
+    local R = 2 * p.pack_rows
     while R > 1 and R * (M + 2) + 3 > budget + 1 do R = math.floor(R / 2) end
     return R
   end
@@ -432,36 +432,38 @@ qfast_body = function(t, p, form_, a)
   local function record_at(i) return t:ishr(t:mul(i, qf.num), 2), t:ishr(t:mul(i, qf.num), 3) end
   -- q4: a pass over np pairs of rows from row n (n even in its group; np = 4: two groups) against
   -- the block's M activation rows; `half` (a single row: its parity) stores that half of the one pair
-  local function q4_pass(j0, M, n, np, half)
+  -- The weight streams of a pass from row n: per group g its quants wq[g] (from row n's, rsel the
+  -- row within the group: n & 3, or q4's pair n & 2) and scales ws[g]; pf the streams to prefetch.
+  -- two: two groups (n a multiple of PACK_ROWS), the next one PACK_ROWS * kp * rec / 64 bytes on;
+  -- such a pass reads two groups of the weights' one stream at once, so each prefetches a group
+  -- further (else, for k near the distance, the first group's lines ahead would be the second's).
+  local function streams(n, two, rsel)
     local base = t:addr(a.w, t:ishr(t:mul(t:mul(t:iand(n, -PACK_ROWS), kp()), qf.num), 4), 1)
-    -- per group g of the pass: its quants wq[g] from its pair on, its scales ws[g]; pf: the streams
-    -- to prefetch
-    local wq, ws, pf
-    if np > 2 then
-      -- two groups (n a multiple of PACK_ROWS), the next one PACK_ROWS * kp * rec / 64 bytes on;
-      -- the pass reads two groups of the weights' one stream at once, so each prefetches a group
-      -- further (else, for k near the distance, the first group's lines ahead would be the second's)
+    if two then
       local g1 = t:addr(base, t:ishr(t:mul(kp(), qf.num), 2), 1)
-      wq = { [0] = base, [1] = g1 }
-      ws = { [0] = t:view(base, "f16"), [1] = t:view(g1, "f16") }
-      pf = { [0] = g1, [1] = t:addr(g1, t:ishr(t:mul(kp(), qf.num), 2), 1) }
-    else
-      local pin = t:iand(n, 2)
-      wq = { [0] = t:addr(base, t:mul(pin, qf.qrow), 1) }
-      ws = { [0] = t:addr(t:view(base, "f16"), t:mul(pin, 2), 2) }
-      pf = { [0] = wq[0] }
+      return { [0] = base, [1] = g1 }, { [0] = t:view(base, "f16"), [1] = t:view(g1, "f16") },
+             { [0] = g1, [1] = t:addr(g1, t:ishr(t:mul(kp(), qf.num), 2), 1) }
     end
+    local wq = t:addr(base, t:mul(rsel, qf.qrow), 1)
+    return { [0] = wq }, { [0] = t:addr(t:view(base, "f16"), t:mul(rsel, 2), 2) }, { [0] = wq }
+  end
+  local function prefetch(pf, wi)
+    if p.prefetch_stream == 0 then return end
+    for g = 0, #pf do
+      for o = 0, qf.rec - 1, 64 do t:prefetch(pf[g], wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
+    end
+  end
+  -- q4: a pass over np pairs of rows from row n (n even in its group; np = 4: two groups) against
+  -- the block's M activation rows; `half` (a single row: its parity) stores that half of the one pair
+  local function q4_pass(j0, M, n, np, half)
+    local wq, ws, pf = streams(n, np > 2, t:iand(n, 2))
     local xsb = f32v(xs_at(a.xs, t:mul(kp(), j0)))
     local acc = zeros(np, M)
     local hold = 4 * M + np * M + 3 <= budget + 1
     t:for_tiles(kp(), p.tile, function(i)
       local wi, si = record_at(i)
       local xi = t:ishr(t:mul(i, M), 1)
-      if p.prefetch_stream > 0 then
-        for g = 0, #pf do
-          for o = 0, qf.rec - 1, 64 do t:prefetch(pf[g], wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
-        end
-      end
+      prefetch(pf, wi)
       -- slot part f (0: even quants, 1: odd, 2: correction, 3: scales) of activation row j, in
       -- both halves (one per weight row of a pair), held for the tile where the registers allow,
       -- else loaded where it is used
@@ -515,11 +517,8 @@ qfast_body = function(t, p, form_, a)
     if not q8 then return q4_block(j0, M) end
     local R = rows_for(M)
     t:for_rows(a.row_begin, a.row_end, R, function(n, nrows)
-      -- the group's records from byte (n & -4) * kp * rec / 256; row n's quants and scales
-      local base = t:addr(a.w, t:ishr(t:mul(t:mul(t:iand(n, -PACK_ROWS), kp()), qf.num), 4), 1)
-      local rin = t:iand(n, PACK_ROWS - 1)
-      local wq = t:addr(base, t:mul(rin, qf.qrow), 1)
-      local ws = t:addr(t:view(base, "f16"), t:mul(rin, 2), 2)
+      -- the group's records from byte (n & -4) * kp * rec / 256 (a pass of 8 rows: two groups)
+      local wq, ws, pf = streams(n, nrows > PACK_ROWS, t:iand(n, PACK_ROWS - 1))
       local xsb = t:addr(a.xs, t:mul(kp(), j0), 4)
       local acc = zeros(nrows, M)
       -- the block's slots loaded once per tile where they fit beside the accumulators, else per row
@@ -528,9 +527,7 @@ qfast_body = function(t, p, form_, a)
         -- tile i's record; the block's slots (xi)
         local wi, si = record_at(i)
         local xi = t:mul(i, M)
-        if p.prefetch_stream > 0 then
-          for o = 0, qf.rec - 1, 64 do t:prefetch(wq, wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
-        end
+        prefetch(pf, wi)
         local function slot(j)
           return { q = t:load_f32(xsb, xi, 64 * j), c = offset ~= 0 and t:load_f32(xsb, xi, 64 * j + 16) or nil,
                    d = t:load_f32(xsb, xi, 64 * j + 32) }
@@ -538,16 +535,21 @@ qfast_body = function(t, p, form_, a)
         local held = {}
         if hold then for j = 0, M - 1 do held[j] = slot(j) end end
         -- a whole group: its 8 scales at once (row r's blocks in lanes 2r, 2r + 1), one pair per row
-        local sc8 = nrows == PACK_ROWS and t:load_f16x8(ws, si, math.floor(PACK_ROWS * qf.qrow / 2))
+        local sc8 = {}
         for r = 0, nrows - 1 do
-          local w = t:load_raw(t:view(wq, "bf16"), si, math.floor(qf.qrow * r / 2))
+          -- row rr of the pass's group g
+          local g, rr = math.floor(r / PACK_ROWS), r % PACK_ROWS
+          if nrows >= PACK_ROWS and rr == 0 then
+            sc8[g] = t:load_f16x8(ws[g], si, math.floor(PACK_ROWS * qf.qrow / 2))
+          end
+          local w = t:load_raw(t:view(wq[g], "bf16"), si, math.floor(qf.qrow * rr / 2))
           if offset ~= 0 then w = t:bxor(w, t:vconst(offset)) end
           local wsc
-          if sc8 then
-            wsc = t:pair_split(sc8, r)
+          if sc8[g] then
+            wsc = t:pair_split(sc8[g], rr)
           else
-            local sbase = math.floor(PACK_ROWS * qf.qrow / 2) + 2 * r
-            wsc = t:sel128(t:load_bcast_f16(ws, si, sbase), t:load_bcast_f16(ws, si, sbase + 1), 0xe4)
+            local sbase = math.floor(PACK_ROWS * qf.qrow / 2) + 2 * rr
+            wsc = t:sel128(t:load_bcast_f16(ws[g], si, sbase), t:load_bcast_f16(ws[g], si, sbase + 1), 0xe4)
           end
           for j = 0, M - 1 do
             local x = held[j] or slot(j)
