@@ -607,7 +607,7 @@ Test(perturb, embed_codebook_sum_order_and_rounding, .timeout = 300) {
  * round half up (bf16 outputs), a NaN stored with its payload. On every quantized form on the host
  * stamps and each perturbation on one form through the AArch64 runner. */
 static const struct { int perturb; const char *what; } q_fast_perturbs[] = {
-  { FKC_LANES_PERMUTED, "elements in other lanes (lane l: k = 64t + 4l + i)" },
+  { FKC_LANES_PERMUTED, "elements in other lanes (lane l: q8 k = 64t + 4l + i, q4 k = 64t + l + 8i)" },
   { FKC_TREE_PAIRWISE, "pairwise tree" },
   { FKC_Q_SCALE_NEIGHBOR, "scale of the other block" },
   { FKC_Q_BLOCK_SHIFT, "block boundary one element early" },
