@@ -1190,6 +1190,9 @@ M.TUNING = {
   head_group = { kind = "number", doc = "heads whose two-pass norms run interleaved (qkprep)" },
   int8_dot = { kind = "string", doc = "the integer dot product of the variant's CPUs: 'u8s8' (dot_u8s8), " ..
                "'s8s8' (dot_s8s8) or 'none'; a choice of exact integer instructions, never of a result" },
+  stream_hw = { kind = "number", doc = "bytes: a lone activation row's pass over one weight group whose " ..
+                "weights and activation slots span at most this many bytes leaves the weight stream to the " ..
+                "CPU's hardware prefetcher (no software prefetch; gemv q8); 0: always prefetch" },
 }
 
 -- Builds the IR of one form in one tier. `template` is the loaded template table, `form` one

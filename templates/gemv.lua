@@ -305,15 +305,19 @@ local function schedule(p, form_, M, nchains, wregs, budget, share)
 end
 
 -- The quantized forms' fast tier (docs/design.md "The quantized fast tier"): integer dot products.
--- x is quantized once per call, per row and block of 32 k, into xs: per activation row j and tile
--- i / 64 one slot of 64 floats at xs + j * kpad + i (256 bytes). Block h of a tile:
+-- x is quantized once per call, per row and block of 32 k, into xs: per activation row and tile
+-- one slot (q8: 256 bytes, or 72 for a lone row; q4: 128 bytes), a block of activation rows' slots
+-- interleaved by tile (below). Block h of a tile:
 --   amax = max |x|, z = sum of x * 0 (NaN when an x is not finite), d = amax / 127 + z,
 --   q_x = min(max(rint(x / max(d, 2^-149)), -127), 127)        (the vmax / vmin rules: NaN -> -127)
 -- q8 slot: bytes 0-63 the quants q_x in the weights' order (block h, parity c at 32h + 16c: the
 -- even elements of the block, then the odd ones), bytes 64-127 per lane -(offset) * (the sum of its
 -- four q_x) (the correction of the weight bytes as the dot product reads them: q8 stores q, which
 -- dot_u8s8 reads as q + 128 after an XOR and dot_s8s8 as it is, offset 0), bytes 128-191 the
--- lanes' activation scale (block 0 in lanes 0-7, block 1 in 8-15). Per weight row n and activation
+-- lanes' activation scale (block 0 in lanes 0-7, block 1 in 8-15). A lone activation row (a block
+-- of one: decode) keeps only the quants (64 bytes) and the tile's two scales (8 bytes, apart); its
+-- passes compute the correction (one dot product per tile) and spread the scales: 72 bytes per
+-- tile keep a row of 4608 k in 5 KiB of L1 beside a group's records. Per weight row n and activation
 -- row j, one chain of 16 lanes: lane l of tile t sums, in int32 and exactly, the four products of
 -- its bytes 4l .. 4l + 3 and accumulates fma(f32(isum), d_w * d_x, acc) (the scales of block
 -- 2t + l / 8, their product rounded once), tiles in increasing order; the halving tree.
@@ -341,16 +345,19 @@ qfast_body = function(t, p, form_, a)
   local offset = q8 and (signed and 0 or 0x80808080) or 0x08080808
   local function kp() return t:iand(t:add(a.k, p.tile - 1), -p.tile) end
   -- a pass: R weight rows (8: two groups) against M activation rows, all in registers: R * M
-  -- accumulators, a weight vector and its scales per row, three values in flight
+  -- accumulators, a weight vector and its scales per row, three values in flight. A lone
+  -- activation row takes one group (a single stream: measured 3-10% faster from DRAM at M = 1
+  -- than two groups; from L3 the two groups' shared slot loads pay at M > 1)
   local function rows_for(M)
-    local R = 2 * p.pack_rows
+    local R = M == 1 and p.pack_rows or 2 * p.pack_rows
     while R > 1 and R * (M + 2) + 3 > budget + 1 do R = math.floor(R / 2) end
     return R
   end
   -- q4: a pass takes P pairs of weight rows (each pair one vector of accumulators per activation
-  -- row; P = 4: two groups), with a pair's lo, hi and scales in flight
+  -- row; P = 4: two groups; a lone activation row one group, as above), with a pair's lo, hi and
+  -- scales in flight
   local function pairs_for(M)
-    for _, P in ipairs({ 4, 2 }) do
+    for _, P in ipairs(M == 1 and { 2 } or { 4, 2 }) do
       if P * (M + 3) + 2 <= budget + 1 then return P end
     end
     return 1
@@ -365,19 +372,24 @@ qfast_body = function(t, p, form_, a)
     while J > 1 and pairs_for(J) * (J + 3) + 2 > budget + 1 do J = J - 1 end
   end
   -- xs at i slot floats of q8 (64 per tile), i.e. i / 2 of q4 (32 per tile: 2-byte steps), from
-  -- base (a.xs or a slot pointer of this function); f32v: a slot pointer as floats
+  -- base (a.xs or a slot pointer of this function); f32v: a slot pointer as floats. A block of M
+  -- activation rows from j0 owns the M kp floats from xs + kp j0: row jj's slot of tile i at i M +
+  -- 64 jj floats (q4: i M / 2 + 32 jj). q8's lone row (a block of one) has the compact slots: tile
+  -- i's quants at i / 4 floats, its scales (d_0, d_1) from kp / 4 floats on, at i / 32
   local function xs_at(base, i)
     if q8 then return t:addr(base, i, 4) end
     return t:addr(t:view(base, "bf16"), i, 2)
   end
   local function f32v(ptr) return q8 and ptr or t:view(ptr, "f32") end
-  t:for_rows(t:iconst(0), a.m, 1, function(j)
+  -- row j's tiles into its slots (lone: q8's compact form)
+  local function quantize_row(j, j0, mb, lone)
     local xrow = t:addr(a.x, t:mul(a.ldx, j), 4)
-    local j0 = t:mul(div_const(t, j, J), J)
-    local mb = t:imin(t:sub(a.m, j0), J)
     local xsj = xs_at(a.xs, t:add(t:mul(kp(), j0), t:mul(t:sub(j, j0), p.tile)))
+    local sbj = lone and t:addr(xsj, t:ishr(kp(), 2), 4)
     t:for_tiles(a.k, p.tile, function(i, tail)
-      local slotp = q8 and t:addr(xsj, t:mul(i, mb), 4) or t:addr(xsj, t:mul(i, mb), 2)
+      local slotp
+      if lone then slotp = t:addr(xsj, t:ishr(i, 2), 4)
+      else slotp = q8 and t:addr(xsj, t:mul(i, mb), 4) or t:addr(xsj, t:mul(i, mb), 2) end
       local slot = f32v(slotp)
       local zero = t:iconst(0)
       local d = {}
@@ -389,7 +401,9 @@ qfast_body = function(t, p, form_, a)
         local absm = t:vconst(0x7fffffff)
         local amax = t:reduce_max(t:max(t:band(e[0], absm), t:band(e[1], absm)), p.tree)
         local z = t:reduce_add(t:add(t:mul(e[0], t:vconst(0)), t:mul(e[1], t:vconst(0))), p.tree)
-        d[h] = t:bcast(t:add(t:div(amax, t:f32(0x42fe0000)), z))          -- 127
+        local ds = t:add(t:div(amax, t:f32(0x42fe0000)), z)                -- 127
+        if lone then t:store1_f32(sbj, t:ishr(i, 5), h, ds) end
+        d[h] = t:bcast(ds)
         local dv = t:max(d[h], t:vconst(1))                                 -- 2^-149
         for c = 0, 1 do
           local r = t:rint(t:div(e[c], dv))
@@ -402,6 +416,7 @@ qfast_body = function(t, p, form_, a)
           end
         end
       end
+      if lone then return end
       local dd = t:sel128(d[0], d[1], 0xe4)
       if q8 then
         if offset == 0 then
@@ -418,6 +433,13 @@ qfast_body = function(t, p, form_, a)
         t:store_f32(slot, zero, 16, t:sel128(t:isub_v(t:vconst(0), corr), dd, 0x84))
       end
     end)
+  end
+  t:for_rows(t:iconst(0), a.m, 1, function(j)
+    local j0 = t:mul(div_const(t, j, J), J)
+    local mb = t:imin(t:sub(a.m, j0), J)
+    if not q8 then return quantize_row(j, j0, mb, false) end
+    -- lone = 0 for a block of one row, 1 for more
+    t:cases(t:imin(t:sub(mb, 1), 1), { 0, 1 }, function(c) quantize_row(j, j0, mb, c == 0) end)
   end)
   -- a pass's accumulators: n vectors (weight rows, or pairs of them) x M activation rows, from +0
   local function zeros(n, M)
@@ -447,8 +469,8 @@ qfast_body = function(t, p, form_, a)
     local wq = t:addr(base, t:mul(rsel, qf.qrow), 1)
     return { [0] = wq }, { [0] = t:addr(t:view(base, "f16"), t:mul(rsel, 2), 2) }, { [0] = wq }
   end
-  local function prefetch(pf, wi)
-    if p.prefetch_stream == 0 then return end
+  local function prefetch(pf, wi, hw)
+    if p.prefetch_stream == 0 or hw then return end
     for g = 0, #pf do
       for o = 0, qf.rec - 1, 64 do t:prefetch(pf[g], wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
     end
@@ -513,8 +535,9 @@ qfast_body = function(t, p, form_, a)
       end
     end)
   end
-  local function rows_block(j0, M)
-    if not q8 then return q4_block(j0, M) end
+  -- q8: the passes of the block's M activation rows; hw: the hardware prefetcher alone streams
+  -- the weights (no software prefetch)
+  local function q8_rows(j0, M, hw)
     local R = rows_for(M)
     t:for_rows(a.row_begin, a.row_end, R, function(n, nrows)
       -- the group's records from byte (n & -4) * kp * rec / 256 (a pass of 8 rows: two groups)
@@ -527,8 +550,15 @@ qfast_body = function(t, p, form_, a)
         -- tile i's record; the block's slots (xi)
         local wi, si = record_at(i)
         local xi = t:mul(i, M)
-        prefetch(pf, wi)
+        prefetch(pf, wi, hw)
         local function slot(j)
+          if M == 1 then
+            -- the lone row's compact slot: the quants, the correction from them, the scales spread
+            local q = t:load_f32(xsb, t:ishr(i, 2), 0)
+            local sb, si5 = t:addr(xsb, t:ishr(kp(), 2), 4), t:ishr(i, 5)
+            return { q = q, c = offset ~= 0 and t:isub_v(t:vconst(0), dot(t:vconst(0), t:vconst(offset), q)) or nil,
+                     d = t:sel128(t:load_bcast_f32(sb, si5, 0), t:load_bcast_f32(sb, si5, 1), 0xe4) }
+          end
           return { q = t:load_f32(xsb, xi, 64 * j), c = offset ~= 0 and t:load_f32(xsb, xi, 64 * j + 16) or nil,
                    d = t:load_f32(xsb, xi, 64 * j + 32) }
         end
@@ -562,6 +592,18 @@ qfast_body = function(t, p, form_, a)
         for j = 0, M - 1 do finish(t, form_, a, t:reduce_add(acc[r][j], p.tree), j0, j, t:add(n, r)) end
       end
     end)
+  end
+  -- a lone activation row's group of q8 spans kp * (rec + 72) / 64 bytes of records and slots: at
+  -- most t.tune.stream_hw (kp <= kmax), the hardware prefetcher alone streams it (gen/isa/x86_64.lua
+  -- says what was measured); flag = 0 there, 1 past it: (kp + 2^S - kmax - 64) >> S, S with 2^S > kmax
+  local function rows_block(j0, M)
+    if not q8 then return q4_block(j0, M) end
+    local kmax = math.floor(t.tune.stream_hw * 64 / (qf.rec + 72) / p.tile) * p.tile
+    if M > 1 or kmax < p.tile then return q8_rows(j0, M, false) end
+    local S = 0
+    while 2 ^ S <= kmax do S = S + 1 end
+    local flag = t:imin(t:ishr(t:add(kp(), 2 ^ S - kmax - p.tile), S), 1)
+    t:cases(flag, { 0, 1 }, function(c) q8_rows(j0, M, c == 0) end)
   end
   local mfull = t:mul(div_const(t, a.m, J), J)
   t:for_tiles(mfull, J, function(j0) rows_block(j0, J) end, nil, { whole = true })

@@ -429,6 +429,12 @@ static void quant_fast_cases(fkt_list *l, const char *rm_form, fk_qformat fmt, q
   x = fkh_buf_of(c, "x");
   x[40] = fkt_f32(0x7f800000u);
   x[96 + 70] = fkt_f32(0x7fc12345u);
+  /* a lone activation row's passes on either side of the AVX-512 variant's hardware-stream bound
+   * (t.tune.stream_hw: k padded to 2944 streams without software prefetch, 3008 prefetches), and
+   * the lone row after a block of 4 (m 5), 9 rows: two groups and one row */
+  QF(rnd, "q_fast_stream_k2944_m1", sh(2944, 0, 9, 1));
+  QF(rnd, "q_fast_stream_k2976_m1", sh(2976, 0, 9, 1));
+  QF(rnd, "q_fast_stream_k3008_m5", sh(3008, 0, 9, 5));
 #undef QF
 }
 
