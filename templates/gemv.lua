@@ -344,12 +344,12 @@ qfast_body = function(t, p, form_, a)
   -- the weight bytes' offset as the dot product reads them, per byte of a lane
   local offset = q8 and (signed and 0 or 0x80808080) or 0x08080808
   local function kp() return t:iand(t:add(a.k, p.tile - 1), -p.tile) end
-  -- a pass: R weight rows (8: two groups) against M activation rows, all in registers: R * M
-  -- accumulators, a weight vector and its scales per row, three values in flight. A lone
-  -- activation row takes one group (a single stream: measured 3-10% faster from DRAM at M = 1
-  -- than two groups; from L3 the two groups' shared slot loads pay at M > 1)
+  -- a pass: R weight rows (at most a group: one stream; two groups measured 3-10% slower from
+  -- DRAM at M = 1, and at M > 1 they do not fit beside the accumulators) against M activation
+  -- rows, all in registers: R * M accumulators, a weight vector and its scales per row, three
+  -- values in flight
   local function rows_for(M)
-    local R = M == 1 and p.pack_rows or 2 * p.pack_rows
+    local R = p.pack_rows
     while R > 1 and R * (M + 2) + 3 > budget + 1 do R = math.floor(R / 2) end
     return R
   end
@@ -540,7 +540,7 @@ qfast_body = function(t, p, form_, a)
   local function q8_rows(j0, M, hw)
     local R = rows_for(M)
     t:for_rows(a.row_begin, a.row_end, R, function(n, nrows)
-      -- the group's records from byte (n & -4) * kp * rec / 256 (a pass of 8 rows: two groups)
+      -- the group's records from byte (n & -4) * kp * rec / 256 (R <= 4 rows: one group)
       local wq, ws, pf = streams(n, nrows > PACK_ROWS, t:iand(n, PACK_ROWS - 1))
       local xsb = t:addr(a.xs, t:mul(kp(), j0), 4)
       local acc = zeros(nrows, M)

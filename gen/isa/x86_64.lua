@@ -27,11 +27,11 @@ local M = {
 -- 16 ymm registers a canonical vector takes two, so AVX2 keeps little live; AVX-512's 32 zmm hold
 -- whole row groups.
 -- int8_dot: the integer dot product a variant has (avx512vnni: VPDPBUSD, unsigned x signed bytes)
--- stream_hw: measured on Zen 4 (bench/results/quant-fast-analysis.md): a q8 pass over one group
--- whose records and slots fit 24 KiB of the 32 KiB L1 streams at 0.93-0.96 of the read probe with
--- the hardware prefetcher alone, 0.72-0.75 with the software prefetch (which, once it covers every
--- line, holds the stream to what the L1 miss buffers keep in flight); past that the slots leave L1
--- between uses and the hardware stream drops to 0.50-0.55
+-- stream_hw: measured on Zen 4 (bench/results/quant-fast-analysis.md): a lone row's q8 pass over
+-- one group whose records and compact slots fit 28 KiB of the 32 KiB L1 (k <= 5312) streams at
+-- 0.93-1.05 of the read probe with the hardware prefetcher alone, 0.76-0.93 with the software
+-- prefetch (which, once it covers every line, holds the stream to what the L1 miss buffers keep in
+-- flight); past that the slots leave L1 between uses and the hardware stream falls behind
 local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0 }
 local function avx512_tune(int8_dot)
   return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = 28672 }
