@@ -5,11 +5,14 @@ local EXT = require("extent")
 
 local M = {}
 
--- CPU feature bits, one list for both ISAs.
+-- CPU feature bits, one list for both ISAs. A trait (trait = true) is not an instruction set: a
+-- property of the core a variant is tuned for (hwstream: its hardware prefetcher alone streams a
+-- lone sequential read at the bound, AMD family 19h); any CPU with the variant's other features runs
+-- the stamp, the runtime picks it only where the trait is detected (FK_CPU_TRAITS).
 -- CHECK: keep in sync with runtime/fk_cpu.c (detection) and runtime/include/flashkern.h.
 M.FEATURES = {
   { "avx2", 0 }, { "fma", 1 }, { "avx512f", 2 }, { "avx512bw", 3 }, { "avx512vl", 4 },
-  { "avx512bf16", 5 }, { "avx512vnni", 6 },
+  { "avx512bf16", 5 }, { "avx512vnni", 6 }, { "hwstream", 7, trait = true },
   { "asimd", 16 }, { "bf16", 17 }, { "i8mm", 18 }, { "dotprod", 19 },
 }
 
@@ -62,9 +65,13 @@ function M.leaves_h(leaves, stamps, banner)
   w("#endif")
   w("")
   w("/* CPU features a variant needs (CHECK: keep in sync with gen/header.lua, runtime/fk_cpu.c). */")
+  local traits = {}
   for _, f in ipairs(M.FEATURES) do
     w(string.format("#define FK_CPU_%-12s (UINT64_C(1) << %d)", f[1]:upper(), f[2]))
+    if f.trait then traits[#traits + 1] = "FK_CPU_" .. f[1]:upper() end
   end
+  w("/* The traits among them: what a variant is tuned for, not what its stamps need to run. */")
+  w("#define FK_CPU_TRAITS (" .. (#traits > 0 and table.concat(traits, " | ") or "UINT64_C(0)") .. ")")
   w("")
   w("/* The arithmetic of the extents in FK_FIELDS_<id> (int64_t; fk_leaf_check counts overflows). */")
   w("#ifndef FK_EXT_ADD")

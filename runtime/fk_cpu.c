@@ -7,6 +7,16 @@
 
 #include "fk_internal.h"
 
+/* The hwstream trait (gen/header.lua): AMD family 19h, whose hardware prefetcher alone streams a
+ * lone activation row's q8 pass at the bound where a software prefetch of every line holds it near
+ * 0.75 of it; on Intel cores the software prefetch is the faster (bench/results/quant-fast-analysis.md:
+ * measured on Zen 4 and on an Intel Xeon). Family: CPUID leaf 1 EAX, base family plus the extended
+ * one when the base is 0xf. */
+int fk_cpu_hwstream(const char vendor[12], uint32_t leaf1_eax) {
+  uint32_t base = (leaf1_eax >> 8) & 0xf, family = base == 0xf ? base + ((leaf1_eax >> 20) & 0xff) : base;
+  return memcmp(vendor, "AuthenticAMD", 12) == 0 && family == 0x19;
+}
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 
@@ -20,7 +30,11 @@ static uint64_t detect(void) {
   uint32_t a, b, c, d, max = __get_cpuid_max(0, NULL);
   uint64_t f = 0;
   if (max < 7) return 0;
+  char vendor[12];
+  __cpuid(0, a, b, c, d);
+  memcpy(vendor, &b, 4), memcpy(vendor + 4, &d, 4), memcpy(vendor + 8, &c, 4);
   __cpuid_count(1, 0, a, b, c, d);
+  if (fk_cpu_hwstream(vendor, a)) f |= FK_CPU_HWSTREAM;
   int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1;
   if (!osxsave) return 0;
   uint64_t xcr0 = xgetbv0();
@@ -78,7 +92,8 @@ static uint64_t detect(void) {
 static const struct { uint64_t bit; const char *name; } feature_names[] = {
   { FK_CPU_AVX2, "avx2" }, { FK_CPU_FMA, "fma" }, { FK_CPU_AVX512F, "avx512f" },
   { FK_CPU_AVX512BW, "avx512bw" }, { FK_CPU_AVX512VL, "avx512vl" },
-  { FK_CPU_AVX512BF16, "avx512bf16" }, { FK_CPU_AVX512VNNI, "avx512vnni" }, { FK_CPU_ASIMD, "asimd" },
+  { FK_CPU_AVX512BF16, "avx512bf16" }, { FK_CPU_AVX512VNNI, "avx512vnni" }, { FK_CPU_HWSTREAM, "hwstream" },
+  { FK_CPU_ASIMD, "asimd" },
   { FK_CPU_BF16, "bf16" }, { FK_CPU_I8MM, "i8mm" }, { FK_CPU_DOTPROD, "dotprod" },
 };
 

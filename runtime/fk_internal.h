@@ -35,6 +35,10 @@ const char *fk_cpu_explain(uint64_t need, uint64_t features, const char *exclude
 const char *fk_cpu_missing(uint64_t need, uint64_t features, uint64_t detected, int mask_set, uint64_t mask,
                            const char *mask_text, const char *excluded_by, char *buf, size_t len);
 
+/* 1 when a CPU of this CPUID vendor string (leaf 0: EBX, EDX, ECX) and leaf 1 EAX has the hwstream
+ * trait (FK_CPU_HWSTREAM: AMD family 19h), else 0; fk_cpu_features() sets the bit from it on x86_64. */
+int fk_cpu_hwstream(const char vendor[12], uint32_t leaf1_eax);
+
 /* fk_leaf_resolve() with the reason for a feature the caller removed (excluded_by, as in
  * fk_cpu_explain) and without FK_CPU_MASK's check (the caller made it). */
 fk_status fk_leaf_pick(const char *form, fk_tier tier, uint64_t features, const char *excluded_by, fk_leaf *out,

@@ -27,14 +27,17 @@ local M = {
 -- 16 ymm registers a canonical vector takes two, so AVX2 keeps little live; AVX-512's 32 zmm hold
 -- whole row groups.
 -- int8_dot: the integer dot product a variant has (avx512vnni: VPDPBUSD, unsigned x signed bytes)
--- stream_hw: measured on Zen 4 (bench/results/quant-fast-analysis.md): a lone row's q8 pass over
--- one group whose records and compact slots fit 28 KiB of the 32 KiB L1 (k <= 5312) streams at
--- 0.93-1.05 of the read probe with the hardware prefetcher alone, 0.76-0.93 with the software
--- prefetch (which, once it covers every line, holds the stream to what the L1 miss buffers keep in
--- flight); past that the slots leave L1 between uses and the hardware stream falls behind
+-- stream_hw: the core's choice (bench/results/quant-fast-analysis.md), so two variants of the same
+-- bits: on Zen 4 a lone row's q8 pass over one group whose records and compact slots fit 28 KiB of
+-- the 32 KiB L1 (k <= 5312) streams at 0.93-1.05 of the read probe with the hardware prefetcher
+-- alone, 0.76-0.93 with the software prefetch (which, once it covers every line, holds the stream to
+-- what the L1 miss buffers keep in flight; past 28 KiB the slots leave L1 between uses and the
+-- hardware stream falls behind): avx512vnnihw, picked where the hwstream trait is detected; on an
+-- Intel Xeon core the same pass streams at 0.79-0.82 without the software prefetch and 0.90-0.92
+-- with it: avx512vnni (stream_hw = 0), every other core
 local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0 }
-local function avx512_tune(int8_dot)
-  return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = 28672 }
+local function avx512_tune(int8_dot, stream_hw)
+  return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = stream_hw or 0 }
 end
 local TUNE_AVX512 = avx512_tune("none")
 M.variants = {
@@ -51,6 +54,12 @@ M.variants = {
   { name = "avx512vnni", tier = "fast", features = { "avx512f", "avx512bw", "avx512vl", "avx512vnni" },
     features_doc = "AVX-512 F/BW/VL + VNNI",
     asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_vnni", tuning = avx512_tune("u8s8") },
+  -- the same instructions, tuned for a core whose hardware prefetcher streams alone (the trait
+  -- hwstream: the runtime picks it there, any AVX512-VNNI CPU runs it)
+  { name = "avx512vnnihw", tier = "fast", features = { "avx512f", "avx512bw", "avx512vl", "avx512vnni", "hwstream" },
+    features_doc = "AVX-512 F/BW/VL + VNNI, tuned for the hwstream trait (AMD family 19h)",
+    asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_vnni",
+    tuning = avx512_tune("u8s8", 28672) },
 }
 
 local GPR32 = { rax = "eax", rcx = "ecx", rdx = "edx", rbx = "ebx", rsi = "esi", rdi = "edi",
@@ -565,8 +574,8 @@ end
 -- wrapping int32 sums, exact in every use here), accumulating into a copy of src1 unless the
 -- result took src1's register (REUSE).
 function ops.dot_u8s8(ctx, op)
-  if ctx.variant.name ~= "avx512vnni" then
-    ctx:fail("dot_u8s8 needs the avx512vnni variant (VPDPBUSD): give the form " ..
+  if ctx.variant.tuning.int8_dot ~= "u8s8" then
+    ctx:fail("dot_u8s8 needs an avx512vnni variant (VPDPBUSD): give the form " ..
              "variants = { fast = { \"avx512vnni\", \"dotprod\" } }")
   end
   local d, a, w, x = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])

@@ -8,7 +8,8 @@
  *               (FKC_RNE_BIAS) must find the ties it rounds the other way.
  *   cpu::*      why a feature is missing (fk_cpu_missing, the rule fk_leaf_resolve and
  *               fk_plan_create word their refusals with) on given CPUs and masks, "this CPU
- *               lacks" included, which a machine that has every feature cannot show end to end.
+ *               lacks" included, which a machine that has every feature cannot show end to end;
+ *               the hwstream trait from CPUID's vendor and family, and the variant it picks.
  *   version::*  fk_version() and fk_version_number() against the header's FK_VERSION_* lines.
  * Refusals of the bulk forms (NULL, overlap, overflow) are rows of tests/badinput. */
 #include <criterion/criterion.h>
@@ -238,6 +239,47 @@ Test(cpu, short_buffer) {
   cr_assert_eq(strlen(buf), 7, "'%s'", buf);
   cr_assert_eq(buf[8], 'x', "written past len");
   cr_assert_null(fk_cpu_missing(FK_CPU_AVX2, 0, 0, 0, 0, NULL, "x", NULL, 8));
+}
+
+/* The hwstream trait from CPUID: vendor and family 19h (the extended family counted only when the
+ * base one is 0xf); leaf 1 EAX of real parts. */
+Test(cpu, hwstream_trait) {
+  cr_assert(fk_cpu_hwstream("AuthenticAMD", 0x00a10f11u), "Zen 4 (Genoa, family 19h)");
+  cr_assert(fk_cpu_hwstream("AuthenticAMD", 0x00a60f12u), "Zen 4 (Raphael, family 19h)");
+  cr_assert(!fk_cpu_hwstream("AuthenticAMD", 0x00830f10u), "Zen 2 (family 17h)");
+  cr_assert(!fk_cpu_hwstream("AuthenticAMD", 0x00b00f21u), "Zen 5 (family 1ah): not measured");
+  cr_assert(!fk_cpu_hwstream("GenuineIntel", 0x000806f8u), "Sapphire Rapids (family 6)");
+  cr_assert(!fk_cpu_hwstream("GenuineIntel", 0x00a10f11u), "the family of a Zen 4 under another vendor");
+  cr_assert(!fk_cpu_hwstream("AuthenticAMD", 0x00a00911u), "base family 9: the extended one does not count");
+}
+
+/* A trait picks among stamps of the same instructions: the q8 fast forms' avx512vnnihw where the
+ * features passed have hwstream, avx512vnni where not; q4 has one stamp for both. */
+Test(cpu, trait_picks_variant) {
+#if defined(__x86_64__)
+  const uint64_t vnni = FK_CPU_AVX2 | FK_CPU_FMA | FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL |
+                        FK_CPU_AVX512VNNI;
+  const struct { const char *form; uint64_t features; const char *variant; } rows[] = {
+    { "gemv_q8_f32", vnni | FK_CPU_HWSTREAM, "avx512vnnihw" }, { "gemv_q8_f32", vnni, "avx512vnni" },
+    { "gemv_q8_bf16_rne_add", vnni | FK_CPU_HWSTREAM, "avx512vnnihw" },
+    { "gemv_q8_bf16_rne_add", vnni, "avx512vnni" }, { "gemv_q4_f32", vnni | FK_CPU_HWSTREAM, "avx512vnni" },
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    fk_leaf leaf;
+    fk_error err = { 0 };
+    cr_assert_eq(fk_leaf_resolve(rows[i].form, FK_TIER_FAST, rows[i].features, &leaf, &err), FK_OK, "%s: %s",
+                 rows[i].form, err.message);
+    cr_assert_str_eq(leaf.variant, rows[i].variant, "%s", rows[i].form);
+  }
+  /* the trait alone runs nothing: without VNNI the q8 fast forms are refused, VNNI named */
+  fk_leaf leaf;
+  fk_error err = { 0 };
+  cr_assert_eq(fk_leaf_resolve("gemv_q8_f32", FK_TIER_FAST, (vnni & ~FK_CPU_AVX512VNNI) | FK_CPU_HWSTREAM, &leaf,
+                               &err), FK_EUNSUPPORTED);
+  cr_assert(strstr(err.message, "avx512vnni"), "%s", err.message);
+#else
+  cr_skip_test("the hwstream variant is x86_64's");
+#endif
 }
 
 /* ---- version ---------------------------------------------------------------------------------- */

@@ -84,7 +84,8 @@ int fkh_available(const fkh_target *t, char *why, size_t whylen) {
       uint64_t feat;
       if (fkh_host_stamp(f, t->variant, &feat)) need |= feat;
     }
-    uint64_t missing = need & ~fk_cpu_features();
+    /* a trait (FK_CPU_TRAITS) says what the variant is tuned for, not what it needs to run */
+    uint64_t missing = need & ~fk_cpu_features() & ~FK_CPU_TRAITS;
     if (missing) {
       char names[128];
       snprintf(why, whylen, "this CPU lacks %s", fk_cpu_feature_names(missing, names, sizeof names));
