@@ -40,6 +40,14 @@ local function avx512_tune(int8_dot, stream_hw)
   return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = stream_hw or 0 }
 end
 local TUNE_AVX512 = avx512_tune("none")
+-- an AVX512-VNNI variant: its features (plus a trait it is tuned for, if any) and stream_hw
+local function vnni_variant(name, trait, doc, stream_hw)
+  local features = { "avx512f", "avx512bw", "avx512vl", "avx512vnni" }
+  if trait then features[#features + 1] = trait end
+  return { name = name, tier = "fast", features = features, features_doc = "AVX-512 F/BW/VL + VNNI" .. doc,
+           asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_vnni",
+           tuning = avx512_tune("u8s8", stream_hw) }
+end
 M.variants = {
   -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "avx2", tier = "exact", features = { "avx2", "fma" }, features_doc = "AVX2 + FMA",
@@ -51,15 +59,10 @@ M.variants = {
     features_doc = "AVX-512 F/BW/VL + BF16",
     asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_bf16", tuning = TUNE_AVX512 },
   -- the quantized forms' fast tier: avx512 plus VPDPBUSD (integer dot products, exact)
-  { name = "avx512vnni", tier = "fast", features = { "avx512f", "avx512bw", "avx512vl", "avx512vnni" },
-    features_doc = "AVX-512 F/BW/VL + VNNI",
-    asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_vnni", tuning = avx512_tune("u8s8") },
+  vnni_variant("avx512vnni", nil, "", 0),
   -- the same instructions, tuned for a core whose hardware prefetcher streams alone (the trait
   -- hwstream: the runtime picks it there, any AVX512-VNNI CPU runs it)
-  { name = "avx512vnnihw", tier = "fast", features = { "avx512f", "avx512bw", "avx512vl", "avx512vnni", "hwstream" },
-    features_doc = "AVX-512 F/BW/VL + VNNI, tuned for the hwstream trait (AMD family 19h)",
-    asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_vnni",
-    tuning = avx512_tune("u8s8", 28672) },
+  vnni_variant("avx512vnnihw", "hwstream", ", tuned for the hwstream trait (AMD family 19h)", 28672),
 }
 
 local GPR32 = { rax = "eax", rcx = "ecx", rdx = "edx", rbx = "ebx", rsi = "esi", rdi = "edi",
