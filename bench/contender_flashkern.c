@@ -40,8 +40,10 @@ typedef struct fk_state {
 
 const char *fkb_flashkern_version(void) { return "flashkern " FKB_FLASHKERN_VERSION; }
 
-static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen,
-                   const char *form, fk_tier tier) {
+/* features: the CPU's, or (the ymm contenders) those of the avxvnni variant alone, so that its stamps
+ * run beside the AVX-512 ones on a CPU with both */
+static int prepare_on(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen,
+                      const char *form, fk_tier tier, uint64_t features) {
   fk_state *st = fkb_alloc(sizeof *st);
   if (!st) {
     snprintf(err, errlen, "out of memory");
@@ -49,7 +51,7 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   }
   fk_error e;
   memset(&e, 0, sizeof e);
-  if (fk_leaf_resolve(form, tier, fk_cpu_features(), &st->leaf, &e) != FK_OK) {
+  if (fk_leaf_resolve(form, tier, features, &st->leaf, &e) != FK_OK) {
     snprintf(err, errlen, "fk_leaf_resolve(%s, %s): %s: %s", form, tier == FK_TIER_EXACT ? "exact" : "fast",
              fk_strerror(e.status), e.message);
     fkb_free(st);
@@ -122,6 +124,17 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   return 0;
 }
 
+static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen,
+                   const char *form, fk_tier tier) {
+  return prepare_on(p, c, out, err, errlen, form, tier, fk_cpu_features());
+}
+
+#if defined(__x86_64__)
+static const uint64_t ymm_features = FK_CPU_AVX2 | FK_CPU_FMA | FK_CPU_F16C | FK_CPU_AVXVNNI;
+#else
+static const uint64_t ymm_features = 0;
+#endif
+
 int fkb_flashkern_prepare_exact(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                 size_t errlen) {
   return prepare(p, c, out, err, errlen, "gemv_bf16_rne", FK_TIER_EXACT);
@@ -168,6 +181,16 @@ int fkb_flashkern_prepare_q8_fast(const fkb_problem *p, const fkb_copies *c, fkb
 int fkb_flashkern_prepare_q4_fast(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                   size_t errlen) {
   return prepare(p, c, out, err, errlen, "gemv_q4_bf16_rne", FK_TIER_FAST);
+}
+
+int fkb_flashkern_prepare_q8_ymm(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                 size_t errlen) {
+  return prepare_on(p, c, out, err, errlen, "gemv_q8_bf16_rne", FK_TIER_FAST, fk_cpu_features() & ymm_features);
+}
+
+int fkb_flashkern_prepare_q4_ymm(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                 size_t errlen) {
+  return prepare_on(p, c, out, err, errlen, "gemv_q4_bf16_rne", FK_TIER_FAST, fk_cpu_features() & ymm_features);
 }
 
 int fkb_flashkern_prepare_fast_blocked(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,

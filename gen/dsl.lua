@@ -1190,6 +1190,9 @@ M.TUNING = {
   head_group = { kind = "number", doc = "heads whose two-pass norms run interleaved (qkprep)" },
   int8_dot = { kind = "string", doc = "the integer dot product of the variant's CPUs: 'u8s8' (dot_u8s8), " ..
                "'s8s8' (dot_s8s8) or 'none'; a choice of exact integer instructions, never of a result" },
+  lone_compact = { kind = "boolean", doc = "a lone activation row's q8 slots (gemv's fast tier): compact, " ..
+                   "the quants and scales (72 bytes a tile, the correction computed by each pass: registers " ..
+                   "to spare), or the full slot (256 bytes, the correction read)" },
   stream_hw = { kind = "number", doc = "bytes: a lone activation row's pass over one weight group whose " ..
                 "weights and activation slots span at most this many bytes leaves the weight stream to the " ..
                 "CPU's hardware prefetcher (no software prefetch; gemv q8); 0: always prefetch" },

@@ -13,6 +13,7 @@ local M = {}
 M.FEATURES = {
   { "avx2", 0 }, { "fma", 1 }, { "avx512f", 2 }, { "avx512bw", 3 }, { "avx512vl", 4 },
   { "avx512bf16", 5 }, { "avx512vnni", 6 }, { "hwstream", 7, trait = true },
+  { "avxvnni", 8 }, { "f16c", 9 },
   { "asimd", 16 }, { "bf16", 17 }, { "i8mm", 18 }, { "dotprod", 19 },
 }
 

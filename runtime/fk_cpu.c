@@ -35,7 +35,7 @@ static uint64_t detect(void) {
   memcpy(vendor, &b, 4), memcpy(vendor + 4, &d, 4), memcpy(vendor + 8, &c, 4);
   __cpuid_count(1, 0, a, b, c, d);
   if (fk_cpu_hwstream(vendor, a)) f |= FK_CPU_HWSTREAM;
-  int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1;
+  int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
   if (!osxsave) return 0;
   uint64_t xcr0 = xgetbv0();
   int ymm_ok = (xcr0 & 0x6) == 0x6;          /* SSE and AVX state enabled by the OS */
@@ -44,6 +44,7 @@ static uint64_t detect(void) {
   uint32_t leaf7_eax = a;
   if (ymm_ok && ((b >> 5) & 1)) f |= FK_CPU_AVX2;
   if (ymm_ok && fma) f |= FK_CPU_FMA;
+  if (ymm_ok && f16c) f |= FK_CPU_F16C;
   if (zmm_ok && ((b >> 16) & 1)) f |= FK_CPU_AVX512F;
   if (zmm_ok && ((b >> 30) & 1)) f |= FK_CPU_AVX512BW;
   if (zmm_ok && ((b >> 31) & 1)) f |= FK_CPU_AVX512VL;
@@ -51,6 +52,7 @@ static uint64_t detect(void) {
   if (leaf7_eax >= 1) {
     __cpuid_count(7, 1, a, b, c, d);
     if (zmm_ok && ((a >> 5) & 1)) f |= FK_CPU_AVX512BF16;
+    if (ymm_ok && ((a >> 4) & 1)) f |= FK_CPU_AVXVNNI; /* AVX-VNNI: the VEX VPDPBUSD */
   }
   return f;
 }
@@ -93,7 +95,7 @@ static const struct { uint64_t bit; const char *name; } feature_names[] = {
   { FK_CPU_AVX2, "avx2" }, { FK_CPU_FMA, "fma" }, { FK_CPU_AVX512F, "avx512f" },
   { FK_CPU_AVX512BW, "avx512bw" }, { FK_CPU_AVX512VL, "avx512vl" },
   { FK_CPU_AVX512BF16, "avx512bf16" }, { FK_CPU_AVX512VNNI, "avx512vnni" }, { FK_CPU_HWSTREAM, "hwstream" },
-  { FK_CPU_ASIMD, "asimd" },
+  { FK_CPU_AVXVNNI, "avxvnni" }, { FK_CPU_F16C, "f16c" }, { FK_CPU_ASIMD, "asimd" },
   { FK_CPU_BF16, "bf16" }, { FK_CPU_I8MM, "i8mm" }, { FK_CPU_DOTPROD, "dotprod" },
 };
 

@@ -317,7 +317,8 @@ end
 -- lanes' activation scale (block 0 in lanes 0-7, block 1 in 8-15). A lone activation row (a block
 -- of one: decode) keeps only the quants (64 bytes) and the tile's two scales (8 bytes, apart); its
 -- passes compute the correction (one dot product per tile) and spread the scales: 72 bytes per
--- tile keep a row of 4608 k in 5 KiB of L1 beside a group's records. Per weight row n and activation
+-- tile keep a row of 4608 k in 5 KiB of L1 beside a group's records (where t.tune.lone_compact: a
+-- variant short of registers, avxvnni, reads a lone row's full slot instead). Per weight row n and activation
 -- row j, one chain of 16 lanes: lane l of tile t sums, in int32 and exactly, the four products of
 -- its bytes 4l .. 4l + 3 and accumulates fma(f32(isum), d_w * d_x, acc) (the scales of block
 -- 2t + l / 8, their product rounded once), tiles in increasing order; the halving tree.
@@ -350,6 +351,13 @@ qfast_body = function(t, p, form_, a)
   -- values in flight
   local function rows_for(M)
     local R = p.pack_rows
+    if M == 1 and not t.tune.lone_compact then
+      -- a lone row's full slot, loaded for each row (its scales where used): R accumulators beside
+      -- the row's w and scales and the slot's quants and correction (avxvnni: R = 2, measured 6-10%
+      -- faster from DRAM than one row a pass)
+      while R > 1 and R + 4 > budget do R = math.floor(R / 2) end
+      return R
+    end
     while R > 1 and R * (M + 2) + 3 > budget + 1 do R = math.floor(R / 2) end
     return R
   end
@@ -438,7 +446,8 @@ qfast_body = function(t, p, form_, a)
     local j0 = t:mul(div_const(t, j, J), J)
     local mb = t:imin(t:sub(a.m, j0), J)
     if not q8 then return quantize_row(j, j0, mb, false) end
-    -- lone = 0 for a block of one row, 1 for more
+    -- lone = 0 for a block of one row, 1 for more (the compact slots where t.tune.lone_compact)
+    if not t.tune.lone_compact then return quantize_row(j, j0, mb, false) end
     t:cases(t:imin(t:sub(mb, 1), 1), { 0, 1 }, function(c) quantize_row(j, j0, mb, c == 0) end)
   end)
   -- a pass's accumulators: n vectors (weight rows, or pairs of them) x M activation rows, from +0
@@ -459,7 +468,12 @@ qfast_body = function(t, p, form_, a)
   -- two: two groups (n a multiple of PACK_ROWS), the next one PACK_ROWS * kp * rec / 64 bytes on;
   -- such a pass reads two groups of the weights' one stream at once, so each prefetches a group
   -- further (else, for k near the distance, the first group's lines ahead would be the second's).
-  local function streams(n, two, rsel)
+  -- rows: the rows a pass takes of its group; fewer than a group (a variant short of registers:
+  -- share = PACK_ROWS / rows passes over it, the later ones from cache), each pass prefetches its
+  -- share of the stream, rsel / PACK_ROWS of the group on, rec / share bytes a tile: the stream ahead
+  -- advances at the rate the passes consume it (measured: avxvnni fast q8, one row a pass, prefetching
+  -- every line of the record in each pass leaves DRAM idle for three passes in four).
+  local function streams(n, two, rsel, rows)
     local base = t:addr(a.w, t:ishr(t:mul(t:mul(t:iand(n, -PACK_ROWS), kp()), qf.num), 4), 1)
     if two then
       local g1 = t:addr(base, t:ishr(t:mul(kp(), qf.num), 2), 1)
@@ -467,10 +481,25 @@ qfast_body = function(t, p, form_, a)
              { [0] = g1, [1] = t:addr(g1, t:ishr(t:mul(kp(), qf.num), 2), 1) }
     end
     local wq = t:addr(base, t:mul(rsel, qf.qrow), 1)
-    return { [0] = wq }, { [0] = t:addr(t:view(base, "f16"), t:mul(rsel, 2), 2) }, { [0] = wq }
+    local pf = { [0] = wq }
+    if rows < PACK_ROWS then
+      local share = math.floor(PACK_ROWS / rows)
+      pf = { [0] = t:addr(base, t:ishr(t:mul(t:mul(rsel, kp()), qf.num), 4), 1), share = share }
+    end
+    return { [0] = wq }, { [0] = t:addr(t:view(base, "f16"), t:mul(rsel, 2), 2) }, pf
   end
-  local function prefetch(pf, wi, hw)
+  -- the prefetches of tile i (wi: its record's byte offset)
+  local function prefetch(pf, i, wi, hw)
     if p.prefetch_stream == 0 or hw then return end
+    if pf.share then
+      local sh = 2
+      while 2 ^ (sh - 2) < pf.share do sh = sh + 1 end
+      local vi = t:ishr(t:mul(i, qf.num), sh)
+      for o = 0, math.floor(qf.rec / pf.share), 64 do
+        t:prefetch(pf[0], vi, o + p.prefetch_stream * qf.num / 4, 1, 2)
+      end
+      return
+    end
     for g = 0, #pf do
       for o = 0, qf.rec - 1, 64 do t:prefetch(pf[g], wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
     end
@@ -478,14 +507,15 @@ qfast_body = function(t, p, form_, a)
   -- q4: a pass over np pairs of rows from row n (n even in its group; np = 4: two groups) against
   -- the block's M activation rows; `half` (a single row: its parity) stores that half of the one pair
   local function q4_pass(j0, M, n, np, half)
-    local wq, ws, pf = streams(n, np > 2, t:iand(n, 2))
+    -- (half: no other pass reads the group)
+    local wq, ws, pf = streams(n, np > 2, t:iand(n, 2), half and PACK_ROWS or 2 * np)
     local xsb = f32v(xs_at(a.xs, t:mul(kp(), j0)))
     local acc = zeros(np, M)
     local hold = 4 * M + np * M + 3 <= budget + 1
     t:for_tiles(kp(), p.tile, function(i)
       local wi, si = record_at(i)
       local xi = t:ishr(t:mul(i, M), 1)
-      prefetch(pf, wi)
+      prefetch(pf, i, wi)
       -- slot part f (0: even quants, 1: odd, 2: correction, 3: scales) of activation row j, in
       -- both halves (one per weight row of a pair), held for the tile where the registers allow,
       -- else loaded where it is used
@@ -541,7 +571,7 @@ qfast_body = function(t, p, form_, a)
     local R = rows_for(M)
     t:for_rows(a.row_begin, a.row_end, R, function(n, nrows)
       -- the group's records from byte (n & -4) * kp * rec / 256 (R <= 4 rows: one group)
-      local wq, ws, pf = streams(n, nrows > PACK_ROWS, t:iand(n, PACK_ROWS - 1))
+      local wq, ws, pf = streams(n, nrows > PACK_ROWS, t:iand(n, PACK_ROWS - 1), R)
       local xsb = t:addr(a.xs, t:mul(kp(), j0), 4)
       local acc = zeros(nrows, M)
       -- the block's slots loaded once per tile where they fit beside the accumulators, else per row
@@ -550,14 +580,18 @@ qfast_body = function(t, p, form_, a)
         -- tile i's record; the block's slots (xi)
         local wi, si = record_at(i)
         local xi = t:mul(i, M)
-        prefetch(pf, wi, hw)
+        prefetch(pf, i, wi, hw)
         local function slot(j)
-          if M == 1 then
+          if M == 1 and t.tune.lone_compact then
             -- the lone row's compact slot: the quants, the correction from them, the scales spread
             local q = t:load_f32(xsb, t:ishr(i, 2), 0)
             local sb, si5 = t:addr(xsb, t:ishr(kp(), 2), 4), t:ishr(i, 5)
             return { q = q, c = offset ~= 0 and t:isub_v(t:vconst(0), dot(t:vconst(0), t:vconst(offset), q)) or nil,
                      d = t:sel128(t:load_bcast_f32(sb, si5, 0), t:load_bcast_f32(sb, si5, 1), 0xe4) }
+          end
+          if M == 1 then   -- (not lone_compact: the full slot, its scales loaded where used)
+            return { q = t:load_f32(xsb, xi, 64 * j), c = offset ~= 0 and t:load_f32(xsb, xi, 64 * j + 16) or nil,
+                     d = function() return t:load_f32(xsb, xi, 64 * j + 32) end }
           end
           return { q = t:load_f32(xsb, xi, 64 * j), c = offset ~= 0 and t:load_f32(xsb, xi, 64 * j + 16) or nil,
                    d = t:load_f32(xsb, xi, 64 * j + 32) }
@@ -584,7 +618,9 @@ qfast_body = function(t, p, form_, a)
           for j = 0, M - 1 do
             local x = held[j] or slot(j)
             local isum = dot(x.c or t:zero(), w, x.q)
-            t:fma_acc(acc[r][j], t:i2f(isum), t:mul(wsc, x.d))
+            local d = x.d
+            if type(d) == "function" then d = d() end
+            t:fma_acc(acc[r][j], t:i2f(isum), t:mul(wsc, d))
           end
         end
       end, nil, { whole = true })
@@ -599,7 +635,7 @@ qfast_body = function(t, p, form_, a)
   local function rows_block(j0, M)
     if not q8 then return q4_block(j0, M) end
     local kmax = math.floor(t.tune.stream_hw * 64 / (qf.rec + 72) / p.tile) * p.tile
-    if M > 1 or kmax < p.tile then return q8_rows(j0, M, false) end
+    if M > 1 or kmax < p.tile or not t.tune.lone_compact then return q8_rows(j0, M, false) end
     local S = 0
     while 2 ^ S <= kmax do S = S + 1 end
     local flag = t:imin(t:ishr(t:add(kp(), 2 ^ S - kmax - p.tile), S), 1)
@@ -677,21 +713,21 @@ return {
     form("bf16_rne_blocked", { blocked = true, tiers = { "fast" } }),
     form("bf16_rne_add_blocked", { add = true, blocked = true, tiers = { "fast" } }),
     form("q8_f32", { f32 = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "avx512vnnihw", "dotprod" } } }),
+         variants = { fast = { "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q8_f32_bias", { f32 = true, bias = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "avx512vnnihw", "dotprod" } } }),
+         variants = { fast = { "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q8_bf16_rne", { packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "avx512vnnihw", "dotprod" } } }),
+         variants = { fast = { "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q8_bf16_rne_add", { add = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "avx512vnnihw", "dotprod" } } }),
+         variants = { fast = { "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q4_f32", { f32 = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } } }),
     form("q4_f32_bias", { f32 = true, bias = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } } }),
     form("q4_bf16_rne", { packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } } }),
     form("q4_bf16_rne_add", { add = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } } }),
   },
   body = function(t, p, form_)
     local a = t.arg

@@ -2,14 +2,14 @@
 # tests/dsl_ops.sh: DSL conformance. Checks that docs/dsl.md documents exactly the builder's ops, stamps
 # tests/dsl_ops/opcheck.lua (ops the library's leaves do not use: max, fma, f32 vector stores with
 # tails, scalar f32 memory ops, isub, cvt; canon and canon_raw over every kind of NaN; the
-# quantized-weight loads load_i8, load_u8, load_bcast_f16; in the fast tier's avx512vnni and dotprod
+# quantized-weight loads load_i8, load_u8, load_bcast_f16; in the fast tier's avxvnni, avx512vnni and dotprod
 # variants, dot_u8s8 / dot_s8s8, load_bcast8, load_f16x8, pair_split, load_f16x4q, reduce_add8 and
 # store_i8) for every variant into a temp dir, assembles each stamp under its variant's narrowest
 # setting (the manifest's asflags: no instruction outside the variant's features, e.g. F16C in
 # avx2), links each ISA's objects so
 # assembled with tests/dsl_ops/driver.c and checks them against C: natively on x86_64, under
 # qemu-aarch64 (-cpu max and neoverse-n1) on AArch64. A fast-tier stamp whose CPU features the
-# machine lacks is skipped and reported (an x86 host without AVX512_VNNI); every other stamp must run
+# machine lacks is skipped and reported (an x86 host without AVX512_VNNI or AVX-VNNI); every other stamp must run
 # (the dotprod ones on both qemu CPUs). Last, the template errors of the quantized loads and of an
 # int8 dot product asked of a variant without it.
 set -eu
@@ -76,5 +76,5 @@ neg "byte load from int32" 's/t:load_u8(a.u, zero, 288)/t:load_u8(a.hb, zero, 28
 neg "f16 from bytes" 's/t:load_bcast_f16(t:view(a.u, "f16")/t:load_bcast_f16(a.u/' \
   'load_bcast_f16 from a.u, which is const uint8_t \* \(u8 elements; load_bcast_f16 moves f16\)'
 # an op only some variants have, asked of another: a template error at the op's line, no file
-neg "int8 dot in bf16" 's/variants = { fast = { "avx512vnni", "dotprod" } }/variants = { fast = { "avx512vnni", "dotprod", "bf16" } }/' \
+neg "int8 dot in bf16" 's/variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } }/variants = { fast = { "avxvnni", "avx512vnni", "dotprod", "bf16" } }/' \
   'aarch64/bf16: dot_u8s8: no AArch64 variant has it'

@@ -33,7 +33,8 @@ local M = {
 -- int8_dot: the integer dot product a variant has (dotprod: SDOT, signed bytes both); stream_hw:
 -- unmeasured here (no AArch64 hardware), so every pass prefetches
 local function tune(int8_dot)
-  return { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = int8_dot, stream_hw = 0 }
+  return { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = int8_dot, stream_hw = 0,
+           lone_compact = true }
 end
 local TUNE = tune("none")
 M.variants = {

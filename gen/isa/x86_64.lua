@@ -35,9 +35,15 @@ local M = {
 -- hardware stream falls behind): avx512vnnihw, picked where the hwstream trait is detected; on an
 -- Intel Xeon core the same pass streams at 0.79-0.82 without the software prefetch and 0.90-0.92
 -- with it: avx512vnni (stream_hw = 0), every other core
-local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0 }
+-- lone_compact: avxvnni's seven ymm pairs cannot hold a lone row's correction beside a pass, so it
+-- reads the full slot
+local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0,
+                    lone_compact = true }
+local TUNE_AVXVNNI = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "u8s8", stream_hw = 0,
+                       lone_compact = false }
 local function avx512_tune(int8_dot, stream_hw)
-  return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = stream_hw or 0 }
+  return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = stream_hw or 0,
+           lone_compact = true }
 end
 local TUNE_AVX512 = avx512_tune("none")
 -- an AVX512-VNNI variant: its features (plus a trait it is tuned for, if any) and stream_hw
@@ -51,7 +57,12 @@ end
 M.variants = {
   -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "avx2", tier = "exact", features = { "avx2", "fma" }, features_doc = "AVX2 + FMA",
-    asflags = "-Wa,-march=generic64+avx2+fma", tuning = TUNE_AVX2 },
+    asflags = "-Wa,-march=generic64+avx2+fma", tuning = TUNE_AVX2, ymm = true },
+  -- the quantized forms' fast tier where AVX-512 is absent: ymm pairs as avx2, plus the VEX
+  -- VPDPBUSD of AVX-VNNI and F16C's VCVTPH2PS (every AVX-VNNI CPU has F16C; the bit is checked)
+  { name = "avxvnni", tier = "fast", features = { "avx2", "fma", "f16c", "avxvnni" },
+    features_doc = "AVX2 + FMA + F16C + AVX-VNNI", asflags = "-Wa,-march=generic64+avx2+fma+f16c+avx_vnni",
+    tuning = TUNE_AVXVNNI, ymm = true },
   { name = "avx512", tier = "exact", features = { "avx512f", "avx512bw", "avx512vl" },
     features_doc = "AVX-512 F/BW/VL", asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl",
     tuning = TUNE_AVX512 },
@@ -74,7 +85,8 @@ local function X(r) return "xmm" .. vnum(r) end
 local function Y(r) return "ymm" .. vnum(r) end
 local function Z(r) return "zmm" .. vnum(r) end
 
-local function is512(ctx) return ctx.variant.name ~= "avx2" end
+-- a ymm variant (avx2, avxvnni) holds a canonical vector in a ymm pair
+local function is512(ctx) return not ctx.variant.ymm end
 
 -- Ops whose result may take a dying operand's registers (regalloc.lua): one three-operand
 -- instruction per part, or vfma's 231/213 forms chosen by which operand it took; for the integer
@@ -93,7 +105,7 @@ function M.registers(variant)
   local gpr = { "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "rdi", "rbx", "rbp", "r12", "r13", "r14", "r15" }
   local saved = { rbx = true, rbp = true, r12 = true, r13 = true, r14 = true, r15 = true }
   local vec, scratch = {}, { "rax" }
-  if variant.name ~= "avx2" then
+  if not variant.ymm then
     for i = 0, 28 do vec[#vec + 1] = "zmm" .. C.int(i) end
     scratch[#scratch + 1] = "zmm29-zmm31"
     scratch[#scratch + 1] = "k6-k7"
@@ -254,6 +266,11 @@ function ops.iconst(ctx, op)
   ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. C.int(op.attr.imm))
 end
 
+-- d = s, where the result did not take the operand's register (REUSE)
+local function mov(ctx, d, s)
+  if d ~= s then ctx:wline("mov " .. d .. ", " .. s) end
+end
+
 function ops.iadd(ctx, op)
   ctx:wline("lea " .. ctx:reg(op.dst) .. ", " .. mem(ctx:reg(op.src[1]), ctx:reg(op.src[2]), 1, 0))
 end
@@ -263,12 +280,12 @@ function ops.iaddi(ctx, op)
 end
 
 function ops.isub(ctx, op)
-  ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]))
+  mov(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]))
   ctx:wline("sub " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[2]))
 end
 
 function ops.iandi(ctx, op)
-  ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]))
+  mov(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]))
   ctx:wline("and " .. ctx:reg(op.dst) .. ", " .. C.int(op.attr.imm))
 end
 
@@ -277,7 +294,7 @@ function ops.imuli(ctx, op)
 end
 
 function ops.imul(ctx, op)
-  ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]))
+  mov(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]))
   ctx:wline("imul " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[2]))
 end
 
@@ -290,19 +307,19 @@ function ops.ixor(ctx, op)
   if d == b then
     ctx:wline("xor " .. d .. ", " .. a)
   else
-    ctx:wline("mov " .. d .. ", " .. a)
+    mov(ctx, d, a)
     ctx:wline("xor " .. d .. ", " .. b)
   end
 end
 
 function ops.ishri(ctx, op)
-  ctx:wline("mov " .. ctx:reg(op.dst) .. ", " .. ctx:reg(op.src[1]))
+  mov(ctx, ctx:reg(op.dst), ctx:reg(op.src[1]))
   ctx:wline("shr " .. ctx:reg(op.dst) .. ", " .. C.int(op.attr.imm))
 end
 
 function ops.imin(ctx, op)
   local d, a, b = ctx:reg(op.dst), ctx:reg(op.src[1]), ctx:reg(op.src[2])
-  ctx:wline("mov " .. d .. ", " .. a)
+  mov(ctx, d, a)
   ctx:wline("cmp " .. a .. ", " .. b)
   ctx:wline("cmovg " .. d .. ", " .. b)
 end
@@ -488,10 +505,20 @@ function ops.store_raw(ctx, op)
   for i = 1, 2 do ctx:wline("vmovdqu ymmword ptr " .. elem(ctx, op, 2, 16 * (i - 1)) .. ", " .. v[i]) end
 end
 
--- int32 lanes (each in -128..127) as 16 bytes: VPMOVDB (truncating, AVX512F) straight to memory.
+-- int32 lanes (each in -128..127) as 16 bytes: VPMOVDB (truncating, AVX512F) straight to memory;
+-- ymm pairs: VPACKSSDW of the two (words by 128-bit lane: 0-3 8-11 4-7 12-15), VPERMQ to lane order,
+-- VPACKSSWB of its halves (no lane saturates: each is in range)
 function ops.store_i8(ctx, op)
-  if not is512(ctx) then ctx:fail(("store_i8 is written for AVX-512, not %s"):format(ctx.variant.name)) end
-  ctx:wline("vpmovdb xmmword ptr " .. elem(ctx, op, 1) .. ", " .. parts(ctx, op.src[3])[1])
+  local v = parts(ctx, op.src[3])
+  if is512(ctx) then
+    ctx:wline("vpmovdb xmmword ptr " .. elem(ctx, op, 1) .. ", " .. v[1])
+    return
+  end
+  ctx:wline("vpackssdw ymm14, " .. v[1] .. ", " .. v[2])
+  ctx:wline("vpermq ymm14, ymm14, 0xd8")
+  ctx:wline("vextracti128 xmm15, ymm14, 1")
+  ctx:wline("vpacksswb xmm14, xmm14, xmm15")
+  ctx:wline("vmovdqu xmmword ptr " .. elem(ctx, op, 1) .. ", xmm14")
 end
 
 function ops.load1_bf16(ctx, op)
@@ -573,17 +600,24 @@ function ops.dot_bf16_acc(ctx, op)
   ctx:wline("vdpbf16ps " .. acc[1] .. ", " .. w[1] .. ", " .. x[1])
 end
 
--- src1 + the dot products of u8 src2 and s8 src3, four bytes per lane: VPDPBUSD (AVX512_VNNI:
--- wrapping int32 sums, exact in every use here), accumulating into a copy of src1 unless the
--- result took src1's register (REUSE).
+-- src1 + the dot products of u8 src2 and s8 src3, four bytes per lane: VPDPBUSD (AVX512_VNNI; the
+-- avxvnni variant its VEX form, per ymm: wrapping int32 sums, exact in every use here),
+-- accumulating into a copy of src1 unless the result took src1's register (REUSE).
 function ops.dot_u8s8(ctx, op)
   if ctx.variant.tuning.int8_dot ~= "u8s8" then
-    ctx:fail("dot_u8s8 needs an avx512vnni variant (VPDPBUSD): give the form " ..
-             "variants = { fast = { \"avx512vnni\", \"dotprod\" } }")
+    ctx:fail("dot_u8s8 needs an avx512vnni or avxvnni variant (VPDPBUSD): give the form " ..
+             "variants = { fast = { \"avxvnni\", \"avx512vnni\", \"dotprod\" } }")
   end
   local d, a, w, x = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
-  if d[1] ~= a[1] then ctx:wline("vmovdqa32 " .. d[1] .. ", " .. a[1]) end
-  ctx:wline("vpdpbusd " .. d[1] .. ", " .. w[1] .. ", " .. x[1])
+  if is512(ctx) then
+    if d[1] ~= a[1] then ctx:wline("vmovdqa32 " .. d[1] .. ", " .. a[1]) end
+    ctx:wline("vpdpbusd " .. d[1] .. ", " .. w[1] .. ", " .. x[1])
+    return
+  end
+  for i = 1, 2 do
+    if d[i] ~= a[i] then ctx:wline("vmovdqa " .. d[i] .. ", " .. a[i]) end
+    ctx:wline("{vex} vpdpbusd " .. d[i] .. ", " .. w[i] .. ", " .. x[i])
+  end
 end
 
 -- No x86_64 variant has dot_s8s8 (VPDPBSSD is AVX-VNNI-INT8's): the quantized fast tier reads
@@ -612,35 +646,58 @@ local function load_bytes(ins)
 end
 ops.load_i8, ops.load_u8 = load_bytes("vpmovsxbd"), load_bytes("vpmovzxbd")
 
--- The 8 binary16 at an element address, widened exactly, in lanes 0-7 (VCVTPH2PS from memory into
--- the ymm half: the upper lanes are zeroed). AVX-512 only: the quantized fast forms exist in
--- avx512vnni alone.
-function ops.load_f16x8(ctx, op)
-  if not is512(ctx) then ctx:fail(("load_f16x8 is written for AVX-512, not %s"):format(ctx.variant.name)) end
-  ctx:wline("vcvtph2ps " .. Y(parts(ctx, op.dst)[1]) .. ", xmmword ptr " .. elem(ctx, op, 2))
+-- The F16C requirement of the quantized forms' binary16 scales: AVX-512 has VCVTPH2PS; of the ymm
+-- variants avxvnni (F16C), not avx2 (gen/isa/x86_64.lua M.variants).
+local function f16c(ctx, what)
+  if is512(ctx) then return end
+  for _, f in ipairs(ctx.variant.features) do if f == "f16c" then return end end
+  ctx:fail(("%s needs F16C (VCVTPH2PS): the %s variant does not require it"):format(what, ctx.variant.name))
 end
 
--- The 4 binary16 at an element address, widened exactly (VCVTPH2PS from memory into the xmm),
--- lane c spread over lanes 4c .. 4c + 3 (VPERMPS by a table of indices, in a scratch register).
--- AVX-512 only, as load_f16x8.
+-- The 8 binary16 at an element address, widened exactly, in lanes 0-7 (VCVTPH2PS from memory into
+-- the ymm half: the upper lanes are zeroed; a ymm pair: the first ymm, the second zeroed).
+function ops.load_f16x8(ctx, op)
+  f16c(ctx, "load_f16x8")
+  local d = parts(ctx, op.dst)
+  ctx:wline("vcvtph2ps " .. Y(d[1]) .. ", xmmword ptr " .. elem(ctx, op, 2))
+  if d[2] then ctx:wline("vxorps " .. d[2] .. ", " .. d[2] .. ", " .. d[2]) end
+end
+
+-- VPERMPS by a table of lane indices (a constant `name`), into a scratch register: AVX-512 16
+-- indices, a ymm pair 8 per part (index table words 8(i - 1) + 1 .. 8i for part i)
+local function permute(ctx, name, w, d, src)
+  if is512(ctx) then
+    ctx:wline("vmovdqa32 " .. T0 .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const(name, w) .. ")]")
+    ctx:wline("vpermps " .. d[1] .. ", " .. T0 .. ", " .. src[1])
+    return
+  end
+  local sym = ctx:const(name, w)
+  for i = 1, 2 do
+    ctx:wline("vmovdqu ymm15, ymmword ptr [rip + FK_SYM(" .. sym .. ") + " .. C.int(32 * (i - 1)) .. "]")
+    ctx:wline("vpermps " .. d[i] .. ", ymm15, " .. src[i])
+  end
+end
+
+-- The 4 binary16 at an element address, widened exactly (VCVTPH2PS from memory into an xmm: the
+-- destination's, a ymm pair's scratch ymm14), lane c spread over lanes 4c .. 4c + 3 (permute).
 function ops.load_f16x4q(ctx, op)
-  if not is512(ctx) then ctx:fail(("load_f16x4q is written for AVX-512, not %s"):format(ctx.variant.name)) end
-  local d = parts(ctx, op.dst)[1]
+  f16c(ctx, "load_f16x4q")
+  local d = parts(ctx, op.dst)
   local w = {}
   for l = 0, 15 do w[l + 1] = math.floor(l / 4) end
-  ctx:wline("vcvtph2ps " .. X(d) .. ", qword ptr " .. elem(ctx, op, 2))
-  ctx:wline("vmovdqa32 " .. T0 .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const("quads", w) .. ")]")
-  ctx:wline("vpermps " .. d .. ", " .. T0 .. ", " .. d)
+  local x = is512(ctx) and d[1] or "ymm14"
+  ctx:wline("vcvtph2ps " .. X(x) .. ", qword ptr " .. elem(ctx, op, 2))
+  -- a ymm pair: both parts permute the one xmm, indices taken modulo 8 (lanes 0-3 of ymm14)
+  permute(ctx, "quads", w, d, is512(ctx) and d or { "ymm14", "ymm14" })
 end
 
--- lanes 0-7 <- lane 2i, 8-15 <- lane 2i + 1: VPERMPS by a table of indices (into a scratch register).
+-- lanes 0-7 <- lane 2i, 8-15 <- lane 2i + 1 (src lanes 0-7: load_f16x8's), by permute.
 function ops.vpair_split(ctx, op)
-  if not is512(ctx) then ctx:fail(("vpair_split is written for AVX-512, not %s"):format(ctx.variant.name)) end
   local i = op.attr.imm
   local w = {}
   for l = 0, 15 do w[l + 1] = 2 * i + (l >= 8 and 1 or 0) end
-  ctx:wline("vmovdqa32 " .. T0 .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const("pair" .. C.int(i), w) .. ")]")
-  ctx:wline("vpermps " .. parts(ctx, op.dst)[1] .. ", " .. T0 .. ", " .. parts(ctx, op.src[1])[1])
+  local src = parts(ctx, op.src[1])
+  permute(ctx, "pair" .. C.int(i), w, parts(ctx, op.dst), is512(ctx) and src or { src[1], src[1] })
 end
 
 -- The IEEE binary16 at an element address, widened exactly to f32, in every lane. AVX-512:
@@ -660,6 +717,12 @@ function ops.load_bcast_f16(ctx, op)
   if is512(ctx) then
     ctx:wline("vpbroadcastw " .. Y(d[1]) .. ", " .. a)
     ctx:wline("vcvtph2ps " .. d[1] .. ", " .. Y(d[1]))
+    return
+  end
+  if ctx.variant.name == "avxvnni" then                -- F16C: VCVTPH2PS
+    ctx:wline("vpbroadcastw " .. X(d[1]) .. ", " .. a)
+    ctx:wline("vcvtph2ps " .. d[1] .. ", " .. X(d[1]))
+    if d[2] ~= d[1] then ctx:wline("vmovaps " .. d[2] .. ", " .. d[1]) end
     return
   end
   local r, t, m = d[1], scratch(ctx, 1), scratch(ctx, 2)
@@ -841,7 +904,13 @@ function ops.vsel128(ctx, op)
     ctx:wline("vshuff32x4 " .. d[1] .. ", " .. a[1] .. ", " .. b[1] .. ", " .. C.int(imm))
     return
   end
-  local function half(dst, src, s0, s1)          -- vperm2f128: 0, 1 the first source's halves, 2, 3 the second's
+  -- vperm2f128: 0, 1 the first source's halves, 2, 3 the second's; a source's own ymm whole is a move
+  local function half(dst, src, s0, s1)
+    if s1 == s0 + 1 and s0 % 2 == 0 then
+      local r = src[math.floor(s0 / 2) + 1]
+      if r ~= dst then ctx:wline("vmovaps " .. dst .. ", " .. r) end
+      return
+    end
     ctx:wline("vperm2f128 " .. dst .. ", " .. src[1] .. ", " .. src[2] .. ", " .. C.int(s0 + 16 * s1))
   end
   half(d[1], a, imm % 4, math.floor(imm / 4) % 4)
@@ -1101,9 +1170,13 @@ end
 ops.reduce_max, ops.reduce_add = reduce16("vmaxps", "vmaxss"), reduce16("vaddps", "vaddss")
 
 -- The halving tree over lanes 8 half .. 8 half + 7: the half in a ymm (VEXTRACTF64X4 for the
--- upper one), then reduce_add's last three levels. AVX-512 only (the quantized fast forms).
+-- upper one; a ymm pair's part half + 1), then reduce_add's last three levels.
 function ops.reduce_add8(ctx, op)
-  if not is512(ctx) then ctx:fail(("reduce_add8 is written for AVX-512, not %s"):format(ctx.variant.name)) end
+  if not is512(ctx) then
+    tree8(ctx, "vaddps", "vaddss", ctx:reg(op.dst), parts(ctx, op.src[1])[op.attr.half + 1], scratch(ctx, 1),
+          "vextractf128 ")
+    return
+  end
   local v, d = parts(ctx, op.src[1])[1], ctx:reg(op.dst)
   local h = v
   if op.attr.half == 1 then

@@ -34,7 +34,7 @@ static uint64_t host_features(void) {
   uint32_t a, b, c, d;
   if (__get_cpuid_max(0, NULL) < 7) return 0;
   __cpuid_count(1, 0, a, b, c, d);
-  int fma = (c >> 12) & 1;
+  int fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
   if (!((c >> 27) & 1)) return 0; /* OSXSAVE */
   uint32_t lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
@@ -44,6 +44,7 @@ static uint64_t host_features(void) {
   uint32_t leaf7_eax = a;
   if (ymm_ok && ((b >> 5) & 1)) f |= FK_CPU_AVX2;
   if (ymm_ok && fma) f |= FK_CPU_FMA;
+  if (ymm_ok && f16c) f |= FK_CPU_F16C;
   if (zmm_ok && ((b >> 16) & 1)) f |= FK_CPU_AVX512F;
   if (zmm_ok && ((b >> 30) & 1)) f |= FK_CPU_AVX512BW;
   if (zmm_ok && ((b >> 31) & 1)) f |= FK_CPU_AVX512VL;
@@ -51,6 +52,7 @@ static uint64_t host_features(void) {
   if (leaf7_eax >= 1) {
     __cpuid_count(7, 1, a, b, c, d);
     if (zmm_ok && ((a >> 5) & 1)) f |= FK_CPU_AVX512BF16;
+    if (ymm_ok && ((a >> 4) & 1)) f |= FK_CPU_AVXVNNI;
   }
 #elif defined(__aarch64__)
   unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
@@ -330,7 +332,7 @@ static float red8(const float *p) {
   return w[0] + w[1];
 }
 /* the int8 dot product of the stamp being checked: 1 for dot_s8s8 (the dotprod variant: SDOT), 0 for
- * dot_u8s8 (avx512vnni: VPDPBUSD) */
+ * dot_u8s8 (avx512vnni, avxvnni: VPDPBUSD) */
 static int dot_signed;
 /* one lane: acc + the four products u8(w[b]) * s8(x[b]) (dot_s8s8: s8(w[b])), wrapping (in uint32_t) */
 static uint32_t dot4(uint32_t acc, const uint8_t *w, const int8_t *x) {

@@ -14,7 +14,7 @@
 -- NaN rule, docs/dsl.md); the raw lanes go to int32 arrays.
 -- Form q8dot, the quantized fast tier's ops load_bcast8, dot_u8s8 / dot_s8s8 (the variant's:
 -- t.tune.int8_dot), load_f16x8, pair_split, load_f16x4q, reduce_add8 and store_i8 (stamped in
--- avx512vnni: dot_u8s8, and dotprod: dot_s8s8; the other forms are exact only).
+-- avxvnni and avx512vnni: dot_u8s8, and dotprod: dot_s8s8; the other forms are exact only).
 -- Per tile k of 64 bytes (e = 16 k f32 elements, byte 64 k = 4 e), in a loop whose pointers are bumped:
 --   nb[64 k + 16 m ..] the raw words of load_bcast8 of u's f32 view at e + 0, 5 (byte 20, off LDP's
 --   16-byte grid), 260 (byte 1040, past LDP's reach: the pointer moves), 12 (reaching back), 16 int32
@@ -104,8 +104,8 @@ end
 return {
   leaf = "opcheck",
   doc = "DSL conformance: elementwise max and fma, scalar ops",
-  -- fast: form q8dot only (the int8 dot products exist in these two variants alone)
-  tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "avx512vnni", "dotprod" } },
+  -- fast: form q8dot only (the int8 dot products exist in these variants alone)
+  tiers = { exact = { "neon", "avx2", "avx512" }, fast = { "avxvnni", "avx512vnni", "dotprod" } },
   tolerance = { fast = "opcheck_fast" },
   params = {},
   check = function() end,
@@ -132,7 +132,7 @@ return {
     { name = "rows", tiers = { "exact" }, args = {
         { "a", "const float *", extent = "256 * nr" }, { "y", "float *", extent = "16 * nr" },
         { "mv", "float *", extent = "112" }, { "nr", "int64_t" } } },
-    { name = "q8dot", tiers = { "fast" }, variants = { fast = { "avx512vnni", "dotprod" } }, args = {
+    { name = "q8dot", tiers = { "fast" }, variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } }, args = {
         { "u", "const uint8_t *", extent = "64 * nr + 2112" }, { "x", "const int8_t *", extent = "64 * nr + 1264" },
         { "acc", "const int32_t *", extent = "16 * nr + 16" }, { "h", "const uint16_t *", extent = "8 * nh + 528" },
         { "v", "const int32_t *", extent = "64 * nr + 64" }, { "f", "const float *", extent = "112" },
