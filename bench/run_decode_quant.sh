@@ -108,6 +108,8 @@ done
   fact memory "$(free -g | awk '/^Mem:/ {print $2 " GiB"}')"
   fact kernel "$(uname -sr)"
   fact command "$argv_line"
+  fact fk_cpu_mask "${FK_CPU_MASK:-unset}"
+  fact llama_bench "$llama"
   fact rounds "$rounds"
   fact steps "$steps"
 } >> "$tmp/meta.csv"
