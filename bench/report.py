@@ -1084,6 +1084,9 @@ def render_decode(lines, meta):
         facts.get("memory", "?"), facts.get("kernel", "?"), facts.get("loadavg_start", "?"),
         facts.get("loadavg_end", "?")))
     md.append("**Versions:** %s.\n" % (versions or "?"))
+    if facts.get("fk_cpu_mask", "unset") != "unset":
+        md.append("**Features:** `FK_CPU_MASK=%s` (hex: the CPU features flashkern may use); llama-bench `%s`.\n"
+                  % (facts["fk_cpu_mask"], facts.get("llama_bench", "?")))
 
     md.append("## Decode tokens/s against llama.cpp (issue 20: q8 and q4 >= %gx llama.cpp's Q8_0 and Q4_0)\n"
               % DECODE_TARGET)

@@ -468,12 +468,10 @@ qfast_body = function(t, p, form_, a)
   -- two: two groups (n a multiple of PACK_ROWS), the next one PACK_ROWS * kp * rec / 64 bytes on;
   -- such a pass reads two groups of the weights' one stream at once, so each prefetches a group
   -- further (else, for k near the distance, the first group's lines ahead would be the second's).
-  -- rows: the rows a pass takes of its group; fewer than a group (a variant short of registers:
-  -- share = PACK_ROWS / rows passes over it, the later ones from cache), each pass prefetches its
-  -- share of the stream, rsel / PACK_ROWS of the group on, rec / share bytes a tile: the stream ahead
-  -- advances at the rate the passes consume it (measured: avxvnni fast q8, one row a pass, prefetching
-  -- every line of the record in each pass leaves DRAM idle for three passes in four).
-  local function streams(n, two, rsel, rows)
+  -- (A pass over part of a group, avxvnni's and NEON's, prefetches every line of the records too:
+  -- prefetching only its share of the stream, so that the stream ahead advances at the rate the
+  -- passes consume it, measured -6% to +6% by shape on avxvnni: bench/results/quant-fast-analysis.md.)
+  local function streams(n, two, rsel)
     local base = t:addr(a.w, t:ishr(t:mul(t:mul(t:iand(n, -PACK_ROWS), kp()), qf.num), 4), 1)
     if two then
       local g1 = t:addr(base, t:ishr(t:mul(kp(), qf.num), 2), 1)
@@ -481,25 +479,10 @@ qfast_body = function(t, p, form_, a)
              { [0] = g1, [1] = t:addr(g1, t:ishr(t:mul(kp(), qf.num), 2), 1) }
     end
     local wq = t:addr(base, t:mul(rsel, qf.qrow), 1)
-    local pf = { [0] = wq }
-    if rows < PACK_ROWS then
-      local share = math.floor(PACK_ROWS / rows)
-      pf = { [0] = t:addr(base, t:ishr(t:mul(t:mul(rsel, kp()), qf.num), 4), 1), share = share }
-    end
-    return { [0] = wq }, { [0] = t:addr(t:view(base, "f16"), t:mul(rsel, 2), 2) }, pf
+    return { [0] = wq }, { [0] = t:addr(t:view(base, "f16"), t:mul(rsel, 2), 2) }, { [0] = wq }
   end
-  -- the prefetches of tile i (wi: its record's byte offset)
-  local function prefetch(pf, i, wi, hw)
+  local function prefetch(pf, wi, hw)
     if p.prefetch_stream == 0 or hw then return end
-    if pf.share then
-      local sh = 2
-      while 2 ^ (sh - 2) < pf.share do sh = sh + 1 end
-      local vi = t:ishr(t:mul(i, qf.num), sh)
-      for o = 0, math.floor(qf.rec / pf.share), 64 do
-        t:prefetch(pf[0], vi, o + p.prefetch_stream * qf.num / 4, 1, 2)
-      end
-      return
-    end
     for g = 0, #pf do
       for o = 0, qf.rec - 1, 64 do t:prefetch(pf[g], wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
     end
@@ -507,15 +490,14 @@ qfast_body = function(t, p, form_, a)
   -- q4: a pass over np pairs of rows from row n (n even in its group; np = 4: two groups) against
   -- the block's M activation rows; `half` (a single row: its parity) stores that half of the one pair
   local function q4_pass(j0, M, n, np, half)
-    -- (half: no other pass reads the group)
-    local wq, ws, pf = streams(n, np > 2, t:iand(n, 2), half and PACK_ROWS or 2 * np)
+    local wq, ws, pf = streams(n, np > 2, t:iand(n, 2))
     local xsb = f32v(xs_at(a.xs, t:mul(kp(), j0)))
     local acc = zeros(np, M)
     local hold = 4 * M + np * M + 3 <= budget + 1
     t:for_tiles(kp(), p.tile, function(i)
       local wi, si = record_at(i)
       local xi = t:ishr(t:mul(i, M), 1)
-      prefetch(pf, i, wi)
+      prefetch(pf, wi)
       -- slot part f (0: even quants, 1: odd, 2: correction, 3: scales) of activation row j, in
       -- both halves (one per weight row of a pair), held for the tile where the registers allow,
       -- else loaded where it is used
@@ -571,7 +553,7 @@ qfast_body = function(t, p, form_, a)
     local R = rows_for(M)
     t:for_rows(a.row_begin, a.row_end, R, function(n, nrows)
       -- the group's records from byte (n & -4) * kp * rec / 256 (R <= 4 rows: one group)
-      local wq, ws, pf = streams(n, nrows > PACK_ROWS, t:iand(n, PACK_ROWS - 1), R)
+      local wq, ws, pf = streams(n, nrows > PACK_ROWS, t:iand(n, PACK_ROWS - 1))
       local xsb = t:addr(a.xs, t:mul(kp(), j0), 4)
       local acc = zeros(nrows, M)
       -- the block's slots loaded once per tile where they fit beside the accumulators, else per row
@@ -580,7 +562,7 @@ qfast_body = function(t, p, form_, a)
         -- tile i's record; the block's slots (xi)
         local wi, si = record_at(i)
         local xi = t:mul(i, M)
-        prefetch(pf, i, wi, hw)
+        prefetch(pf, wi, hw)
         local function slot(j)
           if M == 1 and t.tune.lone_compact then
             -- the lone row's compact slot: the quants, the correction from them, the scales spread
