@@ -445,9 +445,8 @@ qfast_body = function(t, p, form_, a)
   t:for_rows(t:iconst(0), a.m, 1, function(j)
     local j0 = t:mul(div_const(t, j, J), J)
     local mb = t:imin(t:sub(a.m, j0), J)
-    if not q8 then return quantize_row(j, j0, mb, false) end
-    -- lone = 0 for a block of one row, 1 for more (the compact slots where t.tune.lone_compact)
-    if not t.tune.lone_compact then return quantize_row(j, j0, mb, false) end
+    -- q8 with t.tune.lone_compact: lone = 0 for a block of one row (the compact slots), 1 for more
+    if not q8 or not t.tune.lone_compact then return quantize_row(j, j0, mb, false) end
     t:cases(t:imin(t:sub(mb, 1), 1), { 0, 1 }, function(c) quantize_row(j, j0, mb, c == 0) end)
   end)
   -- a pass's accumulators: n vectors (weight rows, or pairs of them) x M activation rows, from +0
@@ -571,12 +570,10 @@ qfast_body = function(t, p, form_, a)
             return { q = q, c = offset ~= 0 and t:isub_v(t:vconst(0), dot(t:vconst(0), t:vconst(offset), q)) or nil,
                      d = t:sel128(t:load_bcast_f32(sb, si5, 0), t:load_bcast_f32(sb, si5, 1), 0xe4) }
           end
-          if M == 1 then   -- (not lone_compact: the full slot, its scales loaded where used)
-            return { q = t:load_f32(xsb, xi, 64 * j), c = offset ~= 0 and t:load_f32(xsb, xi, 64 * j + 16) or nil,
-                     d = function() return t:load_f32(xsb, xi, 64 * j + 32) end }
-          end
+          -- the full slot; a lone row's scales (not lone_compact) loaded where used: d a function
+          local function d() return t:load_f32(xsb, xi, 64 * j + 32) end
           return { q = t:load_f32(xsb, xi, 64 * j), c = offset ~= 0 and t:load_f32(xsb, xi, 64 * j + 16) or nil,
-                   d = t:load_f32(xsb, xi, 64 * j + 32) }
+                   d = M == 1 and d or d() }
         end
         local held = {}
         if hold then for j = 0, M - 1 do held[j] = slot(j) end end

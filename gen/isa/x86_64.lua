@@ -646,11 +646,16 @@ local function load_bytes(ins)
 end
 ops.load_i8, ops.load_u8 = load_bytes("vpmovsxbd"), load_bytes("vpmovzxbd")
 
--- The F16C requirement of the quantized forms' binary16 scales: AVX-512 has VCVTPH2PS; of the ymm
--- variants avxvnni (F16C), not avx2 (gen/isa/x86_64.lua M.variants).
+-- VCVTPH2PS: AVX-512 has it; of the ymm variants those requiring F16C (avxvnni, not avx2)
+local function has_f16c(ctx)
+  if is512(ctx) then return true end
+  for _, f in ipairs(ctx.variant.features) do if f == "f16c" then return true end end
+  return false
+end
+
+-- The F16C requirement of the quantized forms' binary16 scales
 local function f16c(ctx, what)
-  if is512(ctx) then return end
-  for _, f in ipairs(ctx.variant.features) do if f == "f16c" then return end end
+  if has_f16c(ctx) then return end
   ctx:fail(("%s needs F16C (VCVTPH2PS): the %s variant does not require it"):format(what, ctx.variant.name))
 end
 
@@ -719,7 +724,7 @@ function ops.load_bcast_f16(ctx, op)
     ctx:wline("vcvtph2ps " .. d[1] .. ", " .. Y(d[1]))
     return
   end
-  if ctx.variant.name == "avxvnni" then                -- F16C: VCVTPH2PS
+  if has_f16c(ctx) then                                -- a ymm variant with F16C (avxvnni)
     ctx:wline("vpbroadcastw " .. X(d[1]) .. ", " .. a)
     ctx:wline("vcvtph2ps " .. d[1] .. ", " .. X(d[1]))
     if d[2] ~= d[1] then ctx:wline("vmovaps " .. d[2] .. ", " .. d[1]) end
