@@ -56,27 +56,47 @@ local function defined_in(list)
 end
 
 -- The affine form of an index value in loop L: { c = coefficient of i, inv = { invariant
--- values added }, k = constant }, or nil. Only ops of the loop's own body take part.
+-- values added }, k = constant, sh = shift }: the value is (c * i + k) >> sh plus the invariant
+-- values, or nil. Only ops of the loop's own body take part. A shift (ishri: the packed records
+-- of a quantized stream, rec / 64 bytes per element of k) takes part where it is exact on every
+-- tile: i runs over multiples of the tile from 0 (no start), c * tile and k are multiples of 2^sh,
+-- and nothing invariant is added before it.
+local function pow2(n)
+  local r = 1
+  for _ = 1, n do r = r * 2 end
+  return r
+end
+
 local function affine(v, L, inside)
-  if v == L.attr.ivar then return { c = 1, inv = {}, k = 0 } end
-  if not inside[v] then return { c = 0, inv = { v }, k = 0 } end
+  if v == L.attr.ivar then return { c = 1, inv = {}, k = 0, sh = 0 } end
+  if not inside[v] then return { c = 0, inv = { v }, k = 0, sh = 0 } end
   local d = v.def
   if not d then return nil end
   if d.op == "imuli" then
     local a = affine(d.src[1], L, inside)
     if not a or #a.inv > 0 then return nil end
-    return { c = a.c * d.attr.imm, inv = {}, k = a.k * d.attr.imm }
+    return { c = a.c * d.attr.imm, inv = {}, k = a.k * d.attr.imm, sh = a.sh }
   elseif d.op == "iaddi" then
     local a = affine(d.src[1], L, inside)
     if not a then return nil end
-    return { c = a.c, inv = a.inv, k = a.k + d.attr.imm }
+    return { c = a.c, inv = a.inv, k = a.k + d.attr.imm * pow2(a.sh), sh = a.sh }
+  elseif d.op == "ishri" then
+    local a = affine(d.src[1], L, inside)
+    if not a or #a.inv > 0 or L.attr.start or a.c < 0 or a.k < 0 then return nil end
+    local sh = a.sh + d.attr.imm
+    if sh > 30 or (a.c * L.attr.tile) % pow2(sh) ~= 0 or a.k % pow2(sh) ~= 0 then return nil end
+    return { c = a.c, inv = {}, k = a.k, sh = sh }
   elseif d.op == "iadd" then
     local a, b = affine(d.src[1], L, inside), affine(d.src[2], L, inside)
     if not a or not b then return nil end
+    -- a shifted part joins an unshifted one scaled by 2^sh (exact: its value is a whole number)
+    if a.sh < b.sh then a, b = b, a end
+    if b.sh ~= 0 or (a.sh > 0 and #a.inv > 0) then return nil end
+    local m = pow2(a.sh)
     local inv = {}
     for _, x in ipairs(a.inv) do inv[#inv + 1] = x end
     for _, x in ipairs(b.inv) do inv[#inv + 1] = x end
-    return { c = a.c + b.c, inv = inv, k = a.k + b.k }
+    return { c = a.c + b.c * m, inv = inv, k = a.k + b.k * m, sh = a.sh }
   end
   return nil
 end
@@ -114,17 +134,22 @@ local function rewrite_loop(L, block, fresh)
       local base, idx = op.src[a[1]], op.src[a[2]]
       local f = (not inside[base]) and not op.attr.at and affine(idx, L, inside)
       if f and f.c > 0 then
+        -- bytes per unit of i: c * size / 2^sh, reduced (one pointer for the streams of a record
+        -- read in elements of different sizes); the op's element index at i = 0: k / 2^sh
+        local cs, sh = f.c * size, f.sh
+        while sh > 0 and cs % 2 == 0 do cs, sh = math.floor(cs / 2), sh - 1 end
         local ids = {}
         for _, x in ipairs(f.inv) do ids[#ids + 1] = x.id end
         table.sort(ids)
-        local key = table.concat({ base.id, f.c, size, table.concat(ids, ",") }, ":")
+        local key = table.concat({ base.id, cs, sh, #ids > 0 and size or 0, table.concat(ids, ",") }, ":")
         local g = groups[key]
         if not g then
-          g = { base = base, c = f.c, inv = f.inv, size = size, ops = {} }
+          g = { base = base, c = f.c, sh = f.sh, inv = f.inv, size = size,
+                bytes = math.floor(L.attr.tile * cs / pow2(sh)), ops = {} }
           groups[key] = g
           order[#order + 1] = g
         end
-        g.ops[#g.ops + 1] = { op = op, pos = a, k = f.k }
+        g.ops[#g.ops + 1] = { op = op, pos = a, k = math.floor(f.k / pow2(f.sh)) }
       end
     end
   end
@@ -148,7 +173,7 @@ local function rewrite_loop(L, block, fresh)
       p = emit("addr", { p, s }, { scale = g.size })
     end
     if p == g.base then p = emit("iaddi", { p }, { imm = 0 }) end   -- a copy: the base may live on
-    bumps[#bumps + 1] = { value = p, bytes = L.attr.tile * g.c * g.size }
+    bumps[#bumps + 1] = { value = p, bytes = g.bytes }
     for _, e in ipairs(g.ops) do
       local src = {}
       for k, v in ipairs(e.op.src) do src[k] = v end

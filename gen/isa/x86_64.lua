@@ -19,7 +19,9 @@ local M = {
   abi = "SysV x86-64",
   comment = "//",
   -- gen/bump.lua: a packed stream's index (i * c) costs an imul per tile, on a port the FMAs'
-  -- loads share in llvm-mca's Intel models (bench/results/gemm-analysis.md)
+  -- loads share in llvm-mca's Intel models (bench/results/gemm-analysis.md); the quantized
+  -- records' ((i * 9) >> 2: six integer ops per tile) held the fast q4 GEMV near 0.85 of the
+  -- read probe on an Intel core (bench/results/quant-fast-analysis.md)
   bump_pointers = true,
 }
 
