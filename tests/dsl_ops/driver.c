@@ -206,7 +206,8 @@ static int check_quant(int *runs) {
   static int8_t q[NB];
   static uint8_t u[NB];
   static uint16_t h[NHALL + 1];
-  static int32_t si[64 * NRMAX + GUARD], zi[64 * NRMAX + GUARD], xi[80 + GUARD], hb[32 * NHALL + GUARD];
+  static int32_t si[64 * NRMAX + GUARD], zi[64 * NRMAX + GUARD], xi[80 + GUARD], hb[32 * NHALL + GUARD],
+      pi[32 * NRMAX + GUARD];
   static float sf[16 * NRMAX + GUARD];
   static const int soffs[4] = { 0, 17, 3, 257 }, zoffs[4] = { 0, 17, 3, 31 };
   int bad = 0;
@@ -221,7 +222,8 @@ static int check_quant(int *runs) {
       for (int i = 0; i < 80 + GUARD; i++) xi[i] = 0x7fa5a5a5;
       for (int64_t i = 0; i < 32 * nh + GUARD; i++) hb[i] = 0x7fa5a5a5;
       for (int i = 0; i < 16 * NRMAX + GUARD; i++) sf[i] = val(0x7fa5a5a5u);
-      fk_opcheck_quant_args args = { q, u, h, si, zi, sf, xi, hb, nr, nh };
+      for (int i = 0; i < 32 * NRMAX + GUARD; i++) pi[i] = 0x7fa5a5a5;
+      fk_opcheck_quant_args args = { q, u, h, si, zi, sf, xi, hb, pi, nr, nh };
       fn(&args);
       (*runs)++;
       const uint8_t *qb = (const uint8_t *)q;
@@ -245,6 +247,14 @@ static int check_quant(int *runs) {
         }
         if (bits(sf[i]) != want && bad++ < 5)
           printf("%s nr=%lld [%d]: q * scale 0x%08x want 0x%08x\n", all[s].name, (long long)nr, i, bits(sf[i]), want);
+      }
+      /* shifted indices: tile k's q bytes from 36 k + 1 (an exact shift: a bumped pointer), u bytes from
+       * k / 2 + 2 (a shift that rounds: computed per tile) */
+      for (int i = 0; i < 32 * NRMAX + GUARD; i++) {
+        int k = i / 32, l = i % 16;
+        int32_t want = i >= 32 * nr ? 0x7fa5a5a5 : i % 32 < 16 ? q[36 * k + 1 + l] : u[k / 2 + 2 + l];
+        if (pi[i] != want && bad++ < 5)
+          printf("%s nr=%lld: shifted index [%d] %d want %d\n", all[s].name, (long long)nr, i, pi[i], want);
       }
       for (int i = 0; i < 80 + GUARD; i++) {
         int m = i / 16, l = i % 16;

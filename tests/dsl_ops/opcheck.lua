@@ -10,7 +10,8 @@
 -- lane by the halving tree); form quant: the quantized-weight loads, load_i8 and load_u8 (from int8
 -- and uint8 arrays alike, at odd byte offsets, in a tile loop whose pointers are bumped and outside
 -- it, offsets past an instruction's immediate too) and load_bcast_f16 (from a uint16_t array and from
--- a binary16 view of bytes), raw and through i2f and a product. Every float stored is canonical (the
+-- a binary16 view of bytes), raw and through i2f and a product, and loads at shifted indices (one
+-- exact on every tile, one not: gen/bump.lua bumps the first only). Every float stored is canonical (the
 -- NaN rule, docs/dsl.md); the raw lanes go to int32 arrays.
 -- Form q8dot, the quantized fast tier's ops load_bcast8, dot_u8s8 / dot_s8s8 (the variant's:
 -- t.tune.int8_dot), load_f16x8, pair_split, load_f16x4q, reduce_add8 and store_i8 (stamped in
@@ -128,7 +129,8 @@ return {
         { "h", "const uint16_t *", extent = "nh + 1" },
         { "si", "int32_t *", extent = "64 * nr" }, { "zi", "int32_t *", extent = "64 * nr" },
         { "sf", "float *", extent = "16 * nr" }, { "xi", "int32_t *", extent = "80" },
-        { "hb", "int32_t *", extent = "32 * nh" }, { "nr", "int64_t" }, { "nh", "int64_t" } } },
+        { "hb", "int32_t *", extent = "32 * nh" }, { "pi", "int32_t *", extent = "32 * nr" },
+        { "nr", "int64_t" }, { "nh", "int64_t" } } },
     { name = "rows", tiers = { "exact" }, args = {
         { "a", "const float *", extent = "256 * nr" }, { "y", "float *", extent = "16 * nr" },
         { "mv", "float *", extent = "112" }, { "nr", "int64_t" } } },
@@ -156,6 +158,10 @@ return {
         for m, o in ipairs(uoffs) do t:store_f32(a.zi, i2, 16 * (m - 1), t:load_u8(o[1], i, o[2])) end
         local scale = t:load_bcast_f16(t:view(a.u, "f16"), t:ishr(i, 1), 3)
         t:store_f32(a.sf, t:ishr(i, 1), 0, t:canon(t:mul(t:i2f(t:load_i8(a.q, i, 0)), scale)))
+        -- shifted indices (gen/bump.lua): pi[32 k ..] q at (i * 9) >> 3 (36 k, exact on every tile: a
+        -- bumped pointer), + 1; then u at i >> 6 (k / 2, rounded down: not affine, computed per tile), + 2
+        t:store_f32(a.pi, i, 0, t:load_i8(a.q, t:ishr(t:mul(i, 9), 3), 1))
+        t:store_f32(a.pi, i, 16, t:load_u8(a.u, t:ishr(i, 6), 2))
       end, nil, { whole = true })
       -- hb[32 j ..] the binary16 h[j] in every lane, then h[j + 1]: raw f32 bits
       t:for_tiles(a.nh, 1, function(j)
