@@ -198,8 +198,11 @@ local function register_map(ctx, out)
   end)
   IR.walk_proc(proc, function(op)
     if op.op == "kconst" then
-      out[#out + 1] = string.format("//   %s constant 0x%08x held for loop [%d] (%s:%d)",
-        pad(table.concat(ctx.assign[op.dst], ","), 12), op.attr.bits, op.id, proc.path, op.line)
+      -- a backend's constant that is not a 32-bit pattern (a negative code) by its own name
+      local named = op.attr.bits < 0 and ctx.backend.constant_name and ctx.backend.constant_name(op.attr.bits)
+      out[#out + 1] = string.format("//   %s %s held for loop [%d] (%s:%d)",
+        pad(table.concat(ctx.assign[op.dst], ","), 12),
+        named or string.format("constant 0x%08x", op.attr.bits), op.id, proc.path, op.line)
     end
   end)
   out[#out + 1] = "//   callee-saved used: " .. (#ctx.saved > 0 and table.concat(ctx.saved, ", ") or "none")

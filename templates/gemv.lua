@@ -557,16 +557,20 @@ qfast_body = function(t, p, form_, a)
       local acc = zeros(nrows, M)
       -- the block's slots loaded once per tile where they fit beside the accumulators, else per row
       local hold = 3 * M + nrows * M + 4 <= budget + 1
+      -- a lone row's compact slots: the scales from kp / 4 floats on (made before the loop: the
+      -- loop then bumps a pointer over them, gen/bump.lua)
+      local lone = M == 1 and t.tune.lone_compact
+      local sb = lone and t:addr(xsb, t:ishr(kp(), 2), 4)
       t:for_tiles(kp(), p.tile, function(i)
         -- tile i's record; the block's slots (xi)
         local wi, si = record_at(i)
         local xi = t:mul(i, M)
         prefetch(pf, wi, hw)
         local function slot(j)
-          if M == 1 and t.tune.lone_compact then
+          if lone then
             -- the lone row's compact slot: the quants, the correction from them, the scales spread
             local q = t:load_f32(xsb, t:ishr(i, 2), 0)
-            local sb, si5 = t:addr(xsb, t:ishr(kp(), 2), 4), t:ishr(i, 5)
+            local si5 = t:ishr(i, 5)
             return { q = q, c = offset ~= 0 and t:isub_v(t:vconst(0), dot(t:vconst(0), t:vconst(offset), q)) or nil,
                      d = t:sel128(t:load_bcast_f32(sb, si5, 0), t:load_bcast_f32(sb, si5, 1), 0xe4) }
           end

@@ -670,12 +670,31 @@ function ops.load_f16x8(ctx, op)
   if d[2] then ctx:wline("vxorps " .. d[2] .. ", " .. d[2] .. ", " .. d[2]) end
 end
 
--- VPERMPS by a table of lane indices (a constant `name`), into a scratch register: AVX-512 16
--- indices, a ymm pair 8 per part (index table words 8(i - 1) + 1 .. 8i for part i)
-local function permute(ctx, name, w, d, src)
+-- The lane index tables of VPERMPS: `quads` (lane l <- lane l / 4: load_f16x4q) and `pairI` (lanes
+-- 0-7 <- lane 2i, 8-15 <- lane 2i + 1: pair_split). On AVX-512 a loop may hold one in a register
+-- (gen/kregs.lua: M.constants); a held constant is keyed by its 32-bit pattern, never negative, so
+-- a table is keyed by a negative code.
+local TABLES = { quads = -1, pair0 = -2, pair1 = -3, pair2 = -4, pair3 = -5 }
+local TABLE_OF = {}
+for _, name in ipairs({ "quads", "pair0", "pair1", "pair2", "pair3" }) do TABLE_OF[TABLES[name]] = name end
+
+local function table_words(name)
+  local w, i = {}, name ~= "quads" and tonumber(name:sub(5)) or nil
+  for l = 0, 15 do w[l + 1] = i and 2 * i + (l >= 8 and 1 or 0) or math.floor(l / 4) end
+  return w
+end
+
+-- VPERMPS by the table `name`: AVX-512 16 indices, from the register its loop holds or loaded into
+-- a scratch one; a ymm pair 8 per part (index table words 8(i - 1) + 1 .. 8i for part i)
+local function permute(ctx, op, name, d, src)
+  local w = table_words(name)
   if is512(ctx) then
-    ctx:wline("vmovdqa32 " .. T0 .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const(name, w) .. ")]")
-    ctx:wline("vpermps " .. d[1] .. ", " .. T0 .. ", " .. src[1])
+    local r = ctx:kreg(op, TABLES[name])
+    if not r then
+      r = T0
+      ctx:wline("vmovdqa32 " .. T0 .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const(name, w) .. ")]")
+    end
+    ctx:wline("vpermps " .. d[1] .. ", " .. r .. ", " .. src[1])
     return
   end
   local sym = ctx:const(name, w)
@@ -690,21 +709,16 @@ end
 function ops.load_f16x4q(ctx, op)
   f16c(ctx, "load_f16x4q")
   local d = parts(ctx, op.dst)
-  local w = {}
-  for l = 0, 15 do w[l + 1] = math.floor(l / 4) end
   local x = is512(ctx) and d[1] or "ymm14"
   ctx:wline("vcvtph2ps " .. X(x) .. ", qword ptr " .. elem(ctx, op, 2))
   -- a ymm pair: both parts permute the one xmm, indices taken modulo 8 (lanes 0-3 of ymm14)
-  permute(ctx, "quads", w, d, is512(ctx) and d or { "ymm14", "ymm14" })
+  permute(ctx, op, "quads", d, is512(ctx) and d or { "ymm14", "ymm14" })
 end
 
 -- lanes 0-7 <- lane 2i, 8-15 <- lane 2i + 1 (src lanes 0-7: load_f16x8's), by permute.
 function ops.vpair_split(ctx, op)
-  local i = op.attr.imm
-  local w = {}
-  for l = 0, 15 do w[l + 1] = 2 * i + (l >= 8 and 1 or 0) end
   local src = parts(ctx, op.src[1])
-  permute(ctx, "pair" .. C.int(i), w, parts(ctx, op.dst), is512(ctx) and src or { src[1], src[1] })
+  permute(ctx, op, "pair" .. C.int(op.attr.imm), parts(ctx, op.dst), is512(ctx) and src or { src[1], src[1] })
 end
 
 -- The IEEE binary16 at an element address, widened exactly to f32, in every lane. AVX-512:
@@ -1051,9 +1065,12 @@ local function rne(ctx, op, d, v, xmm, keep_low)
   if not keep_low then ctx:wline("vpand " .. d .. ", " .. d .. ", " .. kopnd(ctx, op, "hi16", K_HI, xmm)) end
 end
 
--- The constants an op reads from registers when its loop holds them (gen/kregs.lua).
-function M.constants(op)
+-- The constants an op reads from registers when its loop holds them (gen/kregs.lua); AVX-512: the
+-- permute tables too (by their negative codes, TABLES).
+function M.constants(op, variant)
   local o = op.op
+  if not variant.ymm and o == "load_f16x4q" then return { TABLES.quads } end
+  if not variant.ymm and o == "vpair_split" then return { TABLES["pair" .. C.int(op.attr.imm)] } end
   if o == "vrne" or o == "srne" then return { K_BIAS, K_B16, K_ONE, K_NAN, K_HI } end
   if o == "vrne_st" then return { K_BIAS, K_B16, K_ONE, K_NAN } end
   if o == "bf16_odd" or o == "bf16_pairs" then return { K_HI } end
@@ -1061,9 +1078,20 @@ function M.constants(op)
   return nil
 end
 
--- A held constant: a broadcast from the stamp's constant pool, zero by an xor.
+-- A held constant's name in the register map: a permute table (a negative code), else nil.
+function M.constant_name(bits)
+  return TABLE_OF[bits] and "table " .. TABLE_OF[bits] or nil
+end
+
+-- A held constant: a broadcast from the stamp's constant pool, zero by an xor; a permute table
+-- loaded whole.
 function ops.kconst(ctx, op)
   local d = ctx:reg(op.dst)
+  local name = TABLE_OF[op.attr.bits]
+  if name then
+    ctx:wline("vmovdqa32 " .. d .. ", zmmword ptr [rip + FK_SYM(" .. ctx:const(name, table_words(name)) .. ")]")
+    return
+  end
   if op.attr.bits == 0 then
     ctx:wline((is512(ctx) and "vpxord " or "vpxor ") .. d .. ", " .. d .. ", " .. d)
     return
