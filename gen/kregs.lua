@@ -5,9 +5,10 @@
 -- gives them registers for a whole loop instead. For every loop (for_tiles or for_rows) whose
 -- body holds ops asking for constants (backend.constants(op, variant): a list of 32-bit
 -- patterns, or negative codes for constants of the backend's own, such as x86's permute tables,
--- named in the register map by backend.constant_name), it inserts one `kconst` op per pattern right before the loop, and the ops of the
--- body read them through op.consts ({ bits, value } pairs; IR.consts_of). A template's own
--- `vconst` (not an accumulator) inside a loop moves before the loop the same way.
+-- named in the register map by backend.constant_name), it inserts one `kconst` op per pattern
+-- right before the loop, and the ops of the body read them through op.consts ({ bits, value }
+-- pairs; IR.consts_of). A template's own `vconst` (not an accumulator) inside a loop moves before
+-- the loop the same way.
 --
 -- Held constants cost registers for the loop's whole run, and the allocator has no spilling:
 -- emit.lua keeps the placements that fit the register pressure (M.choose), the hottest first
