@@ -780,7 +780,8 @@ end
 -- or bit ops on them), wrapping like the instructions, exact while every sum stays inside int32.
 -- The same bits on every ISA; only the variants whose t.tune.int8_dot names one have it (x86_64
 -- avx512vnni: u8s8, AArch64 dotprod: s8s8; a form using them lists those: `variants`).
-for _, name in ipairs({ "dot_u8s8", "dot_s8s8" }) do
+-- dot_s8s7: dot_s8s8 with x's bytes in -127..127 (the activations' quants: avx2madd's VPMADDUBSW).
+for _, name in ipairs({ "dot_u8s8", "dot_s8s8", "dot_s8s7" }) do
   B[name] = function(self, acc, w, x)
     return self:_emit(name, "v", { self:_want(acc, "v", name, "acc"), self:_want(w, "v", name, "w"),
                                    self:_want(x, "v", name, "x") }).dst
@@ -1189,7 +1190,7 @@ M.TUNING = {
                     "across passes (true), or reload them / pass them through memory (false)" },
   head_group = { kind = "number", doc = "heads whose two-pass norms run interleaved (qkprep)" },
   int8_dot = { kind = "string", doc = "the integer dot product of the variant's CPUs: 'u8s8' (dot_u8s8), " ..
-               "'s8s8' (dot_s8s8) or 'none'; a choice of exact integer instructions, never of a result" },
+               "'s8s8' (dot_s8s8), 's8s7' (dot_s8s7) or 'none'; a choice of exact integer instructions, never of a result" },
   lone_compact = { kind = "boolean", doc = "a lone activation row's q8 slots (gemv's fast tier): compact, " ..
                    "the quants and scales (72 bytes a tile, the correction computed by each pass: registers " ..
                    "to spare), or the full slot (256 bytes, the correction read)" },

@@ -84,6 +84,10 @@ M.OPS = {
   -- |sum| < 2^31): VPDPBUSD, USDOT; the variants that have one (NEEDS below)
   dot_u8s8   = { "v", { "v", "v", "v" } },
   dot_s8s8   = { "v", { "v", "v", "v" } },
+  -- dot_s8s8 where src3's bytes are in -127..127 (any other src3 byte: the ISA's result): the
+  -- activations' quants, clamped to +-127; AVX2's VPSIGNB / VPABSB / VPMADDUBSW (|w| x sign(w) x:
+  -- pairs of products inside int16) / VPMADDWD give the exact sums there, SDOT everywhere
+  dot_s8s7   = { "v", { "v", "v", "v" } },
 
   bf16_even  = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l
   bf16_odd   = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l + 1

@@ -337,8 +337,11 @@ qfast_body = function(t, p, form_, a)
   local qf = QUANT[form_.quant]
   local q8 = form_.quant == "q8"
   local budget = t.tune.accumulators
-  local signed = t.tune.int8_dot == "s8s8"
+  -- s8s8 (SDOT) and s8s7 (AVX2's VPMADDUBSW: x's bytes in -127..127, which the activations' quants
+  -- are, and the q4 correction's too) read the weights signed: no offset, no correction for q8
+  local signed = t.tune.int8_dot == "s8s8" or t.tune.int8_dot == "s8s7"
   local function dot(acc, w, x)
+    if t.tune.int8_dot == "s8s7" then return t:dot_s8s7(acc, w, x) end
     if signed then return t:dot_s8s8(acc, w, x) end
     return t:dot_u8s8(acc, w, x)
   end
@@ -696,21 +699,21 @@ return {
     form("bf16_rne_blocked", { blocked = true, tiers = { "fast" } }),
     form("bf16_rne_add_blocked", { add = true, blocked = true, tiers = { "fast" } }),
     form("q8_f32", { f32 = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q8_f32_bias", { f32 = true, bias = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q8_bf16_rne", { packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q8_bf16_rne_add", { add = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
-         variants = { fast = { "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q4_f32", { f32 = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "dotprod" } } }),
     form("q4_f32_bias", { f32 = true, bias = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "dotprod" } } }),
     form("q4_bf16_rne", { packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "dotprod" } } }),
     form("q4_bf16_rne_add", { add = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "dotprod" } } }),
   },
   body = function(t, p, form_)
     local a = t.arg

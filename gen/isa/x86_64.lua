@@ -41,6 +41,8 @@ local M = {
 -- reads the full slot
 local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0,
                     lone_compact = true }
+local TUNE_AVX2MADD = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "s8s7", stream_hw = 0,
+                        lone_compact = false }
 local TUNE_AVXVNNI = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "u8s8", stream_hw = 0,
                        lone_compact = false }
 local function avx512_tune(int8_dot, stream_hw)
@@ -65,6 +67,11 @@ M.variants = {
   { name = "avxvnni", tier = "fast", features = { "avx2", "fma", "f16c", "avxvnni" },
     features_doc = "AVX2 + FMA + F16C + AVX-VNNI", asflags = "-Wa,-march=generic64+avx2+fma+f16c+avx_vnni",
     tuning = TUNE_AVXVNNI, ymm = true },
+  -- the same on AVX2 CPUs without either VNNI (Haswell to Comet Lake, Zen 1-3): the int8 dot as
+  -- VPMADDUBSW and VPMADDWD (dot_s8s7: the activations' quants are in -127..127)
+  { name = "avx2madd", tier = "fast", features = { "avx2", "fma", "f16c" },
+    features_doc = "AVX2 + FMA + F16C", asflags = "-Wa,-march=generic64+avx2+fma+f16c",
+    tuning = TUNE_AVX2MADD, ymm = true },
   { name = "avx512", tier = "exact", features = { "avx512f", "avx512bw", "avx512vl" },
     features_doc = "AVX-512 F/BW/VL", asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl",
     tuning = TUNE_AVX512 },
@@ -93,7 +100,7 @@ local function is512(ctx) return not ctx.variant.ymm end
 -- Ops whose result may take a dying operand's registers (regalloc.lua): one three-operand
 -- instruction per part, or vfma's 231/213 forms chosen by which operand it took; for the integer
 -- ops, the operands their lowering reads after writing the result are not listed.
-local REUSE = { dot_u8s8 = { 1 }, vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 },
+local REUSE = { dot_u8s8 = { 1 }, dot_s8s7 = { 1 }, vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 },
                 vmin = { 1, 2 },
                 viadd = { 1, 2 }, visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 },
                 vor = { 1, 2 }, vxor = { 1, 2 }, vdiv = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 },
@@ -619,6 +626,26 @@ function ops.dot_u8s8(ctx, op)
   for i = 1, 2 do
     if d[i] ~= a[i] then ctx:wline("vmovdqa " .. d[i] .. ", " .. a[i]) end
     ctx:wline("{vex} vpdpbusd " .. d[i] .. ", " .. w[i] .. ", " .. x[i])
+  end
+end
+
+-- src1 + the dot products of s8 src2 and s8 src3 whose bytes are in -127..127, four bytes per
+-- lane, on AVX2 alone (avx2madd): per ymm, VPSIGNB (src3 with src2's sign: stays in -127..127),
+-- VPABSB (|src2| as u8: 0..128), VPMADDUBSW (u8 x s8, adjacent pairs summed into int16: at most
+-- 2 x 128 x 127 = 32512, no saturation), VPMADDWD by ones (pairs of int16 into int32), VPADDD
+-- src1: the exact sums, as VPDPBUSD and SDOT give them.
+function ops.dot_s8s7(ctx, op)
+  if ctx.variant.tuning.int8_dot ~= "s8s7" then
+    ctx:fail("dot_s8s7 needs the avx2madd variant (VPMADDUBSW): give the form " ..
+             "variants = { fast = { \"avx2madd\", ... } }")
+  end
+  local d, a, w, x = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
+  for i = 1, #d do
+    ctx:wline("vpsignb ymm15, " .. Y(x[i]) .. ", " .. Y(w[i]))
+    ctx:wline("vpabsb ymm14, " .. Y(w[i]))
+    ctx:wline("vpmaddubsw ymm14, ymm14, ymm15")
+    ctx:wline("vpmaddwd ymm14, ymm14, ymmword ptr " .. kconst(ctx, "ones16_x8", 0x00010001, 8))
+    ctx:wline("vpaddd " .. Y(d[i]) .. ", " .. Y(a[i]) .. ", ymm14")
   end
 end
 
