@@ -62,16 +62,17 @@ M.variants = {
   -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
   { name = "avx2", tier = "exact", features = { "avx2", "fma" }, features_doc = "AVX2 + FMA",
     asflags = "-Wa,-march=generic64+avx2+fma", tuning = TUNE_AVX2, ymm = true },
+  -- the quantized forms' fast tier on AVX2 CPUs without either VNNI (Haswell to Comet Lake, Zen 1-3):
+  -- ymm pairs, the int8 dot as VPMADDUBSW and VPMADDWD (dot_s8s7: the activations' quants are in
+  -- -127..127); listed before avxvnni, which the runtime prefers where both run (fk_leaf.c: the last fit)
+  { name = "avx2madd", tier = "fast", features = { "avx2", "fma", "f16c" },
+    features_doc = "AVX2 + FMA + F16C", asflags = "-Wa,-march=generic64+avx2+fma+f16c",
+    tuning = TUNE_AVX2MADD, ymm = true },
   -- the quantized forms' fast tier where AVX-512 is absent: ymm pairs as avx2, plus the VEX
   -- VPDPBUSD of AVX-VNNI and F16C's VCVTPH2PS (every AVX-VNNI CPU has F16C; the bit is checked)
   { name = "avxvnni", tier = "fast", features = { "avx2", "fma", "f16c", "avxvnni" },
     features_doc = "AVX2 + FMA + F16C + AVX-VNNI", asflags = "-Wa,-march=generic64+avx2+fma+f16c+avx_vnni",
     tuning = TUNE_AVXVNNI, ymm = true },
-  -- the same on AVX2 CPUs without either VNNI (Haswell to Comet Lake, Zen 1-3): the int8 dot as
-  -- VPMADDUBSW and VPMADDWD (dot_s8s7: the activations' quants are in -127..127)
-  { name = "avx2madd", tier = "fast", features = { "avx2", "fma", "f16c" },
-    features_doc = "AVX2 + FMA + F16C", asflags = "-Wa,-march=generic64+avx2+fma+f16c",
-    tuning = TUNE_AVX2MADD, ymm = true },
   { name = "avx512", tier = "exact", features = { "avx512f", "avx512bw", "avx512vl" },
     features_doc = "AVX-512 F/BW/VL", asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl",
     tuning = TUNE_AVX512 },
