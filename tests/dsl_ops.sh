@@ -76,5 +76,5 @@ neg "byte load from int32" 's/t:load_u8(a.u, zero, 288)/t:load_u8(a.hb, zero, 28
 neg "f16 from bytes" 's/t:load_bcast_f16(t:view(a.u, "f16")/t:load_bcast_f16(a.u/' \
   'load_bcast_f16 from a.u, which is const uint8_t \* \(u8 elements; load_bcast_f16 moves f16\)'
 # an op only some variants have, asked of another: a template error at the op's line, no file
-neg "int8 dot in bf16" 's/variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } }/variants = { fast = { "avxvnni", "avx512vnni", "dotprod", "bf16" } }/' \
+neg "int8 dot in bf16" 's/variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "dotprod" } }/variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "dotprod", "bf16" } }/' \
   'aarch64/bf16: dot_u8s8: no AArch64 variant has it'

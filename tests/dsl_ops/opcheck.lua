@@ -39,6 +39,7 @@ local function q8dot(t, a)
   local xb, ub = t:view(a.x, "f32"), t:view(a.u, "f32")
   local function dot_of(acc, w, x)
     if t.tune.int8_dot == "s8s8" then return t:dot_s8s8(acc, w, x) end
+    if t.tune.int8_dot == "s8s7" then return t:dot_s8s7(acc, w, x) end
     return t:dot_u8s8(acc, w, x)
   end
   t:for_tiles(t:mul(a.nr, 16), 16, function(e)
@@ -134,7 +135,8 @@ return {
     { name = "rows", tiers = { "exact" }, args = {
         { "a", "const float *", extent = "256 * nr" }, { "y", "float *", extent = "16 * nr" },
         { "mv", "float *", extent = "112" }, { "nr", "int64_t" } } },
-    { name = "q8dot", tiers = { "fast" }, variants = { fast = { "avxvnni", "avx512vnni", "dotprod" } }, args = {
+    { name = "q8dot", tiers = { "fast" }, variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "dotprod" } },
+      args = {
         { "u", "const uint8_t *", extent = "64 * nr + 2112" }, { "x", "const int8_t *", extent = "64 * nr + 1264" },
         { "acc", "const int32_t *", extent = "16 * nr + 16" }, { "h", "const uint16_t *", extent = "8 * nh + 528" },
         { "v", "const int32_t *", extent = "64 * nr + 64" }, { "f", "const float *", extent = "112" },
