@@ -193,6 +193,19 @@ int fkb_flashkern_prepare_q4_ymm(const fkb_problem *p, const fkb_copies *c, fkb_
   return prepare_on(p, c, out, err, errlen, "gemv_q4_bf16_rne", FK_TIER_FAST, fk_cpu_features() & ymm_features);
 }
 
+/* AVX2 without VNNI of either width (the avx2madd stamps: VPMADDUBSW) */
+int fkb_flashkern_prepare_q8_avx2(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                  size_t errlen) {
+  return prepare_on(p, c, out, err, errlen, "gemv_q8_bf16_rne", FK_TIER_FAST,
+                    fk_cpu_features() & ymm_features & ~(uint64_t)FK_CPU_AVXVNNI);
+}
+
+int fkb_flashkern_prepare_q4_avx2(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
+                                  size_t errlen) {
+  return prepare_on(p, c, out, err, errlen, "gemv_q4_bf16_rne", FK_TIER_FAST,
+                    fk_cpu_features() & ymm_features & ~(uint64_t)FK_CPU_AVXVNNI);
+}
+
 int fkb_flashkern_prepare_fast_blocked(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                        size_t errlen) {
   return prepare(p, c, out, err, errlen, "gemv_bf16_rne_blocked", FK_TIER_FAST);

@@ -77,6 +77,10 @@ static const fkb_contender contenders[] = {
     fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
   { "flashkern fast q4 packed ymm", fkb_flashkern_version, 18.0 / 32, FKB_TEAM, FKB_F_QX, fkb_flashkern_prepare_q4_ymm,
     fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
+  { "flashkern fast q8 packed avx2", fkb_flashkern_version, 34.0 / 32, FKB_TEAM, FKB_F_QX, fkb_flashkern_prepare_q8_avx2,
+    fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
+  { "flashkern fast q4 packed avx2", fkb_flashkern_version, 18.0 / 32, FKB_TEAM, FKB_F_QX, fkb_flashkern_prepare_q4_avx2,
+    fkb_flashkern_select, fkb_flashkern_run, fkb_flashkern_output, fkb_flashkern_finish },
 #endif
   { "oneDNN prepacked", fkb_onednn_version, 2, FKB_LIBRARY, 0, fkb_onednn_prepare_packed, fkb_onednn_select,
     fkb_onednn_run, fkb_onednn_output, fkb_onednn_finish },

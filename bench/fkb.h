@@ -250,6 +250,8 @@ int fkb_flashkern_prepare_q8_fast(const fkb_problem *p, const fkb_copies *c, fkb
 /* the same forms' avxvnni stamps (x86_64: AVX-VNNI, ymm pairs), chosen with the CPU's features less AVX-512 */
 int fkb_flashkern_prepare_q8_ymm(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen);
 int fkb_flashkern_prepare_q4_ymm(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen);
+int fkb_flashkern_prepare_q8_avx2(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen);
+int fkb_flashkern_prepare_q4_avx2(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen);
 int fkb_flashkern_prepare_q4_fast(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err, size_t errlen);
 int fkb_flashkern_prepare_fast_blocked(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                        size_t errlen);

@@ -1190,7 +1190,8 @@ M.TUNING = {
                     "across passes (true), or reload them / pass them through memory (false)" },
   head_group = { kind = "number", doc = "heads whose two-pass norms run interleaved (qkprep)" },
   int8_dot = { kind = "string", doc = "the integer dot product of the variant's CPUs: 'u8s8' (dot_u8s8), " ..
-               "'s8s8' (dot_s8s8), 's8s7' (dot_s8s7) or 'none'; a choice of exact integer instructions, never of a result" },
+               "'s8s8' (dot_s8s8), 's8s7' (dot_s8s7) or 'none'; a choice of exact integer instructions, " ..
+               "never of a result" },
   lone_compact = { kind = "boolean", doc = "a lone activation row's q8 slots (gemv's fast tier): compact, " ..
                    "the quants and scales (72 bytes a tile, the correction computed by each pass: registers " ..
                    "to spare), or the full slot (256 bytes, the correction read)" },

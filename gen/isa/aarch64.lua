@@ -73,7 +73,8 @@ local function v16b(r) return "v" .. n(r) .. ".16b" end
 -- Ops whose result may take a dying operand's registers (regalloc.lua): FMLA accumulates into
 -- its destination, so vfma may take only the addend's; binary ops are three-operand.
 -- The RNE and the widenings read each source part before writing the result part.
-local REUSE = { dot_s8s8 = { 1 }, dot_s8s7 = { 1 }, vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 }, viadd = { 1, 2 },
+local REUSE = { dot_s8s8 = { 1 }, dot_s8s7 = { 1 }, vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 },
+                viadd = { 1, 2 },
                 visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 }, vor = { 1, 2 },
                 vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 }, vcvt_i2f = { 1 },
                 vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 }, vrne = { 1 }, vrne_st = { 1 }, srne = { 1 },

@@ -101,7 +101,8 @@ local function is512(ctx) return not ctx.variant.ymm end
 -- Ops whose result may take a dying operand's registers (regalloc.lua): one three-operand
 -- instruction per part, or vfma's 231/213 forms chosen by which operand it took; for the integer
 -- ops, the operands their lowering reads after writing the result are not listed.
-local REUSE = { dot_u8s8 = { 1 }, dot_s8s7 = { 1 }, vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 },
+local REUSE = { dot_u8s8 = { 1 }, dot_s8s7 = { 1 }, vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 },
+                vsub = { 1, 2 },
                 vmin = { 1, 2 },
                 viadd = { 1, 2 }, visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 },
                 vor = { 1, 2 }, vxor = { 1, 2 }, vdiv = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 },

@@ -255,7 +255,8 @@ Test(cpu, hwstream_trait) {
 
 /* A trait picks among stamps of the same instructions: the q8 fast forms' avx512vnnihw where the
  * features passed have hwstream, avx512vnni where not; q4 has one stamp for both. Without AVX-512,
- * AVX-VNNI (and F16C) picks avxvnni; a CPU with both runs the AVX-512 stamps. */
+ * AVX-VNNI (and F16C) picks avxvnni, AVX2 with F16C and no VNNI avx2madd; a CPU with both runs the
+ * AVX-512 stamps. */
 Test(cpu, trait_picks_variant) {
 #if defined(__x86_64__)
   const uint64_t vnni = FK_CPU_AVX2 | FK_CPU_FMA | FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL |
@@ -267,6 +268,8 @@ Test(cpu, trait_picks_variant) {
     { "gemv_q8_bf16_rne_add", vnni, "avx512vnni" }, { "gemv_q4_f32", vnni | FK_CPU_HWSTREAM, "avx512vnni" },
     { "gemv_q8_f32", avxvnni, "avxvnni" }, { "gemv_q4_bf16_rne", avxvnni | FK_CPU_HWSTREAM, "avxvnni" },
     { "gemv_q8_f32", vnni | avxvnni, "avx512vnni" }, { "gemv_q4_f32", vnni | avxvnni, "avx512vnni" },
+    { "gemv_q8_f32", avxvnni & ~FK_CPU_AVXVNNI, "avx2madd" },
+    { "gemv_q4_bf16_rne_add", (avxvnni & ~FK_CPU_AVXVNNI) | FK_CPU_HWSTREAM, "avx2madd" },
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     fk_leaf leaf;
@@ -275,13 +278,14 @@ Test(cpu, trait_picks_variant) {
                  rows[i].form, err.message);
     cr_assert_str_eq(leaf.variant, rows[i].variant, "%s", rows[i].form);
   }
-  /* the trait alone runs nothing: without either VNNI the q8 fast forms are refused, the narrowest
-   * stamp's missing features named (AVX-VNNI, F16C) */
+  /* the trait alone runs nothing: without either VNNI and without F16C the q8 fast forms are refused,
+   * the narrowest stamp (avx2madd) and its missing feature (F16C) named */
   fk_leaf leaf;
   fk_error err = { 0 };
   cr_assert_eq(fk_leaf_resolve("gemv_q8_f32", FK_TIER_FAST, (vnni & ~FK_CPU_AVX512VNNI) | FK_CPU_HWSTREAM, &leaf,
                                &err), FK_EUNSUPPORTED);
-  cr_assert(strstr(err.message, "avxvnni f16c not in the features passed"), "%s", err.message);
+  cr_assert(strstr(err.message, "f16c not in the features passed") && strstr(err.message, "avx2madd"), "%s",
+            err.message);
   /* AVX-VNNI without F16C: refused, F16C named */
   cr_assert_eq(fk_leaf_resolve("gemv_q4_f32", FK_TIER_FAST, avxvnni & ~FK_CPU_F16C, &leaf, &err), FK_EUNSUPPORTED);
   cr_assert(strstr(err.message, "f16c not in the features passed"), "%s", err.message);

@@ -1593,9 +1593,9 @@ MDESC_ROW(lm_embed_null, "desc.lm.embed NULL", FK_EINVAL, "desc.lm.embed", c->d.
 /* quantized weights (desc.quantize, fk_lfm2_layer.q, fk_lm_desc.lm_head_q) */
 /* the quantized fast tier needs the int8 dot product (VPDPBUSD, SDOT) */
 #if defined(__x86_64__)
-MDESC_ROW(forbid_int8_dot_fast, "fast tier, desc.quantize = FK_Q8, desc.forbid_features = avx512vnni, avxvnni",
-          FK_EUNSUPPORTED, "phase in_proj|avxvnni forbidden by desc.forbid_features", c->d.tier = FK_TIER_FAST;
-          c->d.quantize = FK_Q8; c->d.forbid_features = FK_CPU_AVX512VNNI | FK_CPU_AVXVNNI;)
+MDESC_ROW(forbid_int8_dot_fast, "fast tier, desc.quantize = FK_Q8, desc.forbid_features = avx512vnni, avxvnni, f16c",
+          FK_EUNSUPPORTED, "phase in_proj|f16c forbidden by desc.forbid_features", c->d.tier = FK_TIER_FAST;
+          c->d.quantize = FK_Q8; c->d.forbid_features = FK_CPU_AVX512VNNI | FK_CPU_AVXVNNI | FK_CPU_F16C;)
 #else
 MDESC_ROW(forbid_int8_dot_fast, "fast tier, desc.quantize = FK_Q8, desc.forbid_features = dotprod", FK_EUNSUPPORTED,
           "phase in_proj|dotprod forbidden by desc.forbid_features", c->d.tier = FK_TIER_FAST;

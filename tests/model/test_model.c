@@ -407,8 +407,9 @@ Test(model, quantized_fast_faithful, .init = setup, .fini = teardown, .timeout =
  * is deterministic as well: the same bits on 1..3 members, by desc.quantize and by GGUF blocks, and
  * under qemu-aarch64 -cpu neoverse-n1 (the dotprod stamps: an Armv8.2 core without FEAT_I8MM or
  * FEAT_BF16) as on x86_64 (avx512vnni), and (where the CPU has AVX-VNNI) with FK_CPU_MASK keeping
- * AVX2, FMA, F16C and AVX-VNNI only (the avxvnni stamps, ymm pairs; the other leaves' avx2 ones);
- * not the exact tier's bits. A CPU without the instruction is refused at readiness, naming it. */
+ * AVX2, FMA, F16C and AVX-VNNI only (the avxvnni stamps, ymm pairs; the other leaves' avx2 ones),
+ * and with AVX2, FMA and F16C only (the avx2madd stamps: VPMADDUBSW); not the exact tier's bits. A
+ * CPU without F16C is refused at readiness, naming it. */
 static char *without_headers(char *o) { /* the session lines only: "quantize q8[ fast]" dropped */
   char *w = o;
   for (char *r = o; *r;) {
@@ -451,16 +452,29 @@ Test(model, quantized_fast_same_everywhere, .init = setup, .fini = teardown, .ti
     cr_assert_str_eq(got, host, "FK_CPU_MASK: AVX2, FMA, F16C, AVX-VNNI (avxvnni):\n%s\nhost:\n%s", got, host);
     free(got);
   }
-  /* no VNNI of either width: the fast plan with quantized weights is refused, naming what the
-   * narrowest stamp (avxvnni) needs */
+  const uint64_t madd = FK_CPU_AVX2 | FK_CPU_FMA | FK_CPU_F16C;
+  int avx2madd = (fk_cpu_features() & madd) == madd;
+  if (avx2madd) {
+    snprintf(cmd, sizeof cmd, "FK_CPU_MASK=%llx %s 2 quant desc both fast", (unsigned long long)madd,
+             FKT_MODEL_SCENARIO_HOST);
+    got = fkt_run_cmd(cmd);
+    cr_assert_str_eq(got, host, "FK_CPU_MASK: AVX2, FMA, F16C (avx2madd):\n%s\nhost:\n%s", got, host);
+    free(got);
+  }
+  /* no VNNI of either width runs avx2madd; without F16C too the fast plan with quantized weights is
+   * refused, naming what the narrowest stamp (avx2madd) needs */
   fk_plan_desc d = fkt_models_desc(&M, FK_PROGRAMS_LM, 1);
   d.tier = FK_TIER_FAST;
   d.quantize = FK_Q8;
   d.forbid_features = FK_CPU_AVX512VNNI | FK_CPU_AVXVNNI;
   fk_plan *p = NULL;
   fk_error err;
+  cr_assert_eq(fk_plan_create(&d, &p, &err), avx2madd ? FK_OK : FK_EUNSUPPORTED, "%s", err.message);
+  fk_plan_destroy(p);
+  p = NULL;
+  d.forbid_features = FK_CPU_AVX512VNNI | FK_CPU_AVXVNNI | FK_CPU_F16C;
   cr_assert_eq(fk_plan_create(&d, &p, &err), FK_EUNSUPPORTED);
-  cr_assert(strstr(err.message, "avxvnni"), "%s", err.message);
+  cr_assert(strstr(err.message, "avx2madd") && strstr(err.message, "f16c"), "%s", err.message);
   /* every matrix quantized: the bf16 dot product is not needed (no bf16 GEMV stamp is resolved; an
    * AArch64 core with FEAT_DotProd and no FEAT_BF16, as neoverse-n1 above); a bf16 matrix needs it */
   d.forbid_features = FK_CPU_AVX512BF16;
@@ -471,7 +485,8 @@ Test(model, quantized_fast_same_everywhere, .init = setup, .fini = teardown, .ti
   cr_assert_eq(fk_plan_create(&d, &p, &err), FK_EUNSUPPORTED);
   cr_assert(strstr(err.message, "avx512bf16"), "%s", err.message);
   cr_log_info("quantized fast sessions, the same bits on 1..3 members, desc == blocks, aarch64 (dotprod) == x86_64 "
-              "(avx512vnni)%s, not the exact bits; without VNNI: %s\n%s", avxvnni ? " == avxvnni" : "", err.message,
+              "(avx512vnni)%s%s, not the exact bits; without VNNI and F16C: %s\n%s", avxvnni ? " == avxvnni" : "",
+              avx2madd ? " == avx2madd" : "", err.message,
               host);
   free(host);
 }
