@@ -144,7 +144,7 @@ local function rewrite_loop(L, block, fresh)
         local key = table.concat({ base.id, cs, sh, #ids > 0 and size or 0, table.concat(ids, ",") }, ":")
         local g = groups[key]
         if not g then
-          g = { base = base, c = f.c, sh = f.sh, inv = f.inv, size = size,
+          g = { base = base, c = f.c, inv = f.inv, size = size,
                 bytes = math.floor(L.attr.tile * cs / pow2(sh)), ops = {} }
           groups[key] = g
           order[#order + 1] = g

@@ -705,7 +705,7 @@ end
 -- a table is keyed by a negative code.
 local TABLES = { quads = -1, pair0 = -2, pair1 = -3, pair2 = -4, pair3 = -5 }
 local TABLE_OF = {}
-for _, name in ipairs({ "quads", "pair0", "pair1", "pair2", "pair3" }) do TABLE_OF[TABLES[name]] = name end
+for name, code in pairs(TABLES) do TABLE_OF[code] = name end   -- a lookup: no order reaches output
 
 local function table_words(name)
   local w, i = {}, name ~= "quads" and tonumber(name:sub(5)) or nil
