@@ -7,12 +7,14 @@ BF16, Q8_0 or Q4_0 weights, CPU. Nothing of llama.cpp is in this repository: `bu
 llama-cpp-python source distribution (which vendors llama.cpp) into a directory outside it and builds
 the one tool.
 
-  llama_peer.py build [--dir /work/peers] [--version 0.3.36] [--jobs 2] [--isa native|avxvnni]
+  llama_peer.py build [--dir /work/peers] [--version 0.3.36] [--jobs 2] [--isa native|avxvnni|avx2]
       pip download --no-binary :all: --no-deps llama-cpp-python==VERSION into DIR, unpack it, and
       build only the llama-bench target of its vendor/llama.cpp with CMake under nice: Release,
       GGML_NATIVE (this CPU's flags; --isa avxvnni: not native but AVX, AVX2, FMA, F16C and AVX-VNNI
       without AVX-512, what an Intel client core has, into llama-bench-VERSION-avxvnni: the peer of
-      flashkern under FK_CPU_MASK=303), no CUDA, no BLAS, no OpenSSL, no tests / examples / server;
+      flashkern under FK_CPU_MASK=303; --isa avx2: AVX, AVX2, FMA and F16C only, no VNNI of either
+      width, what Haswell to Comet Lake and Zen 1-3 have, into llama-bench-VERSION-avx2: the peer of
+      flashkern under FK_CPU_MASK=203, its avx2madd stamps), no CUDA, no BLAS, no OpenSSL, no tests / examples / server;
       the vendored commit (the sdist's CHANGELOG names it) is passed as LLAMA_BUILD_COMMIT, so
       llama-bench reports it. Writes DIR/llama-bench-VERSION/fk_peer.txt (what was built) and
       prints the binary's path.
@@ -80,6 +82,8 @@ SHAPES = {
 # the weight types of the matrices: (GGMLQuantizationType name, LlamaFileType name, bytes per 32 weights)
 DTYPES = {"bf16": ("BF16", "MOSTLY_BF16", 64), "q8_0": ("Q8_0", "MOSTLY_Q8_0", 34), "q4_0": ("Q4_0", "MOSTLY_Q4_0", 18)}
 HEAD_DIM = 64
+# build --isa: not native but these x86 features, none of AVX-512 (the peer of flashkern under an FK_CPU_MASK)
+ISAS = {"avxvnni": "AVX2 + FMA + F16C + AVX-VNNI, no AVX-512", "avx2": "AVX2 + FMA + F16C, no VNNI, no AVX-512"}
 L_CACHE = 3
 
 
@@ -113,9 +117,10 @@ def cmd_build(a):
     llama = os.path.join(src, "vendor", "llama.cpp")
     build = os.path.join(a.dir, "llama-bench-%s" % a.version + ("" if a.isa == "native" else "-" + a.isa))
     isa = ["-DGGML_NATIVE=ON"]
-    if a.isa == "avxvnni":
+    if a.isa in ISAS:
         isa = ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
-               "-DGGML_AVX_VNNI=ON", "-DGGML_AVX512=OFF", "-DGGML_AVX512_VNNI=OFF", "-DGGML_AVX512_BF16=OFF"]
+               "-DGGML_AVX_VNNI=%s" % ("ON" if a.isa == "avxvnni" else "OFF"), "-DGGML_AVX512=OFF",
+               "-DGGML_AVX512_VNNI=OFF", "-DGGML_AVX512_BF16=OFF"]
     configure = ["cmake", "-S", llama, "-B", build, "-DCMAKE_BUILD_TYPE=Release"] + isa + [
                  "-DGGML_CUDA=OFF", "-DGGML_BLAS=OFF", "-DGGML_METAL=OFF", "-DGGML_VULKAN=OFF",
                  "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
@@ -131,8 +136,7 @@ def cmd_build(a):
         raise SystemExit("llama_peer: no %s after the build" % binary)
     with open(os.path.join(build, "fk_peer.txt"), "w", encoding="utf-8") as f:
         # the first line: what run's version line names
-        f.write("the llama-cpp-python %s sdist%s\n" % (a.version, "" if a.isa == "native" else
-                                                      " (AVX2 + FMA + F16C + AVX-VNNI, no AVX-512)"))
+        f.write("the llama-cpp-python %s sdist%s\n" % (a.version, " (%s)" % ISAS[a.isa] if a.isa in ISAS else ""))
         f.write("configure: %s\nbuild: %s\n" % (" ".join(configure), " ".join(compile_)))
     print(binary)
 
@@ -368,8 +372,8 @@ def main():
     b.add_argument("--dir", default="/work/peers", help="where the sdist and the build go (outside the repo)")
     b.add_argument("--version", default=SDIST_VERSION, help="llama-cpp-python's version")
     b.add_argument("--jobs", type=int, default=2)
-    b.add_argument("--isa", choices=("native", "avxvnni"), default="native",
-                   help="native: GGML_NATIVE; avxvnni: AVX2 + FMA + F16C + AVX-VNNI, no AVX-512")
+    b.add_argument("--isa", choices=("native",) + tuple(sorted(ISAS)), default="native",
+                   help="native: GGML_NATIVE; " + "; ".join("%s: %s" % (k, ISAS[k]) for k in sorted(ISAS)))
     g = sub.add_parser("gguf", help="write the GGUF files")
     r = sub.add_parser("run", help="run llama-bench on them; CSV on stdout")
     r.add_argument("--llama-bench", required=True, help="the llama-bench binary")
