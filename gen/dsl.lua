@@ -781,7 +781,8 @@ end
 -- The same bits on every ISA; only the variants whose t.tune.int8_dot names one have it (x86_64
 -- avx512vnni: u8s8, AArch64 dotprod: s8s8; a form using them lists those: `variants`).
 -- dot_s8s7: dot_s8s8 with x's bytes in -127..127 (the activations' quants: avx2madd's VPMADDUBSW).
-for _, name in ipairs({ "dot_u8s8", "dot_s8s8", "dot_s8s7" }) do
+-- dot_u7s8: dot_u8s8 with w's bytes in 0..127 (q4's nibbles): every variant with an int8 dot has it.
+for _, name in ipairs({ "dot_u8s8", "dot_s8s8", "dot_s8s7", "dot_u7s8" }) do
   B[name] = function(self, acc, w, x)
     return self:_emit(name, "v", { self:_want(acc, "v", name, "acc"), self:_want(w, "v", name, "w"),
                                    self:_want(x, "v", name, "x") }).dst

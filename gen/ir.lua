@@ -88,6 +88,10 @@ M.OPS = {
   -- activations' quants, clamped to +-127; AVX2's VPSIGNB / VPABSB / VPMADDUBSW (|w| x sign(w) x:
   -- pairs of products inside int16) / VPMADDWD give the exact sums there, SDOT everywhere
   dot_s8s7   = { "v", { "v", "v", "v" } },
+  -- dot_u8s8 where src2's bytes are in 0..127 (any other src2 byte: the ISA's result): q4's nibbles
+  -- and their offset; VPDPBUSD and SDOT as they are, AVX2's VPMADDUBSW / VPMADDWD (pairs of products
+  -- at most 2 x 127 x 128 = 32512: inside int16) in every variant that has an int8 dot
+  dot_u7s8   = { "v", { "v", "v", "v" } },
 
   bf16_even  = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l
   bf16_odd   = { "v", { "v" } },                     -- raw pairs -> f32 of halfwords 2l + 1

@@ -331,8 +331,9 @@ end
 -- of 8 lanes: lane l of tile t sums, in int32 and exactly, the eight products of k = 64t + 8l .. 64t
 -- + 8l + 7 and accumulates fma(f32(isum), d_w * d_x, acc) (block 2t + l / 4); the halving tree over
 -- the 8 lanes (reduce_add8). Then the destination. The variant's int8 dot product (t.tune.int8_dot:
--- u8s8 VPDPBUSD, s8s8 SDOT) changes no sum: every one is exact; every other step is one IEEE
--- rounding in a fixed order: the same bits on every ISA (tests/contract: the fast model).
+-- u8s8 VPDPBUSD, s8s8 SDOT, s8s7 VPMADDUBSW; q4 dot_u7s8) changes no sum: every one is exact; every
+-- other step is one IEEE rounding in a fixed order: the same bits on every ISA (tests/contract: the
+-- fast model).
 qfast_body = function(t, p, form_, a)
   local qf = QUANT[form_.quant]
   local q8 = form_.quant == "q8"
@@ -345,6 +346,9 @@ qfast_body = function(t, p, form_, a)
     if signed then return t:dot_s8s8(acc, w, x) end
     return t:dot_u8s8(acc, w, x)
   end
+  -- q4's weight bytes (nibbles 0..15, and their offset 8) are in 0..127: dot_u7s8 (the same exact
+  -- sums; avx2madd's VPMADDUBSW takes them as they are, no VPSIGNB / VPABSB)
+  local function dot4(acc, w, x) return t:dot_u7s8(acc, w, x) end
   -- the weight bytes' offset as the dot product reads them, per byte of a lane
   local offset = q8 and (signed and 0 or 0x80808080) or 0x08080808
   local function kp() return t:iand(t:add(a.k, p.tile - 1), -p.tile) end
@@ -440,7 +444,7 @@ qfast_body = function(t, p, form_, a)
       else
         -- the correction in lanes 0-7, the scales (chunks d0, d1) in 8-15: one store
         local o = t:vconst(offset)
-        local corr = dot(dot(t:vconst(0), o, t:load_bcast8(slot, zero, 0)), o, t:load_bcast8(slot, zero, 8))
+        local corr = dot4(dot4(t:vconst(0), o, t:load_bcast8(slot, zero, 0)), o, t:load_bcast8(slot, zero, 8))
         t:store_f32(slot, zero, 16, t:sel128(t:isub_v(t:vconst(0), corr), dd, 0x84))
       end
     end)
@@ -521,7 +525,7 @@ qfast_body = function(t, p, form_, a)
         local lo, hi = t:band(v, nib), t:band(t:isra_v(v, 4), nib)
         local wsc
         for j = 0, M - 1 do
-          local isum = dot(dot(part(j, 2), lo, part(j, 0)), hi, part(j, 1))
+          local isum = dot4(dot4(part(j, 2), lo, part(j, 0)), hi, part(j, 1))
           wsc = wsc or t:load_f16x4q(ws[g], si, math.floor(PACK_ROWS * qf.qrow / 2) + 4 * qq)
           t:fma_acc(acc[q][j], t:i2f(isum), t:mul(wsc, part(j, 3)))
         end

@@ -73,7 +73,8 @@ local function v16b(r) return "v" .. n(r) .. ".16b" end
 -- Ops whose result may take a dying operand's registers (regalloc.lua): FMLA accumulates into
 -- its destination, so vfma may take only the addend's; binary ops are three-operand.
 -- The RNE and the widenings read each source part before writing the result part.
-local REUSE = { dot_s8s8 = { 1 }, dot_s8s7 = { 1 }, vfma = { 3 }, vadd = { 1, 2 }, vmul = { 1, 2 }, vsub = { 1, 2 },
+local REUSE = { dot_s8s8 = { 1 }, dot_s8s7 = { 1 }, dot_u7s8 = { 1 }, vfma = { 3 }, vadd = { 1, 2 },
+                vmul = { 1, 2 }, vsub = { 1, 2 },
                 viadd = { 1, 2 },
                 visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 }, vor = { 1, 2 },
                 vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 }, vcvt_i2f = { 1 },
@@ -862,6 +863,8 @@ end
 
 -- dot_s8s7 (src3's bytes in -127..127): SDOT is exact for every byte, so dot_s8s8's lowering.
 ops.dot_s8s7 = ops.dot_s8s8
+-- dot_u7s8 (src2's bytes in 0..127, which read the same signed): likewise.
+ops.dot_u7s8 = ops.dot_s8s8
 
 -- The bf16 pair at an element address, in every 32-bit lane (LD1R, copied to the other parts);
 -- or, for BFDOT by element (pair_lanes), the q register of its group of four pairs.

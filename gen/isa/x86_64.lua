@@ -101,7 +101,8 @@ local function is512(ctx) return not ctx.variant.ymm end
 -- Ops whose result may take a dying operand's registers (regalloc.lua): one three-operand
 -- instruction per part, or vfma's 231/213 forms chosen by which operand it took; for the integer
 -- ops, the operands their lowering reads after writing the result are not listed.
-local REUSE = { dot_u8s8 = { 1 }, dot_s8s7 = { 1 }, vfma = { 3, 1, 2 }, vadd = { 1, 2 }, vmul = { 1, 2 },
+local REUSE = { dot_u8s8 = { 1 }, dot_s8s7 = { 1 }, dot_u7s8 = { 1 }, vfma = { 3, 1, 2 }, vadd = { 1, 2 },
+                vmul = { 1, 2 },
                 vsub = { 1, 2 },
                 vmin = { 1, 2 },
                 viadd = { 1, 2 }, visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 },
@@ -646,6 +647,24 @@ function ops.dot_s8s7(ctx, op)
     ctx:wline("vpsignb ymm15, " .. Y(x[i]) .. ", " .. Y(w[i]))
     ctx:wline("vpabsb ymm14, " .. Y(w[i]))
     ctx:wline("vpmaddubsw ymm14, ymm14, ymm15")
+    ctx:wline("vpmaddwd ymm14, ymm14, ymmword ptr " .. kconst(ctx, "ones16_x8", 0x00010001, 8))
+    ctx:wline("vpaddd " .. Y(d[i]) .. ", " .. Y(a[i]) .. ", ymm14")
+  end
+end
+
+-- src1 + the dot products of u8 src2 whose bytes are in 0..127 and s8 src3, four bytes per lane:
+-- VPDPBUSD in the VNNI variants (dot_u8s8's lowering); on AVX2 alone (avx2madd) per ymm VPMADDUBSW
+-- (adjacent pairs into int16: at most 2 x 127 x 128 = 32512, no saturation), VPMADDWD by ones,
+-- VPADDD src1: the same exact sums in three instructions where dot_s8s7 needs five.
+function ops.dot_u7s8(ctx, op)
+  if ctx.variant.tuning.int8_dot == "u8s8" then return ops.dot_u8s8(ctx, op) end
+  if ctx.variant.tuning.int8_dot ~= "s8s7" then
+    ctx:fail("dot_u7s8 needs a variant with an int8 dot (avx2madd, avxvnni, avx512vnni): give the form " ..
+             "variants = { fast = { \"avx2madd\", ... } }")
+  end
+  local d, a, w, x = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
+  for i = 1, #d do
+    ctx:wline("vpmaddubsw ymm14, " .. Y(w[i]) .. ", " .. Y(x[i]))
     ctx:wline("vpmaddwd ymm14, ymm14, ymmword ptr " .. kconst(ctx, "ones16_x8", 0x00010001, 8))
     ctx:wline("vpaddd " .. Y(d[i]) .. ", " .. Y(a[i]) .. ", ymm14")
   end

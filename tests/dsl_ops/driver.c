@@ -349,19 +349,25 @@ static uint32_t dot4(uint32_t acc, const uint8_t *w, const int8_t *x) {
   for (int b = 0; b < 4; b++) acc += (uint32_t)((dot_signed ? (int32_t)(int8_t)w[b] : (int32_t)w[b]) * x[b]);
   return acc;
 }
+/* dot_u7s8's lane: acc + the four products of (w[b] >> sh) & mask (0..127) and s8(x[b]), wrapping */
+static uint32_t dot4u7(uint32_t acc, const uint8_t *w, int sh, int mask, const int8_t *x) {
+  for (int b = 0; b < 4; b++) acc += (uint32_t)(((w[b] >> sh) & mask) * x[b]);
+  return acc;
+}
 
-/* form q8dot (the fast tier's avx512vnni / dotprod stamps, skipped without the feature): load_bcast8 of
- * bytes at offsets off LDP's grid and past an immediate's reach (raw words and through the dot as w),
- * dot_u8s8 (avx512vnni) or dot_s8s8 (dotprod) over every byte pair (the first rep: pair j = (j & 255,
- * j >> 8) for j < 65536) from accumulators near the int32 limits (the sums wrap), chained and with
- * constants; load_f16x8 and load_f16x4q over special binary16 patterns and, once, all 65536, with
+/* form q8dot (the fast tier's avx2madd / avxvnni / avx512vnni / dotprod stamps, skipped without the
+ * feature): load_bcast8 of bytes at offsets off LDP's grid and past an immediate's reach (raw words and
+ * through the dot as w), dot_u8s8 (avx512vnni, avxvnni), dot_s8s7 (avx2madd) or dot_s8s8 (dotprod) over
+ * every byte pair (the first rep: pair j = (j & 255, j >> 8) for j < 65536) from accumulators near the
+ * int32 limits (the sums wrap), chained and with constants; dot_u7s8 of w's low 7 bits and of its
+ * nibbles (q4's shape) over every pair likewise, x's -128 included on every variant; load_f16x8 and load_f16x4q over special binary16 patterns and, once, all 65536, with
  * pair_split of the first and of int32 lanes; reduce_add8 of both halves of finite f32 vectors (wide
  * exponents, either sign: another order rounds differently) against the tree in C, bit for bit;
  * store_i8 of every value -128..127 at odd byte offsets, the bytes between and after the stores
  * checked untouched */
 static int check_q8dot(int *runs) {
   enum { NRMAX = 1024, NHMAX = 8192, GUARD = 8, NU = 64 * NRMAX + 2112, NH = 8 * NHMAX + 528, NF = 112, NXO = 256 };
-  enum { NO8 = 512 * NRMAX + GUARD, NHF = 176 * NHMAX + GUARD, NDQ = 128 * NRMAX + GUARD, NNB = 64 * NRMAX + GUARD };
+  enum { NO8 = 512 * NRMAX + GUARD, NHF = 176 * NHMAX + GUARD, NDQ = 160 * NRMAX + GUARD, NNB = 64 * NRMAX + GUARD };
   static const uint16_t special[] = { 0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0200, 0x0400, 0x8400,
                                       0x0401, 0x3c00, 0xbc00, 0x3bff, 0x3555, 0x1234, 0x7bff, 0xfbff, 0x7c00,
                                       0xfc00, 0x7e00, 0xfe00, 0x7c01, 0x7dff, 0xffff, 0xfc01, 0x7fff };
@@ -382,17 +388,20 @@ static int check_q8dot(int *runs) {
   for (size_t s = 0; s < NSTAMPS; s++) {
     if (!runs_here(s, "opcheck_q8dot")) continue;
     q8dot_fn_t fn = (q8dot_fn_t)all[s].fn;
-    /* avx2madd: dot_s8s7, whose x bytes are -127..127 (the activations' quants): -128 becomes -127 */
+    /* avx2madd: dot_s8s7, whose x bytes are -127..127 (the activations' quants): -128 becomes -127;
+     * its reps 11..21 repeat 0..10 with x's -128 kept, where only dot_u7s8's slots (any x byte) and
+     * the ops without x are checked */
     int s8s7 = strcmp(all[s].variant, "avx2madd") == 0;
     dot_signed = strcmp(all[s].variant, "dotprod") == 0 || s8s7;
-    for (int rep = 0; rep <= 10; rep++) {
+    for (int rep_ = 0; rep_ <= (s8s7 ? 21 : 10); rep_++) {
+      int rep = rep_ % 11, keep128 = rep_ > 10;
       int64_t nr = rep == 0 ? NRMAX : rep - 1, nh = rep == 0 ? NHMAX : rep % 4;
       uint64_t z = 0x5851f42d4c957f2dull * (uint64_t)(rep + 1);
       for (int i = 0; i < NU; i++) {
         uint64_t r = mix(&z);
         u[i] = (uint8_t)r, x[i] = (int8_t)(uint8_t)(r >> 8);
         if (rep == 0 && i < 65536) u[i] = (uint8_t)i, x[i] = (int8_t)(uint8_t)(i >> 8);
-        if (s8s7 && x[i] == -128) x[i] = -127;
+        if (s8s7 && !keep128 && x[i] == -128) x[i] = -127;
       }
       for (int i = 0; i < 16 * NRMAX + 16; i++) {
         uint64_t r = mix(&z);
@@ -425,12 +434,12 @@ static int check_q8dot(int *runs) {
           printf("%s nr=%lld: nb[%lld] (load_bcast8) 0x%08x want 0x%08x\n", all[s].name, (long long)nr, (long long)i,
                  (uint32_t)nb[i], want);
       }
-      /* dq: per tile k and lane l, the dots of slot 0 .. 7 */
-      for (int64_t i = 0; i < 128 * nr + GUARD; i++) {
+      /* dq: per tile k and lane l, the dots of slot 0 .. 7 (the variant's), 8 .. 9 (dot_u7s8) */
+      for (int64_t i = 0; i < 160 * nr + GUARD; i++) {
         uint32_t want = g;
-        if (i < 128 * nr) {
-          int64_t k = i / 128;
-          int sl = (int)(i % 128) / 16, l = (int)(i % 16);
+        if (i < 160 * nr) {
+          int64_t k = i / 160;
+          int sl = (int)(i % 160) / 16, l = (int)(i % 16);
           const uint8_t *ub = u + 64 * k;
           const int8_t *xl = x + 64 * k + 4 * l;
           uint32_t a = (uint32_t)acc[16 * k + l];
@@ -440,11 +449,14 @@ static int check_q8dot(int *runs) {
             /* w: load_bcast8's lane l, word l % 8 of the 32 bytes at 4 boffs[m] */
             want = dot4(a, ub + 4 * boffs[sl == 6 ? 3 : sl - 2] + 4 * (l % 8), xl);
             if (sl == 6) want = dot4(want, ub + 4 * l, xl);
-          } else want = dot4(0x7ffffff0u, cw, xl);
+          } else if (sl == 7) want = dot4(0x7ffffff0u, cw, xl);
+          else if (sl == 8) want = dot4u7(a, ub + 4 * l, 0, 0x7f, xl);
+          else want = dot4u7(dot4u7(a, ub + 4 * l, 0, 0x0f, xl), ub + 4 * l, 4, 0x0f, xl);
+          if (keep128 && sl < 8) continue; /* dot_s8s7 of an x byte -128: the ISA's result */
         }
         if ((uint32_t)dq[i] != want && bad++ < 5)
           printf("%s nr=%lld: dq[%lld] (int8 dot slot %d lane %d) 0x%08x want 0x%08x\n", all[s].name, (long long)nr,
-                 (long long)i, (int)(i % 128) / 16, (int)(i % 16), (uint32_t)dq[i], want);
+                 (long long)i, (int)(i % 160) / 16, (int)(i % 16), (uint32_t)dq[i], want);
       }
       /* hf: per tile t of 8 binary16, load_f16x8 at 8 t + hoffs[m], pair_split of the first, then
        * load_f16x4q at 8 t + qoffs[m] (lane l: the binary16 l / 4 of the four) */
@@ -478,6 +490,7 @@ static int check_q8dot(int *runs) {
         const char *what = "guard";
         if (sl < 3) want = word(u + 4 * xboffs[sl], l % 8), what = "load_bcast8";
         else if (sl < 6) {
+          if (keep128) continue; /* dot_s8s7 of an x byte -128: the ISA's result */
           want = dot4((uint32_t)acc[l], u + 4 * xboffs[sl - 3] + 4 * (l % 8), x + 1200 + 4 * l);
           what = "int8 dot of load_bcast8";
         } else if (sl >= 8 && sl < 12) want = (uint32_t)acc[2 * (sl - 8) + (l >= 8)], what = "pair_split";

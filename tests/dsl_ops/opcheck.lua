@@ -13,16 +13,19 @@
 -- a binary16 view of bytes), raw and through i2f and a product, and loads at shifted indices (one
 -- exact on every tile, one not: gen/bump.lua bumps the first only). Every float stored is canonical (the
 -- NaN rule, docs/dsl.md); the raw lanes go to int32 arrays.
--- Form q8dot, the quantized fast tier's ops load_bcast8, dot_u8s8 / dot_s8s8 (the variant's:
--- t.tune.int8_dot), load_f16x8, pair_split, load_f16x4q, reduce_add8 and store_i8 (stamped in
--- avxvnni and avx512vnni: dot_u8s8, and dotprod: dot_s8s8; the other forms are exact only).
+-- Form q8dot, the quantized fast tier's ops load_bcast8, dot_u8s8 / dot_s8s8 / dot_s8s7 (the
+-- variant's: t.tune.int8_dot), dot_u7s8 (every such variant's), load_f16x8, pair_split, load_f16x4q,
+-- reduce_add8 and store_i8 (stamped in avxvnni and avx512vnni: dot_u8s8, avx2madd: dot_s8s7, and
+-- dotprod: dot_s8s8; the other forms are exact only).
 -- Per tile k of 64 bytes (e = 16 k f32 elements, byte 64 k = 4 e), in a loop whose pointers are bumped:
 --   nb[64 k + 16 m ..] the raw words of load_bcast8 of u's f32 view at e + 0, 5 (byte 20, off LDP's
 --   16-byte grid), 260 (byte 1040, past LDP's reach: the pointer moves), 12 (reaching back), 16 int32
 --   words each (lanes 8-15 repeat 0-7);
 --   dq[128 k + 16 s ..] dot(acc[16 k ..], w_s, x bytes 64 k ..) for w_s = u bytes 64 k .. (load_f32),
 --   u bytes 64 k + 18 .. (load_raw), the four load_bcast8 vectors; a chained dot (its accumulator
---   another dot's result); a constant accumulator and w (the gemv correction's shape)
+--   another dot's result); a constant accumulator and w (the gemv correction's shape);
+--   dq[160 k + 128 ..] dot_u7s8(acc, u bytes & 0x7f, x) and q4's shape: dot_u7s8 of the low nibbles,
+--   then of the high ones (isra_v by 4, & 0x0f), chained
 -- per tile of 8 binary16 (j = 8 t): hf[176 t ..] load_f16x8 of h at j + 0, 3, 520 (raw f32 bits), then
 -- pair_split of the first for i = 0..3, then load_f16x4q of h at j + 0, 4 (the two: every binary16 of
 -- the tile), 523 (byte 1046, past LDR's and LDUR's reach: the pointer moves), 520 (reaching back 6
@@ -44,7 +47,7 @@ local function q8dot(t, a)
   end
   t:for_tiles(t:mul(a.nr, 16), 16, function(e)
     local e4 = t:mul(e, 4)
-    local dqi = t:mul(e, 8)
+    local dqi = t:mul(e, 10)
     local acc, x = t:load_f32(a.acc, e, 0), t:load_f32(xb, e, 0)
     local slot = 0
     local function dot(w)
@@ -63,6 +66,12 @@ local function q8dot(t, a)
     t:store_f32(a.dq, dqi, 16 * slot, dot_of(dot_of(acc, last, x), t:load_f32(ub, e, 0), x))
     -- a constant accumulator (near 2^31: the sums wrap) and constant w bytes 0x80 0x01 0xff 0x80
     t:store_f32(a.dq, dqi, 16 * (slot + 1), dot_of(t:vconst(0x7ffffff0), t:vconst(0x80ff0180), x))
+    -- dot_u7s8: w's bytes in 0..127 (u's low 7 bits; q4's nibbles, low then high, chained)
+    local uw = t:load_f32(ub, e, 0)
+    t:store_f32(a.dq, dqi, 16 * (slot + 2), t:dot_u7s8(acc, t:band(uw, t:vconst(0x7f7f7f7f)), x))
+    local nib = t:vconst(0x0f0f0f0f)
+    t:store_f32(a.dq, dqi, 16 * (slot + 3),
+                t:dot_u7s8(t:dot_u7s8(acc, t:band(uw, nib), x), t:band(t:isra_v(uw, 4), nib), x))
   end, nil, { whole = true })
   t:for_tiles(t:mul(a.nh, 8), 8, function(j)
     local j22 = t:mul(j, 22)
@@ -140,7 +149,7 @@ return {
         { "u", "const uint8_t *", extent = "64 * nr + 2112" }, { "x", "const int8_t *", extent = "64 * nr + 1264" },
         { "acc", "const int32_t *", extent = "16 * nr + 16" }, { "h", "const uint16_t *", extent = "8 * nh + 528" },
         { "v", "const int32_t *", extent = "64 * nr + 64" }, { "f", "const float *", extent = "112" },
-        { "nb", "int32_t *", extent = "64 * nr" }, { "dq", "int32_t *", extent = "128 * nr" },
+        { "nb", "int32_t *", extent = "64 * nr" }, { "dq", "int32_t *", extent = "160 * nr" },
         { "hf", "int32_t *", extent = "176 * nh" }, { "o8", "int32_t *", extent = "512 * max(nr, 1)" },
         { "xo", "int32_t *", extent = "256" }, { "nr", "int64_t" }, { "nh", "int64_t" } } },
   },
