@@ -370,9 +370,13 @@ qfast_body = function(t, p, form_, a)
   end
   -- q4: a pass takes P pairs of weight rows (each pair one vector of accumulators per activation
   -- row; P = 4: two groups; a lone activation row one group, as above), with a pair's lo, hi and
-  -- scales in flight
+  -- scales in flight. A lone row whose slot parts are not held (below) loads each where it is used:
+  -- P accumulators beside a pair's lo, hi, their sum, a slot part and the scales (the ymm variants:
+  -- P = 2, a group in one pass, not two; measured 2-16% faster from DRAM, the more the longer k:
+  -- bench/results/quant-fast-analysis.md)
   local function pairs_for(M)
-    for _, P in ipairs(M == 1 and { 2 } or { 4, 2 }) do
+    if M == 1 then return (2 * (M + 3) + 2 <= budget + 1 or 2 + 5 <= budget + 1) and 2 or 1 end
+    for _, P in ipairs({ 4, 2 }) do
       if P * (M + 3) + 2 <= budget + 1 then return P end
     end
     return 1
