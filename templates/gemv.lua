@@ -360,9 +360,10 @@ qfast_body = function(t, p, form_, a)
     local R = p.pack_rows
     if M == 1 and not t.tune.lone_compact then
       -- a lone row's full slot, loaded for each row (its scales where used): R accumulators beside
-      -- the row's w and scales and the slot's quants and correction (avxvnni: R = 2, measured 6-10%
-      -- faster from DRAM than one row a pass)
-      while R > 1 and R + 4 > budget do R = math.floor(R / 2) end
+      -- a row's w, its dot, its scales and the slot's (q8_rows' `tight` pass: the row's scales made
+      -- after its dot). avx2madd, avxvnni: R = 4, a group in one pass, measured 1-8% faster from
+      -- DRAM than two passes of R = 2 (which were 6-10% faster than one row a pass)
+      while R > 1 and R + 3 > budget + 1 do R = math.floor(R / 2) end
       return R
     end
     while R > 1 and R * (M + 2) + 3 > budget + 1 do R = math.floor(R / 2) end
@@ -568,6 +569,9 @@ qfast_body = function(t, p, form_, a)
       local acc = zeros(nrows, M)
       -- the block's slots loaded once per tile where they fit beside the accumulators, else per row
       local hold = 3 * M + nrows * M + 4 <= budget + 1
+      -- a lone row's pass short of registers (rows_for): no group's scales held; a row's scales
+      -- made after its dot, when the weights and the slot's quants are dead
+      local tight = M == 1 and nrows + 4 > budget + 1
       -- a lone row's compact slots: the scales from kp / 4 floats on (made before the loop: the
       -- loop then bumps a pointer over them, gen/bump.lua)
       local lone = M == 1 and t.tune.lone_compact
@@ -597,21 +601,21 @@ qfast_body = function(t, p, form_, a)
         for r = 0, nrows - 1 do
           -- row rr of the pass's group g
           local g, rr = math.floor(r / PACK_ROWS), r % PACK_ROWS
-          if nrows >= PACK_ROWS and rr == 0 then
+          if nrows >= PACK_ROWS and rr == 0 and not tight then
             sc8[g] = t:load_f16x8(ws[g], si, math.floor(PACK_ROWS * qf.qrow / 2))
           end
           local w = t:load_raw(t:view(wq[g], "bf16"), si, math.floor(qf.qrow * rr / 2))
           if offset ~= 0 then w = t:bxor(w, t:vconst(offset)) end
-          local wsc
-          if sc8[g] then
-            wsc = t:pair_split(sc8[g], rr)
-          else
+          local function scales()
+            if sc8[g] then return t:pair_split(sc8[g], rr) end
             local sbase = math.floor(PACK_ROWS * qf.qrow / 2) + 2 * rr
-            wsc = t:sel128(t:load_bcast_f16(ws[g], si, sbase), t:load_bcast_f16(ws[g], si, sbase + 1), 0xe4)
+            return t:sel128(t:load_bcast_f16(ws[g], si, sbase), t:load_bcast_f16(ws[g], si, sbase + 1), 0xe4)
           end
+          local wsc = not tight and scales()
           for j = 0, M - 1 do
             local x = held[j] or slot(j)
             local isum = dot(x.c or t:zero(), w, x.q)
+            wsc = wsc or scales()
             local d = x.d
             if type(d) == "function" then d = d() end
             t:fma_acc(acc[r][j], t:i2f(isum), t:mul(wsc, d))
