@@ -632,42 +632,47 @@ function ops.dot_u8s8(ctx, op)
   end
 end
 
--- src1 + the dot products of s8 src2 and s8 src3 whose bytes are in -127..127, four bytes per
--- lane, on AVX2 alone (avx2madd): per ymm, VPSIGNB (src3 with src2's sign: stays in -127..127),
--- VPABSB (|src2| as u8: 0..128), VPMADDUBSW (u8 x s8, adjacent pairs summed into int16: at most
--- 2 x 128 x 127 = 32512, no saturation), VPMADDWD by ones (pairs of int16 into int32), VPADDD
--- src1: the exact sums, as VPDPBUSD and SDOT give them.
-function ops.dot_s8s7(ctx, op)
-  if ctx.variant.tuning.int8_dot ~= "s8s7" then
-    ctx:fail("dot_s8s7 needs the avx2madd variant (VPMADDUBSW): give the form " ..
-             "variants = { fast = { \"avx2madd\", ... } }")
-  end
+-- Per ymm of op (avx2madd): ymm14 = VPMADDUBSW of u8 and s8 bytes (adjacent pairs summed into
+-- int16), VPMADDWD by ones (pairs of int16 into int32), VPADDD src1. signed: src2 is s8, so the u8
+-- operand is VPABSB (|src2|: 0..128) and the s8 one VPSIGNB (src3 with src2's sign), which stays in
+-- -127..127 only for src3 in -127..127 (dot_s8s7's precondition); else src2 (0..127) and src3 as
+-- they are (dot_u7s8's). Either way a pair is at most 2 x 128 x 127 = 32512: no saturation, the
+-- exact sums, as VPDPBUSD and SDOT give them.
+local function maddubs_dot(ctx, op, signed)
   local d, a, w, x = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
   for i = 1, #d do
-    ctx:wline("vpsignb ymm15, " .. Y(x[i]) .. ", " .. Y(w[i]))
-    ctx:wline("vpabsb ymm14, " .. Y(w[i]))
-    ctx:wline("vpmaddubsw ymm14, ymm14, ymm15")
+    local u, s = Y(w[i]), Y(x[i])
+    if signed then
+      ctx:wline("vpsignb ymm15, " .. s .. ", " .. u)
+      ctx:wline("vpabsb ymm14, " .. u)
+      u, s = "ymm14", "ymm15"
+    end
+    ctx:wline("vpmaddubsw ymm14, " .. u .. ", " .. s)
     ctx:wline("vpmaddwd ymm14, ymm14, ymmword ptr " .. kconst(ctx, "ones16_x8", 0x00010001, 8))
     ctx:wline("vpaddd " .. Y(d[i]) .. ", " .. Y(a[i]) .. ", ymm14")
   end
 end
 
+-- src1 + the dot products of s8 src2 and s8 src3 whose bytes are in -127..127, four bytes per
+-- lane, on AVX2 alone (avx2madd): VPSIGNB, VPABSB, VPMADDUBSW, VPMADDWD, VPADDD (maddubs_dot).
+function ops.dot_s8s7(ctx, op)
+  if ctx.variant.tuning.int8_dot ~= "s8s7" then
+    ctx:fail("dot_s8s7 needs the avx2madd variant (VPMADDUBSW): give the form " ..
+             "variants = { fast = { \"avx2madd\", ... } }")
+  end
+  maddubs_dot(ctx, op, true)
+end
+
 -- src1 + the dot products of u8 src2 whose bytes are in 0..127 and s8 src3, four bytes per lane:
--- VPDPBUSD in the VNNI variants (dot_u8s8's lowering); on AVX2 alone (avx2madd) per ymm VPMADDUBSW
--- (adjacent pairs into int16: at most 2 x 127 x 128 = 32512, no saturation), VPMADDWD by ones,
--- VPADDD src1: the same exact sums in three instructions where dot_s8s7 needs five.
+-- VPDPBUSD in the VNNI variants (dot_u8s8's lowering); on AVX2 alone (avx2madd) VPMADDUBSW,
+-- VPMADDWD, VPADDD (maddubs_dot): three instructions a ymm where dot_s8s7 needs five.
 function ops.dot_u7s8(ctx, op)
   if ctx.variant.tuning.int8_dot == "u8s8" then return ops.dot_u8s8(ctx, op) end
   if ctx.variant.tuning.int8_dot ~= "s8s7" then
     ctx:fail("dot_u7s8 needs a variant with an int8 dot (avx2madd, avxvnni, avx512vnni): give the form " ..
              "variants = { fast = { \"avx2madd\", ... } }")
   end
-  local d, a, w, x = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2]), parts(ctx, op.src[3])
-  for i = 1, #d do
-    ctx:wline("vpmaddubsw ymm14, " .. Y(w[i]) .. ", " .. Y(x[i]))
-    ctx:wline("vpmaddwd ymm14, ymm14, ymmword ptr " .. kconst(ctx, "ones16_x8", 0x00010001, 8))
-    ctx:wline("vpaddd " .. Y(d[i]) .. ", " .. Y(a[i]) .. ", ymm14")
-  end
+  maddubs_dot(ctx, op, false)
 end
 
 -- No x86_64 variant has dot_s8s8 (VPDPBSSD is AVX-VNNI-INT8's): the quantized fast tier reads
