@@ -14,7 +14,8 @@ the one tool.
       without AVX-512, what an Intel client core has, into llama-bench-VERSION-avxvnni: the peer of
       flashkern under FK_CPU_MASK=303; --isa avx2: AVX, AVX2, FMA and F16C only, no VNNI of either
       width, what Haswell to Comet Lake and Zen 1-3 have, into llama-bench-VERSION-avx2: the peer of
-      flashkern under FK_CPU_MASK=203, its avx2madd stamps), no CUDA, no BLAS, no OpenSSL, no tests / examples / server;
+      flashkern under FK_CPU_MASK=203, its avx2madd stamps), no CUDA, no BLAS, no OpenSSL, no tests /
+      examples / server;
       the vendored commit (the sdist's CHANGELOG names it) is passed as LLAMA_BUILD_COMMIT, so
       llama-bench reports it. Writes DIR/llama-bench-VERSION/fk_peer.txt (what was built) and
       prints the binary's path.

@@ -346,9 +346,6 @@ qfast_body = function(t, p, form_, a)
     if signed then return t:dot_s8s8(acc, w, x) end
     return t:dot_u8s8(acc, w, x)
   end
-  -- q4's weight bytes (nibbles 0..15, and their offset 8) are in 0..127: dot_u7s8 (the same exact
-  -- sums; avx2madd's VPMADDUBSW takes them as they are, no VPSIGNB / VPABSB)
-  local function dot4(acc, w, x) return t:dot_u7s8(acc, w, x) end
   -- the weight bytes' offset as the dot product reads them, per byte of a lane
   local offset = q8 and (signed and 0 or 0x80808080) or 0x08080808
   local function kp() return t:iand(t:add(a.k, p.tile - 1), -p.tile) end
@@ -358,20 +355,15 @@ qfast_body = function(t, p, form_, a)
   -- values in flight
   local function rows_for(M)
     local R = p.pack_rows
-    if M == 1 and not t.tune.lone_compact then
-      -- a lone row's full slot, loaded for each row (its scales where used): R accumulators beside
-      -- a row's w, its dot, its scales and the slot's (q8_rows' `tight` pass: the row's scales made
-      -- after its dot). avx2madd, avxvnni: R = 4, a group in one pass, measured 1-8% faster from
-      -- DRAM than two passes of R = 2 (which were 6-10% faster than one row a pass)
-      while R > 1 and R + 3 > budget + 1 do R = math.floor(R / 2) end
-      return R
-    end
     if M == 1 then
-      -- a lone row's compact slot, where not held loaded for each row: R accumulators beside a
-      -- row's w, its dot, its scales and the slot's quants and scales (dotprod: R = 2, one group in
-      -- two passes, not four: llvm-mca's cycles per row unchanged, N2 20.2 -> 20.1, A14 12.2 ->
-      -- 11.5; a group read in fewer passes measured faster from DRAM on x86, above)
-      while R > 1 and R * (M + 2) + 3 > budget + 1 and R + 5 > budget + 1 do R = math.floor(R / 2) end
+      -- a lone row's slot, where not held loaded for each row: R accumulators beside a row's w, its
+      -- dot and its scales (q8_rows' `tight` pass: made after its dot), and a compact slot's quants
+      -- and scales. avx2madd, avxvnni (full slots): R = 4, a group in one pass, measured 1-8% faster
+      -- from DRAM than two passes of R = 2 (which were 6-10% faster than one row a pass); dotprod
+      -- (compact): R = 2, a group in two passes, not four (llvm-mca's cycles per row unchanged, N2
+      -- 20.2 -> 20.1, A14 12.2 -> 11.5)
+      local inflight = t.tune.lone_compact and 5 or 3
+      while R > 1 and R + inflight > budget + 1 do R = math.floor(R / 2) end
       return R
     end
     while R > 1 and R * (M + 2) + 3 > budget + 1 do R = math.floor(R / 2) end
@@ -384,7 +376,7 @@ qfast_body = function(t, p, form_, a)
   -- P = 2, a group in one pass, not two; measured 2-16% faster from DRAM, the more the longer k:
   -- bench/results/quant-fast-analysis.md)
   local function pairs_for(M)
-    if M == 1 then return (2 * (M + 3) + 2 <= budget + 1 or 2 + 5 <= budget + 1) and 2 or 1 end
+    if M == 1 then return 2 + 5 <= budget + 1 and 2 or 1 end
     for _, P in ipairs({ 4, 2 }) do
       if P * (M + 3) + 2 <= budget + 1 then return P end
     end
@@ -456,8 +448,11 @@ qfast_body = function(t, p, form_, a)
         t:store_f32(slot, zero, 32, dd)
       else
         -- the correction in lanes 0-7, the scales (chunks d0, d1) in 8-15: one store
+        -- q4's weight bytes (nibbles 0..15, and their offset 8) are in 0..127: dot_u7s8 on every
+        -- variant (the same exact sums; avx2madd's VPMADDUBSW takes them as they are)
         local o = t:vconst(offset)
-        local corr = dot4(dot4(t:vconst(0), o, t:load_bcast8(slot, zero, 0)), o, t:load_bcast8(slot, zero, 8))
+        local corr = t:dot_u7s8(t:dot_u7s8(t:vconst(0), o, t:load_bcast8(slot, zero, 0)), o,
+                                t:load_bcast8(slot, zero, 8))
         t:store_f32(slot, zero, 16, t:sel128(t:isub_v(t:vconst(0), corr), dd, 0x84))
       end
     end)
@@ -538,7 +533,7 @@ qfast_body = function(t, p, form_, a)
         local lo, hi = t:band(v, nib), t:band(t:isra_v(v, 4), nib)
         local wsc
         for j = 0, M - 1 do
-          local isum = dot4(dot4(part(j, 2), lo, part(j, 0)), hi, part(j, 1))
+          local isum = t:dot_u7s8(t:dot_u7s8(part(j, 2), lo, part(j, 0)), hi, part(j, 1))   -- nibbles: 0..15
           wsc = wsc or t:load_f16x4q(ws[g], si, math.floor(PACK_ROWS * qf.qrow / 2) + 4 * qq)
           t:fma_acc(acc[q][j], t:i2f(isum), t:mul(wsc, part(j, 3)))
         end

@@ -360,9 +360,10 @@ static uint32_t dot4u7(uint32_t acc, const uint8_t *w, int sh, int mask, const i
  * through the dot as w), dot_u8s8 (avx512vnni, avxvnni), dot_s8s7 (avx2madd) or dot_s8s8 (dotprod) over
  * every byte pair (the first rep: pair j = (j & 255, j >> 8) for j < 65536) from accumulators near the
  * int32 limits (the sums wrap), chained and with constants; dot_u7s8 of w's low 7 bits and of its
- * nibbles (q4's shape) over every pair likewise, x's -128 included on every variant; load_f16x8 and load_f16x4q over special binary16 patterns and, once, all 65536, with
- * pair_split of the first and of int32 lanes; reduce_add8 of both halves of finite f32 vectors (wide
- * exponents, either sign: another order rounds differently) against the tree in C, bit for bit;
+ * nibbles (q4's shape) over every pair likewise, x's -128 included on every variant; load_f16x8 and
+ * load_f16x4q over special binary16 patterns and, once, all 65536, with pair_split of the first and
+ * of int32 lanes; reduce_add8 of both halves of finite f32 vectors (wide exponents, either sign:
+ * another order rounds differently) against the tree in C, bit for bit;
  * store_i8 of every value -128..127 at odd byte offsets, the bytes between and after the stores
  * checked untouched */
 static int check_q8dot(int *runs) {
