@@ -39,6 +39,10 @@
 -- forms' k blocks (GEMM_KBLOCK) the rows' partial sums.
 
 local PACK_ROWS, TILE = 4, 64
+-- the q4 fast tier's lone activation row reads one weight group a pass up to this k, where the
+-- variant would take two (t.tune.lone_groups): on an Intel Xeon core two groups measured 5-8% slower
+-- at k = 1024, level at 1280, 6-12% faster from 1536 (bench/results/quant-fast-analysis.md)
+local Q4_ONE_GROUP_K = 1024
 -- the GEMM blocks of the packed forms: for a whole block of more than max_m rows (AVX-512: 6
 -- rows), k is cut into blocks of GEMM_KBLOCK elements, each a pass over the rows
 -- [row_begin, row_end), so that the block's arranged x (rows x GEMM_KBLOCK f32) stays in L1 while
@@ -349,10 +353,9 @@ qfast_body = function(t, p, form_, a)
   -- the weight bytes' offset as the dot product reads them, per byte of a lane
   local offset = q8 and (signed and 0 or 0x80808080) or 0x08080808
   local function kp() return t:iand(t:add(a.k, p.tile - 1), -p.tile) end
-  -- a pass: R weight rows (at most a group: one stream; two groups measured 3-10% slower from
-  -- DRAM at M = 1, and at M > 1 they do not fit beside the accumulators) against M activation
-  -- rows, all in registers: R * M accumulators, a weight vector and its scales per row, three
-  -- values in flight
+  -- a pass: R weight rows (at most a group, at M > 1: two do not fit beside the accumulators)
+  -- against M activation rows, all in registers: R * M accumulators, a weight vector and its scales
+  -- per row, three values in flight
   local function rows_for(M)
     local R = p.pack_rows
     if M == 1 then
@@ -361,8 +364,10 @@ qfast_body = function(t, p, form_, a)
       -- and scales. avx2madd, avxvnni (full slots): R = 4, a group in one pass, measured 1-8% faster
       -- from DRAM than two passes of R = 2 (which were 6-10% faster than one row a pass); dotprod
       -- (compact): R = 2, a group in two passes, not four (llvm-mca's cycles per row unchanged, N2
-      -- 20.2 -> 20.1, A14 12.2 -> 11.5)
+      -- 20.2 -> 20.1, A14 12.2 -> 11.5). t.tune.lone_groups = 2 (avx512vnni): two groups at once,
+      -- two streams (the core's choice: gen/isa/x86_64.lua)
       local inflight = t.tune.lone_compact and 5 or 3
+      if t.tune.lone_groups == 2 and 2 * R + inflight <= budget + 1 then return 2 * R end
       while R > 1 and R + inflight > budget + 1 do R = math.floor(R / 2) end
       return R
     end
@@ -370,13 +375,16 @@ qfast_body = function(t, p, form_, a)
     return R
   end
   -- q4: a pass takes P pairs of weight rows (each pair one vector of accumulators per activation
-  -- row; P = 4: two groups; a lone activation row one group, as above), with a pair's lo, hi and
-  -- scales in flight. A lone row whose slot parts are not held (below) loads each where it is used:
+  -- row; P = 4: two groups; a lone activation row t.tune.lone_groups groups, as above), with a
+  -- pair's lo, hi and scales in flight. A lone row whose slot parts are not held (below) loads each where it is used:
   -- P accumulators beside a pair's lo, hi, their sum, a slot part and the scales (the ymm variants:
   -- P = 2, a group in one pass, not two; measured 2-16% faster from DRAM, the more the longer k:
   -- bench/results/quant-fast-analysis.md)
   local function pairs_for(M)
-    if M == 1 then return 2 + 5 <= budget + 1 and 2 or 1 end
+    if M == 1 then
+      if t.tune.lone_groups == 2 and 4 + 5 <= budget + 1 then return 4 end
+      return 2 + 5 <= budget + 1 and 2 or 1
+    end
     for _, P in ipairs({ 4, 2 }) do
       if P * (M + 3) + 2 <= budget + 1 then return P end
     end
@@ -548,18 +556,30 @@ qfast_body = function(t, p, form_, a)
       end
     end
   end
+  -- 0 where kp <= kmax, 1 past it: (kp + 2^S - kmax - tile) >> S, S with 2^S > kmax
+  local function k_past(kmax)
+    local S = 0
+    while 2 ^ S <= kmax do S = S + 1 end
+    return t:imin(t:ishr(t:add(kp(), 2 ^ S - kmax - p.tile), S), 1)
+  end
   local function q4_block(j0, M)
-    local P = pairs_for(M)
     -- passes of 2P rows from row_begin (a multiple of PACK_ROWS: each pass starts at an even row of
     -- its group), then single rows, each a pass over its aligned pair (rows n & -2, (n & -2) + 1, in
     -- the record) storing its own half
-    t:for_rows(a.row_begin, a.row_end, 2 * P, function(n, nrows)
-      if nrows == 1 then
-        t:cases(t:iand(n, 1), { 0, 1 }, function(h) q4_pass(j0, M, n, 1, h) end)
-      else
-        q4_pass(j0, M, n, P)
-      end
-    end)
+    local function rows(P)
+      t:for_rows(a.row_begin, a.row_end, 2 * P, function(n, nrows)
+        if nrows == 1 then
+          t:cases(t:iand(n, 1), { 0, 1 }, function(h) q4_pass(j0, M, n, 1, h) end)
+        else
+          q4_pass(j0, M, n, P)
+        end
+      end)
+    end
+    local P = pairs_for(M)
+    if M > 1 or P < 4 then return rows(P) end
+    -- a lone row's two groups at once: past k = Q4_ONE_GROUP_K only (at and below it one group
+    -- measured faster: bench/results/quant-fast-analysis.md)
+    t:cases(k_past(Q4_ONE_GROUP_K), { 0, 1 }, function(c) rows(c == 1 and 4 or 2) end)
   end
   -- q8: the passes of the block's M activation rows; hw: the hardware prefetcher alone streams
   -- the weights (no software prefetch)
@@ -632,15 +652,12 @@ qfast_body = function(t, p, form_, a)
   end
   -- a lone activation row's group of q8 spans kp * (rec + 72) / 64 bytes of records and slots: at
   -- most t.tune.stream_hw (kp <= kmax), the hardware prefetcher alone streams it (gen/isa/x86_64.lua
-  -- says what was measured); flag = 0 there, 1 past it: (kp + 2^S - kmax - 64) >> S, S with 2^S > kmax
+  -- says what was measured); past it the software prefetch streams it
   local function rows_block(j0, M)
     if not q8 then return q4_block(j0, M) end
     local kmax = math.floor(t.tune.stream_hw * 64 / (qf.rec + 72) / p.tile) * p.tile
     if M > 1 or kmax < p.tile or not t.tune.lone_compact then return q8_rows(j0, M, false) end
-    local S = 0
-    while 2 ^ S <= kmax do S = S + 1 end
-    local flag = t:imin(t:ishr(t:add(kp(), 2 ^ S - kmax - p.tile), S), 1)
-    t:cases(flag, { 0, 1 }, function(c) q8_rows(j0, M, c == 0) end)
+    t:cases(k_past(kmax), { 0, 1 }, function(c) q8_rows(j0, M, c == 0) end)
   end
   local mfull = t:mul(div_const(t, a.m, J), J)
   t:for_tiles(mfull, J, function(j0) rows_block(j0, J) end, nil, { whole = true })
@@ -722,13 +739,13 @@ return {
     form("q8_bf16_rne_add", { add = true, packed = true, quant = "q8", tiers = { "exact", "fast" },
          variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q4_f32", { f32 = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q4_f32_bias", { f32 = true, bias = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q4_bf16_rne", { packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q4_bf16_rne_add", { add = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
-         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "dotprod" } } }),
+         variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
   },
   body = function(t, p, form_)
     local a = t.arg

@@ -95,15 +95,6 @@ int fkt_target_runs(const fkh_target *t, int form) {
   return 0;
 }
 
-int fkt_q_fast_runs(const fkh_target *t, const char *form) {
-  if (fkt_target_runs(t, fkh_form_index(form))) return 1;
-  uint64_t feat = 0;
-  const int tuned = t->kind == FKH_HOST && fkh_host_stamp(fkh_form_index("gemv_q8_f32"), t->variant, &feat) &&
-                    (feat & FK_CPU_TRAITS);
-  cr_assert(tuned && strstr(form, "_q4_"), "%s has no stamp of %s", t->label, form);
-  return 0;
-}
-
 int fkt_fixture_targets(const char *leaf, const char *tier, fkh_target *out, int cap) {
   int n = 0;
   const char *seen[16];

@@ -37,11 +37,6 @@ int fkt_is_fast(const fkh_target *t);
  * registry's stamp tables), or, for the contract models, the form has a model in t's tier. */
 int fkt_target_runs(const fkh_target *t, int form);
 
-/* 1 when target t runs quantized GEMV form `form` (an id, "gemv_q4_f32") in the fast tier, 0 when it
- * may lack it: a host variant tuned for a trait (FK_CPU_TRAITS in its stamps' features: avx512vnnihw)
- * has the q8 forms alone. Any other missing form fails the test, naming t and the form. */
-int fkt_q_fast_runs(const fkh_target *t, const char *form);
-
 /* Runs a and every b over every case and asserts bit-exactness of each comparison (fails the test
  * with the first mismatches), or skips the test when a side cannot run here. */
 void fkt_check_pair(const fkt_pair *p, fkt_builder build);

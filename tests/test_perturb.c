@@ -677,7 +677,7 @@ Test(perturb, gemv_q_fast_order_and_quantizer, .timeout = 300) {
   cr_assert(nf == 8 && last >= 0, "quantized gemv forms: %d", nf);
   for (int s = 0; s < ns; s++)
     for (int f = 0; f < nf; f++) {
-      if (!fkt_q_fast_runs(&stamps[s], qf[f])) continue;   /* a trait's tuning (avx512vnnihw): q8 alone */
+      cr_assert(fkt_target_runs(&stamps[s], fkh_form_index(qf[f])), "%s has no stamp of %s", stamps[s].label, qf[f]);
       int which[NQ_PERTURBS], nw = 0;
       for (int k = 0; k < NQ_PERTURBS; k++) {
         const int p = q_fast_perturbs[k].perturb;

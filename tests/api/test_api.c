@@ -253,8 +253,8 @@ Test(cpu, hwstream_trait) {
   cr_assert(!fk_cpu_hwstream("AuthenticAMD", 0x00a00911u), "base family 9: the extended one does not count");
 }
 
-/* A trait picks among stamps of the same instructions: the q8 fast forms' avx512vnnihw where the
- * features passed have hwstream, avx512vnni where not; q4 has one stamp for both. Without AVX-512,
+/* A trait picks among stamps of the same bits: the quantized fast forms' avx512vnnihw where the
+ * features passed have hwstream, avx512vnni where not. Without AVX-512,
  * AVX-VNNI (and F16C) picks avxvnni, AVX2 with F16C and no VNNI avx2madd; a CPU with both runs the
  * AVX-512 stamps. */
 Test(cpu, trait_picks_variant) {
@@ -265,7 +265,8 @@ Test(cpu, trait_picks_variant) {
   const struct { const char *form; uint64_t features; const char *variant; } rows[] = {
     { "gemv_q8_f32", vnni | FK_CPU_HWSTREAM, "avx512vnnihw" }, { "gemv_q8_f32", vnni, "avx512vnni" },
     { "gemv_q8_bf16_rne_add", vnni | FK_CPU_HWSTREAM, "avx512vnnihw" },
-    { "gemv_q8_bf16_rne_add", vnni, "avx512vnni" }, { "gemv_q4_f32", vnni | FK_CPU_HWSTREAM, "avx512vnni" },
+    { "gemv_q8_bf16_rne_add", vnni, "avx512vnni" }, { "gemv_q4_f32", vnni | FK_CPU_HWSTREAM, "avx512vnnihw" },
+    { "gemv_q4_bf16_rne", vnni, "avx512vnni" },
     { "gemv_q8_f32", avxvnni, "avxvnni" }, { "gemv_q4_bf16_rne", avxvnni | FK_CPU_HWSTREAM, "avxvnni" },
     { "gemv_q8_f32", vnni | avxvnni, "avx512vnni" }, { "gemv_q4_f32", vnni | avxvnni, "avx512vnni" },
     { "gemv_q8_f32", avxvnni & ~FK_CPU_AVXVNNI, "avx2madd" },
