@@ -32,6 +32,7 @@ cases=(
   "NaN rule|s/t:store1_f32(dest_row(t, a, a.y, j0, j, 4), n, 0, t:canon(s))/t:store1_f32(dest_row(t, a, a.y, j0, j, 4), n, 0, s)/|store1_f32 into a.y: the value may be a NaN whose bits differ between ISAs; an exact form stores canonical NaNs only"
   "NaN rule, accumulator|s/t:store1_bf16(dest_row(t, a, a.y, j0, j, 2), n, 0, t:rne(s))/t:store1_bf16(dest_row(t, a, a.y, j0, j, 2), n, 0, s)/|store1_bf16 into a.y: the value may be a NaN"
   "exact uses dot|s/local fast = t.tier == \"fast\"/local fast = true/|dot_bf16_acc rounds differently on each ISA: only a fast-tier form may use it"
+  "int8 dot outside dotprod|/form(\"q4_f32\",/{n;s/\"avx512vnnihw\", \"dotprod\"/\"avx512vnnihw\", \"bf16\"/}|aarch64/bf16: dot_u7s8 needs the dotprod variant \\(SDOT\\)"
 )
 for c in "${cases[@]}"; do
   IFS='|' read -r name script want <<<"$c"

@@ -850,9 +850,11 @@ end
 -- src1 + the dot products of s8 src2 and s8 src3, four bytes per lane: SDOT per q register
 -- (FEAT_DotProd: wrapping int32 sums, exact in every use here), into a copy of src1 unless the
 -- result took src1's registers (REUSE).
+-- dot_s8s7 (src3's bytes in -127..127) and dot_u7s8 (src2's in 0..127, which read the same signed)
+-- are exact in SDOT for every byte: the same lowering, the refusal naming the op asked for.
 function ops.dot_s8s8(ctx, op)
   if ctx.variant.name ~= "dotprod" then
-    ctx:fail("dot_s8s8 needs the dotprod variant (SDOT): give the form " ..
+    ctx:fail(op.op .. " needs the dotprod variant (SDOT): give the form " ..
              "variants = { fast = { \"avx512vnni\", \"dotprod\" } }")
   end
   local d, a, w, x = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2]), ctx:regs(op.src[3])
@@ -862,9 +864,7 @@ function ops.dot_s8s8(ctx, op)
   end
 end
 
--- dot_s8s7 (src3's bytes in -127..127): SDOT is exact for every byte, so dot_s8s8's lowering.
 ops.dot_s8s7 = ops.dot_s8s8
--- dot_u7s8 (src2's bytes in 0..127, which read the same signed): likewise.
 ops.dot_u7s8 = ops.dot_s8s8
 
 -- The bf16 pair at an element address, in every 32-bit lane (LD1R, copied to the other parts);
