@@ -376,10 +376,10 @@ qfast_body = function(t, p, form_, a)
   end
   -- q4: a pass takes P pairs of weight rows (each pair one vector of accumulators per activation
   -- row; P = 4: two groups; a lone activation row t.tune.lone_groups groups, as above), with a
-  -- pair's lo, hi and scales in flight. A lone row whose slot parts are not held (below) loads each where it is used:
-  -- P accumulators beside a pair's lo, hi, their sum, a slot part and the scales (the ymm variants:
-  -- P = 2, a group in one pass, not two; measured 2-16% faster from DRAM, the more the longer k:
-  -- bench/results/quant-fast-analysis.md)
+  -- pair's lo, hi and scales in flight. A lone row whose slot parts are not held (below) loads each
+  -- where it is used: P accumulators beside a pair's lo, hi, their sum, a slot part and the scales
+  -- (the ymm variants: P = 2, a group in one pass, not two; measured 2-16% faster from DRAM, the
+  -- more the longer k: bench/results/quant-fast-analysis.md)
   local function pairs_for(M)
     if M == 1 then
       if t.tune.lone_groups == 2 and 4 + 5 <= budget + 1 then return 4 end
@@ -579,7 +579,7 @@ qfast_body = function(t, p, form_, a)
     if M > 1 or P < 4 then return rows(P) end
     -- a lone row's two groups at once: past k = Q4_ONE_GROUP_K only (at and below it one group
     -- measured faster: bench/results/quant-fast-analysis.md)
-    t:cases(k_past(Q4_ONE_GROUP_K), { 0, 1 }, function(c) rows(c == 1 and 4 or 2) end)
+    t:cases(k_past(Q4_ONE_GROUP_K), { 0, 1 }, function(c) rows(c == 1 and P or 2) end)
   end
   -- q8: the passes of the block's M activation rows; hw: the hardware prefetcher alone streams
   -- the weights (no software prefetch)
