@@ -1194,8 +1194,8 @@ M.TUNING = {
                "'s8s8' (dot_s8s8), 's8s7' (dot_s8s7) or 'none'; a choice of exact integer instructions, " ..
                "never of a result" },
   lone_groups = { kind = "number", doc = "weight groups a lone activation row's pass reads at once (gemv's " ..
-                  "quantized fast tier): 1, one stream, or 2, two streams a group apart, where the registers " ..
-                  "allow; a choice of schedule, never of a result" },
+                  "quantized fast tier): 1, one stream, or 2, two streams (a group from each half of the rows), " ..
+                  "where the registers allow; a choice of schedule, never of a result" },
   lone_compact = { kind = "boolean", doc = "a lone activation row's q8 slots (gemv's fast tier): compact, " ..
                    "the quants and scales (72 bytes a tile, the correction computed by each pass: registers " ..
                    "to spare), or the full slot (256 bytes, the correction read)" },

@@ -39,10 +39,6 @@
 -- forms' k blocks (GEMM_KBLOCK) the rows' partial sums.
 
 local PACK_ROWS, TILE = 4, 64
--- the q4 fast tier's lone activation row reads one weight group a pass up to this k, where the
--- variant would take two (t.tune.lone_groups): on an Intel Xeon core two groups measured 5-8% slower
--- at k = 1024, level at 1280, 6-12% faster from 1536 (bench/results/quant-fast-analysis.md)
-local Q4_ONE_GROUP_K = 1024
 -- the GEMM blocks of the packed forms: for a whole block of more than max_m rows (AVX-512: 6
 -- rows), k is cut into blocks of GEMM_KBLOCK elements, each a pass over the rows
 -- [row_begin, row_end), so that the block's arranged x (rows x GEMM_KBLOCK f32) stays in L1 while
@@ -483,8 +479,6 @@ qfast_body = function(t, p, form_, a)
   end
   -- tile i's record, in bytes (wi) and in 2-byte elements (si)
   local function record_at(i) return t:ishr(t:mul(i, qf.num), 2), t:ishr(t:mul(i, qf.num), 3) end
-  -- q4: a pass over np pairs of rows from row n (n even in its group; np = 4: two groups) against
-  -- the block's M activation rows; `half` (a single row: its parity) stores that half of the one pair
   -- The weight streams of a pass from row n: per group g its quants wq[g] (from row n's, rsel the
   -- row within the group: n & 3, or q4's pair n & 2) and scales ws[g]; pf the streams to prefetch.
   -- two: two groups (n a multiple of PACK_ROWS), the next one PACK_ROWS * kp * rec / 64 bytes on;
@@ -493,8 +487,15 @@ qfast_body = function(t, p, form_, a)
   -- (A pass over part of a group, avxvnni's and NEON's, prefetches every line of the records too:
   -- prefetching only its share of the stream, so that the stream ahead advances at the rate the
   -- passes consume it, measured -6% to +6% by shape on avxvnni: bench/results/quant-fast-analysis.md.)
-  local function streams(n, two, rsel)
-    local base = t:addr(a.w, t:ishr(t:mul(t:mul(t:iand(n, -PACK_ROWS), kp()), qf.num), 4), 1)
+  -- n2: a pass over two groups far apart (halves, below), the second group at row n2, each stream
+  -- prefetching its own lines ahead.
+  local function group_at(n) return t:addr(a.w, t:ishr(t:mul(t:mul(t:iand(n, -PACK_ROWS), kp()), qf.num), 4), 1) end
+  local function streams(n, two, rsel, n2)
+    local base = group_at(n)
+    if n2 then
+      local g1 = group_at(n2)
+      return { [0] = base, [1] = g1 }, { [0] = t:view(base, "f16"), [1] = t:view(g1, "f16") }, { [0] = base, [1] = g1 }
+    end
     if two then
       local g1 = t:addr(base, t:ishr(t:mul(kp(), qf.num), 2), 1)
       return { [0] = base, [1] = g1 }, { [0] = t:view(base, "f16"), [1] = t:view(g1, "f16") },
@@ -509,10 +510,11 @@ qfast_body = function(t, p, form_, a)
       for o = 0, qf.rec - 1, 64 do t:prefetch(pf[g], wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
     end
   end
-  -- q4: a pass over np pairs of rows from row n (n even in its group; np = 4: two groups) against
-  -- the block's M activation rows; `half` (a single row: its parity) stores that half of the one pair
-  local function q4_pass(j0, M, n, np, half)
-    local wq, ws, pf = streams(n, np > 2, t:iand(n, 2))
+  -- q4: a pass over np pairs of rows from row n (n even in its group; np = 4: two groups, the second
+  -- at row n2 if given, else the next) against the block's M activation rows; `half` (a single row:
+  -- its parity) stores that half of the one pair
+  local function q4_pass(j0, M, n, np, half, n2)
+    local wq, ws, pf = streams(n, np > 2, t:iand(n, 2), n2)
     local xsb = f32v(xs_at(a.xs, t:mul(kp(), j0)))
     local acc = zeros(np, M)
     local hold = 4 * M + np * M + 3 <= budget + 1
@@ -550,7 +552,7 @@ qfast_body = function(t, p, form_, a)
     for q = 0, np - 1 do
       for h = 0, 1 do
         if half == nil or half == h then
-          local row = half and n or t:add(n, 2 * q + h)
+          local row = half and n or (n2 and q >= 2) and t:add(n2, 2 * q - 4 + h) or t:add(n, 2 * q + h)
           for j = 0, M - 1 do finish(t, form_, a, t:reduce_add8(acc[q][j], h, p.tree), j0, j, row) end
         end
       end
@@ -562,12 +564,27 @@ qfast_body = function(t, p, form_, a)
     while 2 ^ S <= kmax do S = S + 1 end
     return t:imin(t:ishr(t:add(kp(), 2 ^ S - kmax - p.tile), S), 1)
   end
+  -- A lone activation row's passes over two groups (t.tune.lone_groups = 2): the rows' range splits
+  -- into two halves of h = 4 floor((row_end - row_begin) / 8) rows, and each pass takes the group
+  -- at n and the one at n + h, two streams far apart; two(n, n + h) for n = row_begin, + 4, ...,
+  -- < row_begin + h, then rest(row_begin + 2h) the rows left (fewer than 8), a group at a time.
+  -- (Two adjacent groups a pass, stop 40's schedule, one stream read at two points, measured 5-8%
+  -- slower than one group a pass for q4 at k = 1024; the halves 4-9% faster than one group there,
+  -- 1-7% faster than adjacent groups on most shapes, 1.5% slower on q4's 2048 x 8192:
+  -- bench/results/quant-fast-analysis.md.) An empty range (row_end <= row_begin) gives h = 0.
+  local function halves(two, rest)
+    local len = t:sub(a.row_end, a.row_begin)
+    local h = t:iand(t:ishr(t:sub(len, t:imin(len, 0)), 1), -PACK_ROWS)
+    t:for_tiles(t:add(a.row_begin, h), PACK_ROWS, function(n) two(n, t:add(n, h)) end, a.row_begin,
+                { whole = true })
+    rest(t:add(a.row_begin, t:add(h, h)))
+  end
   local function q4_block(j0, M)
     -- passes of 2P rows from row_begin (a multiple of PACK_ROWS: each pass starts at an even row of
     -- its group), then single rows, each a pass over its aligned pair (rows n & -2, (n & -2) + 1, in
     -- the record) storing its own half
-    local function rows(P)
-      t:for_rows(a.row_begin, a.row_end, 2 * P, function(n, nrows)
+    local function rows(P, first)
+      t:for_rows(first or a.row_begin, a.row_end, 2 * P, function(n, nrows)
         if nrows == 1 then
           t:cases(t:iand(n, 1), { 0, 1 }, function(h) q4_pass(j0, M, n, 1, h) end)
         else
@@ -577,17 +594,16 @@ qfast_body = function(t, p, form_, a)
     end
     local P = pairs_for(M)
     if M > 1 or P < 4 then return rows(P) end
-    -- a lone row's two groups at once: past k = Q4_ONE_GROUP_K only (at and below it one group
-    -- measured faster: bench/results/quant-fast-analysis.md)
-    t:cases(k_past(Q4_ONE_GROUP_K), { 0, 1 }, function(c) rows(c == 1 and P or 2) end)
+    -- a lone row's two groups at once, one from each half of the rows (halves, above)
+    halves(function(n, n2) q4_pass(j0, M, n, P, nil, n2) end, function(first) rows(2, first) end)
   end
   -- q8: the passes of the block's M activation rows; hw: the hardware prefetcher alone streams
   -- the weights (no software prefetch)
   local function q8_rows(j0, M, hw)
     local R = rows_for(M)
-    t:for_rows(a.row_begin, a.row_end, R, function(n, nrows)
+    local function pass(n, nrows, n2)
       -- the group's records from byte (n & -4) * kp * rec / 256 (R <= 4 rows: one group)
-      local wq, ws, pf = streams(n, nrows > PACK_ROWS, t:iand(n, PACK_ROWS - 1))
+      local wq, ws, pf = streams(n, nrows > PACK_ROWS, t:iand(n, PACK_ROWS - 1), n2)
       local xsb = t:addr(a.xs, t:mul(kp(), j0), 4)
       local acc = zeros(nrows, M)
       -- the block's slots loaded once per tile where they fit beside the accumulators, else per row
@@ -646,9 +662,16 @@ qfast_body = function(t, p, form_, a)
         end
       end, nil, { whole = true })
       for r = 0, nrows - 1 do
-        for j = 0, M - 1 do finish(t, form_, a, t:reduce_add(acc[r][j], p.tree), j0, j, t:add(n, r)) end
+        for j = 0, M - 1 do
+          local s = t:reduce_add(acc[r][j], p.tree)
+          finish(t, form_, a, s, j0, j, (n2 and r >= PACK_ROWS) and t:add(n2, r - PACK_ROWS) or t:add(n, r))
+        end
       end
-    end)
+    end
+    if R <= PACK_ROWS then return t:for_rows(a.row_begin, a.row_end, R, pass) end
+    -- a lone row's two groups at once, one from each half of the rows (halves, above)
+    halves(function(n, n2) pass(n, R, n2) end,
+           function(first) t:for_rows(first, a.row_end, PACK_ROWS, pass) end)
   end
   -- a lone activation row's group of q8 spans kp * (rec + 72) / 64 bytes of records and slots: at
   -- most t.tune.stream_hw (kp <= kmax), the hardware prefetcher alone streams it (gen/isa/x86_64.lua

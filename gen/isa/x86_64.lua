@@ -40,8 +40,9 @@ local M = {
 -- lone_compact: avxvnni's seven ymm pairs cannot hold a lone row's correction beside a pass, so it
 -- reads the full slot
 -- lone_groups: the core's choice too. A lone row's q8 or q4 pass over two weight groups at once (two
--- streams) measured 2-9% faster from DRAM than one group on an Intel Xeon core, and 3-10% (q8) and
--- 3-12% (q4) slower on Zen 4: avx512vnni 2, avx512vnnihw 1; the ymm variants 1 (registers)
+-- streams, a group from each half of the rows) measured 2-9% faster from DRAM than one group on an
+-- Intel Xeon core; two adjacent groups measured 3-10% (q8) and 3-12% (q4) slower on Zen 4 (the halves
+-- are not measured there): avx512vnni 2, avx512vnnihw 1; the ymm variants 1 (registers)
 local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0,
                     lone_compact = true, lone_groups = 1 }
 local TUNE_AVX2MADD = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "s8s7", stream_hw = 0,

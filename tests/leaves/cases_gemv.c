@@ -435,10 +435,14 @@ static void quant_fast_cases(fkt_list *l, const char *rm_form, fk_qformat fmt, q
   QF(rnd, "q_fast_stream_k2944_m1", sh(2944, 0, 9, 1));
   QF(rnd, "q_fast_stream_k2976_m1", sh(2976, 0, 9, 1));
   QF(rnd, "q_fast_stream_k3008_m5", sh(3008, 0, 9, 5));
-  /* a lone row's passes over two groups at once (avx512vnni: q8 at every k, q4 past k = 1024) from
-   * row 4 (not a multiple of 8), two passes and a row; and q4's one group at k = 1024 */
+  /* a lone row's passes over two groups at once (avx512vnni), one group from each half of the rows:
+   * rows 4..20 (halves of 8 rows: groups 4 and 12, 8 and 16; then rows 20, 21 one at a time), rows
+   * 0..8 (groups 0 and 4; row 8), rows 0..38 (four passes, groups 0-12 with 16-28; then group 32
+   * alone and three rows), and a reversed range (row_end < row_begin: nothing is read or written) */
   QF(rnd, "q_fast_lone_k1088_rows4_21", sh(1088, 4, 21, 1));
   QF(rnd, "q_fast_lone_k1024_rows0_9", sh(1024, 0, 9, 1));
+  QF(rnd, "q_fast_lone_k64_rows0_39", sh(64, 0, 39, 1));
+  QF(rnd, "q_fast_lone_rows_reversed", sh(64, 8, 4, 1));
 #undef QF
 }
 
