@@ -1,5 +1,5 @@
-/* bench/ab_qcold.c: up to four builds of one quantized GEMV stamp (q8_f32 or q4_f32, one activation
- * row) reading cold weights, in turn with the read-bandwidth probe, in one process (so that the
+/* bench/ab_qcold.c: up to four builds of one quantized GEMV stamp (q8_f32 or q4_f32, M activation
+ * rows, 1 unless given) reading cold weights, in turn with the read-bandwidth probe, in one process (so that the
  * machine's drift between runs cancels): per build the median share of the probe over the rounds,
  * and a check that its outputs equal build 0's. Not built by CMake: a tool for a before/after
  * question about a DRAM-bound stamp, as bench/ab_stamp.c is for a hot one.
@@ -11,7 +11,7 @@
  *   done
  *   gcc -O2 -march=native -DBUILDS=2 -Igenerated -Iruntime/include bench/ab_qcold.c v0.o v1.o \
  *       build/libflashkern.a -lpthread -lm -o ab_qcold
- *   ./ab_qcold N K [ROUNDS]
+ *   ./ab_qcold N K [ROUNDS [M]]
  *
  * The weights: N x K uniform in [-1, 1], rounded to bf16, quantized (fk_q_quantize_bf16) and packed
  * (fk_q_pack) once, then copied until the copies exceed 1.125 GiB (transparent huge pages
@@ -92,13 +92,13 @@ __attribute__((target("avx512f"))) static double probe_gbs(const unsigned char *
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: ab_qcold N K [ROUNDS]\n");
+    fprintf(stderr, "usage: ab_qcold N K [ROUNDS [M]]\n");
     return 2;
   }
   int64_t n = atoll(argv[1]), k = atoll(argv[2]);
-  int rounds = argc > 3 ? atoi(argv[3]) : 21;
-  if (n < 1 || k < 32 || k % 32 || rounds < 1 || rounds > ROUNDS_MAX) {
-    fprintf(stderr, "ab_qcold: N >= 1, K a positive multiple of 32, ROUNDS 1..%d\n", ROUNDS_MAX);
+  int rounds = argc > 3 ? atoi(argv[3]) : 21, m = argc > 4 ? atoi(argv[4]) : 1;
+  if (n < 1 || k < 32 || k % 32 || rounds < 1 || rounds > ROUNDS_MAX || m < 1 || m > 4) {
+    fprintf(stderr, "ab_qcold: N >= 1, K a positive multiple of 32, ROUNDS 1..%d, M 1..4\n", ROUNDS_MAX);
     return 2;
   }
   size_t gb = fk_q_gguf_bytes(QFMT, n, k), pb = fk_q_packed_bytes(QFMT, n, k), stride = (pb + 4095) / 4096 * 4096;
@@ -106,7 +106,7 @@ int main(int argc, char **argv) {
   int64_t kp = (k + 63) / 64 * 64;
   uint16_t *wr = malloc((size_t)(n * k) * 2);
   unsigned char *blocks = malloc(gb), *w = region(stride * copies), *pbuf = region(PROBE);
-  float *x = malloc((size_t)k * 4), *xs = aligned_alloc(64, (size_t)kp * 4), *y[4] = { 0 };
+  float *x = malloc((size_t)(m * k) * 4), *xs = aligned_alloc(64, (size_t)(m * kp) * 4), *y[4] = { 0 };
   if (!wr || !blocks || !w || !pbuf || !x || !xs) return 2;
   uint32_t s = 1;
   for (int64_t i = 0; i < n * k; i++) {
@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
     memcpy(&u, &f, 4);
     wr[i] = (uint16_t)(u >> 16);
   }
-  for (int64_t i = 0; i < k; i++) x[i] = (float)(i % 13) * 0.1f - 0.5f;
+  for (int64_t i = 0; i < m * k; i++) x[i] = (float)(i % 13) * 0.1f - 0.5f;
   fk_error err;
   if (fk_q_quantize_bf16(QFMT, wr, k, n, k, blocks, gb, &err) != FK_OK ||
       fk_q_pack(QFMT, blocks, gb, n, k, w, pb, &err) != FK_OK) {
@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
   for (size_t c = 1; c < copies; c++) memcpy(w + c * stride, w, pb);
   memset(pbuf, 3, PROBE);
   for (int v = 0; v < BUILDS; v++)
-    if (!(y[v] = calloc((size_t)n, 4))) return 2;
+    if (!(y[v] = calloc((size_t)(m * n), 4))) return 2;
   int calls = (int)(((size_t)64 << 20) / pb);
   if (calls < 4) calls = 4;
   static double share[4][ROUNDS_MAX], gbs[4][ROUNDS_MAX], probe[ROUNDS_MAX];
@@ -135,7 +135,7 @@ int main(int argc, char **argv) {
     probe[r] = probe_gbs(pbuf, PROBE);
     for (int vv = 0; vv < BUILDS; vv++) {
       int v = (vv + r) % BUILDS;
-      qargs a = { .x = x, .ldx = k, .xs = xs, .y = y[v], .ldy = n, .m = 1, .k = k, .row_end = n };
+      qargs a = { .x = x, .ldx = k, .xs = xs, .y = y[v], .ldy = n, .m = m, .k = k, .row_end = n };
       a.w = w + cur * stride, cur = (cur + 1) % copies;
       builds[v](&a);
       double t0 = ab_now();
@@ -148,13 +148,13 @@ int main(int argc, char **argv) {
     }
   }
   qsort(probe, (size_t)rounds, sizeof probe[0], ab_cmp);
-  printf("%lldx%lld %s cold, %d rounds: probe %.1f GB/s\n", (long long)n, (long long)k, QFMT == FK_Q8 ? "q8" : "q4",
-         rounds, probe[rounds / 2]);
+  printf("%lldx%lld %s cold, M = %d, %d rounds: probe %.1f GB/s\n", (long long)n, (long long)k,
+         QFMT == FK_Q8 ? "q8" : "q4", m, rounds, probe[rounds / 2]);
   int differ = 0;
   for (int v = 0; v < BUILDS; v++) {
     qsort(share[v], (size_t)rounds, sizeof share[v][0], ab_cmp);
     qsort(gbs[v], (size_t)rounds, sizeof gbs[v][0], ab_cmp);
-    int same = memcmp(y[v], y[0], (size_t)n * 4) == 0;
+    int same = memcmp(y[v], y[0], (size_t)(m * n) * 4) == 0;
     differ |= !same;
     printf("  build %d: %.1f GB/s, of probe %.3f (q25 %.3f, q75 %.3f)%s\n", v, gbs[v][rounds / 2],
            share[v][rounds / 2], share[v][rounds / 4], share[v][3 * rounds / 4], same ? "" : "; outputs DIFFER from build 0");

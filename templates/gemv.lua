@@ -481,25 +481,17 @@ qfast_body = function(t, p, form_, a)
   local function record_at(i) return t:ishr(t:mul(i, qf.num), 2), t:ishr(t:mul(i, qf.num), 3) end
   -- The weight streams of a pass from row n: per group g its quants wq[g] (from row n's, rsel the
   -- row within the group: n & 3, or q4's pair n & 2) and scales ws[g]; pf the streams to prefetch.
-  -- two: two groups (n a multiple of PACK_ROWS), the next one PACK_ROWS * kp * rec / 64 bytes on;
-  -- such a pass reads two groups of the weights' one stream at once, so each prefetches a group
-  -- further (else, for k near the distance, the first group's lines ahead would be the second's).
+  -- n2: a pass over two groups (n a multiple of PACK_ROWS), the second one at row n2, far away
+  -- (halves, below): two streams, each prefetching its own lines ahead.
   -- (A pass over part of a group, avxvnni's and NEON's, prefetches every line of the records too:
   -- prefetching only its share of the stream, so that the stream ahead advances at the rate the
   -- passes consume it, measured -6% to +6% by shape on avxvnni: bench/results/quant-fast-analysis.md.)
-  -- n2: a pass over two groups far apart (halves, below), the second group at row n2, each stream
-  -- prefetching its own lines ahead.
   local function group_at(n) return t:addr(a.w, t:ishr(t:mul(t:mul(t:iand(n, -PACK_ROWS), kp()), qf.num), 4), 1) end
-  local function streams(n, two, rsel, n2)
+  local function streams(n, rsel, n2)
     local base = group_at(n)
     if n2 then
       local g1 = group_at(n2)
       return { [0] = base, [1] = g1 }, { [0] = t:view(base, "f16"), [1] = t:view(g1, "f16") }, { [0] = base, [1] = g1 }
-    end
-    if two then
-      local g1 = t:addr(base, t:ishr(t:mul(kp(), qf.num), 2), 1)
-      return { [0] = base, [1] = g1 }, { [0] = t:view(base, "f16"), [1] = t:view(g1, "f16") },
-             { [0] = g1, [1] = t:addr(g1, t:ishr(t:mul(kp(), qf.num), 2), 1) }
     end
     local wq = t:addr(base, t:mul(rsel, qf.qrow), 1)
     return { [0] = wq }, { [0] = t:addr(t:view(base, "f16"), t:mul(rsel, 2), 2) }, { [0] = wq }
@@ -511,10 +503,10 @@ qfast_body = function(t, p, form_, a)
     end
   end
   -- q4: a pass over np pairs of rows from row n (n even in its group; np = 4: two groups, the second
-  -- at row n2 if given, else the next) against the block's M activation rows; `half` (a single row:
-  -- its parity) stores that half of the one pair
+  -- at row n2) against the block's M activation rows; `half` (a single row: its parity) stores that
+  -- half of the one pair
   local function q4_pass(j0, M, n, np, half, n2)
-    local wq, ws, pf = streams(n, np > 2, t:iand(n, 2), n2)
+    local wq, ws, pf = streams(n, t:iand(n, 2), n2)
     local xsb = f32v(xs_at(a.xs, t:mul(kp(), j0)))
     local acc = zeros(np, M)
     local hold = 4 * M + np * M + 3 <= budget + 1
@@ -564,13 +556,14 @@ qfast_body = function(t, p, form_, a)
     while 2 ^ S <= kmax do S = S + 1 end
     return t:imin(t:ishr(t:add(kp(), 2 ^ S - kmax - p.tile), S), 1)
   end
-  -- A lone activation row's passes over two groups (t.tune.lone_groups = 2): the rows' range splits
-  -- into two halves of h = 4 floor((row_end - row_begin) / 8) rows, and each pass takes the group
-  -- at n and the one at n + h, two streams far apart; two(n, n + h) for n = row_begin, + 4, ...,
-  -- < row_begin + h, then rest(row_begin + 2h) the rows left (fewer than 8), a group at a time.
-  -- (Two adjacent groups a pass, stop 40's schedule, one stream read at two points, measured 5-8%
-  -- slower than one group a pass for q4 at k = 1024; the halves 4-9% faster than one group there,
-  -- 1-7% faster than adjacent groups on most shapes, 1.5% slower on q4's 2048 x 8192:
+  -- Passes over two groups (a lone activation row's where t.tune.lone_groups = 2, q4's 2-3 rows'):
+  -- the rows' range splits into two halves of h = 4 floor((row_end - row_begin) / 8) rows, and each
+  -- pass takes the group at n and the one at n + h, two streams far apart; two(n, n + h) for
+  -- n = row_begin, + 4, ..., < row_begin + h, then rest(row_begin + 2h) the rows left (fewer than 8),
+  -- a group at a time. (Two adjacent groups a pass, stop 40's schedule, one stream read at two
+  -- points, measured 5-8% slower than one group a pass for a lone row's q4 at k = 1024; the halves
+  -- 6-9% faster than one group there, up to 3% faster than adjacent groups past it but for q4's
+  -- 2048 x 8192 (1-2% slower); q4 at 2-3 rows 2-16% faster than adjacent groups, level at k = 8192:
   -- bench/results/quant-fast-analysis.md.) An empty range (row_end <= row_begin) gives h = 0.
   local function halves(two, rest)
     local len = t:sub(a.row_end, a.row_begin)
@@ -593,8 +586,9 @@ qfast_body = function(t, p, form_, a)
       end)
     end
     local P = pairs_for(M)
-    if M > 1 or P < 4 then return rows(P) end
-    -- a lone row's two groups at once, one from each half of the rows (halves, above)
+    if P < 4 then return rows(P) end
+    -- two groups at once (a lone row's where t.tune.lone_groups is 2; 2-3 activation rows' where the
+    -- registers allow), one from each half of the rows (halves, above)
     halves(function(n, n2) q4_pass(j0, M, n, P, nil, n2) end, function(first) rows(2, first) end)
   end
   -- q8: the passes of the block's M activation rows; hw: the hardware prefetcher alone streams
@@ -603,7 +597,7 @@ qfast_body = function(t, p, form_, a)
     local R = rows_for(M)
     local function pass(n, nrows, n2)
       -- the group's records from byte (n & -4) * kp * rec / 256 (R <= 4 rows: one group)
-      local wq, ws, pf = streams(n, nrows > PACK_ROWS, t:iand(n, PACK_ROWS - 1), n2)
+      local wq, ws, pf = streams(n, t:iand(n, PACK_ROWS - 1), n2)
       local xsb = t:addr(a.xs, t:mul(kp(), j0), 4)
       local acc = zeros(nrows, M)
       -- the block's slots loaded once per tile where they fit beside the accumulators, else per row

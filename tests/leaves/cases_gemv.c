@@ -290,7 +290,7 @@ static unsigned char *integer_qblocks(fk_qformat f, const uint16_t *w, int64_t l
  * cases below, with their own generator (the others keep their values). Each case's weights: random
  * blocks with scale exponents in [emin, emax] (random), or integer_qblocks of its w with scale d16. */
 typedef struct qspec { int random, emin, emax; uint16_t d16; } qspec;
-enum { QFAST_MAX = 24 };
+enum { QFAST_MAX = 32 };
 
 static void quant_fast_cases(fkt_list *l, const char *rm_form, fk_qformat fmt, qspec *fs) {
   fkh_rng rng = { 0x71667374u };
@@ -443,6 +443,10 @@ static void quant_fast_cases(fkt_list *l, const char *rm_form, fk_qformat fmt, q
   QF(rnd, "q_fast_lone_k1024_rows0_9", sh(1024, 0, 9, 1));
   QF(rnd, "q_fast_lone_k64_rows0_39", sh(64, 0, 39, 1));
   QF(rnd, "q_fast_lone_rows_reversed", sh(64, 8, 4, 1));
+  /* q4's passes over two groups for 2-3 activation rows (AVX-512), from the two halves likewise */
+  QF(rnd, "q_fast_halves_k96_rows4_39_m2", sh(96, 4, 39, 2));
+  QF(rnd, "q_fast_halves_k1088_rows0_21_m3", sh(1088, 0, 21, 3));
+  QF(rnd, "q_fast_halves_rows_reversed_m2", sh(64, 12, 4, 2));
 #undef QF
 }
 
