@@ -563,7 +563,8 @@ qfast_body = function(t, p, form_, a)
   -- a group at a time. (Two adjacent groups a pass, stop 40's schedule, one stream read at two
   -- points, measured 5-8% slower than one group a pass for a lone row's q4 at k = 1024; the halves
   -- 6-9% faster than one group there, up to 3% faster than adjacent groups past it but for q4's
-  -- 2048 x 8192 (1-2% slower); q4 at 2-3 rows 2-16% faster than adjacent groups, level at k = 8192:
+  -- 2048 x 8192 (1-2% slower); q4 at 2-3 rows 3-20% faster than adjacent groups at k <= 2048, level
+  -- at k = 4608 and 8192:
   -- bench/results/quant-fast-analysis.md.) An empty range (row_end <= row_begin) gives h = 0.
   local function halves(two, rest)
     local len = t:sub(a.row_end, a.row_begin)
