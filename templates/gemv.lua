@@ -560,12 +560,12 @@ qfast_body = function(t, p, form_, a)
   -- the rows' range splits into two halves of h = 4 floor((row_end - row_begin) / 8) rows, and each
   -- pass takes the group at n and the one at n + h, two streams far apart; two(n, n + h) for
   -- n = row_begin, + 4, ..., < row_begin + h, then rest(row_begin + 2h) the rows left (fewer than 8),
-  -- a group at a time. (Two adjacent groups a pass, stop 40's schedule, one stream read at two
-  -- points, measured 5-8% slower than one group a pass for a lone row's q4 at k = 1024; the halves
-  -- 6-9% faster than one group there, up to 3% faster than adjacent groups past it but for q4's
-  -- 2048 x 8192 (1-2% slower); q4 at 2-3 rows 3-20% faster than adjacent groups at k <= 2048, level
-  -- at k = 4608 and 8192:
-  -- bench/results/quant-fast-analysis.md.) An empty range (row_end <= row_begin) gives h = 0.
+  -- a group at a time. An empty range (row_end <= row_begin) gives h = 0. (Two adjacent groups a
+  -- pass, stop 40's schedule, one stream read at two points, measured 5-8% slower than one group a
+  -- pass for a lone row's q4 at k = 1024; the halves 6-9% faster than one group there, up to 3%
+  -- faster than adjacent groups past it but for q4's 2048 x 8192 (1-2% slower); q4 at 2-3 rows
+  -- 3-20% faster than adjacent groups at k <= 2048, level at k = 4608 and 8192:
+  -- bench/results/quant-fast-analysis.md.)
   local function halves(two, rest)
     local len = t:sub(a.row_end, a.row_begin)
     local h = t:iand(t:ishr(t:sub(len, t:imin(len, 0)), 1), -PACK_ROWS)
