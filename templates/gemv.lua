@@ -491,10 +491,15 @@ qfast_body = function(t, p, form_, a)
     local base = group_at(n)
     if n2 then
       local g1 = group_at(n2)
-      return { [0] = base, [1] = g1 }, { [0] = t:view(base, "f16"), [1] = t:view(g1, "f16") }, { [0] = base, [1] = g1 }
+      local wq = { [0] = base, [1] = g1 }
+      return wq, { [0] = t:view(base, "f16"), [1] = t:view(g1, "f16") }, wq
     end
     local wq = t:addr(base, t:mul(rsel, qf.qrow), 1)
     return { [0] = wq }, { [0] = t:addr(t:view(base, "f16"), t:mul(rsel, 2), 2) }, { [0] = wq }
+  end
+  -- row r of a pass from row n (r >= PACK_ROWS: of its second group, at row n2 if given)
+  local function pass_row(n, n2, r)
+    return (n2 and r >= PACK_ROWS) and t:add(n2, r - PACK_ROWS) or t:add(n, r)
   end
   local function prefetch(pf, wi, hw)
     if p.prefetch_stream == 0 or hw then return end
@@ -544,7 +549,7 @@ qfast_body = function(t, p, form_, a)
     for q = 0, np - 1 do
       for h = 0, 1 do
         if half == nil or half == h then
-          local row = half and n or (n2 and q >= 2) and t:add(n2, 2 * q - 4 + h) or t:add(n, 2 * q + h)
+          local row = half and n or pass_row(n, n2, 2 * q + h)
           for j = 0, M - 1 do finish(t, form_, a, t:reduce_add8(acc[q][j], h, p.tree), j0, j, row) end
         end
       end
@@ -659,7 +664,7 @@ qfast_body = function(t, p, form_, a)
       for r = 0, nrows - 1 do
         for j = 0, M - 1 do
           local s = t:reduce_add(acc[r][j], p.tree)
-          finish(t, form_, a, s, j0, j, (n2 and r >= PACK_ROWS) and t:add(n2, r - PACK_ROWS) or t:add(n, r))
+          finish(t, form_, a, s, j0, j, pass_row(n, n2, r))
         end
       end
     end
