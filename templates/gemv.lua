@@ -501,10 +501,12 @@ qfast_body = function(t, p, form_, a)
   local function pass_row(n, n2, r)
     return (n2 and r >= PACK_ROWS) and t:add(n2, r - PACK_ROWS) or t:add(n, r)
   end
+  -- every line of each stream's records, t.tune.stream_ahead bytes ahead (whole records), into L2
   local function prefetch(pf, wi, hw)
     if p.prefetch_stream == 0 or hw then return end
+    local ahead = qf.rec * math.ceil(t.tune.stream_ahead / qf.rec)
     for g = 0, #pf do
-      for o = 0, qf.rec - 1, 64 do t:prefetch(pf[g], wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
+      for o = 0, qf.rec - 1, 64 do t:prefetch(pf[g], wi, o + ahead, 1, 2) end
     end
   end
   -- q4: a pass over np pairs of rows from row n (n even in its group; np = 4: two groups, the second

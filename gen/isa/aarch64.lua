@@ -32,10 +32,10 @@ local M = {
 -- canonical 16-lane vector takes four of NEON's 128-bit registers, so little stays live.
 -- int8_dot: the integer dot product a variant has (dotprod: SDOT, signed bytes both); stream_hw:
 -- unmeasured here (no AArch64 hardware), so every pass prefetches; lone_groups: one group (two do
--- not fit the registers)
+-- not fit the registers); stream_ahead: unmeasured here, x86's Zen 4 value (18 KiB)
 local function tune(int8_dot)
   return { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = int8_dot, stream_hw = 0,
-           lone_compact = true, lone_groups = 1 }
+           stream_ahead = 18432, lone_compact = true, lone_groups = 1 }
 end
 local TUNE = tune("none")
 M.variants = {

@@ -39,28 +39,34 @@ local M = {
 -- with it: avx512vnni (stream_hw = 0), every other core
 -- lone_compact: avxvnni's seven ymm pairs cannot hold a lone row's correction beside a pass, so it
 -- reads the full slot
+-- stream_ahead: the core's choice too. Every line of a weight stream's records prefetched (into L2)
+-- about 2 KiB ahead of its reads measured 6-13% faster from DRAM on an Intel Xeon core, every
+-- quantized fast variant, than 8192 k ahead (q8 34 KiB, q4 18 KiB; bench/results/quant-fast-analysis.md):
+-- 2176 bytes (q8 8 records, q4 16). avx512vnnihw keeps 18432 (q4's 18 KiB as measured on Zen 4,
+-- where q8's 18.4 and 34.8 KiB measured alike); the exact tiers do not read it
 -- lone_groups: the core's choice too. A lone row's q8 or q4 pass over two weight groups at once (two
 -- streams, a group from each half of the rows) measured 2-9% faster from DRAM than one group on an
 -- Intel Xeon core; two adjacent groups measured 3-10% (q8) and 3-12% (q4) slower on Zen 4 (the halves
 -- are not measured there): avx512vnni 2, avx512vnnihw 1; the ymm variants 1 (registers)
 local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0,
-                    lone_compact = true, lone_groups = 1 }
+                    stream_ahead = 2176, lone_compact = true, lone_groups = 1 }
 local TUNE_AVX2MADD = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "s8s7", stream_hw = 0,
-                        lone_compact = false, lone_groups = 1 }
+                        stream_ahead = 2176, lone_compact = false, lone_groups = 1 }
 local TUNE_AVXVNNI = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "u8s8", stream_hw = 0,
-                       lone_compact = false, lone_groups = 1 }
-local function avx512_tune(int8_dot, stream_hw, lone_groups)
+                       stream_ahead = 2176, lone_compact = false, lone_groups = 1 }
+local function avx512_tune(int8_dot, stream_hw, lone_groups, stream_ahead)
   return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = stream_hw or 0,
-           lone_compact = true, lone_groups = lone_groups or 1 }
+           stream_ahead = stream_ahead or 2176, lone_compact = true, lone_groups = lone_groups or 1 }
 end
 local TUNE_AVX512 = avx512_tune("none")
--- an AVX512-VNNI variant: its features (plus a trait it is tuned for, if any), stream_hw and lone_groups
-local function vnni_variant(name, trait, doc, stream_hw, lone_groups)
+-- an AVX512-VNNI variant: its features (plus a trait it is tuned for, if any), stream_hw, lone_groups
+-- and stream_ahead
+local function vnni_variant(name, trait, doc, stream_hw, lone_groups, stream_ahead)
   local features = { "avx512f", "avx512bw", "avx512vl", "avx512vnni" }
   if trait then features[#features + 1] = trait end
   return { name = name, tier = "fast", features = features, features_doc = "AVX-512 F/BW/VL + VNNI" .. doc,
            asflags = "-Wa,-march=generic64+avx2+fma+avx512f+avx512bw+avx512vl+avx512_vnni",
-           tuning = avx512_tune("u8s8", stream_hw, lone_groups) }
+           tuning = avx512_tune("u8s8", stream_hw, lone_groups, stream_ahead) }
 end
 M.variants = {
   -- asflags: the narrowest assembler setting that must accept the stamp (tests/scan_stamps.sh)
@@ -87,7 +93,7 @@ M.variants = {
   vnni_variant("avx512vnni", nil, "", 0, 2),
   -- the same instructions, tuned for a core whose hardware prefetcher streams alone (the trait
   -- hwstream: the runtime picks it there, any AVX512-VNNI CPU runs it)
-  vnni_variant("avx512vnnihw", "hwstream", ", tuned for the hwstream trait (AMD family 19h)", 28672, 1),
+  vnni_variant("avx512vnnihw", "hwstream", ", tuned for the hwstream trait (AMD family 19h)", 28672, 1, 18432),
 }
 
 local GPR32 = { rax = "eax", rcx = "ecx", rdx = "edx", rbx = "ebx", rsi = "esi", rdi = "edi",
