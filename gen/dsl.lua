@@ -1200,8 +1200,8 @@ M.TUNING = {
                    "the quants and scales (72 bytes a tile, the correction computed by each pass: registers " ..
                    "to spare), or the full slot (256 bytes, the correction read)" },
   stream_ahead = { kind = "number", doc = "bytes: how far ahead of its reads a quantized weight stream's " ..
-                   "software prefetch runs (gemv's quantized fast tier), rounded up to whole records of the " ..
-                   "format; a choice of schedule, never of a result" },
+                   "software prefetch runs (gemv's quantized forms, both tiers), rounded up to whole records " ..
+                   "of the format; a choice of schedule, never of a result" },
   stream_hw = { kind = "number", doc = "bytes: a lone activation row's pass over one weight group whose " ..
                 "weights and activation slots span at most this many bytes leaves the weight stream to the " ..
                 "CPU's hardware prefetcher (no software prefetch; gemv q8); 0: always prefetch" },

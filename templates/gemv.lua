@@ -65,6 +65,10 @@ for name, qrow in pairs({ q8 = 64, q4 = 32 }) do
   QUANT[name] = { qrow = qrow, rec = rec, num = math.floor(rec / 16) }
 end
 
+-- how far ahead a quantized weight stream's software prefetch runs: t.tune.stream_ahead bytes,
+-- rounded up to whole records of the format qf
+local function stream_ahead(t, qf) return qf.rec * math.ceil(t.tune.stream_ahead / qf.rec) end
+
 -- y and r: m rows of the destination from y_off on, row_end outputs each
 local DST = "row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0"
 
@@ -501,10 +505,10 @@ qfast_body = function(t, p, form_, a)
   local function pass_row(n, n2, r)
     return (n2 and r >= PACK_ROWS) and t:add(n2, r - PACK_ROWS) or t:add(n, r)
   end
-  -- every line of each stream's records, t.tune.stream_ahead bytes ahead (whole records), into L2
+  -- every line of each stream's records, stream_ahead bytes ahead, into L2
   local function prefetch(pf, wi, hw)
     if p.prefetch_stream == 0 or hw then return end
-    local ahead = qf.rec * math.ceil(t.tune.stream_ahead / qf.rec)
+    local ahead = stream_ahead(t, qf)
     for g = 0, #pf do
       for o = 0, qf.rec - 1, 64 do t:prefetch(pf[g], wi, o + ahead, 1, 2) end
     end
@@ -948,9 +952,9 @@ return {
               for r = 0, nrows - 1 do t:prefetch(wrow[r][1], wi, wrow[r][2] + p.prefetch, 2) end
             end
             if qf then
-              -- every line of the record prefetch_stream elements ahead, in the first pass
+              -- every line of the record stream_ahead bytes ahead, in the first pass
               if p.prefetch_stream > 0 and s == 0 then
-                for o = 0, qf.rec - 1, 64 do t:prefetch(wrow.q, wi, o + p.prefetch_stream * qf.num / 4, 1, 2) end
+                for o = 0, qf.rec - 1, 64 do t:prefetch(wrow.q, wi, o + stream_ahead(t, qf), 1, 2) end
               end
               local si = t:ishr(t:mul(i, qf.num), 3)
               for _, h in ipairs(hs) do

@@ -40,10 +40,10 @@ local M = {
 -- lone_compact: avxvnni's seven ymm pairs cannot hold a lone row's correction beside a pass, so it
 -- reads the full slot
 -- stream_ahead: the core's choice too. Every line of a weight stream's records prefetched (into L2)
--- about 2 KiB ahead of its reads measured 6-13% faster from DRAM on an Intel Xeon core, every
--- quantized fast variant, than 8192 k ahead (q8 34 KiB, q4 18 KiB; bench/results/quant-fast-analysis.md):
--- 2176 bytes (q8 8 records, q4 16). avx512vnnihw keeps 18432 (q4's 18 KiB as measured on Zen 4,
--- where q8's 18.4 and 34.8 KiB measured alike); the exact tiers do not read it
+-- about 2 KiB ahead of its reads measured 4-16% faster from DRAM on an Intel Xeon core, every
+-- quantized fast variant, than 8192 k ahead (q8 34 KiB, q4 18 KiB; bench/results/quant-fast-analysis.md),
+-- and the exact q8 6-15%, q4 3-4% (compute-bound): 2176 bytes (q8 8 records, q4 16). avx512vnnihw
+-- keeps 18432 (q4's 18 KiB as measured on Zen 4, where q8's 18.4 and 34.8 KiB measured alike)
 -- lone_groups: the core's choice too. A lone row's q8 or q4 pass over two weight groups at once (two
 -- streams, a group from each half of the rows) measured 2-9% faster from DRAM than one group on an
 -- Intel Xeon core; two adjacent groups measured 3-10% (q8) and 3-12% (q4) slower on Zen 4 (the halves
