@@ -720,7 +720,8 @@ return {
   -- prefetch: elements ahead in a row-major row; prefetch_stream: elements ahead in a packed or
   -- blocked stream, every line (one stream gets no overlap of compute and DRAM from the hardware
   -- prefetcher alone at M > 1: bench/results/gemv-analysis.md), into L2: filling L1 that far
-  -- ahead held its fill buffers and cost a decode step 10-15% (bench/results/audio-analysis.md)
+  -- ahead held its fill buffers and cost a decode step 10-15% (bench/results/audio-analysis.md);
+  -- the quantized forms' streams prefetch t.tune.stream_ahead bytes ahead instead (0 here: none)
   params = { chains = 4, tile = TILE, tree = "halving", max_m = 4, max_rows = 1, prefetch = 1024,
              prefetch_stream = 8192, pack_rows = PACK_ROWS },
   -- the packed weight layout, for runtime/fk_pack.c: groups of PACK_ROWS rows (the last one
