@@ -955,7 +955,8 @@ return {
             if qf then
               -- every line of the record stream_ahead bytes ahead, in the first pass
               if p.prefetch_stream > 0 and s == 0 then
-                for o = 0, qf.rec - 1, 64 do t:prefetch(wrow.q, wi, o + stream_ahead(t, qf), 1, 2) end
+                local ahead = stream_ahead(t, qf)
+                for o = 0, qf.rec - 1, 64 do t:prefetch(wrow.q, wi, o + ahead, 1, 2) end
               end
               local si = t:ishr(t:mul(i, qf.num), 3)
               for _, h in ipairs(hs) do

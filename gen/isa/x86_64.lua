@@ -44,19 +44,20 @@ local M = {
 -- quantized fast variant, than 8192 k ahead (q8 34 KiB, q4 18 KiB; bench/results/quant-fast-analysis.md),
 -- and the exact q8 6-15%, q4 3-4% (compute-bound): 2176 bytes (q8 8 records, q4 16). avx512vnnihw
 -- keeps 18432 (q4's 18 KiB as measured on Zen 4, where q8's 18.4 and 34.8 KiB measured alike)
+local STREAM_AHEAD = 2176
 -- lone_groups: the core's choice too. A lone row's q8 or q4 pass over two weight groups at once (two
 -- streams, a group from each half of the rows) measured 2-9% faster from DRAM than one group on an
 -- Intel Xeon core; two adjacent groups measured 3-10% (q8) and 3-12% (q4) slower on Zen 4 (the halves
 -- are not measured there): avx512vnni 2, avx512vnnihw 1; the ymm variants 1 (registers)
 local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0,
-                    stream_ahead = 2176, lone_compact = true, lone_groups = 1 }
+                    stream_ahead = STREAM_AHEAD, lone_compact = true, lone_groups = 1 }
 local TUNE_AVX2MADD = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "s8s7", stream_hw = 0,
-                        stream_ahead = 2176, lone_compact = false, lone_groups = 1 }
+                        stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1 }
 local TUNE_AVXVNNI = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "u8s8", stream_hw = 0,
-                       stream_ahead = 2176, lone_compact = false, lone_groups = 1 }
+                       stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1 }
 local function avx512_tune(int8_dot, stream_hw, lone_groups, stream_ahead)
   return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = stream_hw or 0,
-           stream_ahead = stream_ahead or 2176, lone_compact = true, lone_groups = lone_groups or 1 }
+           stream_ahead = stream_ahead or STREAM_AHEAD, lone_compact = true, lone_groups = lone_groups or 1 }
 end
 local TUNE_AVX512 = avx512_tune("none")
 -- an AVX512-VNNI variant: its features (plus a trait it is tuned for, if any), stream_hw, lone_groups
