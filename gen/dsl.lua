@@ -554,6 +554,12 @@ end
 B.uzp4_even = vbinary("vuzp4_even", "uzp4_even")
 B.uzp4_odd = vbinary("vuzp4_odd", "uzp4_odd")
 
+-- A 16-entry table lookup: lane l <- lane (idx[l] & 15) of tab (idx int32 lanes, their bits above
+-- the low 4 ignored; tab's bits moved, never changed).
+function B:lut16(tab, idx)
+  return self:_emit("vlut16", "v", { self:_want(tab, "v", "lut16", "tab"), self:_want(idx, "v", "lut16", "idx") }).dst
+end
+
 -- A read-only table of 32-bit words in the stamp (name unique per stamp); returns its address.
 function B:table(name, words)
   if type(name) ~= "string" or not name:match("^[a-z][a-z0-9_]*$") then self:_fail("table: bad name") end
@@ -565,6 +571,19 @@ function B:table(name, words)
   local dst = self:_emit("const_addr", "i", {}, { table = { name = name, words = words } }).dst
   dst.ptr = { what = "table " .. name, ctype = "a read-only table of 32-bit words", elem = "f32", dir = "in" }
   return dst
+end
+
+-- A vector of 16 lane constants: lane l = word l of a read-only table of the stamp (name unique per
+-- stamp, as t:table's), loaded where used (no general register holds its address).
+function B:vtable(name, words)
+  if type(name) ~= "string" or not name:match("^[a-z][a-z0-9_]*$") then self:_fail("vtable: bad name") end
+  if type(words) ~= "table" or #words ~= 16 then self:_fail("vtable " .. name .. ": give 16 words") end
+  for i, w in ipairs(words) do
+    if type(w) ~= "number" or w ~= math.floor(w) or w < 0 or w > 0xffffffff then
+      self:_fail("vtable " .. name .. ": word " .. i .. " is not a 32-bit pattern")
+    end
+  end
+  return self:_emit("vtable", "v", {}, { table = { name = name, words = words } }).dst
 end
 
 -- A 32-bit pattern in every lane (an f32 constant as its bits, or an int32).
@@ -891,6 +910,24 @@ function B:reload(h)
   return self:_emit("reload", "v", {}, { slot = h.slot }).dst
 end
 
+-- Lane `lane` (0..15) of a spilled vector in every lane, read from its slot (any number of times:
+-- the slot stays open until reload or drop). A broadcast load: no shuffle, bits moved.
+function B:reload_bcast(h, lane)
+  if type(h) ~= "table" or h.kind ~= "spill" then self:_fail("reload_bcast: give the handle t:spill returned") end
+  if not h.open then self:_fail("reload_bcast: this spill was reloaded or dropped already") end
+  lane = self:_int(lane, "reload_bcast")
+  if lane < 0 or lane > 15 then self:_fail("reload_bcast: lane must be 0..15") end
+  return self:_emit("reload_bcast", "v", {}, { slot = h.slot, lane = lane }).dst
+end
+
+-- Frees a spill's slot without reloading it (after its reload_bcast reads).
+function B:drop(h)
+  if type(h) ~= "table" or h.kind ~= "spill" then self:_fail("drop: give the handle t:spill returned") end
+  if not h.open then self:_fail("drop: this spill was reloaded or dropped already") end
+  h.open = false
+  self.slots_live[h.slot] = nil
+end
+
 -- Loops -----------------------------------------------------------------------------------
 
 local function capture(self, fn, ...)
@@ -1199,6 +1236,12 @@ M.TUNING = {
   lone_compact = { kind = "boolean", doc = "a lone activation row's q8 slots (gemv's fast tier): compact, " ..
                    "the quants and scales (72 bytes a tile, the correction computed by each pass: registers " ..
                    "to spare), or the full slot (256 bytes, the correction read)" },
+  q4_lut = { kind = "boolean", doc = "gemv's exact q4 passes dequantize through a 16-entry table per " ..
+             "block ((i - 8) d, one multiply; lut16 by the nibble) rather than mask or shift, subtract, " ..
+             "convert and multiply per vector: the same exact products; a choice of instructions" },
+  scales_once = { kind = "boolean", doc = "gemv's exact quantized passes over a whole 4-row group convert " ..
+                  "a record's 8 binary16 scales at once (load_f16x8, into a stack slot) and broadcast each " ..
+                  "from there (reload_bcast) rather than load_bcast_f16 per use; needs F16C on x86" },
   stream_ahead = { kind = "number", doc = "bytes: how far ahead of its reads a quantized weight stream's " ..
                    "software prefetch runs (gemv's quantized forms, both tiers), rounded up to whole records " ..
                    "of the format; a choice of schedule, never of a result" },

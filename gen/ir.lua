@@ -106,6 +106,7 @@ M.OPS = {
   vdiv       = { "v", { "v", "v" } },                -- IEEE divide, correctly rounded
   vmin       = { "v", { "v", "v" } },                -- src1 < src2 ? src1 : src2 (NaN or equal -> src2)
   vconst     = { "v", {}, { "bits" } },              -- a 32-bit pattern in every lane
+  vtable     = { "v", {}, { "table" } },             -- lane l = word l of a constant table of the stamp
   vrint      = { "v", { "v" } },                     -- f32 rounded to an integral value, ties to even
   vcvt_f2i   = { "v", { "v" } },                     -- integral f32 -> int32; lanes out of int32 range
                                                      -- (NaN, inf, |v| >= 2^31) are ISA-defined: sanitize first
@@ -133,6 +134,7 @@ M.OPS = {
   vunpk_hi   = { "v", { "v", "v" }, { "g" } },       -- per chunk: the same from its lanes 2, 3
   vuzp4_even = { "v", { "v", "v" } },                -- per chunk: a0 a2 b0 b2
   vuzp4_odd  = { "v", { "v", "v" } },                -- per chunk: a1 a3 b1 b3
+  vlut16     = { "v", { "v", "v" } },                -- lane l <- src1 lane (src2[l] & 15): a 16-entry table
   const_addr = { "i", {}, { "table" } },             -- the address of a constant table of the stamp
   load_bcast_f32 = { "v", { "i", "i" }, { "off" } }, -- the f32 at [base + (idx + off) * 4] in every lane
   load_bcast8 = { "v", { "i", "i" }, { "off" } },    -- the 8 f32 at [base + (idx + off) * 4] in lanes 0-7 and 8-15
@@ -156,6 +158,7 @@ M.OPS = {
                                                      -- ops of a loop read it through op.consts
   spill      = { false, { "v" }, { "slot" } },       -- src1 to stack slot `slot` (64 bytes) of the stamp's frame
   reload     = { "v", {}, { "slot" } },              -- the vector last spilled to stack slot `slot`
+  reload_bcast = { "v", {}, { "slot", "lane" } },   -- lane `lane` of the vector in stack slot `slot`, in every lane
   for_tiles  = { false, { "i" }, { "tile", "ivar", "rem", "full", "tail" } }, -- attr.start: i value or nil
   for_rows   = { false, { "i", "i" }, { "group", "ivar", "grouped", "single" } },
   cases      = { false, { "i" }, { "arms" } },       -- arms: { { value = n, body = {...} } }
@@ -285,7 +288,8 @@ function M.validate(proc)
         return fail("load_f32: the fill of lanes outside the group is +0 (0) or -0 (0x80000000)", op)
       end
     end
-    if (op.op == "spill" or op.op == "reload") and (op.attr.slot < 0 or op.attr.slot >= (proc.frame_slots or 0)) then
+    if (op.op == "spill" or op.op == "reload" or op.op == "reload_bcast")
+       and (op.attr.slot < 0 or op.attr.slot >= (proc.frame_slots or 0)) then
       return fail(op.op .. ": slot " .. tostring(op.attr.slot) .. " outside the frame", op)
     end
     if M.FAST_ONLY[op.op] and proc.tier ~= "fast" then

@@ -38,6 +38,8 @@
 -- xs (caller scratch, per call and per thread): m * round_up(k, 64) floats, and for the packed
 -- forms' k blocks (GEMM_KBLOCK) the rows' partial sums.
 
+local compat = require("compat")
+
 local PACK_ROWS, TILE = 4, 64
 -- the GEMM blocks of the packed forms: for a whole block of more than max_m rows (AVX-512: 6
 -- rows), k is cut into blocks of GEMM_KBLOCK elements, each a pass over the rows
@@ -68,6 +70,11 @@ end
 -- how far ahead a quantized weight stream's software prefetch runs: t.tune.stream_ahead bytes,
 -- rounded up to whole records of the format qf
 local function stream_ahead(t, qf) return qf.rec * math.ceil(t.tune.stream_ahead / qf.rec) end
+
+-- q4's dequantization table (t.tune.q4_lut): lane i = i - 8, the weight of the nibble i before its
+-- block's scale; times the scale d, lane i is (i - 8) * d, exact in f32 as the arithmetic path's
+local Q4_RAMP = {}
+for i = 0, 15 do Q4_RAMP[i + 1] = compat.f32bits(i - 8) end
 
 -- y and r: m rows of the destination from y_off on, row_end outputs each
 local DST = "row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0"
@@ -836,6 +843,7 @@ return {
       -- per pass, never per activation row; in a GEMM call, a block whose passes would take one
       -- weight row shares each xs load between two
       local C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators)
+      local lut = form_.quant == "q4" and t.tune.q4_lut    -- q4 by table
       if gemm and R < 2 then C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators, 2) end
       -- the finished sums of a block in a GEMM call (not a k block that leaves them in the area):
       -- the transposed epilogue. A row pair's vectors v (lane sums before the tree) wait in xs's
@@ -943,10 +951,15 @@ return {
             local wi = qf and t:ishr(t:mul(i, qf.num), 2) or widx(i)
             local xi = t:mul(i, M)                      -- the block's tile: M rows, interleaved
             -- chain c of every activation row of the block against the rows' widened weights wv
+            -- (wv: the weights, or a function of the row making them where first used)
             local function fma_chain(c, wv)
+              local w = wv
+              if type(wv) == "function" then
+                w = setmetatable({}, { __index = function(tbl, r) local v = wv(r); rawset(tbl, r, v); return v end })
+              end
               for j = 0, M - 1 do
                 local xv = t:load_f32(xsb, xi, 64 * j + 16 * c)
-                for r = 0, nrows - 1 do t:fma_acc(acc[r][j][c], wv[r], xv) end
+                for r = 0, nrows - 1 do t:fma_acc(acc[r][j][c], w[r], xv) end
               end
             end
             if p.prefetch > 0 and not form_.packed and s == 0 then
@@ -959,29 +972,41 @@ return {
                 for o = 0, qf.rec - 1, 64 do t:prefetch(wrow.q, wi, o + ahead, 1, 2) end
               end
               local si = t:ishr(t:mul(i, qf.num), 3)
+              -- a pass over the whole group (rows 0-3 of the record: row r's block h in lane 2r + h)
+              -- where t.tune.scales_once: the record's 8 scales converted at once into a stack
+              -- slot, each broadcast from there where it is used
+              local s8 = t.tune.scales_once and nrows == PACK_ROWS and
+                         t:spill(t:load_f16x8(wrow.s, si, PACK_ROWS * qf.qrow / 2))
               for _, h in ipairs(hs) do
-                -- block h of each row: its scale, and (q4) the 16 bytes holding both of its chains
+                -- block h of each row: its scale (q4 lut: its table), and (q4) the 16 bytes holding
+                -- both of its chains
                 local sc, bytes = {}, {}
                 for r = 0, nrows - 1 do
-                  sc[r] = t:load_bcast_f16(wrow.s, si, PACK_ROWS * qf.qrow / 2 + 2 * r + h)
+                  sc[r] = s8 and t:reload_bcast(s8, 2 * r + h) or
+                          t:load_bcast_f16(wrow.s, si, PACK_ROWS * qf.qrow / 2 + 2 * r + h)
+                  if lut then sc[r] = t:mul(t:vtable("q4_ramp", Q4_RAMP), sc[r]) end
                   if form_.quant == "q4" then bytes[r] = t:load_u8(wrow.q, wi, qf.qrow * r + 16 * h) end
                 end
                 for _, c in ipairs(halves[h]) do
                   -- lane l of chain c: k = 64t + 32h + 2l + c mod 2, its weight q * d (exact)
                   local wv = {}
                   for r = 0, nrows - 1 do
-                    local iv
                     if form_.quant == "q8" then
-                      iv = t:load_i8(wrow.q, wi, qf.qrow * r + 32 * h + 16 * (c % 2))
-                    else
+                      wv[r] = t:mul(t:i2f(t:load_i8(wrow.q, wi, qf.qrow * r + 32 * h + 16 * (c % 2))), sc[r])
+                    elseif not lut then
                       local u = c % 2 == 0 and t:band(bytes[r], t:vconst(15)) or t:isra_v(bytes[r], 4)
-                      iv = t:isub_v(u, t:vconst(8))
+                      wv[r] = t:mul(t:i2f(t:isub_v(u, t:vconst(8))), sc[r])
                     end
-                    wv[r] = t:mul(t:i2f(iv), sc[r])
+                  end
+                  -- by table: the table's lane of the nibble (lut16 reads the low 4 bits: the high
+                  -- nibble shifted down, the low one as loaded), each row's made where first used
+                  if lut then
+                    wv = function(r) return t:lut16(sc[r], c % 2 == 0 and bytes[r] or t:isra_v(bytes[r], 4)) end
                   end
                   fma_chain(c, wv)
                 end
               end
+              if s8 then t:drop(s8) end
               return
             end
             for _, h in ipairs(hs) do

@@ -2,7 +2,8 @@
 # tests/dsl_ops.sh: DSL conformance. Checks that docs/dsl.md documents exactly the builder's ops, stamps
 # tests/dsl_ops/opcheck.lua (ops the library's leaves do not use: max, fma, f32 vector stores with
 # tails, scalar f32 memory ops, isub, cvt; canon and canon_raw over every kind of NaN; the
-# quantized-weight loads load_i8, load_u8, load_bcast_f16; in the fast tier's avxvnni, avx512vnni and dotprod
+# quantized-weight loads load_i8, load_u8, load_bcast_f16; lut16, vtable, reload_bcast and drop
+# (the library's AVX-512 exact q4 uses them, every other variant only here); in the fast tier's avxvnni, avx512vnni and dotprod
 # variants, dot_u8s8 / dot_s8s8, load_bcast8, load_f16x8, pair_split, load_f16x4q, reduce_add8 and
 # store_i8) for every variant into a temp dir, assembles each stamp under its variant's narrowest
 # setting (the manifest's asflags: no instruction outside the variant's features, e.g. F16C in

@@ -32,10 +32,12 @@ local M = {
 -- canonical 16-lane vector takes four of NEON's 128-bit registers, so little stays live.
 -- int8_dot: the integer dot product a variant has (dotprod: SDOT, signed bytes both); stream_hw:
 -- unmeasured here (no AArch64 hardware), so every pass prefetches; lone_groups: one group (two do
--- not fit the registers); stream_ahead: unmeasured here, x86's Zen 4 value (18 KiB)
+-- not fit the registers); stream_ahead: unmeasured here, x86's Zen 4 value (18 KiB); q4_lut and
+-- scales_once off: a 16-entry lookup takes eight instructions per q register here (TBL and its
+-- byte indices), and a broadcast reload four (LD1R, three moves), unmeasured as either is
 local function tune(int8_dot)
   return { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = int8_dot, stream_hw = 0,
-           stream_ahead = 18432, lone_compact = true, lone_groups = 1 }
+           stream_ahead = 18432, lone_compact = true, lone_groups = 1, q4_lut = false, scales_once = false }
 end
 local TUNE = tune("none")
 M.variants = {
@@ -1124,6 +1126,25 @@ end
 ops.vunpk_lo, ops.vunpk_hi = in_chunks("zip1"), in_chunks("zip2")
 ops.vuzp4_even, ops.vuzp4_odd = in_chunks("uzp1", ".4s"), in_chunks("uzp2", ".4s")
 
+-- A 16-entry lookup: the table's 64 bytes in the scratch v28-v31 (TBL's four-register list), and
+-- per part the byte indices 4 (idx & 15) + 0..3 of each lane (SHL/USHR: the low 4 bits times 4;
+-- SLI: that byte in all four; ORR: + 1, 2, 3 in bytes 1-3, whose low 2 bits are clear), one TBL.
+function ops.vlut16(ctx, op)
+  local d, tab, idx = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2])
+  local tt = { T0, T1, T2, T3 }
+  for p = 1, 4 do ctx:wline("mov " .. v16b(tt[p]) .. ", " .. v16b(tab[p])) end
+  for p = 1, 4 do
+    local r = v4s(d[p])
+    ctx:wline("shl " .. r .. ", " .. v4s(idx[p]) .. ", #28")
+    ctx:wline("ushr " .. r .. ", " .. r .. ", #26")
+    ctx:wline("sli " .. r .. ", " .. r .. ", #8")
+    ctx:wline("sli " .. r .. ", " .. r .. ", #16")
+    for b = 1, 3 do ctx:wline("orr " .. r .. ", " .. imm(b) .. ", lsl #" .. C.int(8 * b)) end
+    ctx:wline("tbl " .. v16b(d[p]) .. ", {" .. v16b(T0) .. ", " .. v16b(T1) .. ", " .. v16b(T2) .. ", " ..
+              v16b(T3) .. "}, " .. v16b(d[p]))
+  end
+end
+
 -- lanes reversed: each q register reversed (REV64 then EXT by 8 bytes), the registers in
 -- reverse order
 function ops.vrev(ctx, op)
@@ -1132,6 +1153,12 @@ function ops.vrev(ctx, op)
     ctx:wline("rev64 " .. v4s(d[p]) .. ", " .. v4s(a[5 - p]))
     ctx:wline("ext " .. v16b(d[p]) .. ", " .. v16b(d[p]) .. ", " .. v16b(d[p]) .. ", #8")
   end
+end
+
+-- A table of 16 words as a vector: its address in the scratch x16, four q registers from there.
+function ops.vtable(ctx, op)
+  const_addr(ctx, "x16", ctx:const("t_" .. op.attr.table.name, op.attr.table.words))
+  load4(ctx, ctx:regs(op.dst))
 end
 
 function ops.const_addr(ctx, op)
@@ -1434,6 +1461,14 @@ function ops.reload(ctx, op)
   local a, b = slot_at(ctx, op)
   ctx:wline("ldp " .. q(d[1]) .. ", " .. q(d[2]) .. ", " .. a)
   ctx:wline("ldp " .. q(d[3]) .. ", " .. q(d[4]) .. ", " .. b)
+end
+
+-- Lane `lane` of a slot, broadcast from memory (LD1R).
+function ops.reload_bcast(ctx, op)
+  local d = ctx:regs(op.dst)
+  add_imm(ctx, "x16", "sp", 64 * op.attr.slot + 4 * op.attr.lane)
+  ctx:wline("ld1r {v" .. n(d[1]) .. ".4s}, [x16]")
+  copies(ctx, d)
 end
 
 -- Loops -------------------------------------------------------------------------------------

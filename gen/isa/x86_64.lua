@@ -49,15 +49,25 @@ local STREAM_AHEAD = 2176
 -- streams, a group from each half of the rows) measured 2-9% faster from DRAM than one group on an
 -- Intel Xeon core; two adjacent groups measured 3-10% (q8) and 3-12% (q4) slower on Zen 4 (the halves
 -- are not measured there): avx512vnni 2, avx512vnnihw 1; the ymm variants 1 (registers)
+-- q4_lut and scales_once (gemv's exact quantized passes): AVX-512 looks a q4 weight up with one
+-- VPERMPS where the arithmetic takes four instructions (mask or shift, subtract, convert, multiply),
+-- and converts a record's eight scales with one VCVTPH2PS, each then broadcast by a load, where
+-- each took VPBROADCASTW and VCVTPH2PS: the exact q4 GEMV at M = 1 read 0.54-0.56 of the probe
+-- before, 0.75-0.77 after (bench/results/quant-exact-analysis.md); q8 level. The ymm variants keep
+-- the arithmetic: a 16-entry lookup is two VPERMPS and a blend per ymm there, and avx2 has no F16C
 local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0,
-                    stream_ahead = STREAM_AHEAD, lone_compact = true, lone_groups = 1 }
+                    stream_ahead = STREAM_AHEAD, lone_compact = true, lone_groups = 1, q4_lut = false,
+                    scales_once = false }
 local TUNE_AVX2MADD = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "s8s7", stream_hw = 0,
-                        stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1 }
+                        stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1, q4_lut = false,
+                        scales_once = false }
 local TUNE_AVXVNNI = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "u8s8", stream_hw = 0,
-                       stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1 }
+                       stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1, q4_lut = false,
+                       scales_once = false }
 local function avx512_tune(int8_dot, stream_hw, lone_groups, stream_ahead)
   return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = stream_hw or 0,
-           stream_ahead = stream_ahead or STREAM_AHEAD, lone_compact = true, lone_groups = lone_groups or 1 }
+           stream_ahead = stream_ahead or STREAM_AHEAD, lone_compact = true, lone_groups = lone_groups or 1,
+           q4_lut = true, scales_once = true }
 end
 local TUNE_AVX512 = avx512_tune("none")
 -- an AVX512-VNNI variant: its features (plus a trait it is tuned for, if any), stream_hw, lone_groups
@@ -1002,6 +1012,24 @@ function ops.vsel128(ctx, op)
   half(d[2], b, math.floor(imm / 16) % 4, math.floor(imm / 64) % 4)
 end
 
+-- A 16-entry lookup: AVX-512 one VPERMPS (it reads the index's low 4 bits). A ymm pair: per part,
+-- VPERMPS of each table half by the index's low 3 bits, VBLENDVPS choosing the upper half's where
+-- bit 3 is set (moved to the sign bit).
+function ops.vlut16(ctx, op)
+  local d, tab, idx = parts(ctx, op.dst), parts(ctx, op.src[1]), parts(ctx, op.src[2])
+  if is512(ctx) then
+    ctx:wline("vpermps " .. d[1] .. ", " .. idx[1] .. ", " .. tab[1])
+    return
+  end
+  local m, hi = scratch(ctx, 1), scratch(ctx, 2)
+  for i = 1, 2 do
+    ctx:wline("vpslld " .. m .. ", " .. idx[i] .. ", 28")
+    ctx:wline("vpermps " .. hi .. ", " .. idx[i] .. ", " .. tab[2])
+    ctx:wline("vpermps " .. d[i] .. ", " .. idx[i] .. ", " .. tab[1])
+    ctx:wline("vblendvps " .. d[i] .. ", " .. d[i] .. ", " .. hi .. ", " .. m)
+  end
+end
+
 -- Within each 128-bit lane (a chunk): the unpack and shufps instructions, per register.
 local function in_chunks(ins)
   return function(ctx, op)
@@ -1032,6 +1060,19 @@ function ops.vrev(ctx, op)
   ctx:wline("vmovdqu ymm14, ymmword ptr [rip + FK_SYM(" .. ctx:const("rev8", { 7, 6, 5, 4, 3, 2, 1, 0 }) .. ")]")
   ctx:wline("vpermps " .. d[1] .. ", ymm14, " .. a[2])
   ctx:wline("vpermps " .. d[2] .. ", ymm14, " .. a[1])
+end
+
+-- A table of 16 words as a vector: one load (a ymm pair: two), RIP-relative.
+function ops.vtable(ctx, op)
+  local d = parts(ctx, op.dst)
+  local sym = ctx:const("t_" .. op.attr.table.name, op.attr.table.words)
+  if is512(ctx) then
+    ctx:wline("vmovups " .. d[1] .. ", zmmword ptr [rip + FK_SYM(" .. sym .. ")]")
+    return
+  end
+  for i = 1, 2 do
+    ctx:wline("vmovups " .. d[i] .. ", ymmword ptr [rip + FK_SYM(" .. sym .. ") + " .. C.int(32 * (i - 1)) .. "]")
+  end
 end
 
 function ops.const_addr(ctx, op)
@@ -1328,6 +1369,13 @@ function ops.reload(ctx, op)
     return
   end
   for i = 1, 2 do ctx:wline("vmovups " .. d[i] .. ", ymmword ptr " .. mem("rsp", nil, 1, o + 32 * (i - 1))) end
+end
+
+-- Lane `lane` of a slot, broadcast from memory (VBROADCASTSS m32: a load, no shuffle).
+function ops.reload_bcast(ctx, op)
+  local d = parts(ctx, op.dst)
+  local a = "dword ptr " .. mem("rsp", nil, 1, 64 * op.attr.slot + 4 * op.attr.lane)
+  for i = 1, #d do ctx:wline("vbroadcastss " .. d[i] .. ", " .. a) end
 end
 
 -- Loops -------------------------------------------------------------------------------------

@@ -184,6 +184,14 @@ typedef void (*quant_fn_t)(const fk_opcheck_quant_args *);
 
 /* IEEE binary16 -> f32 bits, by the fields (a subnormal through an exact product); a NaN is compared
  * by class only (its payload is the ISA's: docs/dsl.md) */
+/* vtable's word l (tests/dsl_ops/opcheck.lua VT_WORDS) */
+static uint32_t vt_word(int l) {
+  return l == 3 ? 0x7f800001u : l == 10 ? 0xffc00000u : 0x9e3779b9u * (uint32_t)(l + 1);
+}
+/* the little-endian 32-bit word l of the bytes at p */
+static uint32_t word(const uint8_t *p, int l) {
+  return (uint32_t)p[4 * l] | (uint32_t)p[4 * l + 1] << 8 | (uint32_t)p[4 * l + 2] << 16 | (uint32_t)p[4 * l + 3] << 24;
+}
 static uint32_t f16_bits(uint16_t h) {
   uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 0x3ffu;
   if (e == 31) return s | 0x7f800000u | m << 13;
@@ -207,7 +215,7 @@ static int check_quant(int *runs) {
   static uint8_t u[NB];
   static uint16_t h[NHALL + 1];
   static int32_t si[64 * NRMAX + GUARD], zi[64 * NRMAX + GUARD], xi[80 + GUARD], hb[32 * NHALL + GUARD],
-      pi[32 * NRMAX + GUARD];
+      pi[32 * NRMAX + GUARD], lk[64 * NRMAX + 80 + GUARD];
   static float sf[16 * NRMAX + GUARD];
   static const int soffs[4] = { 0, 17, 3, 257 }, zoffs[4] = { 0, 17, 3, 31 };
   int bad = 0;
@@ -223,7 +231,8 @@ static int check_quant(int *runs) {
       for (int64_t i = 0; i < 32 * nh + GUARD; i++) hb[i] = 0x7fa5a5a5;
       for (int i = 0; i < 16 * NRMAX + GUARD; i++) sf[i] = val(0x7fa5a5a5u);
       for (int i = 0; i < 32 * NRMAX + GUARD; i++) pi[i] = 0x7fa5a5a5;
-      fk_opcheck_quant_args args = { q, u, h, si, zi, sf, xi, hb, pi, nr, nh };
+      for (int i = 0; i < 64 * NRMAX + 80 + GUARD; i++) lk[i] = 0x7fa5a5a5;
+      fk_opcheck_quant_args args = { q, u, h, si, zi, sf, xi, hb, pi, lk, nr, nh };
       fn(&args);
       (*runs)++;
       const uint8_t *qb = (const uint8_t *)q;
@@ -255,6 +264,26 @@ static int check_quant(int *runs) {
         int32_t want = i >= 32 * nr ? 0x7fa5a5a5 : i % 32 < 16 ? q[36 * k + 1 + l] : u[k / 2 + 2 + l];
         if (pi[i] != want && bad++ < 5)
           printf("%s nr=%lld: shifted index [%d] %d want %d\n", all[s].name, (long long)nr, i, pi[i], want);
+      }
+      /* lut16 and the slot's lanes: tile k's table is u's words at byte 32 k (then byte 100 for the
+       * one outside the loop, by q bytes at 301 sign-extended: their low nibble); then vtable's words,
+       * and their lookup by u bytes at 40 */
+      for (int i = 0; i < 64 * NRMAX + 80 + GUARD; i++) {
+        int k = i / 64, m = (i % 64) / 16, l = i % 16;
+        int32_t want = 0x7fa5a5a5;
+        if (i < 64 * nr) {
+          int e = m == 0 ? q[32 * k + 5 + l] & 15 : m == 1 ? (uint8_t)q[32 * k + 5 + l] >> 4 : m == 2 ? 3 : 15;
+          want = (int32_t)word(u + 32 * k, e);
+        } else if (i < 64 * nr + 48) {
+          int j = i - 64 * (int)nr, m0 = j / 16, l0 = j % 16;
+          want = (int32_t)word(u + 100, m0 == 0 ? q[301 + l0] & 15 : m0 == 1 ? 7 : l0);
+        } else if (i < 64 * nr + 80) {
+          int j = i - 64 * (int)nr - 48;
+          want = (int32_t)vt_word(j < 16 ? j : u[40 + j - 16] & 15);
+        }
+        if (lk[i] != want && bad++ < 5)
+          printf("%s nr=%lld: lut16 / reload_bcast / vtable [%d] 0x%08x want 0x%08x\n", all[s].name, (long long)nr, i,
+                 (uint32_t)lk[i], (uint32_t)want);
       }
       for (int i = 0; i < 80 + GUARD; i++) {
         int m = i / 16, l = i % 16;
@@ -330,9 +359,6 @@ static int check_int(int *runs) {
 typedef void (*q8dot_fn_t)(const fk_opcheck_q8dot_args *);
 
 /* int32 word l of the bytes at p (little endian): load_bcast8's lane l reads word l % 8 */
-static uint32_t word(const uint8_t *p, int l) {
-  return (uint32_t)p[4 * l] | (uint32_t)p[4 * l + 1] << 8 | (uint32_t)p[4 * l + 2] << 16 | (uint32_t)p[4 * l + 3] << 24;
-}
 /* reduce_add8 of the 8 lanes p[0..7] (a half of a vector): the halving tree's last three levels,
  * lane i += lane i + s for s = 4, 2, 1, in f32 */
 static float red8(const float *p) {

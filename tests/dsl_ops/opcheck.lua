@@ -11,8 +11,10 @@
 -- and uint8 arrays alike, at odd byte offsets, in a tile loop whose pointers are bumped and outside
 -- it, offsets past an instruction's immediate too) and load_bcast_f16 (from a uint16_t array and from
 -- a binary16 view of bytes), raw and through i2f and a product, and loads at shifted indices (one
--- exact on every tile, one not: gen/bump.lua bumps the first only). Every float stored is canonical (the
--- NaN rule, docs/dsl.md); the raw lanes go to int32 arrays.
+-- exact on every tile, one not: gen/bump.lua bumps the first only); lut16 by zero- and sign-extended
+-- bytes, a spilled table's lanes broadcast from its slot (reload_bcast, drop), and vtable's lane
+-- constants. Every float stored is canonical (the NaN rule, docs/dsl.md); the raw lanes go to int32
+-- arrays.
 -- Form q8dot, the quantized fast tier's ops load_bcast8, dot_u8s8 / dot_s8s8 / dot_s8s7 (the
 -- variant's: t.tune.int8_dot), dot_u7s8 (every such variant's), load_f16x8, pair_split, load_f16x4q,
 -- reduce_add8 and store_i8 (stamped in avxvnni and avx512vnni: dot_u8s8, avx2madd: dot_s8s7, and
@@ -38,6 +40,11 @@
 -- xo[240 + 2 q + half] reduce_add8(f[16 q ..], half) for q = 0..6 (f: finite f32), xo[254 + half]
 -- reduce_add8(load_bcast8 of f at 3, half) (f32 bits);
 -- store_i8 of v[48 ..], v[32 ..], v[16 ..], v[0 ..] into o8's bytes 301, 777, 1500, 1999.
+-- vtable's words (form quant): lane l = 0x9e3779b9 * (l + 1) mod 2^32, NaN patterns among them
+local VT_WORDS = {}
+for l = 0, 15 do VT_WORDS[l + 1] = (0x9e3779b9 * (l + 1)) % 0x100000000 end
+VT_WORDS[4], VT_WORDS[11] = 0x7f800001, 0xffc00000
+
 local function q8dot(t, a)
   local xb, ub = t:view(a.x, "f32"), t:view(a.u, "f32")
   local function dot_of(acc, w, x)
@@ -140,6 +147,7 @@ return {
         { "si", "int32_t *", extent = "64 * nr" }, { "zi", "int32_t *", extent = "64 * nr" },
         { "sf", "float *", extent = "16 * nr" }, { "xi", "int32_t *", extent = "80" },
         { "hb", "int32_t *", extent = "32 * nh" }, { "pi", "int32_t *", extent = "32 * nr" },
+        { "lk", "int32_t *", extent = "64 * nr + 80" },
         { "nr", "int64_t" }, { "nh", "int64_t" } } },
     { name = "rows", tiers = { "exact" }, args = {
         { "a", "const float *", extent = "256 * nr" }, { "y", "float *", extent = "16 * nr" },
@@ -173,6 +181,17 @@ return {
         -- bumped pointer), + 1; then u at i >> 6 (k / 2, rounded down: not affine, computed per tile), + 2
         t:store_f32(a.pi, i, 0, t:load_i8(a.q, t:ishr(t:mul(i, 9), 3), 1))
         t:store_f32(a.pi, i, 16, t:load_u8(a.u, t:ishr(i, 6), 2))
+        -- lk[64 k ..] lut16 of the 16 words at u byte i (the table) by the q bytes at i + 5
+        -- (zero-extended: their low nibbles), then by those bytes >> 4; the table spilled, its
+        -- lanes 3 and 15 broadcast from the slot (reload_bcast), the slot dropped
+        local tab = t:load_f32(t:view(a.u, "f32"), t:ishr(i, 2), 0)
+        local idx = t:load_u8(a.q, i, 5)
+        t:store_f32(a.lk, i2, 0, t:lut16(tab, idx))
+        t:store_f32(a.lk, i2, 16, t:lut16(tab, t:isra_v(idx, 4)))
+        local sv = t:spill(tab)
+        t:store_f32(a.lk, i2, 32, t:reload_bcast(sv, 3))
+        t:store_f32(a.lk, i2, 48, t:reload_bcast(sv, 15))
+        t:drop(sv)
       end, nil, { whole = true })
       -- hb[32 j ..] the binary16 h[j] in every lane, then h[j + 1]: raw f32 bits
       t:for_tiles(a.nh, 1, function(j)
@@ -186,6 +205,18 @@ return {
       local xs = { t:load_i8(a.q, zero, 301), t:load_u8(a.u, zero, 288), t:load_u8(a.u, zero, 7),
                    t:load_i8(a.u, zero, 250), t:load_u8(a.q, zero, 301) }
       for m, v in ipairs(xs) do t:store_f32(a.xi, zero, 16 * (m - 1), v) end
+      -- lk[64 nr ..]: lut16 of the words at u byte 100 by the q bytes at 301 sign-extended (the bits
+      -- above the low 4 ignored); that table spilled: its lane 7 broadcast, then the whole reloaded
+      local at = t:mul(a.nr, 64)
+      local tab0 = t:load_f32(t:view(a.u, "f32"), zero, 25)
+      t:store_f32(a.lk, at, 0, t:lut16(tab0, t:load_i8(a.q, zero, 301)))
+      local sv0 = t:spill(tab0)
+      t:store_f32(a.lk, at, 16, t:reload_bcast(sv0, 7))
+      t:store_f32(a.lk, at, 32, t:reload(sv0))
+      -- lk[64 nr + 48 ..]: vtable's 16 words, then lut16 of them by u bytes at 40 (zero-extended)
+      local vt = t:vtable("lk_words", VT_WORDS)
+      t:store_f32(a.lk, at, 48, vt)
+      t:store_f32(a.lk, at, 64, t:lut16(vt, t:load_u8(a.u, zero, 40)))
       return
     end
     if form.name == "rows" then
