@@ -1242,6 +1242,8 @@ M.TUNING = {
   scales_once = { kind = "boolean", doc = "gemv's exact quantized passes over a whole 4-row group convert " ..
                   "a record's 8 binary16 scales at once (load_f16x8, into a stack slot) and broadcast each " ..
                   "from there (reload_bcast) rather than load_bcast_f16 per use; needs F16C on x86" },
+  stream_l1 = { kind = "boolean", doc = "gemv's exact quantized passes that read a whole record (a 4-row " ..
+                "group) prefetch its stream into L1 (true) rather than L2; a choice of schedule, never of a result" },
   stream_ahead = { kind = "number", doc = "bytes: how far ahead of its reads a quantized weight stream's " ..
                    "software prefetch runs (gemv's quantized forms, both tiers), rounded up to whole records " ..
                    "of the format; a choice of schedule, never of a result" },

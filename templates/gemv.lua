@@ -966,10 +966,12 @@ return {
               for r = 0, nrows - 1 do t:prefetch(wrow[r][1], wi, wrow[r][2] + p.prefetch, 2) end
             end
             if qf then
-              -- every line of the record stream_ahead bytes ahead, in the first pass
+              -- every line of the record stream_ahead bytes ahead, in the first pass: into L2, or
+              -- into L1 where a pass reads the whole record (t.tune.stream_l1)
               if p.prefetch_stream > 0 and s == 0 then
                 local ahead = stream_ahead(t, qf)
-                for o = 0, qf.rec - 1, 64 do t:prefetch(wrow.q, wi, o + ahead, 1, 2) end
+                local level = (t.tune.stream_l1 and nrows == PACK_ROWS) and 1 or 2
+                for o = 0, qf.rec - 1, 64 do t:prefetch(wrow.q, wi, o + ahead, 1, level) end
               end
               local si = t:ishr(t:mul(i, qf.num), 3)
               -- a pass over the whole group (rows 0-3 of the record: row r's block h in lane 2r + h)

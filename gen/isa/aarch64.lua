@@ -37,7 +37,8 @@ local M = {
 -- byte indices), and a broadcast reload four (LD1R, three moves), unmeasured as either is
 local function tune(int8_dot)
   return { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = int8_dot, stream_hw = 0,
-           stream_ahead = 18432, lone_compact = true, lone_groups = 1, q4_lut = false, scales_once = false }
+           stream_ahead = 18432, lone_compact = true, lone_groups = 1, q4_lut = false, scales_once = false,
+           stream_l1 = false }
 end
 local TUNE = tune("none")
 M.variants = {

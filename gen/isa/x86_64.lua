@@ -54,20 +54,22 @@ local STREAM_AHEAD = 2176
 -- and converts a record's eight scales with one VCVTPH2PS, each then broadcast by a load, where
 -- each took VPBROADCASTW and VCVTPH2PS: the exact q4 GEMV at M = 1 read 0.54-0.56 of the probe
 -- before, 0.75-0.77 after (bench/results/quant-exact-analysis.md); q8 level. The ymm variants keep
--- the arithmetic: a 16-entry lookup is two VPERMPS and a blend per ymm there, and avx2 has no F16C
+-- the arithmetic: a 16-entry lookup is two VPERMPS and a blend per ymm there, and avx2 has no F16C.
+-- stream_l1: AVX-512's exact passes over a whole record (M = 1) prefetch into L1, 0-5 % faster
+-- there; into L1 at M = 2 (each pass reads half the record) the q8 GEMV read 17 % less: those keep L2
 local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0,
                     stream_ahead = STREAM_AHEAD, lone_compact = true, lone_groups = 1, q4_lut = false,
-                    scales_once = false }
+                    scales_once = false, stream_l1 = false }
 local TUNE_AVX2MADD = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "s8s7", stream_hw = 0,
                         stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1, q4_lut = false,
-                        scales_once = false }
+                        scales_once = false, stream_l1 = false }
 local TUNE_AVXVNNI = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "u8s8", stream_hw = 0,
                        stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1, q4_lut = false,
-                       scales_once = false }
+                       scales_once = false, stream_l1 = false }
 local function avx512_tune(int8_dot, stream_hw, lone_groups, stream_ahead)
   return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = stream_hw or 0,
            stream_ahead = stream_ahead or STREAM_AHEAD, lone_compact = true, lone_groups = lone_groups or 1,
-           q4_lut = true, scales_once = true }
+           q4_lut = true, scales_once = true, stream_l1 = true }
 end
 local TUNE_AVX512 = avx512_tune("none")
 -- an AVX512-VNNI variant: its features (plus a trait it is tuned for, if any), stream_hw, lone_groups
