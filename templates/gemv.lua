@@ -992,18 +992,19 @@ return {
                 for _, c in ipairs(halves[h]) do
                   -- lane l of chain c: k = 64t + 32h + 2l + c mod 2, its weight q * d (exact)
                   local wv = {}
-                  for r = 0, nrows - 1 do
-                    if form_.quant == "q8" then
-                      wv[r] = t:mul(t:i2f(t:load_i8(wrow.q, wi, qf.qrow * r + 32 * h + 16 * (c % 2))), sc[r])
-                    elseif not lut then
-                      local u = c % 2 == 0 and t:band(bytes[r], t:vconst(15)) or t:isra_v(bytes[r], 4)
-                      wv[r] = t:mul(t:i2f(t:isub_v(u, t:vconst(8))), sc[r])
-                    end
-                  end
-                  -- by table: the table's lane of the nibble (lut16 reads the low 4 bits: the high
-                  -- nibble shifted down, the low one as loaded), each row's made where first used
                   if lut then
+                    -- by table: the table's lane of the nibble (lut16 reads the low 4 bits: the
+                    -- high nibble shifted down, the low one as loaded), each row's where first used
                     wv = function(r) return t:lut16(sc[r], c % 2 == 0 and bytes[r] or t:isra_v(bytes[r], 4)) end
+                  else
+                    for r = 0, nrows - 1 do
+                      if form_.quant == "q8" then
+                        wv[r] = t:mul(t:i2f(t:load_i8(wrow.q, wi, qf.qrow * r + 32 * h + 16 * (c % 2))), sc[r])
+                      else
+                        local u = c % 2 == 0 and t:band(bytes[r], t:vconst(15)) or t:isra_v(bytes[r], 4)
+                        wv[r] = t:mul(t:i2f(t:isub_v(u, t:vconst(8))), sc[r])
+                      end
+                    end
                   end
                   fma_chain(c, wv)
                 end
