@@ -560,15 +560,21 @@ function B:lut16(tab, idx)
   return self:_emit("vlut16", "v", { self:_want(tab, "v", "lut16", "tab"), self:_want(idx, "v", "lut16", "idx") }).dst
 end
 
--- A read-only table of 32-bit words in the stamp (name unique per stamp); returns its address.
-function B:table(name, words)
-  if type(name) ~= "string" or not name:match("^[a-z][a-z0-9_]*$") then self:_fail("table: bad name") end
+-- a constant table's name and words, checked (what: the op, for the message)
+local function table_attr(self, what, name, words)
+  if type(name) ~= "string" or not name:match("^[a-z][a-z0-9_]*$") then self:_fail(what .. ": bad name") end
+  if type(words) ~= "table" then self:_fail(what .. " " .. name .. ": give the words as a list") end
   for i, w in ipairs(words) do
     if type(w) ~= "number" or w ~= math.floor(w) or w < 0 or w > 0xffffffff then
-      self:_fail("table " .. name .. ": word " .. i .. " is not a 32-bit pattern")
+      self:_fail(what .. " " .. name .. ": word " .. i .. " is not a 32-bit pattern")
     end
   end
-  local dst = self:_emit("const_addr", "i", {}, { table = { name = name, words = words } }).dst
+  return { table = { name = name, words = words } }
+end
+
+-- A read-only table of 32-bit words in the stamp (name unique per stamp); returns its address.
+function B:table(name, words)
+  local dst = self:_emit("const_addr", "i", {}, table_attr(self, "table", name, words)).dst
   dst.ptr = { what = "table " .. name, ctype = "a read-only table of 32-bit words", elem = "f32", dir = "in" }
   return dst
 end
@@ -576,14 +582,9 @@ end
 -- A vector of 16 lane constants: lane l = word l of a read-only table of the stamp (name unique per
 -- stamp, as t:table's), loaded where used (no general register holds its address).
 function B:vtable(name, words)
-  if type(name) ~= "string" or not name:match("^[a-z][a-z0-9_]*$") then self:_fail("vtable: bad name") end
-  if type(words) ~= "table" or #words ~= 16 then self:_fail("vtable " .. name .. ": give 16 words") end
-  for i, w in ipairs(words) do
-    if type(w) ~= "number" or w ~= math.floor(w) or w < 0 or w > 0xffffffff then
-      self:_fail("vtable " .. name .. ": word " .. i .. " is not a 32-bit pattern")
-    end
-  end
-  return self:_emit("vtable", "v", {}, { table = { name = name, words = words } }).dst
+  local attr = table_attr(self, "vtable", name, words)
+  if #words ~= 16 then self:_fail("vtable " .. name .. ": give 16 words") end
+  return self:_emit("vtable", "v", {}, attr).dst
 end
 
 -- A 32-bit pattern in every lane (an f32 constant as its bits, or an int32).

@@ -32,6 +32,9 @@ cases=(
   "NaN rule|s/t:store1_f32(dest_row(t, a, a.y, j0, j, 4), n, 0, t:canon(s))/t:store1_f32(dest_row(t, a, a.y, j0, j, 4), n, 0, s)/|store1_f32 into a.y: the value may be a NaN whose bits differ between ISAs; an exact form stores canonical NaNs only"
   "NaN rule, accumulator|s/t:store1_bf16(dest_row(t, a, a.y, j0, j, 2), n, 0, t:rne(s))/t:store1_bf16(dest_row(t, a, a.y, j0, j, 2), n, 0, s)/|store1_bf16 into a.y: the value may be a NaN"
   "exact uses dot|s/local fast = t.tier == \"fast\"/local fast = true/|dot_bf16_acc rounds differently on each ISA: only a fast-tier form may use it"
+  "reload_bcast after drop|s/if s8 then t:drop(s8) end/if s8 then t:drop(s8); t:reload_bcast(s8, 0) end/|reload_bcast: this spill was reloaded or dropped already"
+  "reload_bcast lane|s/t:reload_bcast(s8, 2 \\* r + h)/t:reload_bcast(s8, 16 + r)/|reload_bcast: lane must be 0..15"
+  "vtable words|s/t:vtable(\"q4_ramp\", Q4_RAMP)/t:vtable(\"q4_ramp\", { 1, 2 })/|vtable q4_ramp: give 16 words"
   "int8 dot outside dotprod|/form(\"q4_f32\",/{n;s/\"avx512vnnihw\", \"dotprod\"/\"avx512vnnihw\", \"bf16\"/}|aarch64/bf16: dot_u7s8 needs the dotprod variant \\(SDOT\\)"
 )
 for c in "${cases[@]}"; do
