@@ -903,31 +903,32 @@ function B:spill(v)
   return { kind = "spill", slot = slot, open = true }
 end
 
+-- The slot of an open spill handle (what: the op, for its message); close: the slot is freed.
+local function spilled(self, h, what, close)
+  if type(h) ~= "table" or h.kind ~= "spill" then self:_fail(what .. ": give the handle t:spill returned") end
+  if not h.open then self:_fail(what .. ": this spill was reloaded or dropped already") end
+  if close then
+    h.open = false
+    self.slots_live[h.slot] = nil
+  end
+  return h.slot
+end
+
 function B:reload(h)
-  if type(h) ~= "table" or h.kind ~= "spill" then self:_fail("reload: give the handle t:spill returned") end
-  if not h.open then self:_fail("reload: this spill was reloaded already (one reload per spill)") end
-  h.open = false
-  self.slots_live[h.slot] = nil
-  return self:_emit("reload", "v", {}, { slot = h.slot }).dst
+  return self:_emit("reload", "v", {}, { slot = spilled(self, h, "reload", true) }).dst
 end
 
 -- Lane `lane` (0..15) of a spilled vector in every lane, read from its slot (any number of times:
 -- the slot stays open until reload or drop). A broadcast load: no shuffle, bits moved.
 function B:reload_bcast(h, lane)
-  if type(h) ~= "table" or h.kind ~= "spill" then self:_fail("reload_bcast: give the handle t:spill returned") end
-  if not h.open then self:_fail("reload_bcast: this spill was reloaded or dropped already") end
+  local slot = spilled(self, h, "reload_bcast")
   lane = self:_int(lane, "reload_bcast")
   if lane < 0 or lane > 15 then self:_fail("reload_bcast: lane must be 0..15") end
-  return self:_emit("reload_bcast", "v", {}, { slot = h.slot, lane = lane }).dst
+  return self:_emit("reload_bcast", "v", {}, { slot = slot, lane = lane }).dst
 end
 
 -- Frees a spill's slot without reloading it (after its reload_bcast reads).
-function B:drop(h)
-  if type(h) ~= "table" or h.kind ~= "spill" then self:_fail("drop: give the handle t:spill returned") end
-  if not h.open then self:_fail("drop: this spill was reloaded or dropped already") end
-  h.open = false
-  self.slots_live[h.slot] = nil
-end
+function B:drop(h) spilled(self, h, "drop", true) end
 
 -- Loops -----------------------------------------------------------------------------------
 
