@@ -52,8 +52,8 @@ local STREAM_AHEAD = 2176
 -- q4_lut and scales_once (gemv's exact quantized passes): AVX-512 looks a q4 weight up with one
 -- VPERMPS where the arithmetic takes four instructions (mask or shift, subtract, convert, multiply),
 -- and converts a record's eight scales with one VCVTPH2PS, each then broadcast by a load, where
--- each took VPBROADCASTW and VCVTPH2PS: the exact q4 GEMV at M = 1 read 0.54-0.56 of the probe
--- before, 0.75-0.77 after (bench/results/quant-exact-analysis.md); q8 level. The ymm variants keep
+-- each took VPBROADCASTW and VCVTPH2PS: the exact q4 GEMV at M = 1 read 0.55-0.58 of the probe
+-- before, 0.70-0.78 after (bench/results/quant-analysis.md); q8 level. The ymm variants keep
 -- the arithmetic: a 16-entry lookup is two VPERMPS and a blend per ymm there, and avx2 has no F16C.
 -- stream_l1: AVX-512's exact passes over a whole record (M = 1) prefetch into L1, 0-5 % faster
 -- there; into L1 at M = 2 (each pass reads half the record) the q8 GEMV read 17 % less: those keep L2
