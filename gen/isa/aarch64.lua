@@ -34,7 +34,8 @@ local M = {
 -- unmeasured here (no AArch64 hardware), so every pass prefetches; lone_groups: one group (two do
 -- not fit the registers); stream_ahead: unmeasured here, x86's Zen 4 value (18 KiB); q4_lut and
 -- scales_once off: a 16-entry lookup takes eight instructions per q register here (TBL and its
--- byte indices), and a broadcast reload four (LD1R, three moves), unmeasured as either is
+-- byte indices), and a broadcast reload five (the slot's address, LD1R, three moves); stream_l1
+-- off (x86's measure; none here)
 local function tune(int8_dot)
   return { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = int8_dot, stream_hw = 0,
            stream_ahead = 18432, lone_compact = true, lone_groups = 1, q4_lut = false, scales_once = false,
