@@ -966,18 +966,19 @@ return {
               for r = 0, nrows - 1 do t:prefetch(wrow[r][1], wi, wrow[r][2] + p.prefetch, 2) end
             end
             if qf then
+              local whole = nrows == PACK_ROWS          -- the pass reads the whole record
               -- every line of the record stream_ahead bytes ahead, in the first pass: into L2, or
               -- into L1 where a pass reads the whole record (t.tune.stream_l1)
               if p.prefetch_stream > 0 and s == 0 then
                 local ahead = stream_ahead(t, qf)
-                local level = (t.tune.stream_l1 and nrows == PACK_ROWS) and 1 or 2
+                local level = (t.tune.stream_l1 and whole) and 1 or 2
                 for o = 0, qf.rec - 1, 64 do t:prefetch(wrow.q, wi, o + ahead, 1, level) end
               end
               local si = t:ishr(t:mul(i, qf.num), 3)
               -- a pass over the whole group (rows 0-3 of the record: row r's block h in lane 2r + h)
               -- where t.tune.scales_once: the record's 8 scales converted at once into a stack
               -- slot, each broadcast from there where it is used
-              local s8 = t.tune.scales_once and nrows == PACK_ROWS and
+              local s8 = t.tune.scales_once and whole and
                          t:spill(t:load_f16x8(wrow.s, si, PACK_ROWS * qf.qrow / 2))
               for _, h in ipairs(hs) do
                 -- block h of each row: its scale (q4 lut: its table), and (q4) the 16 bytes holding
@@ -991,12 +992,13 @@ return {
                 end
                 for _, c in ipairs(halves[h]) do
                   -- lane l of chain c: k = 64t + 32h + 2l + c mod 2, its weight q * d (exact)
-                  local wv = {}
+                  local wv
                   if lut then
                     -- by table: the table's lane of the nibble (lut16 reads the low 4 bits: the
                     -- high nibble shifted down, the low one as loaded), each row's where first used
                     wv = function(r) return t:lut16(sc[r], c % 2 == 0 and bytes[r] or t:isra_v(bytes[r], 4)) end
                   else
+                    wv = {}
                     for r = 0, nrows - 1 do
                       if form_.quant == "q8" then
                         wv[r] = t:mul(t:i2f(t:load_i8(wrow.q, wi, qf.qrow * r + 32 * h + 16 * (c % 2))), sc[r])
