@@ -129,10 +129,13 @@ static int prepare(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out,
   return prepare_on(p, c, out, err, errlen, form, tier, fk_cpu_features());
 }
 
+/* the ymm variants' features (avxvnni where the CPU has AVX-VNNI); avx2: without either VNNI
+ * (the avx2madd stamps: VPMADDUBSW) */
 #if defined(__x86_64__)
+static const uint64_t avx2_features = FK_CPU_AVX2 | FK_CPU_FMA | FK_CPU_F16C;
 static const uint64_t ymm_features = FK_CPU_AVX2 | FK_CPU_FMA | FK_CPU_F16C | FK_CPU_AVXVNNI;
 #else
-static const uint64_t ymm_features = 0;
+static const uint64_t avx2_features = 0, ymm_features = 0;
 #endif
 
 int fkb_flashkern_prepare_exact(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
@@ -193,17 +196,16 @@ int fkb_flashkern_prepare_q4_ymm(const fkb_problem *p, const fkb_copies *c, fkb_
   return prepare_on(p, c, out, err, errlen, "gemv_q4_bf16_rne", FK_TIER_FAST, fk_cpu_features() & ymm_features);
 }
 
-/* AVX2 without VNNI of either width (the avx2madd stamps: VPMADDUBSW) */
 int fkb_flashkern_prepare_q8_avx2(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                   size_t errlen) {
   return prepare_on(p, c, out, err, errlen, "gemv_q8_bf16_rne", FK_TIER_FAST,
-                    fk_cpu_features() & ymm_features & ~(uint64_t)FK_CPU_AVXVNNI);
+                    fk_cpu_features() & avx2_features);
 }
 
 int fkb_flashkern_prepare_q4_avx2(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
                                   size_t errlen) {
   return prepare_on(p, c, out, err, errlen, "gemv_q4_bf16_rne", FK_TIER_FAST,
-                    fk_cpu_features() & ymm_features & ~(uint64_t)FK_CPU_AVXVNNI);
+                    fk_cpu_features() & avx2_features);
 }
 
 int fkb_flashkern_prepare_fast_blocked(const fkb_problem *p, const fkb_copies *c, fkb_prepared *out, char *err,
