@@ -11,15 +11,28 @@ local C = require("compat")
 
 local M = {}
 
--- backend.regs = { pools = { name = { "r1", "r2", ... } },
---                  callee_saved = { reg = true },
---                  classes = { i = { pool = "gpr", n = 1 }, v = ..., s = ..., k = ... },
---                  argp = "rdi" }   -- where the value marked `fixed` (the argument pointer) lives
--- backend.regs.reuse(op) (optional) lists the operand indexes whose registers op's result may
--- take when that operand dies at op (the backend's lowering of op reads its operands before it
--- writes the result, or handles the aliasing).
--- Returns assignment (value -> { regs }), used callee-saved registers (sorted by pool order),
--- or raises { msg, op_line } through fail(msg, line).
+-- The operands of def whose registers its result (cls registers) takes: a list of them, or nil.
+-- dies(s): the registers operand s holds when it dies at def in the result's pool, else nil.
+local function reuse_of(def, regs, cls, dies)
+  local r = regs.reuse and regs.reuse(def)
+  if not r then return nil end
+  if r.join then
+    local got, seen, total = {}, {}, 0
+    for _, i in ipairs(r.join) do
+      local s = def.src[i]
+      local n = s and not seen[s] and dies(s)
+      if not n then return nil end
+      seen[s], got[#got + 1], total = true, s, total + n
+    end
+    return total == cls.n and got or nil
+  end
+  for _, i in ipairs(r) do
+    local s = def.src[i]
+    if s and dies(s) == cls.n then return { s } end
+  end
+  return nil
+end
+
 function M.allocate(proc, regs, fail)
   local intervals = IR.liveness(proc)
   local free = {}          -- pool -> { reg -> true }
@@ -71,18 +84,16 @@ function M.allocate(proc, regs, fail)
     local got = {}
     -- a result may take the registers of an operand that dies here, where the backend allows
     local def = iv.value.def
-    if def and regs.reuse and not iv.value.fixed then
-      for _, i in ipairs(regs.reuse(def) or {}) do
-        local s = def.src[i]
-        local siv = s and s.interval
-        if siv and siv.to == iv.from and assign[s] and siv.pool == cls.pool and #assign[s] == cls.n
-           and not s.fixed then
-          local keep = {}
-          for _, a in ipairs(active) do if a ~= siv then keep[#keep + 1] = a end end
-          active = keep
-          for _, r in ipairs(assign[s]) do got[#got + 1] = r; free[cls.pool][r] = true end
-          break
-        end
+    if def and not iv.value.fixed then
+      local take = reuse_of(def, regs, cls, function(s)
+        local siv = s.interval
+        if siv and siv.to == iv.from and assign[s] and siv.pool == cls.pool and not s.fixed then return #assign[s] end
+      end)
+      for _, s in ipairs(take or {}) do
+        local keep = {}
+        for _, a in ipairs(active) do if a ~= s.interval then keep[#keep + 1] = a end end
+        active = keep
+        for _, r in ipairs(assign[s]) do got[#got + 1] = r; free[cls.pool][r] = true end
       end
     end
     if iv.value.fixed then
@@ -107,12 +118,17 @@ function M.allocate(proc, regs, fail)
     active[#active + 1] = iv
   end
 
-  -- a class with `expand` = n: its one register stands for each of the value's n parts
+  -- a class with `expand`: a number n, its one register stands for each of the value's n parts;
+  -- a list, part i is its register expand[i] (two registers for four parts: { 1, 1, 2, 2 })
   for _, iv in ipairs(intervals) do
     local cls = class_of(iv.value)
     if cls.expand then
-      local r, parts = assign[iv.value][1], {}
-      for i = 1, cls.expand do parts[i] = r end
+      local got, parts = assign[iv.value], {}
+      if type(cls.expand) == "number" then
+        for i = 1, cls.expand do parts[i] = got[1] end
+      else
+        for i, k in ipairs(cls.expand) do parts[i] = got[k] end
+      end
       assign[iv.value] = parts
     end
   end
@@ -144,17 +160,16 @@ function M.pressure(proc, regs)
     local cls = class_of(iv.value)
     used[cls.pool] = used[cls.pool] or 0
     local def = iv.value.def
-    if def and regs.reuse and not iv.value.fixed then
-      for _, i in ipairs(regs.reuse(def) or {}) do
-        local src = def.src[i]
-        local siv = src and src.interval
-        if siv and siv.to == iv.from and n_of[src] == cls.n and siv.pool == cls.pool and not src.fixed then
-          local k2 = {}
-          for _, a in ipairs(active) do if a ~= siv then k2[#k2 + 1] = a end end
-          if #k2 < #active then used[cls.pool] = used[cls.pool] - n_of[src] end
-          active = k2
-          break
-        end
+    if def and not iv.value.fixed then
+      local take = reuse_of(def, regs, cls, function(src)
+        local siv = src.interval
+        if siv and siv.to == iv.from and n_of[src] and siv.pool == cls.pool and not src.fixed then return n_of[src] end
+      end)
+      for _, src in ipairs(take or {}) do
+        local k2 = {}
+        for _, a in ipairs(active) do if a ~= src.interval then k2[#k2 + 1] = a end end
+        if #k2 < #active then used[cls.pool] = used[cls.pool] - n_of[src] end
+        active = k2
       end
     end
     iv.pool = cls.pool

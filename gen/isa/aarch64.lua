@@ -85,7 +85,12 @@ local REUSE = { dot_s8s8 = { 1 }, dot_s8s7 = { 1 }, dot_u7s8 = { 1 }, vfma = { 3
                 vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 }, vcvt_i2f = { 1 },
                 vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 }, vrne = { 1 }, vrne_st = { 1 }, srne = { 1 },
                 bf16_even = { 1 }, bf16_odd = { 1 }, bf16_pairs = { 1, 2 }, vneg = { 1 } }
-function M.reuse(op) return REUSE[op.op] end
+-- A class h select of two broadcasts (M.class_of) takes their two registers where both die there:
+-- no move at all.
+function M.reuse(op)
+  if op.op == "vsel128" then return M.class_of(op.dst) == "h" and { join = { 1, 2 } } or nil end
+  return REUSE[op.op]
+end
 
 function M.registers()
   local gpr, vec, saved = {}, {}, {}
@@ -98,16 +103,38 @@ function M.registers()
   return { pools = { gpr = gpr, vec = vec }, callee_saved = saved, argp = "x0", reuse = M.reuse,
            scratch = { "x16", "x17", "v28-v31" }, class_of = M.class_of,
            classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 4 }, s = { pool = "vec", n = 1 },
-                       c = { pool = "vec", n = 1 }, u = { pool = "vec", n = 1, expand = 4 } } }
+                       c = { pool = "vec", n = 1 }, u = { pool = "vec", n = 1, expand = 4 },
+                       h = { pool = "vec", n = 2, expand = { 1, 1, 2, 2 } } } }
 end
 
 -- A broadcast (the same 32 bits in all 16 lanes) is one q register that stands for all four parts
 -- of the canonical vector: no copies, three registers fewer. Accumulators (updated in place)
--- keep four.
+-- keep four. A vector whose lanes 0-7 are one value and 8-15 another (two broadcasts' 128-bit
+-- select, a pair spread by pair_split, and the lane-wise arithmetic of such vectors and
+-- broadcasts) is two q registers, parts 1-2 and 3-4 (class h): half the moves, DUPs and products.
 local UNIFORM = { bcast = true, load_bcast_f32 = true, load_pair_bcast = true, load_bcast_f16 = true, vconst = true }
+local HALVES_ARITH = { vmul = true, vadd = true, vsub = true }
 function M.class_of(v)
-  if v.type == "v" and not v.var and v.def and UNIFORM[v.def.op] then return "u" end
-  return v.type
+  if v.type ~= "v" or v.var or not v.def then return v.type end
+  local op = v.def.op
+  if UNIFORM[op] then return "u" end
+  if op == "vpair_split" then return "h" end
+  if op == "vsel128" or HALVES_ARITH[op] then
+    local a, b = M.class_of(v.def.src[1]), M.class_of(v.def.src[2])
+    if op == "vsel128" then return (a == "u" and b == "u") and "h" or "v" end
+    if (a == "u" or a == "h") and (b == "u" or b == "h") and (a == "h" or b == "h") then return "h" end
+  end
+  return "v"
+end
+
+-- The distinct registers of a result's parts, each with its first part: a class h result's
+-- parts 1 and 3 (its sources' parts 2 and 4 equal those, by their class), else every part.
+local function distinct(d)
+  local seen, out = {}, {}
+  for p = 1, #d do
+    if not seen[d[p]] then seen[d[p]] = true; out[#out + 1] = p end
+  end
+  return out
 end
 
 local function imm(x) return "#" .. C.int(x) end
@@ -960,7 +987,7 @@ end
 -- lanes 0-7 <- lane 2i, 8-15 <- lane 2i + 1: DUP by element, per q register.
 function ops.vpair_split(ctx, op)
   local d, v, i = ctx:regs(op.dst), ctx:regs(op.src[1]), op.attr.imm
-  for p = 1, 4 do
+  for _, p in ipairs(distinct(d)) do
     local l = 2 * i + (p >= 3 and 1 or 0)
     ctx:wline("dup " .. v4s(d[p]) .. ", v" .. n(v[math.floor(l / 4) + 1]) .. ".s[" .. C.int(l % 4) .. "]")
   end
@@ -1040,7 +1067,7 @@ ops.uzp_even, ops.uzp_odd = uzp("uzp1"), uzp("uzp2")
 local function binary(ins)
   return function(ctx, op)
     local d, a, b = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2])
-    for p = 1, #d do ctx:wline(ins .. " " .. v4s(d[p]) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p])) end
+    for _, p in ipairs(distinct(d)) do ctx:wline(ins .. " " .. v4s(d[p]) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p])) end
   end
 end
 ops.vadd = binary("fadd")
@@ -1115,7 +1142,9 @@ function ops.vsel128(ctx, op)
   local d, a, b, sel = ctx:regs(op.dst), ctx:regs(op.src[1]), ctx:regs(op.src[2]), op.attr.imm
   local src = { a[sel % 4 + 1], a[math.floor(sel / 4) % 4 + 1], b[math.floor(sel / 16) % 4 + 1],
                 b[math.floor(sel / 64) % 4 + 1] }
-  for p = 1, 4 do ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(src[p])) end
+  for _, p in ipairs(distinct(d)) do
+    if d[p] ~= src[p] then ctx:wline("mov " .. v16b(d[p]) .. ", " .. v16b(src[p])) end
+  end
 end
 
 local function in_chunks(ins, arr)
