@@ -122,6 +122,8 @@ end
 
 function M.stamp(proc, backend, variant, meta, fail)
   local regs = backend.registers(variant)
+  -- a backend may look at the whole proc before choosing its values' register classes
+  if backend.annotate then backend.annotate(proc) end
   -- pointers bumped per tile where the backend asks (gen/bump.lua), taken back when the proc
   -- then runs out of registers
   local unbump = backend.bump_pointers and BUMP.apply(proc)

@@ -104,7 +104,8 @@ function M.registers()
            scratch = { "x16", "x17", "v28-v31" }, class_of = M.class_of,
            classes = { i = { pool = "gpr", n = 1 }, v = { pool = "vec", n = 4 }, s = { pool = "vec", n = 1 },
                        c = { pool = "vec", n = 1 }, u = { pool = "vec", n = 1, expand = 4 },
-                       h = { pool = "vec", n = 2, expand = { 1, 1, 2, 2 } } } }
+                       h = { pool = "vec", n = 2, expand = { 1, 1, 2, 2 } },
+                       e = { pool = "vec", n = 1, expand = 4 } } }
 end
 
 -- A broadcast (the same 32 bits in all 16 lanes) is one q register that stands for all four parts
@@ -118,6 +119,7 @@ function M.class_of(v)
   if v.type ~= "v" or v.var or not v.def then return v.type end
   local op = v.def.op
   if UNIFORM[op] then return "u" end
+  if op == "load_f16x4q" and v.by_element then return "e" end
   if op == "vpair_split" then return "h" end
   if op == "vsel128" or HALVES_ARITH[op] then
     local a, b = M.class_of(v.def.src[1]), M.class_of(v.def.src[2])
@@ -125,6 +127,22 @@ function M.class_of(v)
     if (a == "u" or a == "h") and (b == "u" or b == "h") and (a == "h" or b == "h") then return "h" end
   end
   return "v"
+end
+
+-- Four scales, part p (lanes 4p .. 4p + 3) lane p's (load_f16x4q), are one q register read by
+-- element (class e) where only vmul reads them (M.annotate): FMUL by element, no DUP.
+local E_READERS = { vmul = true }
+function M.annotate(proc)
+  local seen, other = {}, {}
+  IR.walk_proc(proc, function(op)
+    for _, v in ipairs(op.src or {}) do
+      if type(v) == "table" and v.def and v.def.op == "load_f16x4q" then
+        seen[#seen + 1] = v
+        if not E_READERS[op.op] then other[v] = true end
+      end
+    end
+  end)
+  for _, v in ipairs(seen) do v.by_element = not other[v] end
 end
 
 -- The distinct registers of a result's parts, each with its first part: a class h result's
@@ -973,13 +991,17 @@ function ops.load_f16x8(ctx, op)
 end
 
 -- The 4 binary16 at an element address: LDR d (LDUR for a small negative offset), FCVTL, then
--- lane c DUP'ed into part c + 1 (lanes 4c .. 4c + 3).
+-- lane c DUP'ed into part c + 1 (lanes 4c .. 4c + 3); class e (read by element), the FCVTL alone.
 function ops.load_f16x4q(ctx, op)
   local d = ctx:regs(op.dst)
   local b, o = elem_addr(ctx, op, 2,
                          function(x) return (x >= 0 and x <= 32760 and x % 8 == 0) or (x >= -256 and x < 256) end)
   local ld = (o >= 0 and o % 8 == 0) and "ldr " or "ldur "
   ctx:wline(ld .. "d" .. n(T0) .. ", [" .. b .. (o ~= 0 and (", " .. imm(o)) or "") .. "]")
+  if M.class_of(op.dst) == "e" then
+    ctx:wline("fcvtl " .. v4s(d[1]) .. ", v" .. n(T0) .. ".4h")
+    return
+  end
   ctx:wline("fcvtl " .. v4s(T0) .. ", v" .. n(T0) .. ".4h")
   for p = 1, 4 do ctx:wline("dup " .. v4s(d[p]) .. ", v" .. n(T0) .. ".s[" .. C.int(p - 1) .. "]") end
 end
@@ -1070,8 +1092,25 @@ local function binary(ins)
     for _, p in ipairs(distinct(d)) do ctx:wline(ins .. " " .. v4s(d[p]) .. ", " .. v4s(a[p]) .. ", " .. v4s(b[p])) end
   end
 end
+
+-- a product with a class e operand: part p times that register's lane p - 1, by element
+local function mul_by_element(ctx, op)
+  local e1, e2 = M.class_of(op.src[1]) == "e", M.class_of(op.src[2]) == "e"
+  if not (e1 or e2) then return false end
+  if e1 and e2 then error("internal: vmul of two class e values") end
+  local d, a, e = ctx:regs(op.dst), ctx:regs(op.src[e1 and 2 or 1]), ctx:regs(op.src[e1 and 1 or 2])[1]
+  for p = 1, 4 do
+    ctx:wline("fmul " .. v4s(d[p]) .. ", " .. v4s(a[p]) .. ", v" .. n(e) .. ".s[" .. C.int(p - 1) .. "]")
+  end
+  return true
+end
 ops.vadd = binary("fadd")
-ops.vmul = binary("fmul")
+do
+  local plain = binary("fmul")
+  function ops.vmul(ctx, op)
+    if not mul_by_element(ctx, op) then plain(ctx, op) end
+  end
+end
 ops.vsub = binary("fsub")
 ops.vdiv = binary("fdiv")
 ops.viadd = binary("add")
@@ -1586,17 +1625,20 @@ function ops.cases(ctx, op)
   ctx:wlabel(done)
 end
 
--- A value bfcvt's vrne_st left narrowed is read only by the ops that know its layout.
+-- A value bfcvt's vrne_st left narrowed is read only by the ops that know its layout; a class e
+-- value (M.class_of) only by vmul.
 for name, hook in pairs(ops) do
-  if not NARROW_READERS[name] then
-    ops[name] = function(ctx, op)
-      if ctx.narrow then
-        for _, v in ipairs(op.src or {}) do
-          if ctx.narrow[v] then error("internal: op " .. name .. " reads a narrowed vrne_st value (bfcvt)") end
-        end
+  local narrow_ok, e_ok = NARROW_READERS[name], E_READERS[name]
+  ops[name] = function(ctx, op)
+    for _, v in ipairs(op.src or {}) do
+      if not narrow_ok and ctx.narrow and ctx.narrow[v] then
+        error("internal: op " .. name .. " reads a narrowed vrne_st value (bfcvt)")
       end
-      return hook(ctx, op)
+      if not e_ok and type(v) == "table" and v.type == "v" and M.class_of(v) == "e" then
+        error("internal: op " .. name .. " reads a class e value (load_f16x4q: only vmul reads it by element)")
+      end
     end
+    return hook(ctx, op)
   end
 end
 return M
