@@ -522,6 +522,12 @@ end
 function B:isra_v(a, n)
   return self:_emit("visra", "v", { self:_want(a, "v", "isra_v", "a") }, { imm = self:_int(n, "isra_v") }).dst
 end
+-- each byte of a's 64 shifted right by n (1..7), zeros in: q4's high nibbles as ushr8_v(v, 4)
+function B:ushr8_v(a, n)
+  local k = self:_int(n, "ushr8_v")
+  if k < 1 or k > 7 then self:_fail("ushr8_v: the shift count is 1..7, not " .. C.int(k)) end
+  return self:_emit("vushr8", "v", { self:_want(a, "v", "ushr8_v", "a") }, { imm = k }).dst
+end
 
 -- Interleave chunks of g lanes of a and b (lanes 0-7 of each: zip_lo; 8-15: zip_hi).
 function B:zip_lo(a, b, g)
@@ -827,7 +833,8 @@ end
 -- updated accumulators are not.
 local CANON = { vcanon = true, scanon = true, vcanon_raw = true, vrne = true, vrne_st = true, srne = true,
                 zero = true, vcvt_i2f = true, vcvt_f2i = true, viadd = true, visub = true, vimin = true,
-                vimax = true, vigt = true, vishl = true, visra = true, load_i8 = true, load_u8 = true }
+                vimax = true, vigt = true, vishl = true, visra = true, vushr8 = true, load_i8 = true,
+                load_u8 = true }
 local MOVES = { vzip_lo = true, vzip_hi = true, uzp_even = true, uzp_odd = true, vrev = true, bf16_pairs = true,
                 vsel128 = true, vunpk_lo = true, vunpk_hi = true, vuzp4_even = true, vuzp4_odd = true,
                 bcast = true }
@@ -1244,6 +1251,9 @@ M.TUNING = {
   scales_once = { kind = "boolean", doc = "gemv's exact quantized passes over a whole 4-row group convert " ..
                   "a record's 8 binary16 scales at once (load_f16x8, into a stack slot) and broadcast each " ..
                   "from there (reload_bcast) rather than load_bcast_f16 per use; needs F16C on x86" },
+  byte_shift = { kind = "boolean", doc = "the variant shifts bytes in one instruction (NEON USHR .16b): " ..
+                 "gemv's q4 fast passes take the high nibbles by ushr8_v rather than a 32-bit shift and a " ..
+                 "mask; the same bytes, a choice of instructions" },
   stream_l1 = { kind = "boolean", doc = "gemv's exact quantized passes that read a whole record (a 4-row " ..
                 "group) prefetch its stream into L1 (true) rather than L2; a choice of schedule, never of a result" },
   stream_ahead = { kind = "number", doc = "bytes: how far ahead of its reads a quantized weight stream's " ..

@@ -116,6 +116,7 @@ M.OPS = {
   visub      = { "v", { "v", "v" } },
   vishl      = { "v", { "v" }, { "imm" } },
   visra      = { "v", { "v" }, { "imm" } },          -- arithmetic shift right
+  vushr8     = { "v", { "v" }, { "imm" } },          -- each byte shifted right logically (1..7, zeros in)
   vimin      = { "v", { "v", "v" } },                -- signed
   vimax      = { "v", { "v", "v" } },
   vand       = { "v", { "v", "v" } },
@@ -340,11 +341,14 @@ function M.validate(proc)
     if (op.op == "vishl" or op.op == "visra") and (op.attr.imm < 0 or op.attr.imm > 31) then
       return fail(op.op .. ": shift count must be 0..31", op)
     end
+    if op.op == "vushr8" and (op.attr.imm < 1 or op.attr.imm > 7) then
+      return fail("vushr8: shift count must be 1..7", op)
+    end
     if op.op == "ishri" and (op.attr.imm < 0 or op.attr.imm > 63) then
       return fail("ishri: shift count must be 0..63", op)
     end
     if op.op == "iandi" or op.op == "iaddi" or op.op == "imuli" or op.op == "iconst" or op.op == "vishl"
-       or op.op == "visra" then
+       or op.op == "visra" or op.op == "vushr8" then
       if op.attr.imm ~= math.floor(op.attr.imm) then return fail(op.op .. ": integer immediate required", op) end
     end
   end

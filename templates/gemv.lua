@@ -550,7 +550,8 @@ qfast_body = function(t, p, form_, a)
         local g, qq = math.floor(q / 2), q % 2
         local v = t:load_raw(t:view(wq[g], "bf16"), si, qf.qrow * qq)
         local nib = t:vconst(0x0f0f0f0f)
-        local lo, hi = t:band(v, nib), t:band(t:isra_v(v, 4), nib)
+        local lo = t:band(v, nib)
+        local hi = t.tune.byte_shift and t:ushr8_v(v, 4) or t:band(t:isra_v(v, 4), nib)
         local wsc
         for j = 0, M - 1 do
           local isum = t:dot_u7s8(t:dot_u7s8(part(j, 2), lo, part(j, 0)), hi, part(j, 1))   -- nibbles: 0..15

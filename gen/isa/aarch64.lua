@@ -35,11 +35,12 @@ local M = {
 -- not fit the registers); stream_ahead: unmeasured here, x86's Zen 4 value (18 KiB); q4_lut and
 -- scales_once off: a 16-entry lookup takes eight instructions per q register here (TBL and its
 -- byte indices), and a broadcast reload five (the slot's address, LD1R, three moves); stream_l1
--- off (x86's measure; none here)
+-- off (x86's measure; none here); byte_shift: USHR .16b takes q4's high nibbles in one
+-- instruction per q register where a 32-bit shift and a mask take two
 local function tune(int8_dot)
   return { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = int8_dot, stream_hw = 0,
            stream_ahead = 18432, lone_compact = true, lone_groups = 1, q4_lut = false, scales_once = false,
-           stream_l1 = false }
+           stream_l1 = false, byte_shift = true }
 end
 local TUNE = tune("none")
 M.variants = {
@@ -82,7 +83,8 @@ local REUSE = { dot_s8s8 = { 1 }, dot_s8s7 = { 1 }, dot_u7s8 = { 1 }, vfma = { 3
                 vmul = { 1, 2 }, vsub = { 1, 2 },
                 viadd = { 1, 2 },
                 visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 }, vor = { 1, 2 },
-                vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 }, vcvt_i2f = { 1 },
+                vxor = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vushr8 = { 1 }, vrint = { 1 }, vcvt_f2i = { 1 },
+                vcvt_i2f = { 1 },
                 vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 }, vrne = { 1 }, vrne_st = { 1 }, srne = { 1 },
                 bf16_even = { 1 }, bf16_odd = { 1 }, bf16_pairs = { 1, 2 }, vneg = { 1 } }
 -- A class h select of two broadcasts (M.class_of) takes their two registers where both die there:
@@ -1134,6 +1136,12 @@ local function shift(ins)
   end
 end
 ops.vishl, ops.visra = shift("shl"), shift("sshr")
+
+-- bytes shifted right logically: USHR on .16b
+function ops.vushr8(ctx, op)
+  local d, a = ctx:regs(op.dst), ctx:regs(op.src[1])
+  for p = 1, #d do ctx:wline("ushr " .. v16b(d[p]) .. ", " .. v16b(a[p]) .. ", " .. imm(op.attr.imm)) end
+end
 
 local function unary(ins)
   return function(ctx, op)

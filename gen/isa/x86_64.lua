@@ -57,19 +57,21 @@ local STREAM_AHEAD = 2176
 -- the arithmetic: a 16-entry lookup is two VPERMPS and a blend per ymm there, and avx2 has no F16C.
 -- stream_l1: AVX-512's exact passes over a whole record (M = 1) prefetch into L1, 0-5 % faster
 -- there; into L1 at M = 2 (each pass reads half the record) the q8 GEMV read 17 % less: those keep L2
+-- byte_shift: x86 has no byte shift (VPSRLW and a mask from memory, where the 32-bit shift's mask
+-- is a held register): off
 local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0,
                     stream_ahead = STREAM_AHEAD, lone_compact = true, lone_groups = 1, q4_lut = false,
-                    scales_once = false, stream_l1 = false }
+                    scales_once = false, stream_l1 = false, byte_shift = false }
 local TUNE_AVX2MADD = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "s8s7", stream_hw = 0,
                         stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1, q4_lut = false,
-                        scales_once = false, stream_l1 = false }
+                        scales_once = false, stream_l1 = false, byte_shift = false }
 local TUNE_AVXVNNI = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "u8s8", stream_hw = 0,
                        stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1, q4_lut = false,
-                       scales_once = false, stream_l1 = false }
+                       scales_once = false, stream_l1 = false, byte_shift = false }
 local function avx512_tune(int8_dot, stream_hw, lone_groups, stream_ahead)
   return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = stream_hw or 0,
            stream_ahead = stream_ahead or STREAM_AHEAD, lone_compact = true, lone_groups = lone_groups or 1,
-           q4_lut = true, scales_once = true, stream_l1 = true }
+           q4_lut = true, scales_once = true, stream_l1 = true, byte_shift = false }
 end
 local TUNE_AVX512 = avx512_tune("none")
 -- an AVX512-VNNI variant: its features (plus a trait it is tuned for, if any), stream_hw, lone_groups
@@ -129,7 +131,8 @@ local REUSE = { dot_u8s8 = { 1 }, dot_s8s7 = { 1 }, dot_u7s8 = { 1 }, vfma = { 3
                 vsub = { 1, 2 },
                 vmin = { 1, 2 },
                 viadd = { 1, 2 }, visub = { 1, 2 }, vimin = { 1, 2 }, vimax = { 1, 2 }, vand = { 1, 2 },
-                vor = { 1, 2 }, vxor = { 1, 2 }, vdiv = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vrint = { 1 },
+                vor = { 1, 2 }, vxor = { 1, 2 }, vdiv = { 1, 2 }, vishl = { 1 }, visra = { 1 }, vushr8 = { 1 },
+                vrint = { 1 },
                 vcvt_f2i = { 1 }, vcvt_i2f = { 1 }, vigt = { 1, 2 }, vcanon = { 1 }, vcanon_raw = { 1 },
                 -- integer ops: a lea, or a mov of the first operand before the op reads the second
                 iadd = { 1, 2 }, iaddi = { 1 }, addr = { 1, 2 }, imuli = { 1 }, imul = { 1 }, isub = { 1 },
@@ -938,6 +941,18 @@ local function shift(ins)
   end
 end
 ops.vishl, ops.visra = shift("vpslld"), shift("vpsrad")
+
+-- bytes shifted right logically: the words' VPSRLW, then each byte's bits from the next byte
+-- masked off (0xff >> n in every byte, from memory)
+function ops.vushr8(ctx, op)
+  local d, a, k = parts(ctx, op.dst), parts(ctx, op.src[1]), op.attr.imm
+  local mask = math.floor(0xff / 2 ^ k) * 0x01010101
+  local m = bconst(ctx, string.format("b%08x", mask), mask)
+  for i = 1, #d do
+    ctx:wline("vpsrlw " .. d[i] .. ", " .. a[i] .. ", " .. C.int(k))
+    ctx:wline((is512(ctx) and "vpandd " or "vpand ") .. d[i] .. ", " .. d[i] .. ", " .. m)
+  end
+end
 
 local function unary(ins512, ins256)
   return function(ctx, op)

@@ -27,7 +27,7 @@
 --   u bytes 64 k + 18 .. (load_raw), the four load_bcast8 vectors; a chained dot (its accumulator
 --   another dot's result); a constant accumulator and w (the gemv correction's shape);
 --   dq[160 k + 128 ..] dot_u7s8(acc, u bytes & 0x7f, x) and q4's shape: dot_u7s8 of the low nibbles,
---   then of the high ones (isra_v by 4, & 0x0f), chained
+--   then of the high ones (ushr8_v by 4), chained
 -- per tile of 8 binary16 (j = 8 t): hf[176 t ..] load_f16x8 of h at j + 0, 3, 520 (raw f32 bits), then
 -- pair_split of the first for i = 0..3, then load_f16x4q of h at j + 0, 4 (the two: every binary16 of
 -- the tile), 523 (byte 1046, past LDR's and LDUR's reach: the pointer moves), 520 (reaching back 6
@@ -78,7 +78,7 @@ local function q8dot(t, a)
     t:store_f32(a.dq, dqi, 16 * (slot + 2), t:dot_u7s8(acc, t:band(uw, t:vconst(0x7f7f7f7f)), x))
     local nib = t:vconst(0x0f0f0f0f)
     t:store_f32(a.dq, dqi, 16 * (slot + 3),
-                t:dot_u7s8(t:dot_u7s8(acc, t:band(uw, nib), x), t:band(t:isra_v(uw, 4), nib), x))
+                t:dot_u7s8(t:dot_u7s8(acc, t:band(uw, nib), x), t:ushr8_v(uw, 4), x))
   end, nil, { whole = true })
   t:for_tiles(t:mul(a.nh, 8), 8, function(j)
     local j22 = t:mul(j, 22)
