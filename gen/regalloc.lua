@@ -33,6 +33,17 @@ local function reuse_of(def, regs, cls, dies)
   return nil
 end
 
+-- backend.regs = { pools = { name = { "r1", "r2", ... } },
+--                  callee_saved = { reg = true },
+--                  classes = { i = { pool = "gpr", n = 1 }, v = ..., s = ..., k = ... },
+--                  argp = "rdi" }   -- where the value marked `fixed` (the argument pointer) lives
+-- backend.regs.reuse(op) (optional) lists the operand indexes whose registers op's result may
+-- take when that operand dies at op (the backend's lowering of op reads its operands before it
+-- writes the result, or handles the aliasing); or, as { join = { i, j, ... } }, operands whose
+-- registers, in that order, make up the result's when all of them die at op (distinct values of
+-- the result's pool whose registers add up to the result's).
+-- Returns assignment (value -> { regs }), used callee-saved registers (sorted by pool order),
+-- or raises { msg, op_line } through fail(msg, line).
 function M.allocate(proc, regs, fail)
   local intervals = IR.liveness(proc)
   local free = {}          -- pool -> { reg -> true }
