@@ -393,7 +393,7 @@ static uint32_t dot4u7(uint32_t acc, const uint8_t *w, int sh, int mask, const i
  * store_i8 of every value -128..127 at odd byte offsets, the bytes between and after the stores
  * checked untouched */
 static int check_q8dot(int *runs) {
-  enum { NRMAX = 1024, NHMAX = 8192, GUARD = 8, NU = 64 * NRMAX + 2112, NH = 8 * NHMAX + 528, NF = 112, NXO = 256 };
+  enum { NRMAX = 1024, NHMAX = 8192, GUARD = 8, NU = 64 * NRMAX + 2112, NH = 8 * NHMAX + 528, NF = 112, NXO = 320 };
   enum { NO8 = 512 * NRMAX + GUARD, NHF = 176 * NHMAX + GUARD, NDQ = 160 * NRMAX + GUARD, NNB = 64 * NRMAX + GUARD };
   static const uint16_t special[] = { 0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0200, 0x0400, 0x8400,
                                       0x0401, 0x3c00, 0xbc00, 0x3bff, 0x3555, 0x1234, 0x7bff, 0xfbff, 0x7c00,
@@ -525,8 +525,19 @@ static int check_q8dot(int *runs) {
           /* xo[240 + 2 q + half]: f[16 q + 8 half ..] for q = 0..6; xo[254 + half]: f[3 ..] (load_bcast8) */
           want = bits(red8(f + (l < 14 ? 16 * (l / 2) + 8 * (l % 2) : 3)));
           what = "reduce_add8";
+        } else if (sl == 17) {
+          want = bits(l < 8 ? f[3] * f[7] : f[5] * f[9]), what = "sel128 of broadcasts, times";
+        } else if (sl == 18 || sl == 19) {
+          float p = f[16 + 6 + (l >= 8)];
+          want = bits(sl == 18 ? p + f[2] : f[11] - p);
+          what = sl == 18 ? "pair_split + broadcast" : "broadcast - pair_split";
         }
-        if ((sl >= 6 && sl < 8) || (sl >= 12 && sl < 15)) {
+        if (sl == 16) {
+          /* load_f16x4q (lane l: the binary16 l / 4 at 501) times f[l]: a NaN by class */
+          float w = val(f16_bits(h[501 + l / 4])) * f[l];
+          want = bits(w), what = "load_f16x4q times";
+          ok = w != w ? (got & 0x7fffffffu) > 0x7f800000u : got == want;
+        } else if ((sl >= 6 && sl < 8) || (sl >= 12 && sl < 15)) {
           uint16_t hv;
           if (sl < 8) {
             hv = h[(sl == 6 ? 501 : 5) + l];

@@ -38,7 +38,9 @@
 -- xo[48 ..] their dots with acc[0 ..] and the x bytes at 1200; xo[96 ..] load_f16x8 of h at 501, 5;
 -- xo[128 ..] pair_split(acc[0 ..], i) for i = 0..3; xo[192 ..] load_f16x4q of h at 501, 5, 500;
 -- xo[240 + 2 q + half] reduce_add8(f[16 q ..], half) for q = 0..6 (f: finite f32), xo[254 + half]
--- reduce_add8(load_bcast8 of f at 3, half) (f32 bits);
+-- reduce_add8(load_bcast8 of f at 3, half) (f32 bits); xo[256 ..] load_f16x4q of h at 501 times
+-- f[0 ..]; xo[272 ..] sel128(f[3], f[5]) times sel128(f[7], f[9]) (broadcasts); xo[288 ..]
+-- pair_split(f[16 ..], 3) + f[2], xo[304 ..] f[11] - that pair_split;
 -- store_i8 of v[48 ..], v[32 ..], v[16 ..], v[0 ..] into o8's bytes 301, 777, 1500, 1999.
 -- vtable's words (form quant): lane l = 0x9e3779b9 * (l + 1) mod 2^32, NaN patterns among them
 local VT_WORDS = {}
@@ -114,6 +116,16 @@ local function q8dot(t, a)
   end
   local fb = t:load_bcast8(a.f, zero, 3)
   for half = 0, 1 do t:store1_f32(a.xo, zero, 254 + half, t:reduce_add8(fb, half, "halving")) end
+  -- the shapes NEON holds in fewer registers (gen/isa/aarch64.lua, classes h and e): a product of
+  -- load_f16x4q (read by element), a product of two selects of broadcasts, a sum and a difference of
+  -- a pair_split and a broadcast
+  local fv = t:load_f32(a.f, zero, 0)
+  t:store_f32(a.xo, zero, 256, t:mul(t:load_f16x4q(a.h, zero, 501), fv))
+  local function bc(i) return t:load_bcast_f32(a.f, zero, i) end
+  t:store_f32(a.xo, zero, 272, t:mul(t:sel128(bc(3), bc(5), 0xe4), t:sel128(bc(7), bc(9), 0xe4)))
+  local ps = t:pair_split(t:load_f32(a.f, zero, 16), 3)
+  t:store_f32(a.xo, zero, 288, t:add(ps, bc(2)))
+  t:store_f32(a.xo, zero, 304, t:sub(bc(11), ps))
   for m, off in ipairs({ 301, 777, 1500, 1999 }) do
     t:store_i8(o8, zero, off, t:load_f32(a.v, zero, 16 * (4 - m)))
   end
@@ -159,7 +171,7 @@ return {
         { "v", "const int32_t *", extent = "64 * nr + 64" }, { "f", "const float *", extent = "112" },
         { "nb", "int32_t *", extent = "64 * nr" }, { "dq", "int32_t *", extent = "160 * nr" },
         { "hf", "int32_t *", extent = "176 * nh" }, { "o8", "int32_t *", extent = "512 * max(nr, 1)" },
-        { "xo", "int32_t *", extent = "256" }, { "nr", "int64_t" }, { "nh", "int64_t" } } },
+        { "xo", "int32_t *", extent = "320" }, { "nr", "int64_t" }, { "nh", "int64_t" } } },
   },
   body = function(t, _, form)
     local a = t.arg
