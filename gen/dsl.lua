@@ -899,14 +899,20 @@ end
 -- Stack slots: a vector kept in the stamp's frame while a later pass needs its registers (a
 -- partial sum across passes over other chains). spill(v) returns a handle, reload(handle) the
 -- vector, once; a slot is reused after its reload. Bits are moved, never changed.
-function B:spill(v)
-  self:_want(v, "v", "spill", "v")
+-- (the lowest free slot, now open)
+local function open_slot(self)
   local slot = 0
   while self.slots_live[slot] do slot = slot + 1 end
   self.slots_live[slot] = true
   if slot + 1 > self.nslots then self.nslots = slot + 1 end
-  self:_emit("spill", false, { v }, { slot = slot })
   return { kind = "spill", slot = slot, open = true }
+end
+
+function B:spill(v)
+  self:_want(v, "v", "spill", "v")
+  local h = open_slot(self)
+  self:_emit("spill", false, { v }, { slot = h.slot })
+  return h
 end
 
 -- The slot of an open spill handle (what: the op, for its message); close: the slot is freed.
@@ -933,8 +939,24 @@ function B:reload_bcast(h, lane)
   return self:_emit("reload_bcast", "v", {}, { slot = slot, lane = lane }).dst
 end
 
--- Frees a spill's slot without reloading it (after its reload_bcast reads).
+-- Frees a spill's slot without reloading it (after its reload_bcast reads, or a slot's last use).
 function B:drop(h) spilled(self, h, "drop", true) end
+
+-- A stack slot held open across loop iterations (partial sums a pass parks while another pass
+-- over other chains runs, tile after tile): slot() opens it, unwritten; spill_to(h, v) writes v
+-- into it and reload_acc(h) reads it back as an accumulator (the *_acc ops go on from it), any
+-- number of times, in program order; drop(h) frees it. Bits are moved, never changed.
+function B:slot() return open_slot(self) end
+
+function B:spill_to(h, v)
+  self:_emit("spill", false, { self:_want(v, "v", "spill_to", "v") }, { slot = spilled(self, h, "spill_to") })
+end
+
+function B:reload_acc(h)
+  local v = self:_emit("reload", "v", {}, { slot = spilled(self, h, "reload_acc") }).dst
+  v.var = true
+  return v
+end
 
 -- Loops -----------------------------------------------------------------------------------
 
@@ -1241,6 +1263,10 @@ M.TUNING = {
   lone_groups = { kind = "number", doc = "weight groups a lone activation row's pass reads at once (gemv's " ..
                   "quantized fast tier): 1, one stream, or 2, two streams (a group from each half of the rows), " ..
                   "where the registers allow; a choice of schedule, never of a result" },
+  exact_groups = { kind = "number", doc = "weight groups a lone activation row's exact quantized pass reads " ..
+                   "at once (gemv): 1, one stream, or 2, two streams (a group from each half of the rows) in " ..
+                   "pieces of k, chains (0, 1) of both then (2, 3), the other chains' sums parked in stack " ..
+                   "slots; a choice of schedule, never of a result" },
   lone_compact = { kind = "boolean", doc = "a lone activation row's q8 slots (gemv's fast tier): compact, " ..
                    "the quants and scales (72 bytes a tile, the correction computed by each pass: registers " ..
                    "to spare), or the full slot (256 bytes, the correction read)" },

@@ -67,6 +67,11 @@ for name, qrow in pairs({ q8 = 64, q4 = 32 }) do
   QUANT[name] = { qrow = qrow, rec = rec, num = math.floor(rec / 16) }
 end
 
+-- a lone activation row's exact pass over two groups (t.tune.exact_groups = 2) goes over k in pieces
+-- of this many tiles, chains (0, 1) then (2, 3) of each piece: 4 tiles (q8 2 x 1088 bytes of
+-- records) read 1.03-1.11 of the probe in a C model of the pass, 8 tiles 0.97-1.03, 16 0.92-1.03,
+-- the whole k 0.77-0.93 (bench/results/quant-analysis.md)
+local EXACT_PIECE = 4
 -- how far ahead a quantized weight stream's software prefetch runs: t.tune.stream_ahead bytes,
 -- rounded up to whole records of the format qf
 local function stream_ahead(t, qf) return qf.rec * math.ceil(t.tune.stream_ahead / qf.rec) end
@@ -290,6 +295,26 @@ blocked_body = function(t, p, form_, a)
   end
 end
 
+-- Passes over two groups (a lone activation row's where t.tune.lone_groups = 2, q4's 2-3 rows' in
+-- the fast tier; the exact tier's lone row where t.tune.exact_groups = 2): the rows' range splits
+-- into two halves of h = 4 floor((row_end - row_begin) / 8) rows, and each pass takes the group at
+-- n and the one at n + h, two streams far apart; two(n, at2) for n = row_begin, + 4, ...,
+-- < row_begin + h (at2() gives n + h, computed where it is called: no register holds it between
+-- its uses), then rest(row_begin + 2h) the rows left (fewer than 8),
+-- a group at a time. An empty range (row_end <= row_begin) gives h = 0. (Two adjacent groups a
+-- pass, stop 40's schedule, one stream read at two points, measured 5-8% slower than one group a
+-- pass for a lone row's q4 at k = 1024; the halves 6-9% faster than one group there, up to 3%
+-- faster than adjacent groups past it but for q4's 2048 x 8192 (1-2% slower); q4 at 2-3 rows
+-- 3-20% faster than adjacent groups at k <= 2048, level at k = 4608 and 8192:
+-- bench/results/quant-fast-analysis.md.)
+local function row_halves(t, a, two, rest)
+  local len = t:sub(a.row_end, a.row_begin)
+  local h = t:iand(t:ishr(t:sub(len, t:imin(len, 0)), 1), -PACK_ROWS)
+  t:for_tiles(t:add(a.row_begin, h), PACK_ROWS, function(n) two(n, function() return t:add(n, h) end) end,
+              a.row_begin, { whole = true })
+  rest(t:add(a.row_begin, t:add(h, h)))
+end
+
 -- The schedule of the row forms: per M, C chains per pass (all four when the accumulators fit
 -- them, else two or one: a chain-split pass, so that every activation row shares each widened
 -- weight tile) and R weight rows per pass (a packed group's rows share each xs load, when whole
@@ -493,7 +518,7 @@ qfast_body = function(t, p, form_, a)
   -- The weight streams of a pass from row n: per group g its quants wq[g] (from row n's, rsel the
   -- row within the group: n & 3, or q4's pair n & 2) and scales ws[g]; pf the streams to prefetch.
   -- n2: a pass over two groups (n a multiple of PACK_ROWS), the second one at row n2, far away
-  -- (halves, below): two streams, each prefetching its own lines ahead.
+  -- (row_halves, below): two streams, each prefetching its own lines ahead.
   -- (A pass over part of a group, avxvnni's and NEON's, prefetches every line of the records too:
   -- prefetching only its share of the stream, so that the stream ahead advances at the rate the
   -- passes consume it, measured -6% to +6% by shape on avxvnni: bench/results/quant-fast-analysis.md.)
@@ -575,23 +600,6 @@ qfast_body = function(t, p, form_, a)
     while 2 ^ S <= kmax do S = S + 1 end
     return t:imin(t:ishr(t:add(kp(), 2 ^ S - kmax - p.tile), S), 1)
   end
-  -- Passes over two groups (a lone activation row's where t.tune.lone_groups = 2, q4's 2-3 rows'):
-  -- the rows' range splits into two halves of h = 4 floor((row_end - row_begin) / 8) rows, and each
-  -- pass takes the group at n and the one at n + h, two streams far apart; two(n, n + h) for
-  -- n = row_begin, + 4, ..., < row_begin + h, then rest(row_begin + 2h) the rows left (fewer than 8),
-  -- a group at a time. An empty range (row_end <= row_begin) gives h = 0. (Two adjacent groups a
-  -- pass, stop 40's schedule, one stream read at two points, measured 5-8% slower than one group a
-  -- pass for a lone row's q4 at k = 1024; the halves 6-9% faster than one group there, up to 3%
-  -- faster than adjacent groups past it but for q4's 2048 x 8192 (1-2% slower); q4 at 2-3 rows
-  -- 3-20% faster than adjacent groups at k <= 2048, level at k = 4608 and 8192:
-  -- bench/results/quant-fast-analysis.md.)
-  local function halves(two, rest)
-    local len = t:sub(a.row_end, a.row_begin)
-    local h = t:iand(t:ishr(t:sub(len, t:imin(len, 0)), 1), -PACK_ROWS)
-    t:for_tiles(t:add(a.row_begin, h), PACK_ROWS, function(n) two(n, t:add(n, h)) end, a.row_begin,
-                { whole = true })
-    rest(t:add(a.row_begin, t:add(h, h)))
-  end
   local function q4_block(j0, M)
     -- passes of 2P rows from row_begin (a multiple of PACK_ROWS: each pass starts at an even row of
     -- its group), then single rows, each a pass over its aligned pair (rows n & -2, (n & -2) + 1, in
@@ -608,8 +616,8 @@ qfast_body = function(t, p, form_, a)
     local P = pairs_for(M)
     if P < 4 then return rows(P) end
     -- two groups at once (a lone row's where t.tune.lone_groups is 2; 2-3 activation rows' where the
-    -- registers allow), one from each half of the rows (halves, above)
-    halves(function(n, n2) q4_pass(j0, M, n, P, nil, n2) end, function(first) rows(2, first) end)
+    -- registers allow), one from each half of the rows (row_halves, above)
+    row_halves(t, a, function(n, at2) q4_pass(j0, M, n, P, nil, at2()) end, function(first) rows(2, first) end)
   end
   -- q8: the passes of the block's M activation rows; hw: the hardware prefetcher alone streams
   -- the weights (no software prefetch)
@@ -683,8 +691,8 @@ qfast_body = function(t, p, form_, a)
       end
     end
     if R <= PACK_ROWS then return t:for_rows(a.row_begin, a.row_end, R, pass) end
-    -- a lone row's two groups at once, one from each half of the rows (halves, above)
-    halves(function(n, n2) pass(n, R, n2) end,
+    -- a lone row's two groups at once, one from each half of the rows (row_halves, above)
+    row_halves(t, a, function(n, at2) pass(n, R, at2()) end,
            function(first) t:for_rows(first, a.row_end, PACK_ROWS, pass) end)
   end
   -- a lone activation row's group of q8 spans kp * (rec + 72) / 64 bytes of records and slots: at
@@ -833,6 +841,106 @@ return {
         end
       end)
     end)
+    -- The quantized weights of a record at q (quants, bytes) and s (its scales, binary16): block h
+    -- of row r's scale (q4 lut: its table; s8: the record's 8 scales spilled, t.tune.scales_once),
+    -- and (q4) the 16 bytes holding both of its chains
+    local lut = form_.quant == "q4" and t.tune.q4_lut  -- q4 by table
+    -- (u: the u-th record from there)
+    local function q_block(q, s, wi, si, s8, r, h, u)
+      local sc = s8 and t:reload_bcast(s8, 2 * r + h) or
+                 t:load_bcast_f16(s, si, PACK_ROWS * qf.qrow / 2 + 2 * r + h + u * qf.rec / 2)
+      if lut then sc = t:mul(t:vtable("q4_ramp", Q4_RAMP), sc) end
+      return sc, form_.quant == "q4" and t:load_u8(q, wi, qf.qrow * r + 16 * h + u * qf.rec) or nil
+    end
+    -- lane l of chain c of row r: k = 64t + 32h + 2l + c mod 2 (h = c div 2), its weight q * d
+    -- (exact) from its block's scale sc and (q4) bytes; by table: the table's lane of the nibble
+    -- (lut16 reads the low 4 bits: the high nibble shifted down, the low one as loaded)
+    local function q_weight(q, wi, r, c, sc, bytes, u)
+      if lut then return t:lut16(sc, c % 2 == 0 and bytes or t:isra_v(bytes, 4)) end
+      if form_.quant == "q8" then
+        return t:mul(t:i2f(t:load_i8(q, wi, qf.qrow * r + 32 * math.floor(c / 2) + 16 * (c % 2) + u * qf.rec)), sc)
+      end
+      local nib = c % 2 == 0 and t:band(bytes, t:vconst(15)) or t:isra_v(bytes, 4)
+      return t:mul(t:i2f(t:isub_v(nib, t:vconst(8))), sc)
+    end
+    -- A lone activation row's exact pass over two groups (t.tune.exact_groups = 2): the groups at
+    -- rows n and at2() (row_halves), two streams far apart, each prefetching its own lines ahead. Their
+    -- 2 x 4 rows x 4 chains are every vector register, so k goes in pieces of EXACT_PIECE tiles
+    -- (the last one shorter): per piece chains (0, 1) of both groups, then chains (2, 3) over the
+    -- same records (from L1), each pair's 16 accumulators parked in stack slots while the other
+    -- runs. Each chain still accumulates its k in increasing order: the one-group pass's bits.
+    local function exact_two(j0, n, at2)
+      local xsb = j0 and t:addr(a.xs, t:mul(kp(), j0), 4) or a.xs
+      local function group(m) return t:addr(a.w, t:ishr(t:mul(t:mul(m, kp()), qf.num), 4), 1) end
+      local q = { [0] = group(n), [1] = group(at2()) }
+      local park = {}                           -- park[h][g][r][c % 2]: chains 2h, 2h + 1
+      for h = 0, 1 do
+        park[h] = {}
+        for g = 0, 1 do
+          park[h][g] = {}
+          for r = 0, PACK_ROWS - 1 do
+            park[h][g][r] = {}
+            for c = 0, 1 do
+              park[h][g][r][c] = t:slot()
+              t:spill_to(park[h][g][r][c], t:zero())
+            end
+          end
+        end
+      end
+      -- chains 2h, 2h + 1 of tile i + 64u of both groups (x's two chains loaded first; per row
+      -- its block's scale or table, then both chains)
+      local function tile(acc, h, i, u)
+        local wi, si = t:ishr(t:mul(i, qf.num), 2), t:ishr(t:mul(i, qf.num), 3)
+        local xv = { [0] = t:load_f32(xsb, i, 64 * u + 32 * h), [1] = t:load_f32(xsb, i, 64 * u + 32 * h + 16) }
+        for g = 0, 1 do
+          local sg = t:view(q[g], "f16")
+          -- (every line of both streams' records stream_ahead bytes ahead, in the first half)
+          if h == 0 and p.prefetch_stream > 0 then
+            local ahead = stream_ahead(t, qf) + u * qf.rec
+            for o = 0, qf.rec - 1, 64 do t:prefetch(q[g], wi, o + ahead, 1, t.tune.stream_l1 and 1 or 2) end
+          end
+          local s8 = t.tune.scales_once and t:spill(t:load_f16x8(sg, si, PACK_ROWS * qf.qrow / 2 + u * qf.rec / 2))
+          for r = 0, PACK_ROWS - 1 do
+            local sc, bytes = q_block(q[g], sg, wi, si, s8, r, h, u)
+            for cc = 0, 1 do
+              t:fma_acc(acc[g][r][cc], q_weight(q[g], wi, r, 2 * h + cc, sc, bytes, u), xv[cc])
+            end
+          end
+          if s8 then t:drop(s8) end
+        end
+      end
+      local piece = EXACT_PIECE * p.tile
+      t:for_tiles(kp(), piece, function(k0, tail)
+        for h = 0, 1 do
+          local acc = {}
+          for g = 0, 1 do
+            acc[g] = {}
+            for r = 0, PACK_ROWS - 1 do
+              acc[g][r] = { [0] = t:reload_acc(park[h][g][r][0]), [1] = t:reload_acc(park[h][g][r][1]) }
+            end
+          end
+          -- (the last piece: the 1 .. EXACT_PIECE - 1 tiles left, each a copy as the whole piece's)
+          local tiles = {}
+          for u = 1, EXACT_PIECE - 1 do tiles[u] = u end
+          local function run(nt) for u = 0, nt - 1 do tile(acc, h, k0, u) end end
+          if tail then t:cases(t:ishr(t:sub(kp(), k0), 6), tiles, run) else run(EXACT_PIECE) end
+          for g = 0, 1 do
+            for r = 0, PACK_ROWS - 1 do
+              for c = 0, 1 do t:spill_to(park[h][g][r][c], acc[g][r][c]) end
+            end
+          end
+        end
+      end)
+      -- (c0 + c1) + (c2 + c3), the tree, the destination
+      for g = 0, 1 do
+        local m = g == 0 and n or at2()
+        for r = 0, PACK_ROWS - 1 do
+          local v = {}
+          for h = 0, 1 do v[h] = t:add(t:reload(park[h][g][r][0]), t:reload(park[h][g][r][1])) end
+          finish(t, form_, a, t:reduce_add(t:add(v[0], v[1]), p.tree), j0, 0, t:add(m, r))
+        end
+      end
+    end
     -- activation rows j0 .. j0 + M - 1 (j0 nil: from row 0) against rows [row_begin, row_end);
     -- kb (a GEMM k block, see gemm_kblocks): the tiles [kb.start, kb.stop) only, the accumulators
     -- taken from and (but for the last k block) left in the partial sums' area
@@ -844,7 +952,6 @@ return {
       -- per pass, never per activation row; in a GEMM call, a block whose passes would take one
       -- weight row shares each xs load between two
       local C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators)
-      local lut = form_.quant == "q4" and t.tune.q4_lut    -- q4 by table
       if gemm and R < 2 then C, R = schedule(p, form_, M, nchains, wregs, t.tune.accumulators, 2) end
       -- the finished sums of a block in a GEMM call (not a k block that leaves them in the area):
       -- the transposed epilogue. A row pair's vectors v (lane sums before the tree) wait in xs's
@@ -985,29 +1092,15 @@ return {
                 -- block h of each row: its scale (q4 lut: its table), and (q4) the 16 bytes holding
                 -- both of its chains
                 local sc, bytes = {}, {}
-                for r = 0, nrows - 1 do
-                  sc[r] = s8 and t:reload_bcast(s8, 2 * r + h) or
-                          t:load_bcast_f16(wrow.s, si, PACK_ROWS * qf.qrow / 2 + 2 * r + h)
-                  if lut then sc[r] = t:mul(t:vtable("q4_ramp", Q4_RAMP), sc[r]) end
-                  if form_.quant == "q4" then bytes[r] = t:load_u8(wrow.q, wi, qf.qrow * r + 16 * h) end
-                end
+                for r = 0, nrows - 1 do sc[r], bytes[r] = q_block(wrow.q, wrow.s, wi, si, s8, r, h, 0) end
                 for _, c in ipairs(halves[h]) do
-                  -- lane l of chain c: k = 64t + 32h + 2l + c mod 2, its weight q * d (exact)
+                  -- lane l of chain c: its weight (q_weight); by table each row's where first used
                   local wv
                   if lut then
-                    -- by table: the table's lane of the nibble (lut16 reads the low 4 bits: the
-                    -- high nibble shifted down, the low one as loaded), each row's where first used
-                    wv = function(r) return t:lut16(sc[r], c % 2 == 0 and bytes[r] or t:isra_v(bytes[r], 4)) end
+                    wv = function(r) return q_weight(wrow.q, wi, r, c, sc[r], bytes[r], 0) end
                   else
                     wv = {}
-                    for r = 0, nrows - 1 do
-                      if form_.quant == "q8" then
-                        wv[r] = t:mul(t:i2f(t:load_i8(wrow.q, wi, qf.qrow * r + 32 * h + 16 * (c % 2))), sc[r])
-                      else
-                        local u = c % 2 == 0 and t:band(bytes[r], t:vconst(15)) or t:isra_v(bytes[r], 4)
-                        wv[r] = t:mul(t:i2f(t:isub_v(u, t:vconst(8))), sc[r])
-                      end
-                    end
+                    for r = 0, nrows - 1 do wv[r] = q_weight(wrow.q, wi, r, c, sc[r], bytes[r], 0) end
                   end
                   fma_chain(c, wv)
                 end
@@ -1097,6 +1190,14 @@ return {
           t:cases(t:imin(t:iand(t:sub(past, a.row_begin), 15), t:sub(a.row_end, past)), { 0 },
                   function() group_done(n) end)
         end
+      end
+      -- a lone activation row's whole groups, two at a time where t.tune.exact_groups = 2
+      -- (q8 only: q4's exact pass, more work per byte, measured 4-12 % slower so, at pieces of 4, 8
+      -- and 16 tiles: bench/results/quant-analysis.md)
+      if form_.quant == "q8" and M == 1 and not kb and not gemm and R == PACK_ROWS and C == nchains
+         and t.tune.exact_groups == 2 then
+        return row_halves(t, a, function(n, at2) exact_two(j0, n, at2) end,
+                      function(first) t:for_rows(first, a.row_end, R, pair) end)
       end
       t:for_rows(a.row_begin, a.row_end, R, pair)
     end

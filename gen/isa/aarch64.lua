@@ -39,8 +39,8 @@ local M = {
 -- instruction per q register where a 32-bit shift and a mask take two
 local function tune(int8_dot)
   return { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = int8_dot, stream_hw = 0,
-           stream_ahead = 18432, lone_compact = true, lone_groups = 1, q4_lut = false, scales_once = false,
-           stream_l1 = false, byte_shift = true }
+           stream_ahead = 18432, lone_compact = true, lone_groups = 1, exact_groups = 1, q4_lut = false,
+           scales_once = false, stream_l1 = false, byte_shift = true }
 end
 local TUNE = tune("none")
 M.variants = {

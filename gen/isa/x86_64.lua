@@ -60,18 +60,18 @@ local STREAM_AHEAD = 2176
 -- byte_shift: x86 has no byte shift (VPSRLW and a mask from memory, where the 32-bit shift's mask
 -- is a held register): off
 local TUNE_AVX2 = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "none", stream_hw = 0,
-                    stream_ahead = STREAM_AHEAD, lone_compact = true, lone_groups = 1, q4_lut = false,
-                    scales_once = false, stream_l1 = false, byte_shift = false }
+                    stream_ahead = STREAM_AHEAD, lone_compact = true, lone_groups = 1, exact_groups = 1,
+                    q4_lut = false, scales_once = false, stream_l1 = false, byte_shift = false }
 local TUNE_AVX2MADD = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "s8s7", stream_hw = 0,
-                        stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1, q4_lut = false,
-                        scales_once = false, stream_l1 = false, byte_shift = false }
+                        stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1, exact_groups = 1,
+                        q4_lut = false, scales_once = false, stream_l1 = false, byte_shift = false }
 local TUNE_AVXVNNI = { accumulators = 6, hold_operands = false, head_group = 1, int8_dot = "u8s8", stream_hw = 0,
-                       stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1, q4_lut = false,
-                       scales_once = false, stream_l1 = false, byte_shift = false }
+                       stream_ahead = STREAM_AHEAD, lone_compact = false, lone_groups = 1, exact_groups = 1,
+                       q4_lut = false, scales_once = false, stream_l1 = false, byte_shift = false }
 local function avx512_tune(int8_dot, stream_hw, lone_groups, stream_ahead)
   return { accumulators = 28, hold_operands = true, head_group = 8, int8_dot = int8_dot, stream_hw = stream_hw or 0,
            stream_ahead = stream_ahead or STREAM_AHEAD, lone_compact = true, lone_groups = lone_groups or 1,
-           q4_lut = true, scales_once = true, stream_l1 = true, byte_shift = false }
+           exact_groups = 2, q4_lut = true, scales_once = true, stream_l1 = true, byte_shift = false }
 end
 local TUNE_AVX512 = avx512_tune("none")
 -- an AVX512-VNNI variant: its features (plus a trait it is tuned for, if any), stream_hw, lone_groups
