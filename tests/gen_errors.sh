@@ -35,6 +35,7 @@ cases=(
   "reload_bcast after drop|s/if s8 then t:drop(s8) end/if s8 then t:drop(s8); t:reload_bcast(s8, 0) end/|reload_bcast: this spill was reloaded or dropped already"
   "reload_bcast lane|s/t:reload_bcast(s8, 2 \\* r + h)/t:reload_bcast(s8, 16 + r)/|reload_bcast: lane must be 0..15"
   "vtable words|s/t:vtable(\"q4_ramp\", Q4_RAMP)/t:vtable(\"q4_ramp\", { 1, 2 })/|vtable q4_ramp: give 16 words"
+  "spill_to after reload|s/for h = 0, 1 do v\\[h\\] = t:add(t:reload(park\\[h\\]\\[g\\]\\[r\\]\\[0\\]), t:reload(park\\[h\\]\\[g\\]\\[r\\]\\[1\\])) end/for h = 0, 1 do v[h] = t:add(t:reload(park[h][g][r][0]), t:reload(park[h][g][r][1])); t:spill_to(park[h][g][r][0], v[h]) end/|spill_to: this spill was reloaded or dropped already"
   "ushr8_v count|s/t:ushr8_v(v, 4)/t:ushr8_v(v, 8)/|vushr8: shift count must be 1..7"
   "int8 dot outside dotprod|/form(\"q4_f32\",/{n;s/\"avx512vnnihw\", \"dotprod\"/\"avx512vnnihw\", \"bf16\"/}|aarch64/bf16: dot_u7s8 needs the dotprod variant \\(SDOT\\)"
 )

@@ -215,7 +215,7 @@ static int check_quant(int *runs) {
   static uint8_t u[NB];
   static uint16_t h[NHALL + 1];
   static int32_t si[64 * NRMAX + GUARD], zi[64 * NRMAX + GUARD], xi[80 + GUARD], hb[32 * NHALL + GUARD],
-      pi[32 * NRMAX + GUARD], lk[64 * NRMAX + 80 + GUARD];
+      pi[32 * NRMAX + GUARD], lk[64 * NRMAX + 112 + GUARD];
   static float sf[16 * NRMAX + GUARD];
   static const int soffs[4] = { 0, 17, 3, 257 }, zoffs[4] = { 0, 17, 3, 31 };
   int bad = 0;
@@ -231,7 +231,7 @@ static int check_quant(int *runs) {
       for (int64_t i = 0; i < 32 * nh + GUARD; i++) hb[i] = 0x7fa5a5a5;
       for (int i = 0; i < 16 * NRMAX + GUARD; i++) sf[i] = val(0x7fa5a5a5u);
       for (int i = 0; i < 32 * NRMAX + GUARD; i++) pi[i] = 0x7fa5a5a5;
-      for (int i = 0; i < 64 * NRMAX + 80 + GUARD; i++) lk[i] = 0x7fa5a5a5;
+      for (int i = 0; i < 64 * NRMAX + 112 + GUARD; i++) lk[i] = 0x7fa5a5a5;
       fk_opcheck_quant_args args = { q, u, h, si, zi, sf, xi, hb, pi, lk, nr, nh };
       fn(&args);
       (*runs)++;
@@ -268,7 +268,7 @@ static int check_quant(int *runs) {
       /* lut16 and the slot's lanes: tile k's table is u's words at byte 32 k (then byte 100 for the
        * one outside the loop, by q bytes at 301 sign-extended: their low nibble); then vtable's words,
        * and their lookup by u bytes at 40 */
-      for (int i = 0; i < 64 * NRMAX + 80 + GUARD; i++) {
+      for (int i = 0; i < 64 * NRMAX + 112 + GUARD; i++) {
         int k = i / 64, m = (i % 64) / 16, l = i % 16;
         int32_t want = 0x7fa5a5a5;
         if (i < 64 * nr) {
@@ -280,9 +280,15 @@ static int check_quant(int *runs) {
         } else if (i < 64 * nr + 80) {
           int j = i - 64 * (int)nr - 48;
           want = (int32_t)vt_word(j < 16 ? j : u[40 + j - 16] & 15);
+        } else if (i < 64 * nr + 112) {
+          /* the slots' running sums over the tiles (integers: exact in f32) */
+          int j = i - 64 * (int)nr - 80;
+          float sum = 0.0f;
+          for (int kk = 0; kk < nr; kk++) sum += j < 16 ? (float)u[32 * kk + j] : 2.0f * (float)q[32 * kk + 9 + j - 16];
+          want = (int32_t)bits(sum);
         }
         if (lk[i] != want && bad++ < 5)
-          printf("%s nr=%lld: lut16 / reload_bcast / vtable [%d] 0x%08x want 0x%08x\n", all[s].name, (long long)nr, i,
+          printf("%s nr=%lld: lut16 / reload_bcast / vtable / slots [%d] 0x%08x want 0x%08x\n", all[s].name, (long long)nr, i,
                  (uint32_t)lk[i], (uint32_t)want);
       }
       for (int i = 0; i < 80 + GUARD; i++) {

@@ -13,7 +13,7 @@
 -- a binary16 view of bytes), raw and through i2f and a product, and loads at shifted indices (one
 -- exact on every tile, one not: gen/bump.lua bumps the first only); lut16 by zero- and sign-extended
 -- bytes, a spilled table's lanes broadcast from its slot (reload_bcast, drop), and vtable's lane
--- constants. Every float stored is canonical (the NaN rule, docs/dsl.md); the raw lanes go to int32
+-- constants; two slots held open across a loop (slot, spill_to, reload_acc: running sums). Every float stored is canonical (the NaN rule, docs/dsl.md); the raw lanes go to int32
 -- arrays.
 -- Form q8dot, the quantized fast tier's ops load_bcast8, dot_u8s8 / dot_s8s8 / dot_s8s7 (the
 -- variant's: t.tune.int8_dot), dot_u7s8 (every such variant's), load_f16x8, pair_split, load_f16x4q,
@@ -159,7 +159,7 @@ return {
         { "si", "int32_t *", extent = "64 * nr" }, { "zi", "int32_t *", extent = "64 * nr" },
         { "sf", "float *", extent = "16 * nr" }, { "xi", "int32_t *", extent = "80" },
         { "hb", "int32_t *", extent = "32 * nh" }, { "pi", "int32_t *", extent = "32 * nr" },
-        { "lk", "int32_t *", extent = "64 * nr + 80" },
+        { "lk", "int32_t *", extent = "64 * nr + 112" },
         { "nr", "int64_t" }, { "nh", "int64_t" } } },
     { name = "rows", tiers = { "exact" }, args = {
         { "a", "const float *", extent = "256 * nr" }, { "y", "float *", extent = "16 * nr" },
@@ -181,8 +181,19 @@ return {
       -- (257: past LDUR's reach, the bumped pointer moves, and the loads after it reach back),
       -- zi[64 k ..] at i + 0, 17, 3 (of q), 31 zero-extended; sf[16 k + l] = q[i + l] * the binary16 at
       -- byte i + 6 of u
+      -- two slots held open across the loop (slot, spill_to, reload_acc): running sums over the
+      -- tiles of u's bytes at i (zero-extended) and of 2 x q's bytes at i + 9 (sign-extended), each
+      -- tile's sums read back from its slot, updated, written back; after it, lk[64 nr + 80 ..] and
+      -- lk[64 nr + 96 ..]
+      local pk = { t:slot(), t:slot() }
+      for _, h in ipairs(pk) do t:spill_to(h, t:zero()) end
       t:for_tiles(t:mul(a.nr, 32), 32, function(i)
         local i2 = t:add(i, i)
+        local s1, s2 = t:reload_acc(pk[1]), t:reload_acc(pk[2])
+        t:fma_acc(s1, t:i2f(t:load_u8(a.u, i, 0)), t:vconst(0x3f800000))
+        t:fma_acc(s2, t:i2f(t:load_i8(a.q, i, 9)), t:vconst(0x40000000))
+        t:spill_to(pk[1], s1)
+        t:spill_to(pk[2], s2)
         local offs = { { a.q, 0 }, { a.q, 17 }, { a.u, 3 }, { a.q, 257 } }
         for m, o in ipairs(offs) do t:store_f32(a.si, i2, 16 * (m - 1), t:load_i8(o[1], i, o[2])) end
         local uoffs = { { a.u, 0 }, { a.u, 17 }, { a.q, 3 }, { a.u, 31 } }
@@ -229,6 +240,8 @@ return {
       local vt = t:vtable("lk_words", VT_WORDS)
       t:store_f32(a.lk, at, 48, vt)
       t:store_f32(a.lk, at, 64, t:lut16(vt, t:load_u8(a.u, zero, 40)))
+      t:store_f32(a.lk, at, 80, t:reload(pk[1]))
+      t:store_f32(a.lk, at, 96, t:reload(pk[2]))
       return
     end
     if form.name == "rows" then

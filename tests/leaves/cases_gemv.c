@@ -471,6 +471,14 @@ static int quant_cases(const char *form, fkh_call **out) {
   gemv_case(&l, rm_form, "q_row_begin_5", sh(96, 5, 11, 2), &rng, -6, 0, -2, 2);
   gemv_case(&l, rm_form, "q_row_empty", sh(64, 4, 4, 1), &rng, -6, 0, -2, 2);
   gemv_case(&l, rm_form, "q_strided_destination", (shape){ 96, 2, 9, 96, 4, 100, 13, 21 }, &rng, -6, 0, -2, 2);
+  /* a lone row's exact pass over two groups at once (AVX-512 q8, tuning exact_groups): k in pieces
+   * of 4 tiles, the last one 3, 2 or 1 tiles (k 448: a piece and 3; 384: a piece and 2; 2080: 8
+   * pieces and 1, its tile padded), the groups from the halves of rows 4..29 (groups 4-12 with
+   * 16-24, then rows 28, 29 a group), 0..15 (two pairs) and 0..12 (one pair, then rows 8..12 a
+   * group at a time) */
+  gemv_case(&l, rm_form, "q_two_k448_rows4_30", sh(448, 4, 30, 1), &rng, -6, 0, -2, 2);
+  gemv_case(&l, rm_form, "q_two_k384_rows0_16", sh(384, 0, 16, 1), &rng, -6, 0, -2, 2);
+  gemv_case(&l, rm_form, "q_two_k2080_rows0_13", sh(2080, 0, 13, 1), &rng, -6, 0, -2, 2);
   static const int64_t ms[] = { 5, 6, 7, 8, 9, 12, 13, 16, 17, 24, 25, 50 };
   for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
     int64_t k = (int64_t[]){ 64, 96, 512, 1088, 2080, 160 }[i % 6];
