@@ -13,8 +13,8 @@
 -- a binary16 view of bytes), raw and through i2f and a product, and loads at shifted indices (one
 -- exact on every tile, one not: gen/bump.lua bumps the first only); lut16 by zero- and sign-extended
 -- bytes, a spilled table's lanes broadcast from its slot (reload_bcast, drop), and vtable's lane
--- constants; two slots held open across a loop (slot, spill_to, reload_acc: running sums). Every float stored is canonical (the NaN rule, docs/dsl.md); the raw lanes go to int32
--- arrays.
+-- constants; two slots held open across a loop (slot, spill_to, reload_acc: running sums). Every
+-- float stored is canonical (the NaN rule, docs/dsl.md); the raw lanes go to int32 arrays.
 -- Form q8dot, the quantized fast tier's ops load_bcast8, dot_u8s8 / dot_s8s8 / dot_s8s7 (the
 -- variant's: t.tune.int8_dot), dot_u7s8 (every such variant's), load_f16x8, pair_split, load_f16x4q,
 -- reduce_add8 and store_i8 (stamped in avxvnni and avx512vnni: dot_u8s8, avx2madd: dot_s8s7, and
