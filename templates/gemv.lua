@@ -69,7 +69,7 @@ end
 
 -- a lone activation row's exact pass over two groups (t.tune.exact_groups = 2) goes over k in pieces
 -- of this many tiles, chains (0, 1) then (2, 3) of each piece: 4 tiles (q8 2 x 1088 bytes of
--- records) read 1.03-1.11 of the probe in a C model of the pass, 8 tiles 0.97-1.03, 16 0.92-1.03,
+-- records) read 1.03-1.11 of the probe in a C model of the pass, 8 tiles 0.97-1.08, 16 0.92-1.03,
 -- the whole k 0.77-0.93 (bench/results/quant-analysis.md)
 local EXACT_PIECE = 4
 -- how far ahead a quantized weight stream's software prefetch runs: t.tune.stream_ahead bytes,
@@ -300,13 +300,12 @@ end
 -- into two halves of h = 4 floor((row_end - row_begin) / 8) rows, and each pass takes the group at
 -- n and the one at n + h, two streams far apart; two(n, at2) for n = row_begin, + 4, ...,
 -- < row_begin + h (at2() gives n + h, computed where it is called: no register holds it between
--- its uses), then rest(row_begin + 2h) the rows left (fewer than 8),
--- a group at a time. An empty range (row_end <= row_begin) gives h = 0. (Two adjacent groups a
--- pass, stop 40's schedule, one stream read at two points, measured 5-8% slower than one group a
--- pass for a lone row's q4 at k = 1024; the halves 6-9% faster than one group there, up to 3%
--- faster than adjacent groups past it but for q4's 2048 x 8192 (1-2% slower); q4 at 2-3 rows
--- 3-20% faster than adjacent groups at k <= 2048, level at k = 4608 and 8192:
--- bench/results/quant-fast-analysis.md.)
+-- its uses), then rest(row_begin + 2h) the rows left (fewer than 8), a group at a time. An empty
+-- range (row_end <= row_begin) gives h = 0. (Two adjacent groups a pass, stop 40's schedule, one
+-- stream read at two points, measured 5-8% slower than one group a pass for a lone row's q4 at
+-- k = 1024; the halves 6-9% faster than one group there, up to 3% faster than adjacent groups past
+-- it but for q4's 2048 x 8192 (1-2% slower); q4 at 2-3 rows 3-20% faster than adjacent groups at
+-- k <= 2048, level at k = 4608 and 8192: bench/results/quant-fast-analysis.md.)
 local function row_halves(t, a, two, rest)
   local len = t:sub(a.row_end, a.row_begin)
   local h = t:iand(t:ishr(t:sub(len, t:imin(len, 0)), 1), -PACK_ROWS)
@@ -1192,8 +1191,8 @@ return {
         end
       end
       -- a lone activation row's whole groups, two at a time where t.tune.exact_groups = 2
-      -- (q8 only: q4's exact pass, more work per byte, measured 4-12 % slower so, at pieces of 4, 8
-      -- and 16 tiles: bench/results/quant-analysis.md)
+      -- (q8 only: q4's exact pass, more work per byte, measured up to 14 % slower so at pieces of 4,
+      -- 8 and 16 tiles, one shape 3 % faster: bench/results/quant-analysis.md)
       if form_.quant == "q8" and M == 1 and not kb and not gemm and R == PACK_ROWS and C == nchains
          and t.tune.exact_groups == 2 then
         return row_halves(t, a, function(n, at2) exact_two(j0, n, at2) end,
