@@ -31,8 +31,8 @@ local M = {
 -- tuning: the schedule parameters templates read (gen/dsl.lua TUNING says what each means); a
 -- canonical 16-lane vector takes four of NEON's 128-bit registers, so little stays live.
 -- int8_dot: the integer dot product a variant has (dotprod: SDOT, signed bytes both); stream_hw:
--- unmeasured here (no AArch64 hardware), so every pass prefetches; lone_groups: one group (two do
--- not fit the registers); stream_ahead: unmeasured here, x86's Zen 4 value (18 KiB); q4_lut and
+-- unmeasured here (no AArch64 hardware), so every pass prefetches; lone_groups, exact_groups: one
+-- group (two do not fit the registers); stream_ahead: unmeasured here, x86's Zen 4 value (18 KiB); q4_lut and
 -- scales_once off: a 16-entry lookup takes eight instructions per q register here (TBL and its
 -- byte indices), and a broadcast reload five (the slot's address, LD1R, three moves); stream_l1
 -- off (x86's measure; none here); byte_shift: USHR .16b takes q4's high nibbles in one

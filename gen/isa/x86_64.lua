@@ -49,6 +49,11 @@ local STREAM_AHEAD = 2176
 -- streams, a group from each half of the rows) measured 2-9% faster from DRAM than one group on an
 -- Intel Xeon core; two adjacent groups measured 3-10% (q8) and 3-12% (q4) slower on Zen 4 (the halves
 -- are not measured there): avx512vnni 2, avx512vnnihw 1; the ymm variants 1 (registers)
+-- exact_groups: the exact q8 pass for a lone row over two groups (halves; k in pieces, half the
+-- chains at a time, the other half's sums parked in stack slots) read 0.97-1.04 of the probe from
+-- DRAM on an Intel Xeon core where one group read 0.86-0.95 (bench/results/quant-analysis.md); the
+-- template keeps q4 at one group (slower so). AVX-512 2 (Zen 4 not measured); the ymm variants 1
+-- (registers: their exact passes split the chains of one group already)
 -- q4_lut and scales_once (gemv's exact quantized passes): AVX-512 looks a q4 weight up with one
 -- VPERMPS where the arithmetic takes four instructions (mask or shift, subtract, convert, multiply),
 -- and converts a record's eight scales with one VCVTPH2PS, each then broadcast by a load, where
