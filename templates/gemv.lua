@@ -862,6 +862,14 @@ return {
       local nib = c % 2 == 0 and t:band(bytes, t:vconst(15)) or t:isra_v(bytes, 4)
       return t:mul(t:i2f(t:isub_v(nib, t:vconst(8))), sc)
     end
+    -- the records of the group at row m (a multiple of PACK_ROWS), from byte m * kp * rec / 256
+    local function q_group(m) return t:addr(a.w, t:ishr(t:mul(t:mul(m, kp()), qf.num), 4), 1) end
+    -- every line of the record at q (u records on from tile wi's) stream_ahead bytes ahead: into
+    -- L2, or into L1 where the pass reads whole records (whole) and t.tune.stream_l1
+    local function q_prefetch(q, wi, u, whole)
+      local ahead, level = stream_ahead(t, qf) + u * qf.rec, (t.tune.stream_l1 and whole) and 1 or 2
+      for o = 0, qf.rec - 1, 64 do t:prefetch(q, wi, o + ahead, 1, level) end
+    end
     -- A lone activation row's exact pass over two groups (t.tune.exact_groups = 2): the groups at
     -- rows n and at2() (row_halves), two streams far apart, each prefetching its own lines ahead. Their
     -- 2 x 4 rows x 4 chains are every vector register, so k goes in pieces of EXACT_PIECE tiles
@@ -870,8 +878,7 @@ return {
     -- runs. Each chain still accumulates its k in increasing order: the one-group pass's bits.
     local function exact_two(j0, n, at2)
       local xsb = j0 and t:addr(a.xs, t:mul(kp(), j0), 4) or a.xs
-      local function group(m) return t:addr(a.w, t:ishr(t:mul(t:mul(m, kp()), qf.num), 4), 1) end
-      local q = { [0] = group(n), [1] = group(at2()) }
+      local q = { [0] = q_group(n), [1] = q_group(at2()) }
       local park = {}                           -- park[h][g][r][c % 2]: chains 2h, 2h + 1
       for h = 0, 1 do
         park[h] = {}
@@ -894,10 +901,7 @@ return {
         for g = 0, 1 do
           local sg = t:view(q[g], "f16")
           -- (every line of both streams' records stream_ahead bytes ahead, in the first half)
-          if h == 0 and p.prefetch_stream > 0 then
-            local ahead = stream_ahead(t, qf) + u * qf.rec
-            for o = 0, qf.rec - 1, 64 do t:prefetch(q[g], wi, o + ahead, 1, t.tune.stream_l1 and 1 or 2) end
-          end
+          if h == 0 and p.prefetch_stream > 0 then q_prefetch(q[g], wi, u, true) end
           local s8 = t.tune.scales_once and t:spill(t:load_f16x8(sg, si, PACK_ROWS * qf.qrow / 2 + u * qf.rec / 2))
           for r = 0, PACK_ROWS - 1 do
             local sc, bytes = q_block(q[g], sg, wi, si, s8, r, h, u)
@@ -997,7 +1001,7 @@ return {
           local wrow = {}
           if qf then
             -- the group's records from byte (n & -4) * kp * rec / 256; row n's quants and scales
-            local base = t:addr(a.w, t:ishr(t:mul(t:mul(t:iand(n, -pr), kp()), qf.num), 4), 1)
+            local base = q_group(t:iand(n, -pr))
             local rin = t:iand(n, pr - 1)
             wrow.q = t:addr(base, t:mul(rin, qf.qrow), 1)
             wrow.s = t:addr(t:view(base, "f16"), t:mul(rin, 2), 2)
@@ -1074,13 +1078,8 @@ return {
             end
             if qf then
               local whole = nrows == PACK_ROWS          -- the pass reads the whole record
-              -- every line of the record stream_ahead bytes ahead, in the first pass: into L2, or
-              -- into L1 where a pass reads the whole record (t.tune.stream_l1)
-              if p.prefetch_stream > 0 and s == 0 then
-                local ahead = stream_ahead(t, qf)
-                local level = (t.tune.stream_l1 and whole) and 1 or 2
-                for o = 0, qf.rec - 1, 64 do t:prefetch(wrow.q, wi, o + ahead, 1, level) end
-              end
+              -- (the record's lines ahead, in the first pass)
+              if p.prefetch_stream > 0 and s == 0 then q_prefetch(wrow.q, wi, 0, whole) end
               local si = t:ishr(t:mul(i, qf.num), 3)
               -- a pass over the whole group (rows 0-3 of the record: row r's block h in lane 2r + h)
               -- where t.tune.scales_once: the record's 8 scales converted at once into a stack
