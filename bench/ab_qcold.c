@@ -17,7 +17,11 @@
  * (fk_q_pack) once, then copied until the copies exceed 1.125 GiB (transparent huge pages
  * requested); every call reads the next copy, so its weights were last touched more than 1 GiB
  * ago. A round: the probe (512 MiB, AVX-512 loads, the same as bench/bw_probe.c's), then each build
- * in turn (the first one rotates): one untimed call, then calls reading at least 64 MiB, timed. */
+ * in turn (the first one rotates): one untimed call, then calls reading at least 64 MiB, timed.
+ *
+ * With -DHOT: one copy, every call reading the same weights (in L2 when N x K's packed bytes fit,
+ * 2 MiB here): the stamp's own rate with no DRAM stream behind it, beside the same probe. A pass
+ * whose hot rate is near the probe is bound by the core, not by what it keeps in flight. */
 #define _GNU_SOURCE /* MADV_HUGEPAGE */
 #include <immintrin.h>
 #include <stdint.h>
@@ -102,7 +106,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   size_t gb = fk_q_gguf_bytes(QFMT, n, k), pb = fk_q_packed_bytes(QFMT, n, k), stride = (pb + 4095) / 4096 * 4096;
+#ifdef HOT
+  size_t copies = 1;
+#else
   size_t copies = ROTATE / stride < 2 ? 2 : ROTATE / stride;
+#endif
   int64_t kp = (k + 63) / 64 * 64;
   uint16_t *wr = malloc((size_t)(n * k) * 2);
   unsigned char *blocks = malloc(gb), *w = region(stride * copies), *pbuf = region(PROBE);
@@ -148,8 +156,8 @@ int main(int argc, char **argv) {
     }
   }
   qsort(probe, (size_t)rounds, sizeof probe[0], ab_cmp);
-  printf("%lldx%lld %s cold, M = %d, %d rounds: probe %.1f GB/s\n", (long long)n, (long long)k,
-         QFMT == FK_Q8 ? "q8" : "q4", m, rounds, probe[rounds / 2]);
+  printf("%lldx%lld %s %s, M = %d, %d rounds: probe %.1f GB/s\n", (long long)n, (long long)k,
+         QFMT == FK_Q8 ? "q8" : "q4", copies == 1 ? "hot" : "cold", m, rounds, probe[rounds / 2]);
   int differ = 0;
   for (int v = 0; v < BUILDS; v++) {
     qsort(share[v], (size_t)rounds, sizeof share[v][0], ab_cmp);
