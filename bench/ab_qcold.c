@@ -108,6 +108,7 @@ int main(int argc, char **argv) {
   size_t gb = fk_q_gguf_bytes(QFMT, n, k), pb = fk_q_packed_bytes(QFMT, n, k), stride = (pb + 4095) / 4096 * 4096;
 #ifdef HOT
   size_t copies = 1;
+  (void)ROTATE;
 #else
   size_t copies = ROTATE / stride < 2 ? 2 : ROTATE / stride;
 #endif
