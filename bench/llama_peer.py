@@ -3,13 +3,14 @@
 (bench/README.md, "Whole models" and "Quantized decode").
 
 llama.cpp's `llama-bench` on the same LFM2 shapes as fk_bench_model's `lm`, `lm_350m` and `lm_1_2b`,
-BF16, Q8_0 or Q4_0 weights, CPU. Nothing of llama.cpp is in this repository: `build` fetches PyPI's
-llama-cpp-python source distribution (which vendors llama.cpp) into a directory outside it and builds
-the one tool.
+BF16, Q8_0 or Q4_0 weights (and Q4_1, Q4_K: the 4-bit types with a minimum), CPU. Nothing of llama.cpp
+is in this repository: `build` fetches PyPI's llama-cpp-python source distribution (which vendors
+llama.cpp) into a directory outside it and builds two tools, llama-bench and llama-quantize.
 
   llama_peer.py build [--dir /work/peers] [--version 0.3.36] [--jobs 2] [--isa native|avxvnni|avx2]
       pip download --no-binary :all: --no-deps llama-cpp-python==VERSION into DIR, unpack it, and
-      build only the llama-bench target of its vendor/llama.cpp with CMake under nice: Release,
+      build only the llama-bench and llama-quantize targets of its vendor/llama.cpp with CMake under
+      nice: Release,
       GGML_NATIVE (this CPU's flags; --isa avxvnni: not native but AVX, AVX2, FMA, F16C and AVX-VNNI
       without AVX-512, what an Intel client core has, into llama-bench-VERSION-avxvnni: the peer of
       flashkern under FK_CPU_MASK=303; --isa avx2: AVX, AVX2, FMA and F16C only, no VNNI of either
@@ -20,7 +21,10 @@ the one tool.
       llama-bench reports it. Writes DIR/llama-bench-VERSION/fk_peer.txt (what was built) and
       prints the binary's path.
   llama_peer.py gguf [--dir /tmp/fk_llama_peer] [--only lm,lm_350m,lm_1_2b] [--dtypes bf16,q8_0,q4_0]
-      writes the GGUF files (below), one per model and weight type; they are kept and reused.
+                     [--llama-quantize PATH]
+      writes the GGUF files (below), one per model and weight type; they are kept and reused. q4_k
+      (which the gguf package cannot quantize) is `llama-quantize --pure` of the bf16 file (PATH:
+      beside --llama-bench in run, else the default build's).
   llama_peer.py run --llama-bench PATH [--threads 1,2] [--reps 5] [--prefill 64,512|none] [--decode N]
                     [--dtypes bf16] [--only lm] [--lm-350m] [--lm-1-2b] [--dir /tmp/fk_llama_peer]
       per model, weight type and thread count T: `llama-bench -m FILE -p 64,512 -n 0 -t T -r N -o jsonl`
@@ -46,8 +50,9 @@ out_proj and shortconv.conv (F32, L_cache x hidden: llama.cpp's ssm_conv takes F
 attn_k / attn_v / attn_output and attn_q_norm / attn_k_norm; norms F32 (as the converter writes
 them). The matrices (token_embd, which is also the head, and every ffn_*, shortconv in / out_proj
 and attn_q / k / v / output) are BF16, or the same bf16 values quantized by
-gguf.quants.quantize(..., Q8_0 / Q4_0) (ggml's reference quantizer): what flashkern's
-desc.quantize FK_Q8 / FK_Q4 quantizes too, the head included. The vocabulary is
+gguf.quants.quantize(..., Q8_0 / Q4_0 / Q4_1) (ggml's reference quantizer): what flashkern's
+desc.quantize FK_Q8 / FK_Q4 quantizes too, the head included; or (q4_k) llama-quantize's Q4_K of the
+bf16 file's matrices, every one of them (--pure: no Q6_K mixture), norms and conv taps F32 as written. The vocabulary is
 tokenizer.ggml.model = "none": llama.cpp fills in vocab_size placeholder tokens, and llama-bench draws its prompt as random ids (rand() % n_vocab, no
 BOS for this vocabulary), so no tokenizer is needed. Weight values are seeded uniform(-1/sqrt(fan_in),
 +1/sqrt(fan_in)) rounded to bf16 (norms 1 + U(-0.1, 0.1), the embedding U(-1, 1)), like
@@ -81,7 +86,9 @@ SHAPES = {
     "lm_1_2b": dict(vocab=65536, hidden=2048, ffn=8192, heads=32, kv_heads=8, kinds="ccaccaccacacacac"),
 }
 # the weight types of the matrices: (GGMLQuantizationType name, LlamaFileType name, bytes per 32 weights)
-DTYPES = {"bf16": ("BF16", "MOSTLY_BF16", 64), "q8_0": ("Q8_0", "MOSTLY_Q8_0", 34), "q4_0": ("Q4_0", "MOSTLY_Q4_0", 18)}
+DTYPES = {"bf16": ("BF16", "MOSTLY_BF16", 64), "q8_0": ("Q8_0", "MOSTLY_Q8_0", 34), "q4_0": ("Q4_0", "MOSTLY_Q4_0", 18),
+          "q4_1": ("Q4_1", "MOSTLY_Q4_1", 20), "q4_k": ("Q4_K", "MOSTLY_Q4_K_M", 18)}
+QUANTIZE_TOOL = {"q4_k": "Q4_K"}   # written by llama-quantize from the bf16 file, not by the gguf package
 HEAD_DIM = 64
 # build --isa: not native but these x86 features, none of AVX-512 (the peer of flashkern under an FK_CPU_MASK)
 ISAS = {"avxvnni": "AVX2 + FMA + F16C + AVX-VNNI, no AVX-512", "avx2": "AVX2 + FMA + F16C, no VNNI, no AVX-512"}
@@ -128,7 +135,8 @@ def cmd_build(a):
                  "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_BUILD_UI=OFF",
                  "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_TOOLS=ON", "-DBUILD_SHARED_LIBS=OFF",
                  "-DLLAMA_BUILD_COMMIT=%s" % commit, "-DLLAMA_BUILD_NUMBER=0"]
-    compile_ = ["nice", "-n", "10", "cmake", "--build", build, "--target", "llama-bench", "-j", str(a.jobs)]
+    compile_ = ["nice", "-n", "10", "cmake", "--build", build, "--target", "llama-bench", "llama-quantize",
+                "-j", str(a.jobs)]
     for c in (configure, compile_):
         log(" ".join(c))
         subprocess.run(c, check=True)
@@ -246,8 +254,13 @@ def write_gguf(path, name, seed, dtype):
     os.replace(path + ".part", path)
 
 
-def ensure_gguf(d, names, dtypes):
-    """{(model, dtype): path}, writing the files that are missing"""
+def default_quantize():
+    return os.path.join("/work/peers", "llama-bench-%s" % SDIST_VERSION, "bin", "llama-quantize")
+
+
+def ensure_gguf(d, names, dtypes, quantize=None):
+    """{(model, dtype): path}, writing the files that are missing (QUANTIZE_TOOL's types by the
+    llama-quantize at quantize from the bf16 file, which is written first if missing)"""
     os.makedirs(d, exist_ok=True)
     paths = {}
     for name in names:
@@ -255,14 +268,27 @@ def ensure_gguf(d, names, dtypes):
             p = gguf_path(d, name, dtype)
             if not os.path.exists(p):
                 t0 = time.perf_counter()
-                write_gguf(p, name, list(SHAPES).index(name) + 1, dtype)
+                if dtype in QUANTIZE_TOOL:
+                    tool = quantize or default_quantize()
+                    if not os.access(tool, os.X_OK):
+                        raise SystemExit("llama_peer: %s needs llama-quantize, and %s is not an executable "
+                                         "(llama_peer.py build makes it)" % (dtype, tool))
+                    src = ensure_gguf(d, [name], ["bf16"])[name, "bf16"]
+                    r = subprocess.run([tool, "--pure", src, p + ".part", QUANTIZE_TOOL[dtype], "1"],
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                    if r.returncode != 0:
+                        sys.stderr.write(r.stdout[-3000:])
+                        raise SystemExit("llama_peer: %s failed (%d)" % (tool, r.returncode))
+                    os.replace(p + ".part", p)
+                else:
+                    write_gguf(p, name, list(SHAPES).index(name) + 1, dtype)
                 log("wrote %s (%.0f MB, %.1f s)" % (p, os.path.getsize(p) / 1e6, time.perf_counter() - t0))
             paths[name, dtype] = p
     return paths
 
 
 def cmd_gguf(a):
-    for p in ensure_gguf(a.dir, models_of(a), dtypes_of(a)).values():
+    for p in ensure_gguf(a.dir, models_of(a), dtypes_of(a), a.llama_quantize).values():
         print(p)
 
 
@@ -324,7 +350,8 @@ def cmd_run(a):
     threads = [int(x) for x in a.threads.split(",") if x]
     if not prefills and a.decode < 1:
         raise SystemExit("llama_peer: nothing to measure (--prefill none and no --decode)")
-    paths = ensure_gguf(a.dir, models_of(a), dtypes_of(a))
+    quantize = a.llama_quantize or os.path.join(os.path.dirname(os.path.abspath(a.llama_bench)), "llama-quantize")
+    paths = ensure_gguf(a.dir, models_of(a), dtypes_of(a), quantize)
     version = None
     for (name, dtype), path in paths.items():
         for t in threads:
@@ -387,7 +414,10 @@ def main():
         p.add_argument("--only", default="lm", help="lm, lm_350m, lm_1_2b (comma-separated)")
         p.add_argument("--lm-350m", action="store_true", help="also the LFM2-350M-shaped point")
         p.add_argument("--lm-1-2b", action="store_true", help="also the LFM2-1.2B-shaped point")
-        p.add_argument("--dtypes", default="bf16", help="bf16, q8_0, q4_0 (comma-separated): the matrices' type")
+        p.add_argument("--dtypes", default="bf16",
+                       help="bf16, q8_0, q4_0, q4_1, q4_k (comma-separated): the matrices' type")
+        p.add_argument("--llama-quantize", default=None,
+                       help="llama-quantize, for q4_k (run: beside --llama-bench; gguf: the default build's)")
     a = ap.parse_args()
     {"build": cmd_build, "gguf": cmd_gguf, "run": cmd_run}[a.cmd](a)
 
