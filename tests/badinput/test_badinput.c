@@ -843,8 +843,41 @@ static unsigned char *q8_with_scale(ctx *c, int r, int b, uint16_t h) {
   return q;
 }
 
-ROW(q_quantize_format, "fk_q_quantize", "format = 3", FK_EINVAL, "format = 3", setup_quant,
-    return fk_q_quantize((fk_qformat)3, c->qw, QK, QN, QK, c->qo, QOUT, e);)
+ROW(q_quantize_format, "fk_q_quantize", "format = 4", FK_EINVAL, "format = 4", setup_quant,
+    return fk_q_quantize((fk_qformat)4, c->qw, QK, QN, QK, c->qo, QOUT, e);)
+
+/* 2 x 256 weights for q4k's super-blocks, watched */
+static float *q4k_weights(ctx *c) {
+  float *w = alloc(c, 2 * 256 * 4);
+  fkp_fill_f32(w, 2 * 256, 2.0f, 17);
+  return w;
+}
+
+ROW(q_quantize_q4k_k, "fk_q_quantize", "q4k, k = 96 (not a multiple of 256)", FK_EINVAL, "k = 96|multiple of 256",
+    setup_quant, return fk_q_quantize(FK_Q4K, c->qw, QK, QN, QK, c->qo, QOUT, e);)
+
+ROW(q_quantize_q4k_scale_overflows, "fk_q_quantize", "q4k, one |w| = 1e8 (the super-block's d rounds to binary16 inf)",
+    FK_EINVAL, "row 1, super-block 0|scale d overflows binary16", setup_quant,
+    float *w = q4k_weights(c);
+    w[256 + 40] = 1e8f;
+    watch(c, w, 2 * 256 * 4);
+    return fk_q_quantize(FK_Q4K, w, 256, 2, 256, c->qo, QOUT, e);)
+
+ROW(q_pack_q4k, "fk_q_pack", "format FK_Q4K (no packed layout)", FK_EINVAL, "FK_Q4K has no packed layout", setup_quant,
+    return fk_q_pack(FK_Q4K, c->qb, QBYTES, QN, QK, c->qo, QOUT, e);)
+
+ROW(q_dequantize_q4k_dmin_nan, "fk_q_dequantize", "q4k, row 1, super-block 0: dmin 0x7e01 (NaN)", FK_EINVAL,
+    "row 1, super-block 0|dmin is NaN", setup_quant,
+    float *w = q4k_weights(c);
+    unsigned char *b = alloc(c, 2 * 144);
+    float *y = alloc(c, 2 * 256 * 4);
+    cr_assert_eq(fk_q_quantize(FK_Q4K, w, 256, 2, 256, b, 2 * 144, e), FK_OK, "%s", e->message);
+    b[144 + 2] = 0x01;
+    b[144 + 3] = 0x7e;
+    memset(y, 0xa5, 2 * 256 * 4);
+    watch(c, b, 2 * 144);
+    watch(c, y, 2 * 256 * 4);
+    return fk_q_dequantize(FK_Q4K, b, 2 * 144, 2, 256, y, 256, e);)
 
 ROW(q_quantize_w_null, "fk_q_quantize", "w NULL", FK_EINVAL, "w is NULL", setup_quant,
     return fk_q_quantize(FK_Q8, NULL, QK, QN, QK, c->qo, QOUT, e);)
@@ -897,7 +930,8 @@ ROW(q_dequantize_scale_inf, "fk_q_dequantize", "row 2, block 0: scale 0xfc00 (-i
     "row 2, block 0|infinite", setup_quant,
     return fk_q_dequantize(FK_Q8, q8_with_scale(c, 2, 0, 0xfc00), QBYTES, QN, QK, c->qy, QK, e);)
 
-ROW(q_sizes_edges, "fk_q_gguf_bytes, fk_q_packed_bytes", "n < 1, k < 1, k % 32, unknown format, overflow", FK_OK,
+ROW(q_sizes_edges, "fk_q_gguf_bytes, fk_q_packed_bytes", "n < 1, k < 1, k % 32 (q4k: % 256), unknown format, q4k packed, "
+    "overflow", FK_OK,
     NULL, setup_none,
     static const int64_t bad[][2] = { { 0, 32 }, { 1, 0 }, { 1, 48 }, { -1, 32 }, { 1, -32 },
                                       { INT64_MAX / 2, INT64_MAX / 2 / 32 * 32 } };
@@ -910,6 +944,10 @@ ROW(q_sizes_edges, "fk_q_gguf_bytes, fk_q_packed_bytes", "n < 1, k < 1, k % 32, 
     cr_assert_eq(fk_q_gguf_bytes(FK_Q4, 5, 160), 5u * 5 * 18);
     cr_assert_eq(fk_q_packed_bytes(FK_Q8, 5, 160), 2u * 3 * 272);
     cr_assert_eq(fk_q_packed_bytes(FK_Q4, 5, 160), 2u * 3 * 144);
+    cr_assert_eq(fk_q_gguf_bytes(FK_Q4K, 5, 512), 5u * 2 * 144);
+    cr_assert_eq(fk_q_gguf_bytes(FK_Q4K, 5, 160), 0u);
+    cr_assert_eq(fk_q_packed_bytes(FK_Q4K, 5, 512), 0u);
+    cr_assert_eq(fk_q_gguf_bytes((fk_qformat)4, 1, 256), 0u);
     return FK_OK;)
 
 ROW(bf16_n_src_null, "fk_bf16_from_f32_n", "src NULL, n = 100", FK_EINVAL, "fk_bf16_from_f32_n|src is NULL",
@@ -1601,7 +1639,12 @@ MDESC_ROW(forbid_int8_dot_fast, "fast tier, desc.quantize = FK_Q8, desc.forbid_f
           "phase in_proj|dotprod forbidden by desc.forbid_features", c->d.tier = FK_TIER_FAST;
           c->d.quantize = FK_Q8; c->d.forbid_features = FK_CPU_DOTPROD;)
 #endif
-MDESC_ROW(quantize_unknown, "desc.quantize = 3", FK_EINVAL, "desc.quantize = 3", c->d.quantize = (fk_qformat)3;)
+MDESC_ROW(quantize_unknown, "desc.quantize = 4", FK_EINVAL, "desc.quantize = 4", c->d.quantize = (fk_qformat)4;)
+MDESC_ROW(quantize_q4k, "desc.quantize = FK_Q4K", FK_EINVAL, "desc.quantize = 3 (FK_Q4K: no GEMV stamp reads q4k yet)",
+          c->d.quantize = FK_Q4K;)
+MDESC_ROW(lm_q_format_q4k, "desc.lm.stack.layer[0].q.w2: format FK_Q4K", FK_EINVAL,
+          "desc.lm.stack.layer[0].q.w2.format = 3 (FK_Q4K: no GEMV stamp reads q4k yet)",
+          m_layers2[0].q.w2 = (fk_qmatrix){ FK_Q4K, m_layers2[0].w2 }; c->d.lm.stack.layer = m_layers2;)
 MDESC_ROW(lm_q_format_unknown, "desc.lm.stack.layer[1].q.w1.format = 5", FK_EINVAL,
           "desc.lm.stack.layer[1].q.w1.format = 5", m_layers2[1].q.w1 = (fk_qmatrix){ (fk_qformat)5, m_layers2[1].w1 };
           c->d.lm.stack.layer = m_layers2;)

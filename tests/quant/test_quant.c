@@ -77,10 +77,48 @@ static void block_quants(fk_qformat fmt, const unsigned char *blk, int q[32]) {
     q[i] = fmt == FK_Q8 ? (int8_t)blk[2 + i] : ((i < 16 ? blk[2 + i] & 15 : blk[2 + i - 16] >> 4) - 8);
 }
 
+/* A q4k case (GGUF Q4_K super-blocks, no packed layout): the quantizer's blocks byte for byte
+ * (ggml's quantize_row_q4_K_ref, which the generator checked against ggml's C), and their
+ * dequantization bit for bit (the gguf package's). */
+static void check_q4k_case(const fkfix *f) {
+  const char *path = f->path;
+  int64_t n = scalar(f, "n"), k = scalar(f, "k");
+  const fkfix_tensor *w = tensor(f, "w"), *blocks = tensor(f, "blocks"), *deq = tensor(f, "deq");
+  cr_assert(w && blocks && deq, "%s: a tensor is missing", path);
+  size_t gb = fk_q_gguf_bytes(FK_Q4K, n, k);
+  cr_assert(gb && blocks->nbytes == gb, "%s: blocks hold %zu bytes, want %zu", path, blocks->nbytes, gb);
+  cr_assert_eq(fk_q_packed_bytes(FK_Q4K, n, k), 0u, "%s: q4k has no packed layout", path);
+  unsigned char *q = malloc(gb);
+  float *y = malloc((size_t)(n * k) * sizeof *y);
+  cr_assert(q && y);
+  fk_error e;
+  fk_status s = w->dtype == FKFIX_F32 ? fk_q_quantize(FK_Q4K, (const float *)w->data, k, n, k, q, gb, &e)
+                                      : fk_q_quantize_bf16(FK_Q4K, (const uint16_t *)w->data, k, n, k, q, gb, &e);
+  cr_assert_eq(s, FK_OK, "%s: %s", path, e.message);
+  for (size_t i = 0; i < gb; i++)
+    if (q[i] != ((const unsigned char *)blocks->data)[i])
+      cr_assert_fail("%s: quantized byte %zu (row %zu, super-block %zu, offset %zu) is 0x%02x, ggml's 0x%02x", path, i,
+                     i / (gb / (size_t)n), i % (gb / (size_t)n) / 144, i % 144, q[i],
+                     ((const unsigned char *)blocks->data)[i]);
+  cr_assert_eq(fk_q_dequantize(FK_Q4K, blocks->data, gb, n, k, y, k, &e), FK_OK, "%s: %s", path, e.message);
+  const uint32_t *want = (const uint32_t *)deq->data;
+  for (int64_t i = 0; i < n * k; i++)
+    if (bits_of(y[i]) != want[i])
+      cr_assert_fail("%s: deq[%lld][%lld] = 0x%08x, gguf's 0x%08x", path, (long long)(i / k), (long long)(i % k),
+                     bits_of(y[i]), want[i]);
+  free(y);
+  free(q);
+}
+
 static void check_case(const char *path) {
   char err[512];
   fkfix f;
   cr_assert_eq(fkfix_load(path, &f, err, sizeof err), 0, "%s", err);
+  if (!strcmp(f.form, "q4k")) {
+    check_q4k_case(&f);
+    fkfix_free(&f);
+    return;
+  }
   fk_qformat fmt = !strcmp(f.form, "q8") ? FK_Q8 : !strcmp(f.form, "q4") ? FK_Q4 : (fk_qformat)0;
   cr_assert(fmt, "%s: form %s", path, f.form);
   int64_t n = scalar(&f, "n"), k = scalar(&f, "k");
@@ -168,12 +206,13 @@ Test(quant, fixtures) {
   snprintf(dir, sizeof dir, "%s/quant", FKT_FIXTURE_DIR);
   int n = fkfix_list(dir, &paths, err, sizeof err);
   cr_assert(n > 0, "%s", n < 0 ? err : "fixtures/quant holds no case");
-  int fmts[3] = { 0 };
+  int fmts[4] = { 0 };
   for (int i = 0; i < n; i++) {
     check_case(paths[i]);
-    fmts[strstr(paths[i], "/q8") ? 1 : strstr(paths[i], "/q4") ? 2 : 0]++;
+    fmts[strstr(paths[i], "/q8") ? 1 : strstr(paths[i], "/q4k") ? 3 : strstr(paths[i], "/q4") ? 2 : 0]++;
   }
-  cr_assert(fmts[1] > 0 && fmts[2] > 0, "cases: %d q8, %d q4 (both formats must be covered)", fmts[1], fmts[2]);
+  cr_assert(fmts[1] > 0 && fmts[2] > 0 && fmts[3] > 0, "cases: %d q8, %d q4, %d q4k (every format must be covered)",
+            fmts[1], fmts[2], fmts[3]);
   fkfix_list_free(paths, n);
 }
 
