@@ -1,6 +1,7 @@
-/* ggml's quantize_row_q4_K_ref (through ggml_quantize_chunk, no importance matrix) on raw f32 input -> raw
- * 144-byte blocks, for fixtures/ref/gen_quant_q4k.py's check (FK_GGML_Q4K): gcc -O2 -I$L/ggml/include q4k_ggml.c $B/ggml/src/libggml-base.a
- * -lstdc++ -fopenmp -lm (L, B as in bench/q4_min_peer.c) */
+/* ggml's quantize_row_q4_K_ref (through ggml_quantize_chunk, no importance matrix) on raw f32 input
+ * -> raw 144-byte blocks, for fixtures/ref/gen_quant_q4k.py's check (FK_GGML_Q4K):
+ *   gcc -O2 -I$L/ggml/include q4k_ggml.c $B/ggml/src/libggml-base.a -lstdc++ -fopenmp -lm
+ * (L, B as in bench/q4_min_peer.c) */
 #include <stdio.h>
 #include <stdlib.h>
 #include "ggml.h"
