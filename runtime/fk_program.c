@@ -125,7 +125,7 @@ fk_status fk_wmat_check(const fk_qmatrix *q, fk_qformat quantize, int64_t k, con
   if (q && q->format != FK_QNONE) {
     FK_RETURN_ERROR_IF(q->format != FK_Q8 && q->format != FK_Q4, err, FK_EINVAL,
                        "fk_plan_create: %s.format = %d%s: must be FK_QNONE, FK_Q8 or FK_Q4", what, (int)q->format,
-                       q->format == FK_Q4K ? " (FK_Q4K: no GEMV stamp reads q4k yet)" : "");
+                       fk_q_unplanned(q->format));
     FK_RETURN_ERROR_IF(!q->blocks, err, FK_EINVAL, "fk_plan_create: %s.blocks is NULL (format %s)", what,
                        q->format == FK_Q8 ? "q8" : "q4");
   }
