@@ -301,6 +301,8 @@ FK_STATIC_ASSERT(sizeof(fk_rmsnorm_add_f32_wide_once_args) == 80, "fk_rmsnorm_ad
 #define FK_GEMV_GEMM_SUMS 3072
 #define FK_GEMV_PACK_ROWS 4
 #define FK_GEMV_PACK_TILE 64
+#define FK_GEMV_Q4K_RECORD 592
+#define FK_GEMV_Q4K_SPAN 256
 #define FK_GEMV_Q4_RECORD 144
 #define FK_GEMV_Q8_RECORD 272
 
@@ -1105,6 +1107,164 @@ FK_STATIC_ASSERT(sizeof(fk_gemv_q4_bf16_rne_add_args) == 96, "fk_gemv_q4_bf16_rn
   X(gemv_q4_bf16_rne_add, k, 72, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
   X(gemv_q4_bf16_rne_add, row_begin, 80, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
   X(gemv_q4_bf16_rne_add, row_end, 88, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
+
+typedef struct fk_gemv_q4k_f32_args {
+  const uint8_t *w;  /* weights in the q4k packed layout (fk_q_pack: 4-row groups, 256-k records); extent: row_end > row_begin ? round_up(row_end, 4) / 4 * (round_up(k, 256) / 256) * 592 : 0 */
+  const float *x;  /* activations: row j at x + j * ldx; extent: span(m, ldx, k) */
+  int64_t ldx;  /* row stride of x in elements, >= k */
+  float *xs;  /* scratch, one per thread: m * round_up(k, 64) floats; for m > 4 3072 more, and for k > 1024 512 more per weight row of round_up(row_end, 4) - row_begin (FK_GEMV_GEMM_*); extent: m * round_up(k, 64) + (m > 4 ? 3072 : 0) + (m > 4 && k > 1024 ? max(round_up(row_end, 4) - row_begin, 0) * 512 : 0) */
+  float *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
+  int64_t y_off;  /* base offset of the destination, in elements */
+  int64_t ldy;  /* stride between activation rows of the destination */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 12 per pass) */
+  int64_t k;  /* reduction length, a positive multiple of 256 */
+  int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
+  int64_t row_end;  /* one past the last weight row */
+} fk_gemv_q4k_f32_args;
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_args, w) == 0, "fk_gemv_q4k_f32: stamps load w at +0");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_args, x) == 8, "fk_gemv_q4k_f32: stamps load x at +8");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_args, ldx) == 16, "fk_gemv_q4k_f32: stamps load ldx at +16");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_args, xs) == 24, "fk_gemv_q4k_f32: stamps load xs at +24");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_args, y) == 32, "fk_gemv_q4k_f32: stamps load y at +32");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_args, y_off) == 40, "fk_gemv_q4k_f32: stamps load y_off at +40");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_args, ldy) == 48, "fk_gemv_q4k_f32: stamps load ldy at +48");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_args, m) == 56, "fk_gemv_q4k_f32: stamps load m at +56");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_args, k) == 64, "fk_gemv_q4k_f32: stamps load k at +64");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_args, row_begin) == 72, "fk_gemv_q4k_f32: stamps load row_begin at +72");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_args, row_end) == 80, "fk_gemv_q4k_f32: stamps load row_end at +80");
+FK_STATIC_ASSERT(sizeof(fk_gemv_q4k_f32_args) == 88, "fk_gemv_q4k_f32: struct size");
+#define FK_FIELDS_gemv_q4k_f32(X) \
+  X(gemv_q4k_f32, w, 0, FK_FIELD_PTR, FK_ELEM_U8, FK_DIR_IN, ((a->row_end > a->row_begin) ? FK_EXT_MUL(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), 4), FK_EXT_DIV(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->k, 255), 256), 256), 256)), 592) : 0), "") \
+  X(gemv_q4k_f32, x, 8, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_IN, (a->m > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ldx), a->k) : 0), "") \
+  X(gemv_q4k_f32, ldx, 16, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32, xs, 24, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_SCRATCH, FK_EXT_ADD(FK_EXT_ADD(FK_EXT_MUL(a->m, FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->k, 63), 64), 64)), ((a->m > 4) ? 3072 : 0)), (((a->m > 4) && (a->k > 1024)) ? FK_EXT_MUL((FK_EXT_SUB(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), a->row_begin) > 0 ? FK_EXT_SUB(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), a->row_begin) : 0), 512) : 0)), "") \
+  X(gemv_q4k_f32, y, 32, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT, ((a->row_end > a->row_begin) ? FK_EXT_ADD(FK_EXT_ADD(a->y_off, FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ldy)), a->row_end) : 0), "") \
+  X(gemv_q4k_f32, y_off, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32, ldy, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32, m, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32, k, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32, row_begin, 72, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32, row_end, 80, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
+
+typedef struct fk_gemv_q4k_f32_bias_args {
+  const uint8_t *w;  /* weights in the q4k packed layout (fk_q_pack: 4-row groups, 256-k records); extent: row_end > row_begin ? round_up(row_end, 4) / 4 * (round_up(k, 256) / 256) * 592 : 0 */
+  const float *x;  /* activations: row j at x + j * ldx; extent: span(m, ldx, k) */
+  int64_t ldx;  /* row stride of x in elements, >= k */
+  float *xs;  /* scratch, one per thread: m * round_up(k, 64) floats; for m > 4 3072 more, and for k > 1024 512 more per weight row of round_up(row_end, 4) - row_begin (FK_GEMV_GEMM_*); extent: m * round_up(k, 64) + (m > 4 ? 3072 : 0) + (m > 4 && k > 1024 ? max(round_up(row_end, 4) - row_begin, 0) * 512 : 0) */
+  const float *bias;  /* f32 bias, indexed by row n; extent: row_end > row_begin ? row_end : 0 */
+  float *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
+  int64_t y_off;  /* base offset of the destination, in elements */
+  int64_t ldy;  /* stride between activation rows of the destination */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 12 per pass) */
+  int64_t k;  /* reduction length, a positive multiple of 256 */
+  int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
+  int64_t row_end;  /* one past the last weight row */
+} fk_gemv_q4k_f32_bias_args;
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, w) == 0, "fk_gemv_q4k_f32_bias: stamps load w at +0");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, x) == 8, "fk_gemv_q4k_f32_bias: stamps load x at +8");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, ldx) == 16, "fk_gemv_q4k_f32_bias: stamps load ldx at +16");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, xs) == 24, "fk_gemv_q4k_f32_bias: stamps load xs at +24");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, bias) == 32, "fk_gemv_q4k_f32_bias: stamps load bias at +32");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, y) == 40, "fk_gemv_q4k_f32_bias: stamps load y at +40");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, y_off) == 48, "fk_gemv_q4k_f32_bias: stamps load y_off at +48");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, ldy) == 56, "fk_gemv_q4k_f32_bias: stamps load ldy at +56");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, m) == 64, "fk_gemv_q4k_f32_bias: stamps load m at +64");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, k) == 72, "fk_gemv_q4k_f32_bias: stamps load k at +72");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, row_begin) == 80, "fk_gemv_q4k_f32_bias: stamps load row_begin at +80");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_f32_bias_args, row_end) == 88, "fk_gemv_q4k_f32_bias: stamps load row_end at +88");
+FK_STATIC_ASSERT(sizeof(fk_gemv_q4k_f32_bias_args) == 96, "fk_gemv_q4k_f32_bias: struct size");
+#define FK_FIELDS_gemv_q4k_f32_bias(X) \
+  X(gemv_q4k_f32_bias, w, 0, FK_FIELD_PTR, FK_ELEM_U8, FK_DIR_IN, ((a->row_end > a->row_begin) ? FK_EXT_MUL(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), 4), FK_EXT_DIV(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->k, 255), 256), 256), 256)), 592) : 0), "") \
+  X(gemv_q4k_f32_bias, x, 8, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_IN, (a->m > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ldx), a->k) : 0), "") \
+  X(gemv_q4k_f32_bias, ldx, 16, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32_bias, xs, 24, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_SCRATCH, FK_EXT_ADD(FK_EXT_ADD(FK_EXT_MUL(a->m, FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->k, 63), 64), 64)), ((a->m > 4) ? 3072 : 0)), (((a->m > 4) && (a->k > 1024)) ? FK_EXT_MUL((FK_EXT_SUB(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), a->row_begin) > 0 ? FK_EXT_SUB(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), a->row_begin) : 0), 512) : 0)), "") \
+  X(gemv_q4k_f32_bias, bias, 32, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_IN, ((a->row_end > a->row_begin) ? a->row_end : 0), "") \
+  X(gemv_q4k_f32_bias, y, 40, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_OUT, ((a->row_end > a->row_begin) ? FK_EXT_ADD(FK_EXT_ADD(a->y_off, FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ldy)), a->row_end) : 0), "") \
+  X(gemv_q4k_f32_bias, y_off, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32_bias, ldy, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32_bias, m, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32_bias, k, 72, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32_bias, row_begin, 80, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_f32_bias, row_end, 88, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
+
+typedef struct fk_gemv_q4k_bf16_rne_args {
+  const uint8_t *w;  /* weights in the q4k packed layout (fk_q_pack: 4-row groups, 256-k records); extent: row_end > row_begin ? round_up(row_end, 4) / 4 * (round_up(k, 256) / 256) * 592 : 0 */
+  const float *x;  /* activations: row j at x + j * ldx; extent: span(m, ldx, k) */
+  int64_t ldx;  /* row stride of x in elements, >= k */
+  float *xs;  /* scratch, one per thread: m * round_up(k, 64) floats; for m > 4 3072 more, and for k > 1024 512 more per weight row of round_up(row_end, 4) - row_begin (FK_GEMV_GEMM_*); extent: m * round_up(k, 64) + (m > 4 ? 3072 : 0) + (m > 4 && k > 1024 ? max(round_up(row_end, 4) - row_begin, 0) * 512 : 0) */
+  uint16_t *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
+  int64_t y_off;  /* base offset of the destination, in elements */
+  int64_t ldy;  /* stride between activation rows of the destination */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 12 per pass) */
+  int64_t k;  /* reduction length, a positive multiple of 256 */
+  int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
+  int64_t row_end;  /* one past the last weight row */
+} fk_gemv_q4k_bf16_rne_args;
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_args, w) == 0, "fk_gemv_q4k_bf16_rne: stamps load w at +0");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_args, x) == 8, "fk_gemv_q4k_bf16_rne: stamps load x at +8");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_args, ldx) == 16, "fk_gemv_q4k_bf16_rne: stamps load ldx at +16");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_args, xs) == 24, "fk_gemv_q4k_bf16_rne: stamps load xs at +24");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_args, y) == 32, "fk_gemv_q4k_bf16_rne: stamps load y at +32");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_args, y_off) == 40, "fk_gemv_q4k_bf16_rne: stamps load y_off at +40");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_args, ldy) == 48, "fk_gemv_q4k_bf16_rne: stamps load ldy at +48");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_args, m) == 56, "fk_gemv_q4k_bf16_rne: stamps load m at +56");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_args, k) == 64, "fk_gemv_q4k_bf16_rne: stamps load k at +64");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_args, row_begin) == 72, "fk_gemv_q4k_bf16_rne: stamps load row_begin at +72");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_args, row_end) == 80, "fk_gemv_q4k_bf16_rne: stamps load row_end at +80");
+FK_STATIC_ASSERT(sizeof(fk_gemv_q4k_bf16_rne_args) == 88, "fk_gemv_q4k_bf16_rne: struct size");
+#define FK_FIELDS_gemv_q4k_bf16_rne(X) \
+  X(gemv_q4k_bf16_rne, w, 0, FK_FIELD_PTR, FK_ELEM_U8, FK_DIR_IN, ((a->row_end > a->row_begin) ? FK_EXT_MUL(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), 4), FK_EXT_DIV(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->k, 255), 256), 256), 256)), 592) : 0), "") \
+  X(gemv_q4k_bf16_rne, x, 8, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_IN, (a->m > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ldx), a->k) : 0), "") \
+  X(gemv_q4k_bf16_rne, ldx, 16, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne, xs, 24, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_SCRATCH, FK_EXT_ADD(FK_EXT_ADD(FK_EXT_MUL(a->m, FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->k, 63), 64), 64)), ((a->m > 4) ? 3072 : 0)), (((a->m > 4) && (a->k > 1024)) ? FK_EXT_MUL((FK_EXT_SUB(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), a->row_begin) > 0 ? FK_EXT_SUB(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), a->row_begin) : 0), 512) : 0)), "") \
+  X(gemv_q4k_bf16_rne, y, 32, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_OUT, ((a->row_end > a->row_begin) ? FK_EXT_ADD(FK_EXT_ADD(a->y_off, FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ldy)), a->row_end) : 0), "") \
+  X(gemv_q4k_bf16_rne, y_off, 40, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne, ldy, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne, m, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne, k, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne, row_begin, 72, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne, row_end, 80, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
+
+typedef struct fk_gemv_q4k_bf16_rne_add_args {
+  const uint8_t *w;  /* weights in the q4k packed layout (fk_q_pack: 4-row groups, 256-k records); extent: row_end > row_begin ? round_up(row_end, 4) / 4 * (round_up(k, 256) / 256) * 592 : 0 */
+  const float *x;  /* activations: row j at x + j * ldx; extent: span(m, ldx, k) */
+  int64_t ldx;  /* row stride of x in elements, >= k */
+  float *xs;  /* scratch, one per thread: m * round_up(k, 64) floats; for m > 4 3072 more, and for k > 1024 512 more per weight row of round_up(row_end, 4) - row_begin (FK_GEMV_GEMM_*); extent: m * round_up(k, 64) + (m > 4 ? 3072 : 0) + (m > 4 && k > 1024 ? max(round_up(row_end, 4) - row_begin, 0) * 512 : 0) */
+  const uint16_t *r;  /* bf16 residual, indexed like y; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
+  uint16_t *y;  /* output (j, n) at y + y_off + j * ldy + n; extent: row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0 */
+  int64_t y_off;  /* base offset of the destination, in elements */
+  int64_t ldy;  /* stride between activation rows of the destination */
+  int64_t m;  /* activation rows, 1 .. 2^28 - 1 (blocks of up to 12 per pass) */
+  int64_t k;  /* reduction length, a positive multiple of 256 */
+  int64_t row_begin;  /* first weight row, a multiple of FK_GEMV_PACK_ROWS */
+  int64_t row_end;  /* one past the last weight row */
+} fk_gemv_q4k_bf16_rne_add_args;
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, w) == 0, "fk_gemv_q4k_bf16_rne_add: stamps load w at +0");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, x) == 8, "fk_gemv_q4k_bf16_rne_add: stamps load x at +8");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, ldx) == 16, "fk_gemv_q4k_bf16_rne_add: stamps load ldx at +16");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, xs) == 24, "fk_gemv_q4k_bf16_rne_add: stamps load xs at +24");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, r) == 32, "fk_gemv_q4k_bf16_rne_add: stamps load r at +32");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, y) == 40, "fk_gemv_q4k_bf16_rne_add: stamps load y at +40");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, y_off) == 48, "fk_gemv_q4k_bf16_rne_add: stamps load y_off at +48");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, ldy) == 56, "fk_gemv_q4k_bf16_rne_add: stamps load ldy at +56");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, m) == 64, "fk_gemv_q4k_bf16_rne_add: stamps load m at +64");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, k) == 72, "fk_gemv_q4k_bf16_rne_add: stamps load k at +72");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, row_begin) == 80, "fk_gemv_q4k_bf16_rne_add: stamps load row_begin at +80");
+FK_STATIC_ASSERT(offsetof(fk_gemv_q4k_bf16_rne_add_args, row_end) == 88, "fk_gemv_q4k_bf16_rne_add: stamps load row_end at +88");
+FK_STATIC_ASSERT(sizeof(fk_gemv_q4k_bf16_rne_add_args) == 96, "fk_gemv_q4k_bf16_rne_add: struct size");
+#define FK_FIELDS_gemv_q4k_bf16_rne_add(X) \
+  X(gemv_q4k_bf16_rne_add, w, 0, FK_FIELD_PTR, FK_ELEM_U8, FK_DIR_IN, ((a->row_end > a->row_begin) ? FK_EXT_MUL(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), 4), FK_EXT_DIV(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->k, 255), 256), 256), 256)), 592) : 0), "") \
+  X(gemv_q4k_bf16_rne_add, x, 8, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_IN, (a->m > 0 ? FK_EXT_ADD(FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ldx), a->k) : 0), "") \
+  X(gemv_q4k_bf16_rne_add, ldx, 16, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne_add, xs, 24, FK_FIELD_PTR, FK_ELEM_F32, FK_DIR_SCRATCH, FK_EXT_ADD(FK_EXT_ADD(FK_EXT_MUL(a->m, FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->k, 63), 64), 64)), ((a->m > 4) ? 3072 : 0)), (((a->m > 4) && (a->k > 1024)) ? FK_EXT_MUL((FK_EXT_SUB(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), a->row_begin) > 0 ? FK_EXT_SUB(FK_EXT_MUL(FK_EXT_DIV(FK_EXT_ADD(a->row_end, 3), 4), 4), a->row_begin) : 0), 512) : 0)), "") \
+  X(gemv_q4k_bf16_rne_add, r, 32, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_IN, ((a->row_end > a->row_begin) ? FK_EXT_ADD(FK_EXT_ADD(a->y_off, FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ldy)), a->row_end) : 0), "") \
+  X(gemv_q4k_bf16_rne_add, y, 40, FK_FIELD_PTR, FK_ELEM_BF16, FK_DIR_OUT, ((a->row_end > a->row_begin) ? FK_EXT_ADD(FK_EXT_ADD(a->y_off, FK_EXT_MUL(FK_EXT_SUB(a->m, 1), a->ldy)), a->row_end) : 0), "") \
+  X(gemv_q4k_bf16_rne_add, y_off, 48, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne_add, ldy, 56, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne_add, m, 64, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne_add, k, 72, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne_add, row_begin, 80, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "") \
+  X(gemv_q4k_bf16_rne_add, row_end, 88, FK_FIELD_I64, FK_ELEM_NONE, FK_DIR_NONE, 0, "")
 
 /* ---- shortconv (templates/shortconv.lua): LFM2 ShortConv FIR/gate/carry: y = RNE(C * RNE(conv3(RNE(B * x)))), carry committed row by row ---- */
 
@@ -2645,6 +2805,10 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(gemv, q4_f32_bias, gemv_q4_f32_bias, FK_TIERS_EXACT | FK_TIERS_FAST, FK_FX_OWN, "") \
   X(gemv, q4_bf16_rne, gemv_q4_bf16_rne, FK_TIERS_EXACT | FK_TIERS_FAST, FK_FX_OWN, "") \
   X(gemv, q4_bf16_rne_add, gemv_q4_bf16_rne_add, FK_TIERS_EXACT | FK_TIERS_FAST, FK_FX_OWN, "") \
+  X(gemv, q4k_f32, gemv_q4k_f32, FK_TIERS_EXACT, FK_FX_OWN, "") \
+  X(gemv, q4k_f32_bias, gemv_q4k_f32_bias, FK_TIERS_EXACT, FK_FX_OWN, "") \
+  X(gemv, q4k_bf16_rne, gemv_q4k_bf16_rne, FK_TIERS_EXACT, FK_FX_OWN, "") \
+  X(gemv, q4k_bf16_rne_add, gemv_q4k_bf16_rne_add, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(shortconv, bf16, shortconv_bf16, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(shortconv, bf16_bias, shortconv_bf16_bias, FK_TIERS_EXACT, FK_FX_OWN, "") \
   X(shortconv, bf16_wide, shortconv_bf16_wide, FK_TIERS_EXACT, FK_FX_EXEMPT, "the bf16 form's results widened: shortconv::wide_is_the_bf16_form_widened, every target (outputs and carry)") \
@@ -2751,6 +2915,14 @@ FK_STATIC_ASSERT(sizeof(fk_sample_topk_args) == 56, "fk_sample_topk: struct size
   X(gemv_q4_bf16_rne_add, neon, exact, fk_gemv_q4_bf16_rne_add__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(gemv_q4_bf16_rne_add, bfcvt, exact, fk_gemv_q4_bf16_rne_add__aarch64_bfcvt_exact, FK_CPU_ASIMD | FK_CPU_BF16) \
   X(gemv_q4_bf16_rne_add, dotprod, fast, fk_gemv_q4_bf16_rne_add__aarch64_dotprod_fast, FK_CPU_ASIMD | FK_CPU_DOTPROD) \
+  X(gemv_q4k_f32, neon, exact, fk_gemv_q4k_f32__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(gemv_q4k_f32, bfcvt, exact, fk_gemv_q4k_f32__aarch64_bfcvt_exact, FK_CPU_ASIMD | FK_CPU_BF16) \
+  X(gemv_q4k_f32_bias, neon, exact, fk_gemv_q4k_f32_bias__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(gemv_q4k_f32_bias, bfcvt, exact, fk_gemv_q4k_f32_bias__aarch64_bfcvt_exact, FK_CPU_ASIMD | FK_CPU_BF16) \
+  X(gemv_q4k_bf16_rne, neon, exact, fk_gemv_q4k_bf16_rne__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(gemv_q4k_bf16_rne, bfcvt, exact, fk_gemv_q4k_bf16_rne__aarch64_bfcvt_exact, FK_CPU_ASIMD | FK_CPU_BF16) \
+  X(gemv_q4k_bf16_rne_add, neon, exact, fk_gemv_q4k_bf16_rne_add__aarch64_neon_exact, FK_CPU_ASIMD) \
+  X(gemv_q4k_bf16_rne_add, bfcvt, exact, fk_gemv_q4k_bf16_rne_add__aarch64_bfcvt_exact, FK_CPU_ASIMD | FK_CPU_BF16) \
   X(shortconv_bf16, neon, exact, fk_shortconv_bf16__aarch64_neon_exact, FK_CPU_ASIMD) \
   X(shortconv_bf16, bfcvt, exact, fk_shortconv_bf16__aarch64_bfcvt_exact, FK_CPU_ASIMD | FK_CPU_BF16) \
   X(shortconv_bf16_bias, neon, exact, fk_shortconv_bf16_bias__aarch64_neon_exact, FK_CPU_ASIMD) \
@@ -2864,6 +3036,14 @@ void fk_gemv_q4_bf16_rne__aarch64_dotprod_fast(const fk_gemv_q4_bf16_rne_args *a
 void fk_gemv_q4_bf16_rne_add__aarch64_neon_exact(const fk_gemv_q4_bf16_rne_add_args *a);
 void fk_gemv_q4_bf16_rne_add__aarch64_bfcvt_exact(const fk_gemv_q4_bf16_rne_add_args *a);
 void fk_gemv_q4_bf16_rne_add__aarch64_dotprod_fast(const fk_gemv_q4_bf16_rne_add_args *a);
+void fk_gemv_q4k_f32__aarch64_neon_exact(const fk_gemv_q4k_f32_args *a);
+void fk_gemv_q4k_f32__aarch64_bfcvt_exact(const fk_gemv_q4k_f32_args *a);
+void fk_gemv_q4k_f32_bias__aarch64_neon_exact(const fk_gemv_q4k_f32_bias_args *a);
+void fk_gemv_q4k_f32_bias__aarch64_bfcvt_exact(const fk_gemv_q4k_f32_bias_args *a);
+void fk_gemv_q4k_bf16_rne__aarch64_neon_exact(const fk_gemv_q4k_bf16_rne_args *a);
+void fk_gemv_q4k_bf16_rne__aarch64_bfcvt_exact(const fk_gemv_q4k_bf16_rne_args *a);
+void fk_gemv_q4k_bf16_rne_add__aarch64_neon_exact(const fk_gemv_q4k_bf16_rne_add_args *a);
+void fk_gemv_q4k_bf16_rne_add__aarch64_bfcvt_exact(const fk_gemv_q4k_bf16_rne_add_args *a);
 void fk_shortconv_bf16__aarch64_neon_exact(const fk_shortconv_bf16_args *a);
 void fk_shortconv_bf16__aarch64_bfcvt_exact(const fk_shortconv_bf16_args *a);
 void fk_shortconv_bf16_bias__aarch64_neon_exact(const fk_shortconv_bf16_bias_args *a);
@@ -3006,6 +3186,14 @@ void fk_sample_topk__aarch64_neon_exact(const fk_sample_topk_args *a);
   X(gemv_q4_bf16_rne_add, avxvnni, fast, fk_gemv_q4_bf16_rne_add__x86_64_avxvnni_fast, FK_CPU_AVX2 | FK_CPU_FMA | FK_CPU_F16C | FK_CPU_AVXVNNI) \
   X(gemv_q4_bf16_rne_add, avx512vnni, fast, fk_gemv_q4_bf16_rne_add__x86_64_avx512vnni_fast, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL | FK_CPU_AVX512VNNI) \
   X(gemv_q4_bf16_rne_add, avx512vnnihw, fast, fk_gemv_q4_bf16_rne_add__x86_64_avx512vnnihw_fast, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL | FK_CPU_AVX512VNNI | FK_CPU_HWSTREAM) \
+  X(gemv_q4k_f32, avx2, exact, fk_gemv_q4k_f32__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(gemv_q4k_f32, avx512, exact, fk_gemv_q4k_f32__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(gemv_q4k_f32_bias, avx2, exact, fk_gemv_q4k_f32_bias__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(gemv_q4k_f32_bias, avx512, exact, fk_gemv_q4k_f32_bias__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(gemv_q4k_bf16_rne, avx2, exact, fk_gemv_q4k_bf16_rne__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(gemv_q4k_bf16_rne, avx512, exact, fk_gemv_q4k_bf16_rne__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
+  X(gemv_q4k_bf16_rne_add, avx2, exact, fk_gemv_q4k_bf16_rne_add__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
+  X(gemv_q4k_bf16_rne_add, avx512, exact, fk_gemv_q4k_bf16_rne_add__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(shortconv_bf16, avx2, exact, fk_shortconv_bf16__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
   X(shortconv_bf16, avx512, exact, fk_shortconv_bf16__x86_64_avx512_exact, FK_CPU_AVX512F | FK_CPU_AVX512BW | FK_CPU_AVX512VL) \
   X(shortconv_bf16_bias, avx2, exact, fk_shortconv_bf16_bias__x86_64_avx2_exact, FK_CPU_AVX2 | FK_CPU_FMA) \
@@ -3190,6 +3378,14 @@ void fk_gemv_q4_bf16_rne_add__x86_64_avx2madd_fast(const fk_gemv_q4_bf16_rne_add
 void fk_gemv_q4_bf16_rne_add__x86_64_avxvnni_fast(const fk_gemv_q4_bf16_rne_add_args *a);
 void fk_gemv_q4_bf16_rne_add__x86_64_avx512vnni_fast(const fk_gemv_q4_bf16_rne_add_args *a);
 void fk_gemv_q4_bf16_rne_add__x86_64_avx512vnnihw_fast(const fk_gemv_q4_bf16_rne_add_args *a);
+void fk_gemv_q4k_f32__x86_64_avx2_exact(const fk_gemv_q4k_f32_args *a);
+void fk_gemv_q4k_f32__x86_64_avx512_exact(const fk_gemv_q4k_f32_args *a);
+void fk_gemv_q4k_f32_bias__x86_64_avx2_exact(const fk_gemv_q4k_f32_bias_args *a);
+void fk_gemv_q4k_f32_bias__x86_64_avx512_exact(const fk_gemv_q4k_f32_bias_args *a);
+void fk_gemv_q4k_bf16_rne__x86_64_avx2_exact(const fk_gemv_q4k_bf16_rne_args *a);
+void fk_gemv_q4k_bf16_rne__x86_64_avx512_exact(const fk_gemv_q4k_bf16_rne_args *a);
+void fk_gemv_q4k_bf16_rne_add__x86_64_avx2_exact(const fk_gemv_q4k_bf16_rne_add_args *a);
+void fk_gemv_q4k_bf16_rne_add__x86_64_avx512_exact(const fk_gemv_q4k_bf16_rne_add_args *a);
 void fk_shortconv_bf16__x86_64_avx2_exact(const fk_shortconv_bf16_args *a);
 void fk_shortconv_bf16__x86_64_avx512_exact(const fk_shortconv_bf16_args *a);
 void fk_shortconv_bf16_bias__x86_64_avx2_exact(const fk_shortconv_bf16_bias_args *a);

@@ -55,7 +55,7 @@ fk_status fk_q_pack_bf16(const char *fn, fk_qformat f, const uint16_t *w, int64_
 /* Why a plan refuses a weight format: FK_Q4K has GGUF blocks (fk_quant.c) but no GEMV stamp; the
  * suffix the plan's refusals of a format add (empty for any other). */
 static inline const char *fk_q_unplanned(fk_qformat f) {
-  return f == FK_Q4K ? " (FK_Q4K: no GEMV stamp reads q4k yet)" : "";
+  return f == FK_Q4K ? " (FK_Q4K: no program calls the q4k stamps yet)" : "";
 }
 
 /* 1 when the byte ranges [a, a + an) and [b, b + bn) share a byte (an empty range shares none). */

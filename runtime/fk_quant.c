@@ -1,8 +1,8 @@
 /* runtime/fk_quant.c: the quantized weight formats q8, q4 and q4k (docs/design.md, "Quantized
  * weights"): GGUF Q8_0 / Q4_0 / Q4_K blocks, flashkern's quantizers into them (q8, q4: ggml's
  * reference quantizer with round-to-nearest-even; q4k: ggml's, written out operation by operation),
- * their exact dequantization, and the packed layout the quantized GEMV stamps read (q8, q4; no
- * stamp reads q4k yet). All before readiness. Compiled with -ffp-contract=off and -fno-math-errno:
+ * their exact dequantization, and the packed layouts the quantized GEMV stamps read. All before
+ * readiness. Compiled with -ffp-contract=off and -fno-math-errno:
  * every f32 operation of the quantizers rounds once, as written, and a square root is the
  * instruction (correctly rounded), not a libm call. */
 #include <string.h>
@@ -17,12 +17,16 @@ enum { QK = 256, QKB = 144 };
 
 /* formats with GGUF blocks (every entry point but the packed layout's), and with a packed layout */
 static int blocks_ok(fk_qformat f) { return f == FK_Q8 || f == FK_Q4 || f == FK_Q4K; }
-static int fmt_ok(fk_qformat f) { return f == FK_Q8 || f == FK_Q4; }
+static int fmt_ok(fk_qformat f) { return blocks_ok(f); }
 static const char *fmt_name(fk_qformat f) { return f == FK_Q8 ? "q8" : f == FK_Q4 ? "q4" : "q4k"; }
-/* k per GGUF block, bytes of one (scale(s) + quants) and of one packed record (PR rows x two blocks) */
+/* k per GGUF block, bytes of one (scale(s) + quants), and of one packed record: PR rows x rec_k(f) k
+ * (q8, q4: a tile, two blocks; q4k: a super-block) */
 static int64_t block_k(fk_qformat f) { return f == FK_Q4K ? QK : QB; }
 static size_t block_bytes(fk_qformat f) { return f == FK_Q8 ? 34 : f == FK_Q4 ? 18 : QKB; }
-static size_t record_bytes(fk_qformat f) { return f == FK_Q8 ? FK_GEMV_Q8_RECORD : FK_GEMV_Q4_RECORD; }
+static int64_t rec_k(fk_qformat f) { return f == FK_Q4K ? FK_GEMV_Q4K_SPAN : PT; }
+static size_t record_bytes(fk_qformat f) {
+  return f == FK_Q8 ? FK_GEMV_Q8_RECORD : f == FK_Q4 ? FK_GEMV_Q4_RECORD : FK_GEMV_Q4K_RECORD;
+}
 
 /* ---- binary16 ---------------------------------------------------------------------------- */
 
@@ -97,7 +101,7 @@ size_t fk_q_gguf_bytes(fk_qformat f, int64_t n, int64_t k) {
 
 size_t fk_q_packed_bytes(fk_qformat f, int64_t n, int64_t k) {
   if (!fmt_ok(f) || !dims_ok(f, n, k)) return 0;
-  uint64_t groups = ((uint64_t)n + PR - 1) / PR, tiles = ((uint64_t)k + PT - 1) / PT;
+  uint64_t groups = ((uint64_t)n + PR - 1) / PR, tiles = ((uint64_t)k + (uint64_t)rec_k(f) - 1) / (uint64_t)rec_k(f);
   if (groups > SIZE_MAX / 2 / tiles / record_bytes(f)) return 0;
   return (size_t)(groups * tiles * record_bytes(f));
 }
@@ -105,11 +109,8 @@ size_t fk_q_packed_bytes(fk_qformat f, int64_t n, int64_t k) {
 /* The format an entry point takes (packed: one with a packed layout; else one with GGUF blocks),
  * refused by name otherwise. */
 static fk_status check_format(const char *fn, fk_qformat f, int packed, fk_error *err) {
-  FK_RETURN_ERROR_IF(packed && f == FK_Q4K, err, FK_EINVAL,
-                     "%s: format FK_Q4K has no packed layout: no GEMV stamp reads q4k yet (its GGUF blocks: "
-                     "fk_q_quantize, fk_q_dequantize)", fn);
-  FK_RETURN_ERROR_IF(packed ? !fmt_ok(f) : !blocks_ok(f), err, FK_EINVAL, "%s: format = %d, must be %s", fn, (int)f,
-                     packed ? "FK_Q8 or FK_Q4" : "FK_Q8, FK_Q4 or FK_Q4K");
+  FK_RETURN_ERROR_IF(packed ? !fmt_ok(f) : !blocks_ok(f), err, FK_EINVAL, "%s: format = %d, must be FK_Q8, FK_Q4 or "
+                     "FK_Q4K", fn, (int)f);
   return FK_OK;
 }
 
@@ -328,6 +329,7 @@ static void q4k_superblock(const float x[QK], unsigned char *out, uint16_t dd[2]
 }
 
 static void pack_quantized(fk_qformat f, const uint16_t *w, int64_t ldw, int64_t n, int64_t k, unsigned char *o);
+static void pack_q4k_row(const unsigned char *blk, int64_t row, int64_t b, int64_t k, unsigned char *o);
 
 /* The quantizer into GGUF blocks, or (packed) straight into the packed layout. */
 static fk_status quantize(const char *fn, fk_qformat f, const float *w32, const uint16_t *w16, size_t esz,
@@ -366,13 +368,17 @@ static fk_status quantize(const char *fn, fk_qformat f, const float *w32, const 
     }
   unsigned char *o = (unsigned char *)out;
   if (f == FK_Q4K) {
-    /* the super-blocks' d and dmin (binary16) first, then the blocks */
+    /* the super-blocks' d and dmin (binary16) first, then the blocks (packed: each into a local
+     * buffer, then into its group's super-record; the padding rows zero) */
+    if (packed) memset(o, 0, fk_q_packed_bytes(f, n, k));
     for (int pass = 0; pass < 2; pass++)
       for (int64_t r = 0; r < n; r++)
         for (int64_t b = 0; b < k / QK; b++) {
           for (int j = 0; j < QK / QB; j++) block_values(w32, w16, ldw, r, b * (QK / QB) + j, x + QB * j);
           uint16_t dd[2];
-          q4k_superblock(x, pass ? o + (size_t)(r * (k / QK) + b) * QKB : NULL, dd);
+          unsigned char sb[QKB];
+          q4k_superblock(x, !pass ? NULL : packed ? sb : o + (size_t)(r * (k / QK) + b) * QKB, dd);
+          if (pass && packed) pack_q4k_row(sb, r, b, k, o);
           FK_RETURN_ERROR_IF((dd[0] & 0x7c00u) == 0x7c00u || (dd[1] & 0x7c00u) == 0x7c00u, err, FK_EINVAL,
                              "%s: row %lld, super-block %lld (k %lld..%lld): its q4k %s overflows binary16 (the "
                              "sub-blocks' fitted %s must stay below 63 * 65520)", fn, (long long)r, (long long)b,
@@ -526,6 +532,34 @@ static void pack_all(fk_qformat f, int64_t n, int64_t k, block_src src, const vo
     }
 }
 
+/* q4k's packed layout (docs/design.md; templates/gemv.lua's QUANT.q4k): super-block b of row `row`
+ * (GGUF bytes blk) into its group's super-record, rows row mod PR of (row / PR) * (k / 256) + b:
+ * tile t's weights k = 64t + 32h + 2l + p at byte 128t + 32r + 16h + l (p = 0 the low nibble), the
+ * unpacked six-bit sc_j at Q4K_SC + 8r + j and m_j at Q4K_M + 8r + j, d at Q4K_D + 2r, dmin at Q4K_D
+ * + 8 + 2r (binary16, as in the block). */
+enum { Q4K_SC = 512, Q4K_M = 544, Q4K_D = 576 };
+static void pack_q4k_row(const unsigned char *blk, int64_t row, int64_t b, int64_t k, unsigned char *o) {
+  unsigned char *p = o + (size_t)((row / PR) * (k / QK) + b) * FK_GEMV_Q4K_RECORD;
+  const size_t r = (size_t)(row % PR);
+  for (int j = 0; j < QK / QB; j++) {
+    int sc, m;
+    get_scale_min(j, blk + 4, &sc, &m);
+    p[Q4K_SC + 8 * r + (size_t)j] = (unsigned char)sc;
+    p[Q4K_M + 8 * r + (size_t)j] = (unsigned char)m;
+  }
+  memcpy(p + Q4K_D + 2 * r, blk, 2);
+  memcpy(p + Q4K_D + 8 + 2 * r, blk + 2, 2);
+  /* GGUF: sub-block j's weight i in byte 16 + 32 (j / 2) + i, the low nibble for even j */
+  for (size_t t = 0; t < 4; t++)
+    for (size_t h = 0; h < 2; h++)
+      for (size_t l = 0; l < 16; l++) {
+        const size_t j = 2 * t + h, shift = 4 * (j & 1);
+        const unsigned u0 = (blk[16 + 32 * (j / 2) + 2 * l] >> shift) & 15u;
+        const unsigned u1 = (blk[16 + 32 * (j / 2) + 2 * l + 1] >> shift) & 15u;
+        p[128 * t + 32 * r + 16 * h + l] = (unsigned char)(u0 | u1 << 4);
+      }
+}
+
 typedef struct gguf_src { const unsigned char *blocks; int64_t nb; size_t bytes; } gguf_src;
 static const unsigned char *from_gguf(const void *ctx, int64_t row, int64_t kb, unsigned char *scratch) {
   const gguf_src *g = ctx;
@@ -555,6 +589,12 @@ fk_status fk_q_pack_named(const char *fn, fk_qformat f, const void *blocks, size
   if (s != FK_OK) return s;
   const unsigned char *src = (const unsigned char *)blocks;
   if ((s = check_scales(fn, f, src, n, k, err)) != FK_OK) return s;
+  if (f == FK_Q4K) {
+    memset(out, 0, fk_q_packed_bytes(f, n, k));   /* the padding rows: d = dmin = +0, weights +0 */
+    for (int64_t r = 0; r < n; r++)
+      for (int64_t b = 0; b < k / QK; b++) pack_q4k_row(src + (size_t)(r * (k / QK) + b) * QKB, r, b, k, out);
+    return FK_OK;
+  }
   gguf_src g = { src, k / QB, block_bytes(f) };
   pack_all(f, n, k, from_gguf, &g, (unsigned char *)out);
   return FK_OK;

@@ -61,11 +61,22 @@ local BLOCK_ROWS, BLOCK_GROUP, BLOCK_KALIGN = 16, 4, 16
 -- block b, parity p at 32b + 16p, 16 int8; q4: block b at 16b, 16 bytes whose low nibble is parity
 -- 0, the high one parity 1, each q + 8), then the scales, binary16, row r's block b at
 -- PACK_ROWS * qrow + 4r + 2b. A tile of 64 k is rec bytes: num / 4 per element (num = rec / 16).
+-- (sh: a record spans span = 64 * 2^sh k; its bytes from k = i on are (i * num) >> (2 + sh): q8,
+-- q4 one tile, sh = 0, num = rec / 16)
 local QUANT = {}
 for name, qrow in pairs({ q8 = 64, q4 = 32 }) do
   local rec = PACK_ROWS * (qrow + 4)
-  QUANT[name] = { qrow = qrow, rec = rec, num = math.floor(rec / 16) }
+  QUANT[name] = { qrow = qrow, rec = rec, num = math.floor(rec / 16), sh = 0, span = TILE }
 end
+-- q4k's packed layout (GGUF Q4_K; docs/design.md): per group of PACK_ROWS rows and super-block of
+-- 256 k one super-record of 592 bytes: tile t (0..3) of it at 128t, row r's 32 bytes at 128t + 32r
+-- as a q4 record's (block b at 16b, the low nibble parity 0, the high one parity 1; here the stored
+-- u itself, 0..15), then row r's six-bit scales sc_j (j = 2t + b: the sub-block of 32 k) at
+-- Q4K_SC + 8r + j and minimums m_j at Q4K_M + 8r + j, a byte each, then row r's binary16 d at
+-- Q4K_D + 2r and dmin at Q4K_D + 8 + 2r. The weight of u in sub-block j: RN(d sc_j u - dmin m_j),
+-- exact products and one rounding: fma(u, d sc_j, -(dmin m_j)).
+local Q4K_SC, Q4K_M, Q4K_D = 512, 544, 576
+QUANT.q4k = { qrow = 32, rec = 592, num = 37, sh = 2, span = 4 * TILE }
 
 -- a lone activation row's exact pass over two groups (t.tune.exact_groups = 2) goes over k in pieces
 -- of this many tiles, chains (0, 1) then (2, 3) of each piece: 4 tiles (q8 2 x 1088 bytes of
@@ -78,8 +89,8 @@ local function stream_ahead(t, qf) return qf.rec * math.ceil(t.tune.stream_ahead
 
 -- q4's dequantization table (t.tune.q4_lut): lane i = i - 8, the weight of the nibble i before its
 -- block's scale; times the scale d, lane i is (i - 8) * d, exact in f32 as the arithmetic path's
-local Q4_RAMP = {}
-for i = 0, 15 do Q4_RAMP[i + 1] = compat.f32bits(i - 8) end
+local Q4_RAMP, Q4K_RAMP = {}, {}
+for i = 0, 15 do Q4_RAMP[i + 1], Q4K_RAMP[i + 1] = compat.f32bits(i - 8), compat.f32bits(i) end
 
 -- y and r: m rows of the destination from y_off on, row_end outputs each
 local DST = "row_end > row_begin ? y_off + (m - 1) * ldy + row_end : 0"
@@ -88,10 +99,12 @@ local function args(form)
   local out = form.f32 and "float *" or "uint16_t *"
   local a = {}
   if form.quant then
+    local qf = QUANT[form.quant]
     a[#a + 1] = { "w", "const uint8_t *",
-                  doc = "weights in the " .. form.quant .. " packed layout (fk_q_pack: 4-row groups, 64-k records)",
+                  doc = string.format("weights in the %s packed layout (fk_q_pack: 4-row groups, %d-k records)",
+                                      form.quant, qf.span),
                   extent = string.format("row_end > row_begin ? round_up(row_end, %d) / %d * (round_up(k, %d) / %d) "
-                                         .. "* %d : 0", PACK_ROWS, PACK_ROWS, TILE, TILE, QUANT[form.quant].rec) }
+                                         .. "* %d : 0", PACK_ROWS, PACK_ROWS, qf.span, qf.span, qf.rec) }
   elseif form.blocked then
     a[#a + 1] = { "w", "const uint16_t *", doc = "weights blocked by fk_gemv_pack_blocked (FK_GEMV_BLOCK_* layout)",
                   extent = string.format("row_end > row_begin ? round_up(row_end, %d) * round_up(k, %d) : 0",
@@ -129,7 +142,8 @@ local function args(form)
   a[#a + 1] = { "ldy", "int64_t", doc = "stride between activation rows of the destination" }
   a[#a + 1] = { "m", "int64_t", doc = form.packed and "activation rows, 1 .. 2^28 - 1 (blocks of up to 12 per pass)"
                                    or "activation rows, 1..4" }
-  a[#a + 1] = { "k", "int64_t", doc = form.quant and "reduction length, a positive multiple of 32 (a block)"
+  a[#a + 1] = { "k", "int64_t", doc = form.quant == "q4k" and "reduction length, a positive multiple of 256"
+                                   or form.quant and "reduction length, a positive multiple of 32 (a block)"
                                    or "reduction length, >= 1" }
   a[#a + 1] = { "row_begin", "int64_t", doc = form.blocked and "first weight row, a multiple of 64 (a block group)"
                                               or form.packed and "first weight row, a multiple of FK_GEMV_PACK_ROWS"
@@ -751,6 +765,7 @@ return {
   -- pass over a group is one stream, every lane of an accumulator an output row
   exports = { PACK_ROWS = PACK_ROWS, PACK_TILE = TILE, GEMM_KBLOCK = GEMM_KBLOCK, GEMM_PART_ROW = GEMM_PART_ROW,
               GEMM_SUMS = GEMM_SUMS, Q8_RECORD = QUANT.q8.rec, Q4_RECORD = QUANT.q4.rec,
+              Q4K_RECORD = QUANT.q4k.rec, Q4K_SPAN = QUANT.q4k.span,
               BLOCK_ROWS = BLOCK_ROWS, BLOCK_GROUP = BLOCK_GROUP, BLOCK_KALIGN = BLOCK_KALIGN },
   check = function(p, need)
     need(p.chains == 4 and p.tile == 64, "the lane mapping is written for 4 chains over 64-element tiles")
@@ -791,6 +806,10 @@ return {
          variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
     form("q4_bf16_rne_add", { add = true, packed = true, quant = "q4", tiers = { "exact", "fast" },
          variants = { fast = { "avx2madd", "avxvnni", "avx512vnni", "avx512vnnihw", "dotprod" } } }),
+    form("q4k_f32", { f32 = true, packed = true, quant = "q4k", tiers = { "exact" } }),
+    form("q4k_f32_bias", { f32 = true, bias = true, packed = true, quant = "q4k", tiers = { "exact" } }),
+    form("q4k_bf16_rne", { packed = true, quant = "q4k", tiers = { "exact" } }),
+    form("q4k_bf16_rne_add", { add = true, packed = true, quant = "q4k", tiers = { "exact" } }),
   },
   body = function(t, p, form_)
     local a = t.arg
@@ -843,7 +862,7 @@ return {
     -- The quantized weights of a record at q (quants, bytes) and s (its scales, binary16): block h
     -- of row r's scale (q4 lut: its table; s8: the record's 8 scales spilled, t.tune.scales_once),
     -- and (q4) the 16 bytes holding both of its chains
-    local lut = form_.quant == "q4" and t.tune.q4_lut  -- q4 by table
+    local lut = (form_.quant == "q4" or form_.quant == "q4k") and t.tune.q4_lut  -- q4, q4k by table
     -- (u: the u-th record from there)
     local function q_block(q, s, wi, si, s8, r, h, u)
       local sc = s8 and t:reload_bcast(s8, 2 * r + h) or
@@ -863,12 +882,86 @@ return {
       return t:mul(t:i2f(t:isub_v(nib, t:vconst(8))), sc)
     end
     -- the records of the group at row m (a multiple of PACK_ROWS), from byte m * kp * rec / 256
-    local function q_group(m) return t:addr(a.w, t:ishr(t:mul(t:mul(m, kp()), qf.num), 4), 1) end
+    local function q_group(m) return t:addr(a.w, t:ishr(t:mul(t:mul(m, kp()), qf.num), 4 + qf.sh), 1) end
     -- every line of the record at q (u records on from tile wi's) stream_ahead bytes ahead: into
     -- L2, or into L1 where the pass reads whole records (whole) and t.tune.stream_l1
     local function q_prefetch(q, wi, u, whole)
       local ahead, level = stream_ahead(t, qf) + u * qf.rec, (t.tune.stream_l1 and whole) and 1 or 2
       for o = 0, qf.rec - 1, 64 do t:prefetch(q, wi, o + ahead, 1, level) end
+    end
+    -- q4k: the super-record from k = i (bytes wi on) for a pass over nrows rows from wrow (rows_at),
+    -- its halves hs (the chains halves[h] of each), against the block's M activation rows (fma_chain).
+    -- First each row's eight d1 = d sc_j and -m1 = -(dmin m_j) (exact), two rows a vector (row 2pp in
+    -- lanes 0-7, 2pp + 1 in 8-15; a lone last row in both: no binary16 read past the pass's rows), into
+    -- stack slots; then per tile u and half h each row's sub-block j = 2u + h: its table, lane v =
+    -- fma(v, d1, -m1) (without tables, the weights fma(u, d1, -m1) of its two chains), d1 and -m1
+    -- broadcast from lane 8 (r mod 2) + j of its pair's slots. The tile's chains as q4's.
+    local function q4k_super(wi, wrow, nrows, R, hs, halves, fma_chain, pass, M)
+      if p.prefetch_stream > 0 and pass == 0 then q_prefetch(wrow.q, wi, 0, nrows == PACK_ROWS) end
+      -- the pass's first row in its group, rin, a constant in each case: its codes
+      -- (base + 8 rin) and d (base + 2 rin) at constant offsets from its quants (base + 32 rin), so
+      -- no register holds a row offset (the GEMM's passes have one integer register to spare)
+      local npair = math.ceil(nrows / 2)
+      local d1s, m1s = {}, {}
+      for pp = 0, npair - 1 do d1s[pp], m1s[pp] = t:slot(), t:slot() end
+      local function prep(rin)
+        local qs, si = t:view(wrow.q, "f16"), t:ishr(wi, 1)
+        for pp = 0, npair - 1 do
+          -- binary16 element e of the pair's rows (e: d, or e + 4: dmin), widened, a row per half
+          local function pairv(e)
+            local at = Q4K_D / 2 - 15 * rin + e + 2 * pp
+            local lo = t:load_bcast_f16(qs, si, at)
+            if 2 * pp + 1 >= nrows then return lo end
+            return t:sel128(lo, t:load_bcast_f16(qs, si, at + 1), 0xe4)
+          end
+          local at = -24 * rin + 16 * pp
+          t:spill_to(d1s[pp], t:mul(t:i2f(t:load_i8(wrow.q, wi, Q4K_SC + at)), pairv(0)))
+          t:spill_to(m1s[pp], t:neg(t:mul(t:i2f(t:load_i8(wrow.q, wi, Q4K_M + at)), pairv(4))))
+        end
+      end
+      -- (a pass of R rows starts at a multiple of R in the group; a row past the whole passes goes
+      -- alone, at any row: for_rows)
+      local rins = {}
+      for r = 0, PACK_ROWS - 1, nrows == R and R or 1 do rins[#rins + 1] = r end
+      if #rins == 1 then prep(0) else t:cases(wrow.rin(), rins, prep) end
+      for u = 0, 3 do
+        for _, h in ipairs(hs) do
+          -- row r's d1 and -m1 (broadcast where used: no register holds them across the rows)
+          local function dm(r)
+            local pp, lane = math.floor(r / 2), 8 * (r % 2) + 2 * u + h
+            return t:reload_bcast(d1s[pp], lane), t:reload_bcast(m1s[pp], lane)
+          end
+          local tab, bytes = {}, {}
+          for r = 0, nrows - 1 do
+            if lut then
+              local d1, m1 = dm(r)
+              tab[r] = t:fma(t:vtable("q4k_ramp", Q4K_RAMP), d1, m1)
+            end
+            bytes[r] = t:load_u8(wrow.q, wi, 128 * u + qf.qrow * r + 16 * h)
+          end
+          for _, c in ipairs(halves[h]) do
+            -- row r's weights of chain c (its nibbles: the even chain's bytes as loaded, the odd
+            -- chain's shifted down 4; lut16 reads the low 4 bits)
+            local function weight(r)
+              local b = c % 2 == 0 and bytes[r] or t:isra_v(bytes[r], 4)
+              if lut then return t:lut16(tab[r], b) end
+              if c % 2 == 0 then b = t:band(b, t:vconst(15)) end
+              local d1, m1 = dm(r)
+              return t:fma(t:i2f(b), d1, m1)
+            end
+            local wv = weight
+            if not lut then
+              wv = {}
+              for r = 0, nrows - 1 do wv[r] = weight(r) end
+            end
+            fma_chain(c, wv, 64 * u * M)
+          end
+        end
+      end
+      for pp = 0, #d1s do
+        t:drop(d1s[pp])
+        t:drop(m1s[pp])
+      end
     end
     -- A lone activation row's exact pass over two groups (t.tune.exact_groups = 2): the groups at
     -- rows n and at2() (row_halves), two streams far apart, each prefetching its own lines ahead. Their
@@ -1000,11 +1093,18 @@ return {
         local function rows_at()
           local wrow = {}
           if qf then
-            -- the group's records from byte (n & -4) * kp * rec / 256; row n's quants and scales
+            -- the group's records (q_group); row n's quants and scales (q4k: its quants, its codes
+            -- wrow.c, its d and dmin)
             local base = q_group(t:iand(n, -pr))
             local rin = t:iand(n, pr - 1)
             wrow.q = t:addr(base, t:mul(rin, qf.qrow), 1)
-            wrow.s = t:addr(t:view(base, "f16"), t:mul(rin, 2), 2)
+            if form_.quant == "q4k" then
+              -- (the row in the group, for the codes' and scales' pointers: made where used, once a
+              -- super-record, so that no register holds them through its tiles)
+              wrow.rin = function() return t:iand(n, pr - 1) end
+            else
+              wrow.s = t:addr(t:view(base, "f16"), t:mul(rin, 2), 2)
+            end
             return wrow
           end
           if form_.packed then
@@ -1059,23 +1159,29 @@ return {
           end
           local body = function(i, tail)
             -- (quantized: tile i's record, in bytes and in binary16 elements)
-            local wi = qf and t:ishr(t:mul(i, qf.num), 2) or widx(i)
-            local xi = t:mul(i, M)                      -- the block's tile: M rows, interleaved
+            local wi = qf and t:ishr(t:mul(i, qf.num), 2 + qf.sh) or widx(i)
+            -- the block's tile: M rows, interleaved (made where first used: q4k's super-record makes
+            -- its pointers first)
+            local xi_
+            local function xi() xi_ = xi_ or t:mul(i, M); return xi_ end
+            if form_.quant ~= "q4k" then xi() end
             -- chain c of every activation row of the block against the rows' widened weights wv
-            -- (wv: the weights, or a function of the row making them where first used)
-            local function fma_chain(c, wv)
+            -- (wv: the weights, or a function of the row making them where first used); xo: the
+            -- block's tile xo / (64 M) on from tile i (q4k's super-records)
+            local function fma_chain(c, wv, xo)
               local w = wv
               if type(wv) == "function" then
                 w = setmetatable({}, { __index = function(tbl, r) local v = wv(r); rawset(tbl, r, v); return v end })
               end
               for j = 0, M - 1 do
-                local xv = t:load_f32(xsb, xi, 64 * j + 16 * c)
+                local xv = t:load_f32(xsb, xi(), (xo or 0) + 64 * j + 16 * c)
                 for r = 0, nrows - 1 do t:fma_acc(acc[r][j][c], w[r], xv) end
               end
             end
             if p.prefetch > 0 and not form_.packed and s == 0 then
               for r = 0, nrows - 1 do t:prefetch(wrow[r][1], wi, wrow[r][2] + p.prefetch, 2) end
             end
+            if form_.quant == "q4k" then return q4k_super(wi, wrow, nrows, R, hs, halves, fma_chain, s, M) end
             if qf then
               local whole = nrows == PACK_ROWS          -- the pass reads the whole record
               -- (the record's lines ahead, in the first pass)
@@ -1117,7 +1223,7 @@ return {
               end
               if fast then
                 for j = 0, M - 1 do
-                  local xr = t:load_raw(xsb, xi, 64 * j + 32 * h)
+                  local xr = t:load_raw(xsb, xi(), 64 * j + 32 * h)
                   for r = 0, nrows - 1 do t:dot_bf16_acc(acc[r][j][h], raw[r], xr) end
                 end
               else
@@ -1129,10 +1235,12 @@ return {
               end
             end
           end
+          -- (q4k: a super-record, 4 tiles, a step)
+          local step = qf and qf.span or p.tile
           if kb then
-            t:for_tiles(kb.stop(), p.tile, body, kb.start and kb.start(), { whole = true })
+            t:for_tiles(kb.stop(), step, body, kb.start and kb.start(), { whole = true })
           elseif form_.packed then
-            t:for_tiles(kp(), p.tile, body, nil, { whole = true })
+            t:for_tiles(kp(), step, body, nil, { whole = true })
           else
             t:for_tiles(a.k, p.tile, body)
           end

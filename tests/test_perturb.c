@@ -50,6 +50,8 @@ static void expect_caught_all(const char *leaf, fkt_builder build, int perturb, 
     if (perturb == FKC_RNE_BIAS && !rounds_to_bf16(&fkh_forms[f])) continue;
     /* int16 PCM and a ring the flush zeroes: istft_flush_i16 stores no float at all */
     if (perturb == FKC_NAN_PAYLOAD && !strcmp(fkh_forms[f].id, "istft_flush_i16")) continue;
+    /* q4k's k is a multiple of 256: no tile past k, no tail */
+    if ((perturb == FKC_TAIL_PADDED || perturb == FKC_TAIL_RESET) && !strncmp(fkh_forms[f].id, "gemv_q4k_", 9)) continue;
     fkh_target host = best_host();
     if (!fkh_host_stamp(f, host.variant, NULL)) continue;   /* a form of the fast tier only */
     expect_caught(fkh_forms[f].id, build, best_host(), perturb, what);
@@ -177,6 +179,28 @@ Test(perturb, gemv_quant_layout, .timeout = 300) {
                 "nibbles swapped (AArch64)");
   expect_caught("gemv_q8_f32_bias", fkt_gemv_cases, fkh_remote("neon", "neoverse-n1"), FKC_Q_SCALE_NEIGHBOR,
                 "scale of the other block (AArch64)");
+}
+
+/* q4k's traps (docs/design.md "Quantized weights"): a sub-block's d sc and dmin m from the other
+ * sub-block of its tile, the sub-block boundary one element early (past a super-record: the next
+ * one's), a byte's nibbles read the other way round, the minimum added instead of subtracted; on
+ * every q4k form on the host, and through the AArch64 runner */
+Test(perturb, gemv_q4k_layout, .timeout = 300) {
+  int n = 0;
+  for (int f = 0; f < fkh_nforms; f++) {
+    const char *id = fkh_forms[f].id;
+    if (strncmp(id, "gemv_q4k_", 9) != 0) continue;
+    expect_caught(id, fkt_gemv_cases, best_host(), FKC_Q_SCALE_NEIGHBOR, "sc and m of the other sub-block");
+    expect_caught(id, fkt_gemv_cases, best_host(), FKC_Q_BLOCK_SHIFT, "sub-block boundary one element early");
+    expect_caught(id, fkt_gemv_cases, best_host(), FKC_Q_NIBBLES_SWAPPED, "nibbles swapped");
+    expect_caught(id, fkt_gemv_cases, best_host(), FKC_Q4K_MIN_ADDED, "minimum added");
+    n++;
+  }
+  cr_assert_eq(n, 4, "q4k gemv forms: %d", n);
+  expect_caught("gemv_q4k_bf16_rne_add", fkt_gemv_cases, fkh_remote("neon", "neoverse-n1"), FKC_Q_BLOCK_SHIFT,
+                "sub-block boundary one element early (AArch64)");
+  expect_caught("gemv_q4k_f32", fkt_gemv_cases, fkh_remote("neon", "max"), FKC_Q4K_MIN_ADDED,
+                "minimum added (AArch64)");
 }
 
 Test(perturb, skipped_residual_commit) {

@@ -17,8 +17,8 @@ extern "C" {
 
 /* Weight formats (docs/design.md, "Quantized weights"): FK_QNONE is bf16; FK_Q8 and FK_Q4 carry
  * GGUF's Q8_0 and Q4_0 (blocks of 32 k of one row, a binary16 scale each); FK_Q4K GGUF's Q4_K
- * (super-blocks of 256 k: per 32 a 6-bit scale and minimum under two binary16 ones), as blocks only
- * (fk_q_quantize, fk_q_dequantize): no GEMV stamp reads it yet, so no plan takes it. */
+ * (super-blocks of 256 k: per 32 a 6-bit scale and minimum under two binary16 ones): blocks, their
+ * packed layout and the exact tier's gemv_q4k_* stamps; no plan takes it yet. */
 typedef enum fk_qformat { FK_QNONE = 0, FK_Q8 = 1, FK_Q4 = 2, FK_Q4K = 3 } fk_qformat;
 
 /* A weight matrix (n x k) given as GGUF blocks: format FK_Q8 or FK_Q4, and blocks pointing at

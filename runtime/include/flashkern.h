@@ -169,9 +169,9 @@ uint16_t fk_f16_from_f32(float f);
 float fk_f32_from_f16(uint16_t h);
 
 /* Bytes of n x k weights as GGUF blocks, and as the packed layout (rows in groups of
- * FK_GEMV_PACK_ROWS, k in tiles of 64: 272-byte q8 / 144-byte q4 records, zero-padded); 0 when the
- * format is unknown (or, packed, FK_Q4K: no packed layout), n < 1, k is not a positive multiple of
- * 32 (FK_Q4K: of 256, its 144-byte super-block), or the size overflows size_t. */
+ * FK_GEMV_PACK_ROWS, k in tiles of 64: 272-byte q8 / 144-byte q4 records, zero-padded; q4k: k in
+ * super-blocks of 256, 592-byte records); 0 when the format is unknown, n < 1, k is not a positive
+ * multiple of 32 (FK_Q4K: of 256, its 144-byte super-block), or the size overflows size_t. */
 size_t fk_q_gguf_bytes(fk_qformat f, int64_t n, int64_t k);
 size_t fk_q_packed_bytes(fk_qformat f, int64_t n, int64_t k);
 
@@ -190,10 +190,10 @@ fk_status fk_q_quantize_bf16(fk_qformat f, const uint16_t *w, int64_t ldw, int64
 
 /* fk_q_dequantize(): n x k GGUF blocks (bytes of them at blocks) into f32 rows of stride ldo,
  * each weight q * d exactly (FK_Q4K: RN(d * sc * u - dmin * m), one rounding). fk_q_pack(): the
- * same blocks into the packed layout (a lossless re-layout: out holds fk_q_packed_bytes(f, n, k);
- * FK_Q8 and FK_Q4 only). Call before readiness. Refused as above, and blocks shorter than
- * fk_q_gguf_bytes(f, n, k), ldo < k, and a scale that is inf or NaN (named by row and block, or
- * super-block and d / dmin; nothing written); fk_q_pack refuses FK_Q4K by name. */
+ * same blocks into the packed layout (a lossless re-layout: out holds fk_q_packed_bytes(f, n, k)).
+ * Call before readiness. Refused as above, and blocks shorter than fk_q_gguf_bytes(f, n, k),
+ * ldo < k, and a scale that is inf or NaN (named by row and block, or super-block and d / dmin;
+ * nothing written). */
 fk_status fk_q_dequantize(fk_qformat f, const void *blocks, size_t bytes, int64_t n, int64_t k, float *out,
                           int64_t ldo, fk_error *err);
 fk_status fk_q_pack(fk_qformat f, const void *blocks, size_t bytes, int64_t n, int64_t k, void *out, size_t out_bytes,
@@ -340,7 +340,7 @@ typedef struct fk_plan_desc {
    * blocks (fk_qmatrix in fk_models.h) keeps its own format either way. The quantized GEMVs run in
    * desc.tier like the others: FK_TIER_FAST quantizes their activations per block of 32 and uses
    * integer dot products (AVX512-VNNI or FEAT_DotProd; docs/design.md "The quantized fast tier").
-   * FK_Q4K is refused (no GEMV stamp reads q4k yet). */
+   * FK_Q4K is refused (its GEMV stamps exist; the programs do not call them yet). */
   fk_qformat quantize;
   /* FK_PROGRAMS_BLOCK */
   int64_t hidden;            /* block width, 1..65536 (LFM2: 1024, 1536, 2048) */

@@ -863,8 +863,17 @@ ROW(q_quantize_q4k_scale_overflows, "fk_q_quantize", "q4k, one |w| = 1e8 (the su
     watch(c, w, 2 * 256 * 4);
     return fk_q_quantize(FK_Q4K, w, 256, 2, 256, c->qo, QOUT, e);)
 
-ROW(q_pack_q4k, "fk_q_pack", "format FK_Q4K (no packed layout)", FK_EINVAL, "FK_Q4K has no packed layout", setup_quant,
-    return fk_q_pack(FK_Q4K, c->qb, QBYTES, QN, QK, c->qo, QOUT, e);)
+ROW(q_pack_q4k_dmin_inf, "fk_q_pack", "q4k, row 1, super-block 0: dmin 0xfc00 (-inf)", FK_EINVAL,
+    "row 1, super-block 0|dmin is infinite", setup_quant,
+    float *w = q4k_weights(c);
+    unsigned char *b = alloc(c, 2 * 144), *o = alloc(c, 592);
+    cr_assert_eq(fk_q_quantize(FK_Q4K, w, 256, 2, 256, b, 2 * 144, e), FK_OK, "%s", e->message);
+    b[144 + 2] = 0x00;
+    b[144 + 3] = 0xfc;
+    memset(o, 0xa5, 592);
+    watch(c, b, 2 * 144);
+    watch(c, o, 592);
+    return fk_q_pack(FK_Q4K, b, 2 * 144, 2, 256, o, 592, e);)
 
 ROW(q_dequantize_q4k_dmin_nan, "fk_q_dequantize", "q4k, row 1, super-block 0: dmin 0x7e01 (NaN)", FK_EINVAL,
     "row 1, super-block 0|dmin is NaN", setup_quant,
@@ -930,7 +939,7 @@ ROW(q_dequantize_scale_inf, "fk_q_dequantize", "row 2, block 0: scale 0xfc00 (-i
     "row 2, block 0|infinite", setup_quant,
     return fk_q_dequantize(FK_Q8, q8_with_scale(c, 2, 0, 0xfc00), QBYTES, QN, QK, c->qy, QK, e);)
 
-ROW(q_sizes_edges, "fk_q_gguf_bytes, fk_q_packed_bytes", "n < 1, k < 1, k % 32 (q4k: % 256), unknown format, q4k packed, "
+ROW(q_sizes_edges, "fk_q_gguf_bytes, fk_q_packed_bytes", "n < 1, k < 1, k % 32 (q4k: % 256), unknown format, q4k packed sizes, "
     "overflow", FK_OK,
     NULL, setup_none,
     static const int64_t bad[][2] = { { 0, 32 }, { 1, 0 }, { 1, 48 }, { -1, 32 }, { 1, -32 },
@@ -946,7 +955,8 @@ ROW(q_sizes_edges, "fk_q_gguf_bytes, fk_q_packed_bytes", "n < 1, k < 1, k % 32 (
     cr_assert_eq(fk_q_packed_bytes(FK_Q4, 5, 160), 2u * 3 * 144);
     cr_assert_eq(fk_q_gguf_bytes(FK_Q4K, 5, 512), 5u * 2 * 144);
     cr_assert_eq(fk_q_gguf_bytes(FK_Q4K, 5, 160), 0u);
-    cr_assert_eq(fk_q_packed_bytes(FK_Q4K, 5, 512), 0u);
+    cr_assert_eq(fk_q_packed_bytes(FK_Q4K, 5, 512), 2u * 2 * 592);
+    cr_assert_eq(fk_q_packed_bytes(FK_Q4K, 5, 160), 0u);
     cr_assert_eq(fk_q_gguf_bytes((fk_qformat)4, 1, 256), 0u);
     return FK_OK;)
 
@@ -1640,10 +1650,10 @@ MDESC_ROW(forbid_int8_dot_fast, "fast tier, desc.quantize = FK_Q8, desc.forbid_f
           c->d.quantize = FK_Q8; c->d.forbid_features = FK_CPU_DOTPROD;)
 #endif
 MDESC_ROW(quantize_unknown, "desc.quantize = 4", FK_EINVAL, "desc.quantize = 4", c->d.quantize = (fk_qformat)4;)
-MDESC_ROW(quantize_q4k, "desc.quantize = FK_Q4K", FK_EINVAL, "desc.quantize = 3 (FK_Q4K: no GEMV stamp reads q4k yet)",
-          c->d.quantize = FK_Q4K;)
+MDESC_ROW(quantize_q4k, "desc.quantize = FK_Q4K", FK_EINVAL,
+          "desc.quantize = 3 (FK_Q4K: no program calls the q4k stamps yet)", c->d.quantize = FK_Q4K;)
 MDESC_ROW(lm_q_format_q4k, "desc.lm.stack.layer[0].q.w2: format FK_Q4K", FK_EINVAL,
-          "desc.lm.stack.layer[0].q.w2.format = 3 (FK_Q4K: no GEMV stamp reads q4k yet)",
+          "desc.lm.stack.layer[0].q.w2.format = 3 (FK_Q4K: no program calls the q4k stamps yet)",
           m_layers2[0].q.w2 = (fk_qmatrix){ FK_Q4K, m_layers2[0].w2 }; c->d.lm.stack.layer = m_layers2;)
 MDESC_ROW(lm_q_format_unknown, "desc.lm.stack.layer[1].q.w1.format = 5", FK_EINVAL,
           "desc.lm.stack.layer[1].q.w1.format = 5", m_layers2[1].q.w1 = (fk_qmatrix){ (fk_qformat)5, m_layers2[1].w1 };

@@ -59,6 +59,7 @@ typedef enum fkc_perturb {
                           to nearest, ties to even */
   FKC_XQ_SCALE_F16,    /* gemv quantized forms, fast tier: the activation scale d rounded to binary16 (RNE) and
                           used so, as llama.cpp's Q8_0 activations hold it */
+  FKC_Q4K_MIN_ADDED,   /* gemv q4k forms: the minimum added, fma(u, d sc, +dmin m), not subtracted */
 } fkc_perturb;
 
 /* Integer RNE of an f32 bit pattern to bf16 (contract rule; NaN -> the canonical 0x7fc0). */
@@ -74,6 +75,9 @@ float fkc_bits_f32(uint32_t u);
 /* Weight (n, i) of an n x k matrix in a quantized packed layout (q4: 1, q8: 0), q * d from the
  * layout's formula (docs/design.md "Quantized weights"; tests/contract/gemv.c), or as perturbed. */
 float fkc_gemv_quant_weight(const uint8_t *wp, int q4, int64_t n, int64_t k, int64_t i, fkc_perturb p);
+/* Weight (n, i) of an n x k matrix in q4k's packed layout: RN(d sc u - dmin m) from the layout's
+ * formula (docs/design.md "Quantized weights"; tests/contract/gemv.c), or as perturbed. */
+float fkc_gemv_q4k_weight(const uint8_t *wp, int64_t n, int64_t k, int64_t i, fkc_perturb p);
 /* The same weight as its quant *q and its binary16 scale *d (widened exactly), apart. */
 void fkc_gemv_quant_parts(const uint8_t *wp, int q4, int64_t n, int64_t k, int64_t i, fkc_perturb p, int *q, float *d);
 /* The quantized forms' fast tier: one activation row x of k (a multiple of 32) quantized per block of

@@ -91,6 +91,37 @@ float fkc_gemv_quant_weight(const uint8_t *wp, int q4, int64_t n, int64_t k, int
   return (float)q * d;
 }
 
+/* Row n of a q4k packed matrix (docs/design.md "Quantized weights"), element by element from the
+ * layout's formula: k = 256s + 64t + 32b + 2l + par of row r = n mod 4 in super-record (n / 4) *
+ * (K / 256) + s of 592 bytes, its nibble par of byte 128t + 32r + 16b + l, sub-block j = 2t + b's
+ * six-bit sc at 512 + 8r + j and m at 544 + 8r + j, d at 576 + 2r, dmin at 584 + 2r (binary16);
+ * w = fmaf(u, d sc, -(dmin m)): d sc and dmin m are exact, one rounding. Perturbations: as q4's
+ * (FKC_Q_SCALE_NEIGHBOR: the other sub-block of the tile's sc and m; FKC_Q_BLOCK_SHIFT: k = 32j + 31
+ * takes sub-block j + 1's, past the super-record the next one's, where there is one), and
+ * FKC_Q4K_MIN_ADDED. */
+float fkc_gemv_q4k_weight(const uint8_t *wp, int64_t n, int64_t k, int64_t i, fkc_perturb p) {
+  const int64_t S = FK_GEMV_Q4K_SPAN, REC = FK_GEMV_Q4K_RECORD, r = n % 4, t = i % S / TILE, b = i % TILE / 32;
+  const int64_t l = i % 32 / 2, par = i % 2;
+  const uint8_t *rc = wp + ((n / 4) * (k / S) + i / S) * REC, *sr = rc;
+  const unsigned byte = rc[128 * t + 32 * r + 16 * b + l];
+  const int u = (int)((par ^ (p == FKC_Q_NIBBLES_SWAPPED)) ? byte >> 4 : byte & 15);
+  int64_t j = 2 * t + b;
+  if (p == FKC_Q_SCALE_NEIGHBOR) j ^= 1;
+  if (p == FKC_Q_BLOCK_SHIFT && i % 32 == 31 && ++j == 8) {
+    if (i / S + 1 < k / S) sr = rc + REC, j = 0;
+    else j = 7;
+  }
+  const float d = f16_to_f32((uint16_t)(sr[576 + 2 * r] | sr[577 + 2 * r] << 8));
+  const float dmin = f16_to_f32((uint16_t)(sr[584 + 2 * r] | sr[585 + 2 * r] << 8));
+  const float d1 = d * (float)sr[512 + 8 * r + j], m1 = dmin * (float)sr[544 + 8 * r + j];
+  return fmaf((float)u, d1, p == FKC_Q4K_MIN_ADDED ? m1 : -m1);
+}
+
+static const float *q4k_row(const uint8_t *wp, int64_t n, int64_t k, fkc_perturb p) {
+  for (int64_t i = 0; i < k; i++) wbuf[i] = fkc_gemv_q4k_weight(wp, n, k, i, p);
+  return wbuf;
+}
+
 static const float *quant_row(const uint8_t *wp, int q4, int64_t n, int64_t k, fkc_perturb p) {
   for (int64_t i = 0; i < k; i++) wbuf[i] = fkc_gemv_quant_weight(wp, q4, n, k, i, p);
   return wbuf;
@@ -115,6 +146,7 @@ static const uint16_t *packed_row(const uint16_t *wp, int64_t n, int64_t k) {
 #define PK(a) widen(packed_row((a)->w, n, (a)->k), (a)->k)
 #define Q8(a) quant_row((a)->w, 0, n, (a)->k, p)
 #define Q4(a) quant_row((a)->w, 1, n, (a)->k, p)
+#define Q4K(a) q4k_row((a)->w, n, (a)->k, p)
 
 void fkc_gemv_f32(const fk_gemv_f32_args *a, fkc_perturb p) { FKC_GEMV_LOOP(a, p, RM(a), a->y[at] = fkc_canon(s, p)) }
 
@@ -162,3 +194,4 @@ void fkc_gemv_bf16_rne_add_packed(const fk_gemv_bf16_rne_add_packed_args *a, fkc
   }
 FKC_GEMV_QUANT(q8, Q8)
 FKC_GEMV_QUANT(q4, Q4)
+FKC_GEMV_QUANT(q4k, Q4K)

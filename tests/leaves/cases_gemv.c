@@ -246,17 +246,20 @@ static unsigned char *random_qblocks(fk_qformat f, int64_t rows, int64_t k, fkh_
 /* The quantized counterpart of a row-major case: every field copied but w and ldw; row_begin
  * rounded down to a whole group; w the packed layout (fk_q_pack) of `blocks` (GGUF blocks of
  * row_end rows), or of random blocks when blocks is NULL. */
+static unsigned char *random_q4k(int64_t rows, int64_t k, fkh_rng *rng, int emin, int emax);
+
 static void quant_call(const fkh_call *rm, const char *qform, fkh_call *out, const unsigned char *blocks,
                        fkh_rng *rng, int emin, int emax) {
   call_but_w(rm, qform, out);
-  fk_qformat fmt = strstr(qform, "_q4_") ? FK_Q4 : FK_Q8;
+  fk_qformat fmt = strstr(qform, "_q4k_") ? FK_Q4K : strstr(qform, "_q4_") ? FK_Q4 : FK_Q8;
   int64_t k = fkh_i64_of(rm, "k"), re = fkh_i64_of(rm, "row_end"), rb = fkh_i64_of(rm, "row_begin");
   fkh_set_i64(out, "row_begin", rb / FK_GEMV_PACK_ROWS * FK_GEMV_PACK_ROWS);
   fkh_set_buf(out, "xs", (size_t)fkh_extent(out, fkh_field_index(out, "xs")));
   size_t bytes = fk_q_packed_bytes(fmt, re > 0 ? re : 1, k);
   unsigned char *wp = fkh_set_buf(out, "w", bytes);
   if (re < 1) return;
-  unsigned char *own = blocks ? NULL : random_qblocks(fmt, re, k, rng, emin, emax);
+  unsigned char *own = blocks ? NULL : fmt == FK_Q4K ? random_q4k(re, k, rng, emin, emax)
+                                                     : random_qblocks(fmt, re, k, rng, emin, emax);
   fk_error err;
   if (fk_q_pack(fmt, blocks ? blocks : own, fk_q_gguf_bytes(fmt, re, k), re, k, wp, bytes, &err) != FK_OK) {
     fprintf(stderr, "fkt: %s: %s\n", rm->name, err.message);
@@ -617,7 +620,145 @@ static int quant_cases(const char *form, fkh_call **out) {
   return l.n;
 }
 
+/* ---- the q4k forms (gemv_q4k_*) ------------------------------------------------------------ */
+
+/* A q4k super-block's binary16 d or dmin: random sign and exponent (emin..emax), among them -0, +0
+ * and subnormals */
+static uint16_t random_f16(fkh_rng *rng, int emin, int emax) {
+  int64_t pick = fkh_range(rng, 0, 15);
+  uint16_t d = (uint16_t)((uint16_t)fkh_range(rng, emin + 15, emax + 15) << 10 | (uint16_t)fkh_range(rng, 0, 1023));
+  if (pick == 0) d = 0x8000;
+  if (pick == 1) d = 0x0000;
+  if (pick == 2) d = (uint16_t)fkh_range(rng, 1, 1023);
+  if (fkh_range(rng, 0, 1)) d |= 0x8000;
+  return d;
+}
+
+/* Random GGUF Q4_K super-blocks for rows x k (k a multiple of 256): the 140 bytes of six-bit scales,
+ * minimums and nibbles random (every sc and m, their high bits in the packing), d and dmin
+ * random_f16's. */
+static unsigned char *random_q4k(int64_t rows, int64_t k, fkh_rng *rng, int emin, int emax) {
+  size_t nb = (size_t)(rows * k / 256);
+  unsigned char *b = malloc(nb * 144);
+  if (!b) exit(2);
+  for (size_t i = 0; i < nb; i++) {
+    unsigned char *blk = b + i * 144;
+    for (size_t j = 4; j < 144; j++) blk[j] = (unsigned char)fkh_next(rng);
+    for (int h = 0; h < 2; h++) {
+      uint16_t d = random_f16(rng, emin, emax);
+      blk[2 * h] = (unsigned char)d, blk[2 * h + 1] = (unsigned char)(d >> 8);
+    }
+  }
+  return b;
+}
+
+/* Super-blocks whose weights are the integers `w` holds (row-major bf16, -8 <= w <= 7): d = dmin =
+ * 1, every sc 1 and m 8 (ggml's six-bit packing: bytes 0-3 sc, 4-7 m, 8-11 sc | m << 4 of sub-blocks
+ * 4-7), u = w + 8: RN(u - 8) = w. */
+static unsigned char *integer_q4k(const uint16_t *w, int64_t ldw, int64_t rows, int64_t k) {
+  size_t nb = (size_t)(k / 256);
+  unsigned char *b = calloc((size_t)rows * nb, 144);
+  if (!b) exit(2);
+  for (int64_t r = 0; r < rows; r++)
+    for (size_t s = 0; s < nb; s++) {
+      unsigned char *o = b + ((size_t)r * nb + s) * 144;
+      o[1] = 0x3c, o[3] = 0x3c;
+      for (int j = 0; j < 4; j++) o[4 + j] = 1, o[8 + j] = 8, o[12 + j] = 0x81;
+      for (int i = 0; i < 256; i++) {
+        int q = (int)fk_f32_from_bf16(w[r * ldw + (int64_t)s * 256 + i]), j = i / 32;
+        o[16 + 32 * (j / 2) + i % 32] |= (unsigned char)((q + 8) << (4 * (j & 1)));
+      }
+    }
+  return b;
+}
+
+/* The q4k forms' cases (k a multiple of 256): GEMV (m 1..4) and GEMM shapes, row ranges from later
+ * groups (one row, two, three of a group: the passes' first row rin at every offset), strided
+ * destinations, NaN and inf in x, seeded random shapes (random super-blocks, every d and dmin kind);
+ * then designed ones over integer weights (integer_q4k): the lane mapping's and the tree's
+ * cancellations, ties at the output's rounding. */
+static int q4k_cases(const char *form, fkh_call **out) {
+  char rm_form[64], name[96];
+  const char *q = strstr(form, "_q4k_");
+  snprintf(rm_form, sizeof rm_form, "%.*s_%s", (int)(q - form), form, q + 5);
+  fkt_list l = { 0 };
+  fkh_rng rng = { 0x71346b63u };
+  static const int64_t ks[] = { 256, 512, 768, 1024, 2048 };
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+    for (int m = 1; m <= 4; m++) {
+      snprintf(name, sizeof name, "q4k_k%lld_m%d", (long long)ks[i], m);
+      gemv_case(&l, rm_form, name, sh(ks[i], 0, 5 + m, m), &rng, -6, 0, -2, 2);
+    }
+  gemv_case(&l, rm_form, "q4k_row_begin_5", sh(256, 5, 11, 2), &rng, -6, 0, -2, 2);
+  gemv_case(&l, rm_form, "q4k_rows_9_11_m4", sh(512, 9, 11, 4), &rng, -6, 0, -2, 2);
+  gemv_case(&l, rm_form, "q4k_row_empty", sh(256, 4, 4, 1), &rng, -6, 0, -2, 2);
+  gemv_case(&l, rm_form, "q4k_strided_destination", (shape){ 256, 2, 9, 256, 4, 260, 13, 21 }, &rng, -6, 0, -2, 2);
+  static const int64_t ms[] = { 5, 6, 7, 8, 9, 12, 13, 16, 17, 25 };
+  for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+    int64_t k = (int64_t[]){ 256, 512, 1280, 2304, 768 }[i % 5];
+    snprintf(name, sizeof name, "q4k_gemm_m%lld_k%lld", (long long)ms[i], (long long)k);
+    gemv_case(&l, rm_form, name, sh(k, 0, i % 2 ? 39 : 7, ms[i]), &rng, -6, 0, -2, 2);
+  }
+  gemv_case(&l, rm_form, "q4k_gemm_rows_4_37_m13", sh(256, 4, 37, 13), &rng, -6, 0, -2, 2);
+  fkh_call *c = gemv_case(&l, rm_form, "q4k_nan_inf_x", sh(256, 0, 6, 3), &rng, -6, 0, -2, 2);
+  float *x = fkh_buf_of(c, "x");
+  x[17] = fkt_f32(0x7fc12345u), x[256 + 140] = fkt_f32(0xff812345u), x[512 + 5] = fkt_f32(0x7f800000u);
+  for (int i = 0; i < 160; i++) {
+    int64_t k = 256 * fkh_range(&rng, 1, i % 4 ? 3 : 9);
+    int64_t rb = fkh_range(&rng, 0, 9), nr = fkh_range(&rng, 0, i % 3 ? 9 : 40);
+    int64_t m = i % 2 ? fkh_range(&rng, 1, 4) : fkh_range(&rng, 5, 30);
+    shape sp = { k, rb, rb + nr, k, m, k + fkh_range(&rng, 0, 5), fkh_range(&rng, 0, 3), 0 };
+    sp.ldy = sp.row_end + fkh_range(&rng, 0, 4);
+    snprintf(name, sizeof name, "q4k_random_%d_k%lld_m%lld_rows%lld_%lld", i, (long long)k, (long long)m,
+             (long long)rb, (long long)(rb + nr));
+    gemv_case(&l, rm_form, name, sp, &rng, -6, 0, -3, 3);
+  }
+  int nrandom = l.n;
+  /* designed, integer weights: the lane mapping (cancel_case), the halving tree (x = 2^24 at slot 0,
+   * -2^24 at slot 16, 1 at slot 2 weighted n + 1: the template's tree gives n + 1, a pairwise one 0;
+   * one row and 12, a GEMM block's transposed epilogue), in the second super-block of k too, and
+   * ties at the bf16 rounding (1 + 2^-8 times +-1, 2, 4) */
+  cancel_case(&l, rm_form, "q4k_cancel_k256_neg32_odd3", 256, 32, 3, &rng);
+  for (int mm = 1; mm <= 12; mm += 11)
+    for (int64_t at = 0; at <= 320; at += 320) {
+      snprintf(name, sizeof name, "q4k_tree_cancel_m%d_at%lld", mm, (long long)at);
+      c = gemv_case(&l, rm_form, name, sh(512, 0, 6, mm), &rng, 0, 0, 0, 0);
+      x = fkh_buf_of(c, "x");
+      uint16_t *w = fkh_buf_of(c, "w");
+      for (int64_t i = 0; i < 6 * 512; i++) w[i] = 0x3f80;
+      for (int n = 0; n < 6; n++) w[512 * n + at + 2] = fk_bf16_from_f32((float)(n + 1));
+      for (int j = 0; j < mm; j++) {
+        float *xr = x + 512 * j;
+        for (int i = 0; i < 512; i++) xr[i] = 0.0f;
+        xr[at] = 16777216.0f, xr[at + 16] = -16777216.0f, xr[at + 2] = 1.0f;
+      }
+    }
+  c = gemv_case(&l, rm_form, "q4k_ties", sh(256, 0, 6, 1), &rng, 0, 0, 0, 0);
+  x = fkh_buf_of(c, "x");
+  uint16_t *w = fkh_buf_of(c, "w");
+  for (int i = 0; i < 256; i++) x[i] = 0.0f;
+  x[205] = fkt_f32(0x3f808000u);
+  static const uint16_t qt[6] = { 0x3f80, 0xbf80, 0x4000, 0x4080, 0xc000, 0x3f80 };
+  for (int n = 0; n < 6; n++)
+    for (int i = 0; i < 256; i++) w[256 * n + i] = i == 205 ? qt[n] : 0;
+  if (fkh_field_index(c, "r") >= 0) memset(fkh_buf_of(c, "r"), 0, 6 * sizeof(uint16_t));
+  if (fkh_field_index(c, "bias") >= 0) memset(fkh_buf_of(c, "bias"), 0, 6 * sizeof(float));
+  fkh_call *calls = calloc((size_t)l.n, sizeof *calls);
+  if (!calls) exit(2);
+  for (int i = 0; i < l.n; i++) {
+    fkh_call *rm = &l.calls[i];
+    unsigned char *b = i < nrandom ? NULL : integer_q4k(fkh_buf_of(rm, "w"), fkh_i64_of(rm, "ldw"),
+                                                        fkh_i64_of(rm, "row_end"), fkh_i64_of(rm, "k"));
+    quant_call(rm, form, &calls[i], b, &rng, -12, -2);
+    free(b);
+  }
+  fkt_free_cases(l.calls, l.n);
+  *out = calls;
+  return l.n;
+}
+
 int fkt_gemv_cases(const char *form, fkh_call **out) {
+  if (strstr(form, "_q4k_")) return q4k_cases(form, out);
   if (strstr(form, "_q8_") || strstr(form, "_q4_")) return quant_cases(form, out);
   const char *packed = strstr(form, "_packed");
   if (!packed) packed = strstr(form, "_blocked");

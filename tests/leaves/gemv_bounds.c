@@ -47,10 +47,10 @@ static uint16_t w_at(fkh_call *c, int64_t n, int64_t i) {
   return w[((n / R) * tiles + i / T) * R * T + (n % R) * T + i % T];
 }
 
-/* -1 for the bf16 forms, else the quantized form's layout (0: q8, 1: q4) */
+/* -1 for the bf16 forms, else the quantized form's layout (0: q8, 1: q4, 2: q4k) */
 static int quant_of(const fkh_call *c) {
   const char *id = fkh_forms[c->form].id;
-  return strstr(id, "_q4_") ? 1 : strstr(id, "_q8_") ? 0 : -1;
+  return strstr(id, "_q4k_") ? 2 : strstr(id, "_q4_") ? 1 : strstr(id, "_q8_") ? 0 : -1;
 }
 
 int fkt_gemv_is_quant(const fkh_call *c) { return quant_of(c) >= 0; }
@@ -104,7 +104,9 @@ double fkt_gemv_reference(fkh_call *c, int64_t j, int64_t n, int fast, double *e
   double s = 0, a = 0, xerr = 0, flushed = 0, kept = 0;
   for (int64_t i = 0; i < k; i++) {
     /* (as f32, exact: bf16 widened, or a quantized q * d from the layout's formula) */
-    float wv = q >= 0 ? fkc_gemv_quant_weight(fkh_buf_of(c, "w"), q, n, k, i, FKC_EXACT) : fkc_bf16_to_f32(w_at(c, n, i)),
+    float wv = q == 2 ? fkc_gemv_q4k_weight(fkh_buf_of(c, "w"), n, k, i, FKC_EXACT)
+               : q >= 0 ? fkc_gemv_quant_weight(fkh_buf_of(c, "w"), q, n, k, i, FKC_EXACT)
+               : fkc_bf16_to_f32(w_at(c, n, i)),
           xb = fkc_bf16_to_f32(fkc_rne_bits(fkc_f32_bits(x[i]), FKC_EXACT));
     s += (double)wv * (double)x[i];
     a += fabs((double)wv * (double)x[i]);

@@ -6,7 +6,9 @@
  *     flashkern's RNE quantizer gives the case's `rne` blocks byte for byte, the exact dequantization
  *     of the gguf package's blocks equals its dequantization bit for bit, fk_q_pack's layout equals
  *     the case's `packed` bytes (the layout written independently from the spec), and the quants where
- *     flashkern's RNE and ggml's rounding differ are the case's `ties`;
+ *     flashkern's RNE and ggml's rounding differ are the case's `ties`; q4k's (gen_quant_q4k.py):
+ *     the quantizer's blocks byte for byte (ggml's), the dequantization bit for bit (the gguf
+ *     package's), fk_q_pack's layout read back by the spec's formula;
  *   - the packed layout read back by the spec's formula on random blocks (every int8, -0 scales,
  *     subnormal scales), the zero padding of rows and of a k of 32 mod 64;
  *   - the refusals of a non-finite scale, weight, or a scale that overflows binary16 (nothing written).
@@ -77,9 +79,13 @@ static void block_quants(fk_qformat fmt, const unsigned char *blk, int q[32]) {
     q[i] = fmt == FK_Q8 ? (int8_t)blk[2 + i] : ((i < 16 ? blk[2 + i] & 15 : blk[2 + i - 16] >> 4) - 8);
 }
 
-/* A q4k case (GGUF Q4_K super-blocks, no packed layout): the quantizer's blocks byte for byte
- * (ggml's quantize_row_q4_K_ref, which the generator checked against ggml's C), and their
- * dequantization bit for bit (the gguf package's). */
+/* A q4k case (GGUF Q4_K super-blocks): the quantizer's blocks byte for byte (ggml's
+ * quantize_row_q4_K_ref, which the generator checked against ggml's C), their dequantization bit
+ * for bit (the gguf package's), and fk_q_pack's layout read back by the spec's formula (docs/design.md
+ * "Quantized weights": super-record (row / 4) * (k / 256) + k / 256 of 592 bytes; row r = row mod 4,
+ * k = 256s + 64t + 32h + 2l + p: nibble p of byte 128t + 32r + 16h + l, sub-block j = 2t + h's sc
+ * at 512 + 8r + j, m at 544 + 8r + j, d at 576 + 2r, dmin at 584 + 2r) equal to the gguf package's
+ * weights, the padding rows +0. */
 static void check_q4k_case(const fkfix *f) {
   const char *path = f->path;
   int64_t n = scalar(f, "n"), k = scalar(f, "k");
@@ -87,7 +93,9 @@ static void check_q4k_case(const fkfix *f) {
   cr_assert(w && blocks && deq, "%s: a tensor is missing", path);
   size_t gb = fk_q_gguf_bytes(FK_Q4K, n, k);
   cr_assert(gb && blocks->nbytes == gb, "%s: blocks hold %zu bytes, want %zu", path, blocks->nbytes, gb);
-  cr_assert_eq(fk_q_packed_bytes(FK_Q4K, n, k), 0u, "%s: q4k has no packed layout", path);
+  const int64_t groups = (n + 3) / 4, sbs = k / 256;
+  size_t pb = fk_q_packed_bytes(FK_Q4K, n, k);
+  cr_assert_eq(pb, (size_t)(groups * sbs) * 592u, "%s: q4k packed bytes %zu", path, pb);
   unsigned char *q = malloc(gb);
   float *y = malloc((size_t)(n * k) * sizeof *y);
   cr_assert(q && y);
@@ -106,6 +114,24 @@ static void check_q4k_case(const fkfix *f) {
     if (bits_of(y[i]) != want[i])
       cr_assert_fail("%s: deq[%lld][%lld] = 0x%08x, gguf's 0x%08x", path, (long long)(i / k), (long long)(i % k),
                      bits_of(y[i]), want[i]);
+  unsigned char *pk = malloc(pb);
+  cr_assert(pk);
+  cr_assert_eq(fk_q_pack(FK_Q4K, blocks->data, gb, n, k, pk, pb, &e), FK_OK, "%s: %s", path, e.message);
+  for (int64_t row = 0; row < groups * 4; row++)
+    for (int64_t kk = 0; kk < k; kk++) {
+      const unsigned char *rc = pk + (size_t)((row / 4) * sbs + kk / 256) * 592;
+      const size_t r = (size_t)(row % 4), t = (size_t)(kk % 256 / 64), h = (size_t)(kk % 64 / 32);
+      const size_t l = (size_t)(kk % 32 / 2), j = 2 * t + h;
+      const unsigned byte = rc[128 * t + 32 * r + 16 * h + l], u = kk % 2 ? byte >> 4 : byte & 15u;
+      const float d = fk_f32_from_f16((uint16_t)(rc[576 + 2 * r] | rc[577 + 2 * r] << 8));
+      const float dmin = fk_f32_from_f16((uint16_t)(rc[584 + 2 * r] | rc[585 + 2 * r] << 8));
+      const float d1 = d * (float)rc[512 + 8 * r + j], m1 = dmin * (float)rc[544 + 8 * r + j];
+      const uint32_t got = bits_of(d1 * (float)u - m1), exp = row < n ? want[row * k + kk] : 0u;  /* one rounding */
+      if (got != exp)
+        cr_assert_fail("%s: packed w[%lld][%lld] = 0x%08x, want 0x%08x%s", path, (long long)row, (long long)kk, got,
+                       exp, row < n ? "" : " (a padding row: +0)");
+    }
+  free(pk);
   free(y);
   free(q);
 }
