@@ -52,10 +52,9 @@ fk_status fk_q_pack_named(const char *fn, fk_qformat f, const void *blocks, size
 fk_status fk_q_pack_bf16(const char *fn, fk_qformat f, const uint16_t *w, int64_t ldw, int64_t n, int64_t k, void *out,
                          size_t out_bytes, fk_error *err);
 
-/* Why a plan refuses a weight format: FK_Q4K has GGUF blocks (fk_quant.c) but no GEMV stamp; the
- * suffix the plan's refusals of a format add (empty for any other). */
-static inline const char *fk_q_unplanned(fk_qformat f) {
-  return f == FK_Q4K ? " (FK_Q4K: no program calls the q4k stamps yet)" : "";
+/* A weight format's name in messages: "q8", "q4", "q4k" ("bf16" for FK_QNONE). */
+static inline const char *fk_q_name(fk_qformat f) {
+  return f == FK_Q8 ? "q8" : f == FK_Q4 ? "q4" : f == FK_Q4K ? "q4k" : "bf16";
 }
 
 /* 1 when the byte ranges [a, a + an) and [b, b + bn) share a byte (an empty range shares none). */

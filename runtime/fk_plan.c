@@ -41,8 +41,8 @@ static fk_status check_desc(const fk_plan_desc *d, fk_error *err) {
   DESC_CHECK(d->threads < 1 || d->threads > FK_MAX_THREADS, "desc.threads = %d: must be in 1..%d", d->threads,
              FK_MAX_THREADS);
   DESC_CHECK((unsigned)d->tier > FK_TIER_FAST, "desc.tier = %d: not a tier", (int)d->tier);
-  DESC_CHECK((unsigned)d->quantize > FK_Q4, "desc.quantize = %d%s: must be FK_QNONE, FK_Q8 or FK_Q4", (int)d->quantize,
-             fk_q_unplanned(d->quantize));
+  DESC_CHECK((unsigned)d->quantize > FK_Q4K, "desc.quantize = %d: must be FK_QNONE, FK_Q8, FK_Q4 or FK_Q4K",
+             (int)d->quantize);
   DESC_CHECK(d->flags & ~(FK_PLAN_TIMING | FK_PLAN_PCM_I16 | FK_PLAN_NO_PIN), "desc.flags = 0x%x: unknown bits 0x%x",
              d->flags, d->flags & ~(FK_PLAN_TIMING | FK_PLAN_PCM_I16 | FK_PLAN_NO_PIN));
   for (int i = 0; i < fk_nfamilies; i++) {

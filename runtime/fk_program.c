@@ -31,11 +31,17 @@ SAME_ARGS(fk_gemv_q8_f32_args, fk_gemv_f32_packed_args);
 SAME_ARGS(fk_gemv_q4_f32_args, fk_gemv_f32_packed_args);
 SAME_ARGS(fk_gemv_q8_f32_bias_args, fk_gemv_f32_bias_packed_args);
 SAME_ARGS(fk_gemv_q4_f32_bias_args, fk_gemv_f32_bias_packed_args);
+SAME_ARGS(fk_gemv_q4k_bf16_rne_args, fk_gemv_bf16_rne_packed_args);
+SAME_ARGS(fk_gemv_q4k_bf16_rne_add_args, fk_gemv_bf16_rne_add_packed_args);
+SAME_ARGS(fk_gemv_q4k_f32_args, fk_gemv_f32_packed_args);
+SAME_ARGS(fk_gemv_q4k_f32_bias_args, fk_gemv_f32_bias_packed_args);
 
 fk_role fk_qrole(fk_role r, fk_qformat f) {
   static const fk_role q8[] = { [R_IN] = R_IN_Q8, [R_OUT] = R_OUT_Q8, [R_HEAD] = R_HEAD_Q8, [R_LOGITS] = R_LOGITS_Q8 };
   static const fk_role q4[] = { [R_IN] = R_IN_Q4, [R_OUT] = R_OUT_Q4, [R_HEAD] = R_HEAD_Q4, [R_LOGITS] = R_LOGITS_Q4 };
-  return f == FK_Q8 ? q8[r] : f == FK_Q4 ? q4[r] : r;
+  static const fk_role q4k[] = { [R_IN] = R_IN_Q4K, [R_OUT] = R_OUT_Q4K, [R_HEAD] = R_HEAD_Q4K,
+                                 [R_LOGITS] = R_LOGITS_Q4K };
+  return f == FK_Q8 ? q8[r] : f == FK_Q4 ? q4[r] : f == FK_Q4K ? q4k[r] : r;
 }
 
 static void gemv_call(fk_plan *p, int m, const fk_gemv_job *g, int64_t rows, int64_t b, int64_t e) {
@@ -115,7 +121,7 @@ fk_status fk_wmat_pack(const fk_wmat *m, const uint16_t *w, const fk_qmatrix *q,
                            fk_q_packed_bytes(q->format, n, k), err);
   }
   if (m->fmt != FK_QNONE) {
-    snprintf(fn, sizeof fn, "fk_plan_create: %s (quantize %s)", what, m->fmt == FK_Q8 ? "q8" : "q4");
+    snprintf(fn, sizeof fn, "fk_plan_create: %s (quantize %s)", what, fk_q_name(m->fmt));
     return fk_q_pack_bf16(fn, m->fmt, w, k, n, k, m->w, fk_q_packed_bytes(m->fmt, n, k), err);
   }
   return fk_gemv_pack(w, k, n, k, m->w, fk_gemv_packed_elems(n, k), err);
@@ -123,16 +129,17 @@ fk_status fk_wmat_pack(const fk_wmat *m, const uint16_t *w, const fk_qmatrix *q,
 
 fk_status fk_wmat_check(const fk_qmatrix *q, fk_qformat quantize, int64_t k, const char *what, fk_error *err) {
   if (q && q->format != FK_QNONE) {
-    FK_RETURN_ERROR_IF(q->format != FK_Q8 && q->format != FK_Q4, err, FK_EINVAL,
-                       "fk_plan_create: %s.format = %d%s: must be FK_QNONE, FK_Q8 or FK_Q4", what, (int)q->format,
-                       fk_q_unplanned(q->format));
+    FK_RETURN_ERROR_IF(q->format != FK_Q8 && q->format != FK_Q4 && q->format != FK_Q4K, err, FK_EINVAL,
+                       "fk_plan_create: %s.format = %d: must be FK_QNONE, FK_Q8, FK_Q4 or FK_Q4K", what,
+                       (int)q->format);
     FK_RETURN_ERROR_IF(!q->blocks, err, FK_EINVAL, "fk_plan_create: %s.blocks is NULL (format %s)", what,
-                       q->format == FK_Q8 ? "q8" : "q4");
+                       fk_q_name(q->format));
   }
   fk_qformat f = fk_wmat_format(q, quantize);
-  FK_RETURN_ERROR_IF(f != FK_QNONE && k % FK_Q_BLOCK != 0, err, FK_EINVAL,
-                     "fk_plan_create: %s: k = %lld is not a multiple of %d, a %s block (%s)", what, (long long)k,
-                     FK_Q_BLOCK, f == FK_Q8 ? "q8" : "q4",
+  const int64_t blk = f == FK_Q4K ? FK_GEMV_Q4K_SPAN : FK_Q_BLOCK;
+  FK_RETURN_ERROR_IF(f != FK_QNONE && k % blk != 0, err, FK_EINVAL,
+                     "fk_plan_create: %s: k = %lld is not a multiple of %lld, a %s %s (%s)", what, (long long)k,
+                     (long long)blk, fk_q_name(f), f == FK_Q4K ? "super-block" : "block",
                      q && q->format != FK_QNONE ? "GGUF blocks" : "desc.quantize");
   return FK_OK;
 }
@@ -147,6 +154,7 @@ uint64_t fk_quant_roles(uint64_t want, unsigned formats) {
     if (!(formats & fk_format_bit(FK_QNONE))) r &= ~FK_ROLE_BIT(base[i]);
     if (formats & fk_format_bit(FK_Q8)) r |= FK_ROLE_BIT(fk_qrole(base[i], FK_Q8));
     if (formats & fk_format_bit(FK_Q4)) r |= FK_ROLE_BIT(fk_qrole(base[i], FK_Q4));
+    if (formats & fk_format_bit(FK_Q4K)) r |= FK_ROLE_BIT(fk_qrole(base[i], FK_Q4K));
   }
   return r;
 }

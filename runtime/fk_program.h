@@ -23,7 +23,7 @@ static inline void fk_share_rows(int64_t rows, int m, int n, int64_t *b, int64_t
 /* ---- the GEMV phase ---------------------------------------------------------------------------- */
 
 /* A GEMV's weights as readiness packed them: bf16 (fmt FK_QNONE: fk_gemv_pack) or quantized
- * (FK_Q8, FK_Q4: fk_q_pack's layout). */
+ * (FK_Q8, FK_Q4, FK_Q4K: fk_q_pack's layout). */
 typedef struct fk_wmat {
   void *w;
   fk_qformat fmt;
@@ -53,7 +53,7 @@ fk_role fk_qrole(fk_role r, fk_qformat f);
 /* One GEMV phase's work: the job's activation rows in groups of <= 24 over the member's share of
  * n weight rows; row i's outputs go to y + ((slot0 + i) mod ring, or slot0 + i when ring is 0) *
  * ldy. role picks the stamp and its struct: R_IN (bf16 out), R_OUT (bf16 out + the residual r),
- * R_LOGITS (f32 out), R_HEAD (f32 out + bias); a quantized w calls the role's _Q8 / _Q4 row. */
+ * R_LOGITS (f32 out), R_HEAD (f32 out + bias); a quantized w calls the role's _Q8 / _Q4 / _Q4K row. */
 typedef struct fk_gemv_job {
   fk_role role;
   fk_wmat w;

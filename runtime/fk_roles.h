@@ -7,8 +7,9 @@
  * each role any ready family lists, once, in the order of the rows (the first refusal names its
  * phase), and a step calls plan->leaf[its role]. A form a program may call with another argument
  * layout or output (the conv with a bias, int16 PCM) is a row of its own. A quantized matrix's
- * GEMV calls the _Q8 / _Q4 row of its role (fk_gemv_run picks it from the matrix's format, in the
- * plan's tier like the bf16 GEMVs); readiness adds those rows when the plan has such matrices. */
+ * GEMV calls the _Q8 / _Q4 / _Q4K row of its role (fk_gemv_run picks it from the matrix's format, in
+ * the plan's tier like the bf16 GEMVs; q4k in the exact tier always: its fast tier is not built);
+ * readiness adds those rows when the plan has such matrices. */
 #ifndef FK_ROLES_H
 #define FK_ROLES_H
 
@@ -49,7 +50,11 @@
   X(R_IN_Q4,         "in_proj",   "gemv_q4_bf16_rne",             PLAN)  \
   X(R_OUT_Q4,        "out_proj",  "gemv_q4_bf16_rne_add",         PLAN)  \
   X(R_HEAD_Q4,       "head",      "gemv_q4_f32_bias",             PLAN)  \
-  X(R_LOGITS_Q4,     "logits",    "gemv_q4_f32",                  PLAN)
+  X(R_LOGITS_Q4,     "logits",    "gemv_q4_f32",                  PLAN)  \
+  X(R_IN_Q4K,        "in_proj",   "gemv_q4k_bf16_rne",            EXACT) \
+  X(R_OUT_Q4K,       "out_proj",  "gemv_q4k_bf16_rne_add",        EXACT) \
+  X(R_HEAD_Q4K,      "head",      "gemv_q4k_f32_bias",            EXACT) \
+  X(R_LOGITS_Q4K,    "logits",    "gemv_q4k_f32",                 EXACT)
 
 typedef enum fk_role {
 #define FK_ROLE_ENUM(id, name, form, tier) id,

@@ -40,12 +40,15 @@
 typedef enum ck_dtype {
   CK_BOOL, CK_U8, CK_I8, CK_F8_E5M2, CK_F8_E4M3, CK_I16, CK_U16, CK_F16, CK_BF16, CK_I32, CK_U32, CK_F32,
   CK_F64, CK_I64, CK_U64, CK_DTYPES,
-  /* GGUF's block types (gguf.c; no safetensors name): a matrix of rows of 32-element blocks */
-  CK_Q8_0 = CK_DTYPES, CK_Q4_0
+  /* GGUF's block types (gguf.c; no safetensors name): a matrix of rows of 32-element blocks (Q4_K:
+   * 256-element super-blocks) */
+  CK_Q8_0 = CK_DTYPES, CK_Q4_0, CK_Q4_K
 } ck_dtype;
 
 /* 1 for the block types: served to the plan as GGUF blocks (fk_qmatrix), or dequantized */
-#define CK_BLOCKS(d) ((d) == CK_Q8_0 || (d) == CK_Q4_0)
+#define CK_BLOCKS(d) ((d) == CK_Q8_0 || (d) == CK_Q4_0 || (d) == CK_Q4_K)
+/* a block type's weight format */
+#define CK_QFORMAT(d) ((d) == CK_Q8_0 ? FK_Q8 : (d) == CK_Q4_0 ? FK_Q4 : FK_Q4K)
 
 const char *fk_ckpt_dtype_name(ck_dtype d); /* "BF16", "Q8_0" */
 size_t fk_ckpt_dtype_bytes(ck_dtype d);      /* an element's bytes; 0 for the block types */

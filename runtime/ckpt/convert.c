@@ -3,9 +3,9 @@
  * and the Depthformer's depth_linear.bias). bf16 served as bf16 stays where the file maps it (no
  * copy) unless its address is odd; everything else is converted once, here, into one buffer the
  * model owns: f32 -> bf16 by the contract's RNE (fk_bf16_from_f32), f16 -> f32 exactly and then
- * the same RNE, bf16 -> f32 exactly, f32 -> f32 copied when misaligned; a GGUF Q8_0 / Q4_0 matrix
+ * the same RNE, bf16 -> f32 exactly, f32 -> f32 copied when misaligned; a GGUF Q8_0 / Q4_0 / Q4_K matrix
  * stays in place as blocks (the plan packs them), and one a gather reads (token_embd) is dequantized
- * by fk_q_dequantize (q * d, exact) and rounded by the same RNE. Elements are read with memcpy, so the file's alignment
+ * by fk_q_dequantize (q * d exact; Q4_K one rounding) and rounded by the same RNE. Elements are read with memcpy, so the file's alignment
  * never matters. safetensors and GGUF are little-endian, as the hosts are. */
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +16,15 @@
 #error "the checkpoint loader reads little-endian safetensors in place: a little-endian host only"
 #endif
 
-/* the binary16 scale of block b of a GGUF block tensor (Q8_0: 34 bytes a block, Q4_0: 18) */
-static uint16_t block_scale(const ck_tensor *t, size_t b) {
-  uint16_t h;
-  memcpy(&h, t->src + b * (t->dtype == CK_Q8_0 ? 34 : 18), 2);
-  return h;
+/* bytes of a GGUF block (Q8_0: 34, Q4_0: 18, Q4_K: 144 a super-block of 256) and its k */
+static size_t block_bytes(const ck_tensor *t) { return t->dtype == CK_Q8_0 ? 34 : t->dtype == CK_Q4_0 ? 18 : 144; }
+static size_t block_k(const ck_tensor *t) { return t->dtype == CK_Q4_K ? 256 : 32; }
+
+/* binary16 scale h of block b of a GGUF block tensor (Q4_K: h = 0 its d, 1 its dmin) */
+static uint16_t block_scale(const ck_tensor *t, size_t b, int h) {
+  uint16_t v;
+  memcpy(&v, t->src + b * block_bytes(t) + 2 * (size_t)h, 2);
+  return v;
 }
 
 float fk_ckpt_f32_at(const ck_tensor *t, size_t i) {
@@ -37,11 +41,13 @@ float fk_ckpt_f32_at(const ck_tensor *t, size_t i) {
 /* every scale of a GGUF block tensor finite (the plan refuses the others too; here the file and tensor
  * are named, and a dequantized token_embd is never read with one) */
 fk_status fk_ckpt_blocks_finite(const fk_model *m, const ck_tensor *t, fk_error *err) {
-  const size_t cols = (size_t)t->shape[t->ndim - 1], blocks = t->nbytes / (t->dtype == CK_Q8_0 ? 34 : 18);
+  const size_t cols = (size_t)t->shape[t->ndim - 1], blocks = t->nbytes / block_bytes(t), bk = block_k(t);
   for (size_t b = 0; b < blocks; b++)
-    if ((block_scale(t, b) & 0x7c00u) == 0x7c00u)
-      CK_BAD("%s: tensor '%s': row %zu, block %zu: the scale 0x%04x is not finite", m->files[t->file].name,
-             fk_ckpt_shown(t), b * 32 / cols, b % (cols / 32), block_scale(t, b));
+    for (int h = 0; h < (t->dtype == CK_Q4_K ? 2 : 1); h++)
+      if ((block_scale(t, b, h) & 0x7c00u) == 0x7c00u)
+        CK_BAD("%s: tensor '%s': row %zu, %s %zu: the %s 0x%04x is not finite", m->files[t->file].name,
+               fk_ckpt_shown(t), b * bk / cols, bk == 256 ? "super-block" : "block", b % (cols / bk),
+               h ? "minimum scale dmin" : bk == 256 ? "scale d" : "scale", block_scale(t, b, h));
   return FK_OK;
 }
 
@@ -64,7 +70,7 @@ static size_t served_bytes(const ck_tensor *t) { return elems(t) * (t->out == FK
  * for bf16 the contract's RNE (fk_bf16_from_f32_n) from one row of floats; its scales are finite
  * (fk_ckpt_blocks_finite ran first) */
 static fk_status convert_blocks(const ck_tensor *t, unsigned char *at, fk_error *err) {
-  const fk_qformat f = t->dtype == CK_Q8_0 ? FK_Q8 : FK_Q4;
+  const fk_qformat f = CK_QFORMAT(t->dtype);
   const int64_t k = t->shape[t->ndim - 1], rows = (int64_t)(elems(t) / (size_t)k);
   const size_t rb = fk_q_gguf_bytes(f, 1, k);
   const int bf16 = t->out == FK_DTYPE_BF16;

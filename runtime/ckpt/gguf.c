@@ -17,7 +17,7 @@
  * rows), token_embd_norm (the final norm), output (absent: tied to token_embd), and per layer blk.N.
  * attn_norm, ffn_norm, ffn_gate / ffn_up / ffn_down, and shortconv.in_proj / conv / out_proj or
  * attn_q / attn_k / attn_v / attn_output / attn_q_norm / attn_k_norm. Types: F32, F16, BF16, and for
- * the matrices Q8_0 and Q4_0 too (their blocks go to the plan as they are: fk_qmatrix); any other
+ * the matrices Q8_0, Q4_0 and Q4_K too (their blocks go to the plan as they are: fk_qmatrix); any other
  * ggml type is refused by name. Other keys (the tokenizer's, general.*) are read past. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -28,7 +28,7 @@
 #include "ckpt.h"
 
 /* the ggml types a file may hold, and the ones served (ggml.h's numbering) */
-enum { G_F32 = 0, G_F16 = 1, G_Q4_0 = 2, G_Q8_0 = 8, G_BF16 = 30 };
+enum { G_F32 = 0, G_F16 = 1, G_Q4_0 = 2, G_Q8_0 = 8, G_Q4_K = 12, G_BF16 = 30 };
 static const char *const gtype_names[] = {
   [0] = "F32", [1] = "F16", [2] = "Q4_0", [3] = "Q4_1", [6] = "Q5_0", [7] = "Q5_1", [8] = "Q8_0", [9] = "Q8_1",
   [10] = "Q2_K", [11] = "Q3_K", [12] = "Q4_K", [13] = "Q5_K", [14] = "Q6_K", [15] = "Q8_K", [16] = "IQ2_XXS",
@@ -354,6 +354,7 @@ static uint64_t type_bytes(uint32_t t, uint64_t elems) {
   case G_F16: case G_BF16: return 2 * elems;
   case G_Q8_0: return elems / 32 * 34;
   case G_Q4_0: return elems / 32 * 18;
+  case G_Q4_K: return elems / 256 * 144;
   default: return 0;
   }
 }
@@ -429,16 +430,18 @@ fk_status fk_ckpt_gguf_parse(fk_model *m, const void *buf, size_t len, const cha
     }
     if (s != FK_OK) break;
     if ((s = u32(&r, &type, gname, err)) != FK_OK || (s = u64(&r, &offs[i], gname, err)) != FK_OK) break;
-    if (type != G_F32 && type != G_F16 && type != G_BF16 && type != G_Q8_0 && type != G_Q4_0) {
+    if (type != G_F32 && type != G_F16 && type != G_BF16 && type != G_Q8_0 && type != G_Q4_0 && type != G_Q4_K) {
       s = fk_error_set(err, FK_EINVAL, __FILE__, __LINE__,
-                       "fk_model_open: %s: tensor '%s': ggml type %u (%s): this loader reads F32, F16, BF16, Q8_0 and "
-                       "Q4_0", rel, gname, type, gtype_name(type));
+                       "fk_model_open: %s: tensor '%s': ggml type %u (%s): this loader reads F32, F16, BF16, Q8_0, "
+                       "Q4_0 and Q4_K", rel, gname, type, gtype_name(type));
       break;
     }
-    if ((type == G_Q8_0 || type == G_Q4_0) && (nd != 2 || ne[0] % 32)) {
+    const uint64_t qk = type == G_Q4_K ? 256 : 32;
+    if ((type == G_Q8_0 || type == G_Q4_0 || type == G_Q4_K) && (nd != 2 || ne[0] % qk)) {
       s = fk_error_set(err, FK_EINVAL, __FILE__, __LINE__,
-                       "fk_model_open: %s: tensor '%s': %s needs a matrix whose rows are whole blocks of 32 (ne[0] = "
-                       "%llu, %u dimensions)", rel, gname, gtype_name(type), (unsigned long long)ne[0], nd);
+                       "fk_model_open: %s: tensor '%s': %s needs a matrix whose rows are whole blocks of %llu "
+                       "(ne[0] = %llu, %u dimensions)", rel, gname, gtype_name(type), (unsigned long long)qk,
+                       (unsigned long long)ne[0], nd);
       break;
     }
     ck_tensor *c = &m->t[m->nt];
@@ -452,7 +455,7 @@ fk_status fk_ckpt_gguf_parse(fk_model *m, const void *buf, size_t len, const cha
     m->nt++;
     c->file = file;
     c->dtype = type == G_F32 ? CK_F32 : type == G_F16 ? CK_F16 : type == G_BF16 ? CK_BF16
-               : type == G_Q8_0 ? CK_Q8_0 : CK_Q4_0;
+               : type == G_Q8_0 ? CK_Q8_0 : type == G_Q4_0 ? CK_Q4_0 : CK_Q4_K;
     /* shapes as transformers gives them: outermost first; the ShortConv taps (ne 3 x hidden) as
      * nn.Conv1d's (hidden, 1, 3) */
     c->ndim = (int)nd;

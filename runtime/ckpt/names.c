@@ -63,7 +63,7 @@ typedef struct dim {
   const char *why; /* the config's words for it */
 } dim;
 
-/* QBLOCKS: a GGUF Q8_0 / Q4_0 matrix is taken too (its blocks to the plan, or dequantized) */
+/* QBLOCKS: a GGUF Q8_0 / Q4_0 / Q4_K matrix is taken too (its blocks to the plan, or dequantized) */
 enum { OPT = 1, KEEP_F32 = 2, IGNORE = 4, ANY_DTYPE = 8, QBLOCKS = 16 };
 
 static void fmt_dims(char *b, size_t size, const int64_t *n, const dim *d, int nd, int whys) {
@@ -98,7 +98,7 @@ static fk_status claim(fk_model *m, const char *name, int nd, const dim *d, unsi
   if (!(flags & ANY_DTYPE) && t->dtype != CK_BF16 && t->dtype != CK_F16 && t->dtype != CK_F32 &&
       !((flags & QBLOCKS) && CK_BLOCKS(t->dtype)))
     CK_BAD("%s: tensor '%s': dtype %s, expected BF16, F16 or F32%s", file, fk_ckpt_shown(t),
-           fk_ckpt_dtype_name(t->dtype), flags & QBLOCKS ? " (or GGUF Q8_0, Q4_0)" : "");
+           fk_ckpt_dtype_name(t->dtype), flags & QBLOCKS ? " (or GGUF Q8_0, Q4_0, Q4_K)" : "");
   int same = t->ndim == nd;
   for (int i = 0; same && i < nd; i++) same = t->shape[i] == d[i].n;
   if (!same) {
@@ -143,14 +143,14 @@ static const char *nm(char *buf, size_t size, const char *fmt, ...) {
     CK_TRY(claim(m, (name), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__), 0, &t_, err)); \
     CK_TRY(bind(m, t_, (field), NULL, err)); \
   } while (0)
-/* a weight matrix: bf16 into its field, or GGUF Q8_0 / Q4_0 blocks, in place, into its fk_qmatrix */
+/* a weight matrix: bf16 into its field, or GGUF Q8_0 / Q4_0 / Q4_K blocks, in place, into its fk_qmatrix */
 #define USE_W(name, field, qfield, ...) \
   do { \
     ck_tensor *t_; \
     CK_TRY(claim(m, (name), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__), QBLOCKS, &t_, err)); \
     if (CK_BLOCKS(t_->dtype)) { \
       t_->blocks = 1; \
-      *(qfield) = (fk_qmatrix){ t_->dtype == CK_Q8_0 ? FK_Q8 : FK_Q4, t_->src }; \
+      *(qfield) = (fk_qmatrix){ CK_QFORMAT(t_->dtype), t_->src }; \
     } else { \
       CK_TRY(bind(m, t_, (field), NULL, err)); \
     } \
@@ -227,7 +227,7 @@ fk_status fk_ckpt_names_lm(fk_model *m, fk_error *err) {
   const ck_lfm2 *c = &m->lm;
   const dim V = { c->vocab, "vocab_size" }, H = { c->hidden, "hidden_size" };
   CK_TRY(stack(m, "model.", c, m->lm_layer, &m->lmd.stack, err));
-  /* the embedding: bf16 for the gather (a GGUF Q8_0 / Q4_0 token_embd dequantized: convert.c); tied,
+  /* the embedding: bf16 for the gather (a GGUF Q8_0 / Q4_0 / Q4_K token_embd dequantized: convert.c); tied,
    * its blocks are the head's */
   ck_tensor *emb;
   CK_TRY(claim(m, "model.embed_tokens.weight", 2, DIMS(V, H), QBLOCKS, &emb, err));
@@ -237,7 +237,7 @@ fk_status fk_ckpt_names_lm(fk_model *m, fk_error *err) {
     USE_W("lm_head.weight", &m->lmd.lm_head, &m->lmd.lm_head_q, V, H);
     return FK_OK;
   }
-  if (CK_BLOCKS(emb->dtype)) m->lmd.lm_head_q = (fk_qmatrix){ emb->dtype == CK_Q8_0 ? FK_Q8 : FK_Q4, emb->src };
+  if (CK_BLOCKS(emb->dtype)) m->lmd.lm_head_q = (fk_qmatrix){ CK_QFORMAT(emb->dtype), emb->src };
   return tied_copy(m, "lm_head.weight", emb, "tie_word_embeddings (tie_embedding)", err);
 }
 

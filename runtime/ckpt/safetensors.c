@@ -29,7 +29,8 @@ static const struct {
 };
 
 const char *fk_ckpt_dtype_name(ck_dtype d) {
-  return (unsigned)d < CK_DTYPES ? dtypes[d].name : d == CK_Q8_0 ? "Q8_0" : d == CK_Q4_0 ? "Q4_0" : "?";
+  return (unsigned)d < CK_DTYPES ? dtypes[d].name : d == CK_Q8_0 ? "Q8_0" : d == CK_Q4_0 ? "Q4_0"
+       : d == CK_Q4_K ? "Q4_K" : "?";
 }
 size_t fk_ckpt_dtype_bytes(ck_dtype d) { return (unsigned)d < CK_DTYPES ? dtypes[d].bytes : 0; }
 

@@ -1,14 +1,14 @@
 /* runtime/cli/flashkern_run.c: flashkern-run, a checkpoint directory to tokens or to a WAV file.
  *
  *   flashkern-run --model DIR (--tokens 1,2,3 | --tokens-file F) [--max-new N] [--temperature T]
- *                 [--top-k K] [--seed S] [--stop ID] [--threads N] [--tier exact|fast] [--quantize q8|q4]
+ *                 [--top-k K] [--seed S] [--stop ID] [--threads N] [--tier exact|fast] [--quantize q8|q4|q4k]
  *                 [--progress]
  *   flashkern-run --model DIR --codes FILE --wav OUT.wav [--pcm16] [--threads N] [--tier exact|fast]
- *                 [--quantize q8|q4]
+ *                 [--quantize q8|q4|q4k]
  *   flashkern-run --model DIR --speak (--tokens ... | --tokens-file F) --wav OUT.wav [--loop sequential|interleaved]
  *                 [--max-new N] [--temperature T] [--top-k K] [--audio-temperature T] [--audio-top-k K]
  *                 [--seed S] [--codes-out FILE] [--pcm16] [--threads N] [--tier exact|fast]
- *                 [--quantize q8|q4] [--progress]
+ *                 [--quantize q8|q4|q4k] [--progress]
  *
  * The first form opens an LFM2 language model (a checkpoint directory or a GGUF file, or an
  * LFM2.5-Audio backbone as a text model), feeds
@@ -25,7 +25,7 @@
  * (FK_PROGRAMS_DETOK, one frame per call) and the PCM into the WAV, flushed when the turn ends;
  * the text ids are printed on stdout, the codes optionally written 8 per line (--codes-out, the
  * second form's input). --quantize quantizes every GEMV weight matrix at readiness (desc.quantize:
- * GGUF Q8_0 / Q4_0 blocks by round-to-nearest-even, docs/design.md). Exit status: 0, 1 on a runtime or file error (one line naming it), 2 on a bad
+ * GGUF Q8_0 / Q4_0 blocks by round-to-nearest-even, Q4_K by ggml's quantizer, docs/design.md). Exit status: 0, 1 on a runtime or file error (one line naming it), 2 on a bad
  * argument. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -56,7 +56,7 @@ static const char *const USAGE =
   "\n"
   "  --model DIR        a checkpoint directory: transformers' Lfm2ForCausalLM, liquid-audio's LFM2.5-Audio,\n"
   "                     or an audio_detokenizer/ folder; or an LFM2 .gguf file (llama.cpp's; F32, F16, BF16,\n"
-  "                     Q8_0, Q4_0 tensors) (fk_model_open)\n"
+  "                     Q8_0, Q4_0, Q4_K tensors) (fk_model_open)\n"
   "  --tokens LIST      the prompt's token ids, comma-separated (tokenize with the checkpoint's tokenizer.json)\n"
   "  --tokens-file F    the prompt's ids from a file, separated by commas or white space\n"
   "  --max-new N        tokens to generate after the prompt (default 32)\n"
@@ -66,8 +66,9 @@ static const char *const USAGE =
   "  --stop ID          stop after generating this id (e.g. the config's eos); default: never\n"
   "  --threads N        the plan's team, 1..64 (default 1)\n"
   "  --tier exact|fast  exact: bit-identical on every ISA (default); fast: native bf16 dot products\n"
-  "  --quantize q8|q4   quantize every GEMV weight matrix at readiness (GGUF Q8_0 / Q4_0 blocks, rounded\n"
-  "                     to nearest even; embeddings and norms stay bf16); default: bf16 weights\n"
+  "  --quantize Q       q8, q4 or q4k: quantize every GEMV weight matrix at readiness (GGUF Q8_0 / Q4_0\n"
+  "                     blocks, rounded to nearest even; q4k: Q4_K by ggml's quantizer, its k a multiple of\n"
+  "                     256, the exact tier; embeddings and norms stay bf16); default: bf16 weights\n"
   "  --progress         a progress line on stderr (default: when stderr is a terminal)\n"
   "  --codes FILE       code frames for the detokenizer: 8 integers per line, codebooks 0..7\n"
   "  --wav OUT.wav      where the PCM goes (24 kHz mono, float samples; --pcm16: 16-bit)\n"
@@ -211,7 +212,8 @@ static opts parse(int argc, char **argv) {
       if (seen_quant++) die_arg("--quantize given twice");
       if (!strcmp(v, "q8")) o.quantize = FK_Q8;
       else if (!strcmp(v, "q4")) o.quantize = FK_Q4;
-      else die_arg("--quantize '%s': q8 or q4", v);
+      else if (!strcmp(v, "q4k")) o.quantize = FK_Q4K;
+      else die_arg("--quantize '%s': q8, q4 or q4k", v);
     } else if (!strcmp(a, "--tier")) {
       if (seen_tier++) die_arg("--tier given twice");
       if (!strcmp(v, "exact")) o.fast = 0;

@@ -25,11 +25,12 @@
  * A path to a file (not a directory) is a GGUF file (versions 2 and 3), read as FK_MODEL_LFM2_LM (or
  * AUTO): an LFM2 language model as llama.cpp's converter writes it (general.architecture "lfm2", its
  * lfm2.* keys, token_embd / blk.N.* / token_embd_norm / output tensors, mapped onto transformers'
- * names). Its F32, F16 and BF16 tensors are served as above; its Q8_0 and Q4_0 weight matrices go to
- * the descriptor as GGUF blocks (fk_lfm2_layer.q, fk_lm_desc.lm_head_q: packed losslessly at
- * readiness, no requantization), and a Q8_0 / Q4_0 token_embd is dequantized (q * d, exact) and
- * rounded to bf16 (RNE) for the embedding gather, its blocks also the tied head's. Other ggml types
- * (K-quants, Q4_1, ...) are refused by name.
+ * names). Its F32, F16 and BF16 tensors are served as above; its Q8_0, Q4_0 and Q4_K weight matrices go
+ * to the descriptor as GGUF blocks (fk_lfm2_layer.q, fk_lm_desc.lm_head_q: packed losslessly at
+ * readiness, no requantization; Q4_K's rows whole super-blocks of 256), and a Q8_0 / Q4_0 / Q4_K
+ * token_embd is dequantized (exactly, one rounding for Q4_K) and rounded to bf16 (RNE) for the
+ * embedding gather, its blocks also the tied head's. Other ggml types (Q6_K, Q5_K, Q4_1, ...: a
+ * llama.cpp Q4_K_M file mixes Q6_K in) are refused by name.
  *
  * Tensors: bf16 tensors are used where the file maps them (mmap, read-only; no copy beyond what
  * fk_plan_create packs); f32 and f16 tensors are converted to bf16 by the contract's RNE
@@ -77,7 +78,7 @@ typedef struct fk_model_info {
   uint64_t file_bytes;        /* bytes of the safetensors (or GGUF) files */
   uint64_t owned_bytes;       /* bytes the model converted (f32/f16 -> bf16) and owns */
   const char *dtype;          /* the used tensors' dtype in the files: "bf16", "f32", "f16" or "mixed" (a
-                                 GGUF file with Q8_0 / Q4_0 matrices beside F32 norms) */
+                                 GGUF file with Q8_0 / Q4_0 / Q4_K matrices beside F32 norms) */
 } fk_model_info;
 
 /* fk_model_open(): reads directory `dir` as a model of kind `kind` (FK_MODEL_AUTO: as its
@@ -114,7 +115,7 @@ fk_status fk_model_describe(const fk_model *m, fk_plan_desc *desc, fk_error *err
  * model keeps f32: the biases, lin.bias and depth_linear.bias), for the parts no descriptor carries
  * yet (the Depthformer). An LFM2.5-Audio model names its detokenizer's tensors
  * "audio_detokenizer/<name>"; a GGUF file's tensors go by transformers' names too
- * ("model.layers.0.feed_forward.w1.weight" for blk.0.ffn_gate.weight), and its Q8_0 / Q4_0 matrices,
+ * ("model.layers.0.feed_forward.w1.weight" for blk.0.ffn_gate.weight), and its Q8_0 / Q4_0 / Q4_K matrices,
  * which the descriptor carries as blocks, are FK_EUNSUPPORTED here. The data lives as long as the model.
  * @return FK_OK and *view; FK_ENOTFOUND for a name the model has not got, or one it ignores by
  * name (the message says why); FK_EINVAL for NULLs. */

@@ -340,7 +340,8 @@ typedef struct fk_plan_desc {
    * blocks (fk_qmatrix in fk_models.h) keeps its own format either way. The quantized GEMVs run in
    * desc.tier like the others: FK_TIER_FAST quantizes their activations per block of 32 and uses
    * integer dot products (AVX512-VNNI or FEAT_DotProd; docs/design.md "The quantized fast tier").
-   * FK_Q4K is refused (its GEMV stamps exist; the programs do not call them yet). */
+   * FK_Q4K needs every quantized matrix's k a multiple of 256 and runs its GEMVs in the exact tier in
+   * every plan (no fast q4k stamp yet). */
   fk_qformat quantize;
   /* FK_PROGRAMS_BLOCK */
   int64_t hidden;            /* block width, 1..65536 (LFM2: 1024, 1536, 2048) */

@@ -13,6 +13,8 @@
  *   refusals: a step before a prefill or after <|im_end|>, forced ids out of range, a bad loop or
  *     sampling: refused with the field named and the state unchanged; bad descriptors named.
  *   counter_committed: sampled codes advance the counter once per draw; greedy ones do not.
+ *   quantized_q4k_same_everywhere: desc.quantize q4k on the trace model, the same bits on 1..3 members,
+ *     AVX2, and in a fast plan;
  *   quantized_same_everywhere: the script with desc.quantize q8 and q4, the same bits on every team
  *     size and target, and not the bf16 plan's; quantized_fast_same_everywhere: the same in the fast
  *     tier (1..3 members, qemu -cpu max), not the exact tier's bits. */
@@ -91,6 +93,24 @@ Test(audio, quantized_same_everywhere, .timeout = 1200) {
     free(host);
   }
   free(bf16);
+}
+
+/* q4k (desc.quantize FK_Q4K, the trace model: every k a multiple of 256): the script's bits the same for
+ * 2 members (AVX-512), 3 (the AVX2 stamps) and 1 in a fast plan (q4k's GEMVs run in the exact tier in
+ * every plan; every other phase of these programs is exact-tier in both). (Under qemu-aarch64 and against
+ * q4's bits: tests/model's q4k sessions.) */
+Test(audio, quantized_q4k_same_everywhere, .timeout = 1200) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s 2 trace q4k", FKT_AUDIO_SCENARIO_HOST);
+  char *host = fkt_run_cmd(cmd);
+  static const char *other[] = { "FK_CPU_MASK=3 %s 3 trace q4k", "%s 1 trace q4k fast" };
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd, other[i], FKT_AUDIO_SCENARIO_HOST);
+    char *o = fkt_run_cmd(cmd);
+    cr_assert_str_eq(o, host, "q4k (%s):\n%s\nhost:\n%s", other[i], o, host);
+    free(o);
+  }
+  free(host);
 }
 
 /* The quantized fast tier (activations quantized per block, VPDPBUSD / SDOT) through the whole audio

@@ -1650,10 +1650,10 @@ MDESC_ROW(forbid_int8_dot_fast, "fast tier, desc.quantize = FK_Q8, desc.forbid_f
           c->d.quantize = FK_Q8; c->d.forbid_features = FK_CPU_DOTPROD;)
 #endif
 MDESC_ROW(quantize_unknown, "desc.quantize = 4", FK_EINVAL, "desc.quantize = 4", c->d.quantize = (fk_qformat)4;)
-MDESC_ROW(quantize_q4k, "desc.quantize = FK_Q4K", FK_EINVAL,
-          "desc.quantize = 3 (FK_Q4K: no program calls the q4k stamps yet)", c->d.quantize = FK_Q4K;)
-MDESC_ROW(lm_q_format_q4k, "desc.lm.stack.layer[0].q.w2: format FK_Q4K", FK_EINVAL,
-          "desc.lm.stack.layer[0].q.w2.format = 3 (FK_Q4K: no program calls the q4k stamps yet)",
+MDESC_ROW(quantize_q4k, "desc.quantize = FK_Q4K with hidden 64 (k not a multiple of 256)", FK_EINVAL,
+          "k = 64 is not a multiple of 256, a q4k super-block (desc.quantize)", c->d.quantize = FK_Q4K;)
+MDESC_ROW(lm_q_format_q4k, "desc.lm.stack.layer[0].q.w2: q4k blocks, ffn 96 (not a multiple of 256)", FK_EINVAL,
+          "desc.lm.stack.layer[0].q.w2: k = 96 is not a multiple of 256, a q4k super-block (GGUF blocks)",
           m_layers2[0].q.w2 = (fk_qmatrix){ FK_Q4K, m_layers2[0].w2 }; c->d.lm.stack.layer = m_layers2;)
 MDESC_ROW(lm_q_format_unknown, "desc.lm.stack.layer[1].q.w1.format = 5", FK_EINVAL,
           "desc.lm.stack.layer[1].q.w1.format = 5", m_layers2[1].q.w1 = (fk_qmatrix){ (fk_qformat)5, m_layers2[1].w1 };
@@ -2415,9 +2415,15 @@ CK_ROW(ckpt_gguf_truncated_data, "a GGUF file cut one byte short of its last ten
        gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); const ggr_tensor *t = gg_tensor(&im, "blk.4.attn_v.weight");
        for (int i = 0; i < im.g->nts; i++) cr_assert_leq(im.g->t[i].data, t->data, "blk.4.attn_v.weight is not the last");
        return gg_open(c, e, &im, t->data + t->nbytes - 1, FK_MODEL_AUTO);)
-CK_ROW(ckpt_gguf_type_unsupported, "blk.0.ffn_gate.weight of ggml type 12 (Q4_K)", FK_EINVAL,
-       "lfm2_released-q8_0.gguf: tensor 'blk.0.ffn_gate.weight': ggml type 12 (Q4_K)|F32, F16, BF16, Q8_0 and Q4_0",
-       setup_ck_gguf,
+CK_ROW(ckpt_gguf_type_unsupported, "blk.0.ffn_gate.weight of ggml type 13 (Q5_K)", FK_EINVAL,
+       "lfm2_released-q8_0.gguf: tensor 'blk.0.ffn_gate.weight': ggml type 13 (Q5_K)|F32, F16, BF16, Q8_0, Q4_0 and "
+       "Q4_K", setup_ck_gguf,
+       gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); const uint32_t q5k = 13;
+       memcpy(im.p + gg_tensor(&im, "blk.0.ffn_gate.weight")->type_at, &q5k, 4);
+       return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)
+CK_ROW(ckpt_gguf_q4k_rows, "blk.0.ffn_gate.weight of ggml type 12 (Q4_K) with rows of 128 (super-blocks of 256)",
+       FK_EINVAL, "lfm2_released-q8_0.gguf: tensor 'blk.0.ffn_gate.weight': Q4_K needs a matrix whose rows are whole "
+       "blocks of 256 (ne[0] = 128", setup_ck_gguf,
        gg_img im; GG_LOAD(&im, "lfm2_released-q8_0.gguf"); const uint32_t q4k = 12;
        memcpy(im.p + gg_tensor(&im, "blk.0.ffn_gate.weight")->type_at, &q4k, 4);
        return gg_open(c, e, &im, im.n, FK_MODEL_AUTO);)

@@ -486,3 +486,198 @@ int fkw_audio_dir(const char *dir, const fkm_weights *lm, const fkm_weights *det
   if (mkdir_p(sub)) return -1;
   return detok_files(dir, "audio_detokenizer", detok, o);
 }
+
+/* ---- GGUF ----------------------------------------------------------------------------------------- */
+
+/* gguf's TensorNameMap for MODEL_ARCH.LFM2, per layer after "model.layers.N." / "blk.N." */
+static const struct {
+  const char *hf, *gguf;
+} GGUF_LAYER[] = {
+  { "operator_norm.weight", "attn_norm.weight" }, { "ffn_norm.weight", "ffn_norm.weight" },
+  { "feed_forward.w1.weight", "ffn_gate.weight" }, { "feed_forward.w3.weight", "ffn_up.weight" },
+  { "feed_forward.w2.weight", "ffn_down.weight" }, { "conv.in_proj.weight", "shortconv.in_proj.weight" },
+  { "conv.conv.weight", "shortconv.conv.weight" }, { "conv.out_proj.weight", "shortconv.out_proj.weight" },
+  { "self_attn.q_proj.weight", "attn_q.weight" }, { "self_attn.k_proj.weight", "attn_k.weight" },
+  { "self_attn.v_proj.weight", "attn_v.weight" }, { "self_attn.out_proj.weight", "attn_output.weight" },
+  { "self_attn.q_layernorm.weight", "attn_q_norm.weight" }, { "self_attn.k_layernorm.weight", "attn_k_norm.weight" },
+};
+
+const char *fkw_gguf_name(const char *hf, char *out, size_t size) {
+  static const struct {
+    const char *hf, *gguf;
+  } top[] = { { "model.embed_tokens.weight", "token_embd.weight" },
+              { "model.embedding_norm.weight", "token_embd_norm.weight" }, { "lm_head.weight", "output.weight" } };
+  for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+    if (!strcmp(hf, top[i].hf)) return snprintf(out, size, "%s", top[i].gguf), out;
+  int layer, used = 0;
+  if (sscanf(hf, "model.layers.%d.%n", &layer, &used) == 1 && used > 0)
+    for (size_t i = 0; i < sizeof GGUF_LAYER / sizeof GGUF_LAYER[0]; i++)
+      if (!strcmp(hf + used, GGUF_LAYER[i].hf)) return snprintf(out, size, "blk.%d.%s", layer, GGUF_LAYER[i].gguf), out;
+  return NULL;
+}
+
+/* a growable byte buffer */
+typedef struct {
+  unsigned char *p;
+  size_t n, cap;
+} gbuf;
+
+static void gput(gbuf *b, const void *d, size_t n) {
+  if (b->n + n > b->cap) {
+    while (b->n + n > b->cap) b->cap = b->cap ? 2 * b->cap : 4096;
+    b->p = realloc(b->p, b->cap);
+    if (!b->p) abort();
+  }
+  if (n) memcpy(b->p + b->n, d, n);
+  b->n += n;
+}
+static void gpad(gbuf *b, size_t align) {
+  static const unsigned char zero[64];
+  while (b->n % align) gput(b, zero, align - b->n % align < sizeof zero ? align - b->n % align : sizeof zero);
+}
+static void g_u32(gbuf *b, uint32_t v) { gput(b, &v, 4); } /* little-endian hosts (as the loader) */
+static void g_u64(gbuf *b, uint64_t v) { gput(b, &v, 8); }
+static void g_str(gbuf *b, const char *s) {
+  g_u64(b, strlen(s));
+  gput(b, s, strlen(s));
+}
+
+/* GGUF value types */
+enum { GV_U32 = 4, GV_I32 = 5, GV_F32 = 6, GV_STRING = 8, GV_ARRAY = 9 };
+/* ggml types, and llama.cpp's file types (LLAMA_FTYPE_MOSTLY_*) */
+enum { GG_F32 = 0, GG_Q4_0 = 2, GG_Q8_0 = 8, GG_Q4_K = 12, GG_BF16 = 30 };
+
+static void kv_u32(gbuf *b, int *n, const char *key, uint32_t v) {
+  g_str(b, key), g_u32(b, GV_U32), g_u32(b, v), (*n)++;
+}
+static void kv_f32(gbuf *b, int *n, const char *key, float v) {
+  g_str(b, key), g_u32(b, GV_F32), gput(b, &v, 4), (*n)++;
+}
+static void kv_str(gbuf *b, int *n, const char *key, const char *v) {
+  g_str(b, key), g_u32(b, GV_STRING), g_str(b, v), (*n)++;
+}
+
+/* one tensor of the file: its GGUF name, ne, ggml type and bytes (owned) */
+typedef struct {
+  char hf[160], name[160];
+  uint32_t nd, type;
+  uint64_t ne[4];
+  unsigned char *data;
+  size_t nbytes;
+} gtensor;
+
+static int by_hf(const void *a, const void *b) { return strcmp(((const gtensor *)a)->hf, ((const gtensor *)b)->hf); }
+
+int fkw_lm_gguf(const char *path, const fkm_weights *lm, fk_qformat q, int tied) {
+  const fkm_config *c = lm->cfg;
+  if (q != FK_QNONE && q != FK_Q8 && q != FK_Q4 && q != FK_Q4K)
+    return fprintf(stderr, "ckpt_write: %s: format %d\n", path, (int)q), -1;
+  const uint32_t gtype = q == FK_Q8 ? GG_Q8_0 : q == FK_Q4 ? GG_Q4_0 : q == FK_Q4K ? GG_Q4_K : GG_BF16;
+  const uint32_t ftype = q == FK_Q8 ? 7 : q == FK_Q4 ? 2 : q == FK_Q4K ? 15 : 32; /* MOSTLY_Q4_K_M: 15, BF16: 32 */
+  gtensor *ts = calloc((size_t)lm->n + 1, sizeof *ts);
+  if (!ts) abort();
+  int nt = 0, r = 0;
+  for (int i = 0; i < lm->n && !r; i++) {
+    const fkm_tensor *t = &lm->t[i];
+    const int is_head = !strcmp(t->name, "lm_head.weight");
+    if (is_head && tied) continue;
+    gtensor *g = &ts[nt];
+    snprintf(g->hf, sizeof g->hf, "%s%s", is_head ? "" : "model.", t->name);
+    if (!fkw_gguf_name(g->hf, g->name, sizeof g->name)) {
+      fprintf(stderr, "ckpt_write: %s: tensor %s has no GGUF name\n", path, g->hf);
+      r = -1;
+      break;
+    }
+    nt++;
+    const uint16_t *v = lm->data[i];
+    const size_t n = (size_t)t->count;
+    if (t->kind == FKM_BIAS) { /* (no LM tensor is one) */
+      fprintf(stderr, "ckpt_write: %s: tensor %s: a bias\n", path, g->hf);
+      r = -1;
+    } else if (t->ndim == 2) {
+      /* (out, in): ne [in, out] */
+      const int64_t rows = t->shape[0], k = t->shape[1];
+      g->nd = 2, g->ne[0] = (uint64_t)k, g->ne[1] = (uint64_t)rows, g->type = gtype;
+      g->nbytes = q == FK_QNONE ? n * 2 : fk_q_gguf_bytes(q, rows, k);
+      g->data = xmalloc(g->nbytes);
+      fk_error e;
+      if (q == FK_QNONE) memcpy(g->data, v, n * 2);
+      else if (!g->nbytes || fk_q_quantize_bf16(q, v, k, rows, k, g->data, g->nbytes, &e) != FK_OK) {
+        fprintf(stderr, "ckpt_write: %s: tensor %s (%lld x %lld): %s\n", path, g->name, (long long)rows, (long long)k,
+                g->nbytes ? e.message : "not whole blocks");
+        r = -1;
+      }
+    } else {
+      /* the norms (n) and the ShortConv taps ((hidden, 1, 3): numpy (hidden, 3), ne [3, hidden]): F32 */
+      g->type = GG_F32;
+      if (t->ndim == 3) g->nd = 2, g->ne[0] = (uint64_t)t->shape[2], g->ne[1] = (uint64_t)t->shape[0];
+      else g->nd = 1, g->ne[0] = (uint64_t)n;
+      g->nbytes = n * 4;
+      float *w = xmalloc(g->nbytes);
+      for (size_t k = 0; k < n; k++) w[k] = fk_f32_from_bf16(v[k]);
+      g->data = (unsigned char *)w;
+    }
+  }
+  gbuf b = { 0 };
+  if (!r) {
+    qsort(ts, (size_t)nt, sizeof *ts, by_hf);
+    gbuf kv = { 0 };
+    int nkv = 0;
+    char key[64];
+    kv_str(&kv, &nkv, "general.architecture", "lfm2");
+    kv_str(&kv, &nkv, "general.type", "model");
+    kv_str(&kv, &nkv, "general.name", "fkw synthetic lm");
+    kv_u32(&kv, &nkv, "lfm2.block_count", (uint32_t)c->nlayers);
+    kv_u32(&kv, &nkv, "lfm2.context_length", 128000);
+    kv_u32(&kv, &nkv, "lfm2.embedding_length", (uint32_t)c->hidden);
+    kv_u32(&kv, &nkv, "lfm2.feed_forward_length", (uint32_t)c->ff);
+    kv_u32(&kv, &nkv, "lfm2.attention.head_count", (uint32_t)c->heads);
+    /* a list: GGUFWriter's array of INT32 (GGUFValueType.get_type of a Python int) */
+    g_str(&kv, "lfm2.attention.head_count_kv"), g_u32(&kv, GV_ARRAY), g_u32(&kv, GV_I32), g_u64(&kv, (uint64_t)c->nlayers);
+    for (int i = 0; i < c->nlayers; i++) g_u32(&kv, c->is_attn[i] ? (uint32_t)c->kv_heads : 0u);
+    nkv++;
+    kv_f32(&kv, &nkv, "lfm2.rope.freq_base", c->rope_theta);
+    kv_f32(&kv, &nkv, "lfm2.attention.layer_norm_rms_epsilon", c->norm_eps);
+    kv_u32(&kv, &nkv, "general.file_type", ftype);
+    kv_u32(&kv, &nkv, "lfm2.vocab_size", (uint32_t)c->vocab);
+    kv_u32(&kv, &nkv, "lfm2.shortconv.l_cache", 3);
+    kv_u32(&kv, &nkv, "general.quantization_version", 2);
+    kv_str(&kv, &nkv, "tokenizer.ggml.model", "none");
+    g_str(&kv, "tokenizer.ggml.tokens"), g_u32(&kv, GV_ARRAY), g_u32(&kv, GV_STRING), g_u64(&kv, (uint64_t)c->vocab);
+    for (int64_t i = 0; i < c->vocab; i++) snprintf(key, sizeof key, "<tok_%lld>", (long long)i), g_str(&kv, key);
+    nkv++;
+    g_str(&kv, "tokenizer.ggml.token_type"), g_u32(&kv, GV_ARRAY), g_u32(&kv, GV_I32), g_u64(&kv, (uint64_t)c->vocab);
+    for (int64_t i = 0; i < c->vocab; i++) g_u32(&kv, 1);
+    nkv++;
+
+    gput(&b, "GGUF", 4);
+    g_u32(&b, 3);
+    g_u64(&b, (uint64_t)nt);
+    g_u64(&b, (uint64_t)nkv);
+    gput(&b, kv.p, kv.n);
+    free(kv.p);
+    uint64_t off = 0;
+    for (int i = 0; i < nt; i++) {
+      const gtensor *g = &ts[i];
+      g_str(&b, g->name);
+      g_u32(&b, g->nd);
+      for (uint32_t d = 0; d < g->nd; d++) g_u64(&b, g->ne[d]);
+      g_u32(&b, g->type);
+      g_u64(&b, off);
+      off += (g->nbytes + 31) / 32 * 32;
+    }
+    gpad(&b, 32);
+    for (int i = 0; i < nt; i++) {
+      gput(&b, ts[i].data, ts[i].nbytes);
+      gpad(&b, 32);
+    }
+    FILE *fp = fopen(path, "wb");
+    int ok = fp && fwrite(b.p, 1, b.n, fp) == b.n;
+    if (fp && fclose(fp) != 0) ok = 0;
+    if (!ok) fprintf(stderr, "ckpt_write: cannot write %s\n", path), r = -1;
+  }
+  free(b.p);
+  for (int i = 0; i < nt; i++) free(ts[i].data);
+  free(ts);
+  return r;
+}

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "flashkern.h"
 #include "synth.h"
 
 /* One tensor of a file being written: its header entry and its bytes (an owned copy). */
@@ -85,6 +86,28 @@ const char *fkw_bias_dtype(const fkw_opts *o);
 int fkw_lm_dir(const char *dir, const fkm_weights *lm, const fkw_opts *o);
 int fkw_detok_dir(const char *dir, const fkm_weights *detok, const fkw_opts *o);
 int fkw_audio_dir(const char *dir, const fkm_weights *lm, const fkm_weights *detok, const fkw_opts *o);
+
+/* An LFM2 LM as one GGUF file, as llama.cpp's convert_hf_to_gguf.py (the `gguf` package's GGUFWriter)
+ * writes an Lfm2ForCausalLM and runtime/ckpt/gguf.c reads it: GGUF v3, general.alignment absent (32),
+ * general.architecture "lfm2" and the lfm2.* keys of lm's config (block_count, context_length 128000 as
+ * fkw_lm_dir's max_position_embeddings, embedding_length, feed_forward_length, attention.head_count,
+ * attention.head_count_kv one INT32 per layer, 0 on a ShortConv layer, rope.freq_base,
+ * attention.layer_norm_rms_epsilon, vocab_size, shortconv.l_cache 3), general.file_type and
+ * quantization_version, a placeholder tokenizer (tokenizer.ggml.model "none", tokens "<tok_N>",
+ * token_type 1) a reader reads past; the tensors in the order of their transformers names (sorted, as
+ * the converter iterates them), named by gguf's TensorNameMap for LFM2 (token_embd, token_embd_norm,
+ * output unless tied, blk.N.attn_norm / ffn_norm / ffn_gate / ffn_up / ffn_down / shortconv.in_proj /
+ * shortconv.conv / shortconv.out_proj / attn_q / attn_k / attn_v / attn_output / attn_q_norm /
+ * attn_k_norm), ne innermost first; the norms and the ShortConv taps (ne [3, hidden]) F32 (the bf16
+ * values widened, exact); every 2-D weight matrix (token_embd and output included) GGUF blocks of
+ * format q by fk_q_quantize_bf16 of the bf16 weights (FK_Q8: Q8_0, FK_Q4: Q4_0, FK_Q4K: Q4_K, ggml
+ * types 8, 2, 12), or BF16 (the bytes) for FK_QNONE. Each tensor's data at a multiple of 32 from the
+ * data's start (itself 32-aligned). tied: no output tensor (the head is token_embd). 0, or -1 with a
+ * message on stderr. */
+int fkw_lm_gguf(const char *path, const fkm_weights *lm, fk_qformat q, int tied);
+/* The GGUF name (gguf.c's map, in reverse) of a transformers Lfm2ForCausalLM name, into out (size
+ * bytes); NULL when it has none. */
+const char *fkw_gguf_name(const char *hf, char *out, size_t size);
 
 /* The LFM2.5-Audio directory's Depthformer: layers and dim written by fkw_audio_dir. */
 enum { FKW_DEPTH_LAYERS = 2, FKW_DEPTH_DIM = 64, FKW_CODEBOOKS = 8 };

@@ -16,7 +16,7 @@
 #include <string.h>
 
 enum { GGR_MAX_KV = 64, GGR_MAX_T = 256, GGR_NAME = 128 };
-enum { GGR_F32 = 0, GGR_F16 = 1, GGR_Q4_0 = 2, GGR_Q8_0 = 8, GGR_BF16 = 30 };
+enum { GGR_F32 = 0, GGR_F16 = 1, GGR_Q4_0 = 2, GGR_Q8_0 = 8, GGR_Q4_K = 12, GGR_BF16 = 30 };
 
 typedef struct ggr_kv {
   char key[GGR_NAME];
@@ -34,7 +34,7 @@ typedef struct ggr_tensor {
   size_t type_at, off_at; /* the u32 type and the u64 offset fields */
   uint64_t off;       /* from the data's start */
   size_t data;        /* absolute: data start + off */
-  size_t nbytes;      /* of its data (F32, F16, BF16, Q8_0, Q4_0; else 0) */
+  size_t nbytes;      /* of its data (F32, F16, BF16, Q8_0, Q4_0, Q4_K; else 0) */
 } ggr_tensor;
 
 typedef struct ggr {
@@ -92,6 +92,7 @@ static inline size_t ggr_type_bytes(uint32_t type, uint64_t elems) {
   case GGR_F16: case GGR_BF16: return (size_t)elems * 2;
   case GGR_Q8_0: return (size_t)(elems / 32 * 34);
   case GGR_Q4_0: return (size_t)(elems / 32 * 18);
+  case GGR_Q4_K: return (size_t)(elems / 256 * 144);
   default: return 0;
   }
 }

@@ -8,11 +8,15 @@
  * made from the direct descriptors (tests/model/model_desc.c): bit for bit. Variants: bf16 whole
  * and sharded, f32 (the bf16 values, exact), f16 where exact, the released and transformers 5
  * config styles, tied heads, the detokenizer alone, LFM2.5-Audio with its Depthformer, encoder
- * and audio_detokenizer/; what fk_model_query, fk_model_tensor and fk_model_describe report. The
- * refusals are tests/badinput's (docs/bad-input.md). */
+ * and audio_detokenizer/; what fk_model_query, fk_model_tensor and fk_model_describe report. And the
+ * LM as one GGUF file the test writes (fkw_lm_gguf: llama.cpp's layout, Q4_K / Q8_0 / Q4_0 blocks or
+ * BF16): its descriptor against the directory's, its plan's logits bit for bit those of the
+ * directory's plan quantized alike (gguf_*_written). The refusals are tests/badinput's
+ * (docs/bad-input.md). */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sndfile.h>
@@ -23,6 +27,7 @@
 #include "model_desc.h"
 #include "session.h"
 #include "cmd.h"
+#include "gguf_read.h"
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
 
@@ -200,6 +205,314 @@ Test(ckpt, f16_tensors_convert_exactly) {
               (unsigned long long)i.owned_bytes);
   teardown(&f);
 }
+
+/* ---- a GGUF file the test writes (fkw_lm_gguf): Q4_K, and the other formats ------------------------------ */
+
+/* the weight matrices of a layer: bf16 and fk_qmatrix fields, layer kind (-1: every layer), GGUF name */
+static const struct {
+  size_t bf, q;
+  int kind;
+  const char *gguf;
+} GMATS[] = {
+  { offsetof(fk_lfm2_layer, in_proj), offsetof(fk_lfm2_layer, q.in_proj), FK_LAYER_CONV, "shortconv.in_proj" },
+  { offsetof(fk_lfm2_layer, out_proj), offsetof(fk_lfm2_layer, q.out_proj), FK_LAYER_CONV, "shortconv.out_proj" },
+  { offsetof(fk_lfm2_layer, q_proj), offsetof(fk_lfm2_layer, q.q_proj), FK_LAYER_ATTN, "attn_q" },
+  { offsetof(fk_lfm2_layer, k_proj), offsetof(fk_lfm2_layer, q.k_proj), FK_LAYER_ATTN, "attn_k" },
+  { offsetof(fk_lfm2_layer, v_proj), offsetof(fk_lfm2_layer, q.v_proj), FK_LAYER_ATTN, "attn_v" },
+  { offsetof(fk_lfm2_layer, o_proj), offsetof(fk_lfm2_layer, q.o_proj), FK_LAYER_ATTN, "attn_output" },
+  { offsetof(fk_lfm2_layer, w1), offsetof(fk_lfm2_layer, q.w1), -1, "ffn_gate" },
+  { offsetof(fk_lfm2_layer, w3), offsetof(fk_lfm2_layer, q.w3), -1, "ffn_up" },
+  { offsetof(fk_lfm2_layer, w2), offsetof(fk_lfm2_layer, q.w2), -1, "ffn_down" },
+};
+/* the norms and taps: field, kind, elements in units of hidden (0: head_dim) */
+static const struct {
+  size_t off;
+  int kind, hidden_units;
+} GVECS[] = {
+  { offsetof(fk_lfm2_layer, operator_norm), -1, 1 }, { offsetof(fk_lfm2_layer, ffn_norm), -1, 1 },
+  { offsetof(fk_lfm2_layer, conv), FK_LAYER_CONV, 3 }, { offsetof(fk_lfm2_layer, q_norm), FK_LAYER_ATTN, 0 },
+  { offsetof(fk_lfm2_layer, k_norm), FK_LAYER_ATTN, 0 },
+};
+
+static const uint16_t *bf16_at(const fk_lfm2_layer *l, size_t off) {
+  const uint16_t *p;
+  memcpy(&p, (const char *)l + off, sizeof p);
+  return p;
+}
+
+static fk_qmatrix qm_at(const fk_lfm2_layer *l, size_t off) {
+  fk_qmatrix q;
+  memcpy(&q, (const char *)l + off, sizeof q);
+  return q;
+}
+
+/* fk_q_quantize_bf16 of n x k bf16 weights (malloc'd) */
+static void *q_blocks(fk_qformat f, const uint16_t *w, int64_t n, int64_t k) {
+  const size_t bytes = fk_q_gguf_bytes(f, n, k);
+  cr_assert_gt(bytes, 0, "%lld x %lld: not whole blocks", (long long)n, (long long)k);
+  void *b = malloc(bytes);
+  cr_assert_not_null(b);
+  fk_error e;
+  cr_assert_eq(fk_q_quantize_bf16(f, w, k, n, k, b, bytes, &e), FK_OK, "fk_q_quantize_bf16: %s", e.message);
+  return b;
+}
+
+static unsigned char *slurp(const char *path, size_t *n) {
+  FILE *fp = fopen(path, "rb");
+  cr_assert(fp, "cannot open %s", path);
+  cr_assert_eq(fseek(fp, 0, SEEK_END), 0);
+  long size = ftell(fp);
+  cr_assert_gt(size, 0);
+  rewind(fp);
+  unsigned char *b = malloc((size_t)size);
+  cr_assert_not_null(b);
+  cr_assert_eq(fread(b, 1, (size_t)size, fp), (size_t)size);
+  fclose(fp);
+  *n = (size_t)size;
+  return b;
+}
+
+/* the prompt: a 12-token prefill, then 4 greedy decodes (as test_gguf_fixtures.c) */
+enum { GG_PROMPT = 12, GG_DECODES = 4 };
+static const int32_t gg_prompt[GG_PROMPT] = { 1, 6, 17, 42, 99, 311, 512, 700, 5, 1000, 23, 64 };
+
+/* The synthetic LM written twice: the bf16 directory (fkw_lm_dir) and a GGUF file of format q (fkw_lm_gguf).
+ * The file's layout (tests/ckpt/gguf_read.h, not the loader): v3, no general.alignment, every tensor's data at
+ * a multiple of 32, the matrices of ggml type `gtype`, the norms F32, the taps ne [3, hidden]. fk_model_open
+ * of the file: fk_model_query's shapes are the directory's, files 1, tensors used, dtype, owned bytes;
+ * fk_model_describe's descriptor: every norm and tap the directory's bytes; every matrix (the head: output, or
+ * token_embd when tied) GGUF blocks of format q, byte for byte fk_q_quantize_bf16 of the directory's bf16
+ * matrix, no bf16 pointer (q = FK_QNONE: bf16, the directory's bytes); the embedding bf16 RNE(dequantized
+ * blocks) (fk_model_tensor serves it too; a block matrix is FK_EUNSUPPORTED there). Then plans (2 members,
+ * exact tier) of the file's descriptor and of the reference: the directory's with desc.quantize = q (its
+ * bf16 matrices quantized at readiness by the same quantizer), its embedding the file's dequantized one and,
+ * tied, its head token_embd's blocks; the 12-token prefill and 4 greedy decodes give the same logits bit for
+ * bit every call. A quantized file's logits differ from the plain bf16 plan's (the blocks reached the plan). */
+static void gguf_written(fk_qformat q, int tied, uint32_t gtype, const char *fname) {
+  fixture f;
+  setup(&f);
+  const fkm_weights *lm = &f.mm.lm;
+  char gdir[64], path[160];
+  cr_assert_not_null(fkw_tmpdir(gdir));
+  snprintf(path, sizeof path, "%s/%s", gdir, fname);
+  cr_assert_eq(fkw_lm_dir(f.dir, lm, &(fkw_opts){ .tied = tied }), 0);
+  cr_assert_eq(fkw_lm_gguf(path, lm, q, tied), 0);
+
+  /* the file's layout, by the tests' own reader */
+  size_t fsize;
+  unsigned char *img = slurp(path, &fsize);
+  ggr *g = calloc(1, sizeof *g);
+  char err[256];
+  cr_assert_eq(ggr_parse(img, fsize, g, err, sizeof err), 0, "%s: %s", path, err);
+  cr_expect_eq(g->version, 3);
+  cr_expect_null(ggr_kv_named(g, "general.alignment"));
+  cr_expect_eq(g->align, 32);
+  cr_expect_eq(g->data % 32, 0);
+  cr_expect_eq((int)g->nt, lm->n - tied, "%llu tensors", (unsigned long long)g->nt);
+  cr_expect_eq(ggr_tensor_named(g, "output.weight") == NULL, tied);
+  int64_t nmats = 0, nvecs = 0, vec_elems = 0;
+  for (int i = 0; i < g->nts; i++) {
+    const ggr_tensor *t = &g->t[i];
+    cr_expect_eq(t->off % 32, 0, "%s: offset %llu", t->name, (unsigned long long)t->off);
+    if (strstr(t->name, "norm") || strstr(t->name, "shortconv.conv")) {
+      cr_expect_eq(t->type, GGR_F32, "%s: type %u", t->name, t->type);
+      nvecs++;
+      vec_elems += (int64_t)(t->nd == 2 ? t->ne[0] * t->ne[1] : t->ne[0]);
+      if (strstr(t->name, "shortconv.conv")) cr_expect(t->nd == 2 && t->ne[0] == 3 && t->ne[1] == 256, "%s: ne", t->name);
+    } else {
+      cr_expect_eq(t->type, gtype, "%s: type %u, want %u", t->name, t->type, gtype);
+      cr_expect_eq(t->nd, 2, "%s", t->name);
+      nmats++;
+    }
+  }
+  const ggr_tensor *te = ggr_tensor_named(g, "token_embd.weight");
+  cr_assert_not_null(te);
+  cr_expect(te->ne[0] == 256 && te->ne[1] == 1024, "token_embd.weight: ne [%llu, %llu]", (unsigned long long)te->ne[0],
+            (unsigned long long)te->ne[1]);
+  const size_t te_at = te->data;
+
+  /* fk_model_query: the directory's shapes */
+  f.m = open_dir(path, FK_MODEL_AUTO);
+  fk_model *sm = open_dir(f.dir, FK_MODEL_AUTO);
+  fk_model_info gi = query(f.m);
+  cr_expect_eq(gi.kind, FK_MODEL_LFM2_LM);
+  cr_expect_str_eq(gi.architecture, "lfm2 (GGUF)");
+  lm_shapes(&gi);
+  cr_expect_eq(gi.tied, tied);
+  cr_expect_eq(gi.files, 1);
+  cr_expect_eq(gi.file_bytes, fsize);
+  cr_expect_eq(gi.tensors, lm->n - tied, "tensors used: %lld", (long long)gi.tensors);
+  cr_expect_eq(gi.ignored, 0);
+  cr_expect_str_eq(gi.dtype, "mixed", "F32 norms beside %s matrices", fname);
+  const int64_t V = 1024, H = 256;
+  /* owned: the norms and taps F32 -> bf16, and a quantized token_embd dequantized to bf16 */
+  cr_expect_eq(gi.owned_bytes, (uint64_t)(2 * vec_elems + (q != FK_QNONE ? 2 * V * H : 0)), "owned %llu",
+               (unsigned long long)gi.owned_bytes);
+
+  /* fk_model_describe: each field against the directory's */
+  fk_plan_desc gd = described(f.m, FK_PROGRAMS_LM, 2), sd = described(sm, FK_PROGRAMS_LM, 2);
+  const fk_lfm2_stack *gs = &gd.lm.stack, *ss = &sd.lm.stack;
+  cr_assert(gs->layers == 6 && ss->layers == 6 && gs->hidden == H && gd.lm.vocab == V && sd.lm.vocab == V);
+  cr_expect(gs->ffn == ss->ffn && gs->heads == ss->heads && gs->kv_heads == ss->kv_heads && gs->head_dim == ss->head_dim &&
+            gs->window == ss->window && gs->max_pos == ss->max_pos && gs->rope_theta == ss->rope_theta &&
+            gs->norm_eps == ss->norm_eps && gd.norm_eps == sd.norm_eps, "the stack differs from the directory's");
+  void *qb[6 * 9 + 2] = { 0 };
+  int nq = 0;
+  int64_t seen = 0;
+  for (int64_t i = 0; i < ss->layers; i++) {
+    const fk_lfm2_layer *gl = &gs->layer[i], *sl = &ss->layer[i];
+    cr_expect_eq(gl->kind, sl->kind, "layer %lld", (long long)i);
+    for (size_t v = 0; v < sizeof GVECS / sizeof GVECS[0]; v++) {
+      if (GVECS[v].kind >= 0 && GVECS[v].kind != (int)sl->kind) continue;
+      const uint16_t *a = bf16_at(gl, GVECS[v].off), *b = bf16_at(sl, GVECS[v].off);
+      const size_t n = (size_t)(GVECS[v].hidden_units ? GVECS[v].hidden_units * H : 64);
+      cr_expect(a && b && !memcmp(a, b, n * 2), "layer %lld: norm/tap %zu: not the directory's bytes", (long long)i, v);
+    }
+    for (size_t mi = 0; mi < sizeof GMATS / sizeof GMATS[0]; mi++) {
+      if (GMATS[mi].kind >= 0 && GMATS[mi].kind != (int)sl->kind) continue;
+      const uint16_t *sw = bf16_at(sl, GMATS[mi].bf), *gw = bf16_at(gl, GMATS[mi].bf);
+      const fk_qmatrix gq = qm_at(gl, GMATS[mi].q);
+      char gname[96];
+      snprintf(gname, sizeof gname, "blk.%lld.%s.weight", (long long)i, GMATS[mi].gguf);
+      const ggr_tensor *ft = ggr_tensor_named(g, gname);
+      cr_assert(sw && ft, "%s: the directory's bf16 matrix, the file's tensor", gname);
+      const int64_t n = (int64_t)ft->ne[1], k = (int64_t)ft->ne[0];
+      cr_expect_eq(k % 256, 0, "%s: k = %lld", gname, (long long)k);
+      seen++;
+      if (q == FK_QNONE) {
+        cr_expect(gq.format == FK_QNONE && gw && !memcmp(gw, sw, (size_t)(n * k) * 2), "%s: not the directory's bf16", gname);
+        continue;
+      }
+      const size_t bytes = fk_q_gguf_bytes(q, n, k);
+      cr_expect(!gw, "%s: a bf16 pointer beside the blocks", gname);
+      cr_expect(ft->type == gtype && gq.format == q && gq.blocks && !memcmp(gq.blocks, img + ft->data, bytes),
+                "%s: format %d (want %d), blocks %s the file's bytes", gname, gq.format, q, gq.blocks ? "not" : "NULL, not");
+      /* (Q4_K's quantizer takes ~0.5 us a weight: the file's bytes of layer 0's ShortConv and of layer 2
+       * (attention) are checked against it here; the others meet it through the reference plan's
+       * desc.quantize) */
+      if (i == 2 || (i == 0 && GMATS[mi].kind == FK_LAYER_CONV)) {
+        void *want = qb[nq++] = q_blocks(q, sw, n, k);
+        cr_expect(!memcmp(img + ft->data, want, bytes), "%s: not fk_q_quantize_bf16 of the directory's bf16", gname);
+      }
+    }
+  }
+  cr_expect_eq(seen, nmats - 1 - !tied, "%lld layer matrices, the file has %lld matrices", (long long)seen, (long long)nmats);
+  cr_expect(gs->final_norm && !memcmp(gs->final_norm, ss->final_norm, (size_t)H * 2), "token_embd_norm: not the directory's");
+
+  /* the embedding: bf16 RNE of token_embd's dequantized blocks; the head */
+  uint16_t *emb = malloc((size_t)(V * H) * 2);
+  cr_assert_not_null(emb);
+  fk_qmatrix rhead = { FK_QNONE, NULL };
+  fk_error e;
+  if (q == FK_QNONE) {
+    memcpy(emb, sd.lm.embed, (size_t)(V * H) * 2);
+  } else {
+    void *qe = qb[nq++] = q_blocks(q, sd.lm.embed, V, H);
+    const size_t bytes = fk_q_gguf_bytes(q, V, H);
+    cr_expect(!memcmp(img + te_at, qe, bytes), "token_embd.weight: not fk_q_quantize_bf16 of embed_tokens");
+    float *fl = malloc((size_t)(V * H) * 4);
+    cr_assert_not_null(fl);
+    cr_assert_eq(fk_q_dequantize(q, qe, bytes, V, H, fl, H, &e), FK_OK, "%s", e.message);
+    cr_assert_eq(fk_bf16_from_f32_n(fl, emb, (size_t)(V * H), &e), FK_OK, "%s", e.message);
+    free(fl);
+    cr_expect(memcmp(emb, sd.lm.embed, (size_t)(V * H) * 2) != 0, "the dequantized embedding is the bf16 one");
+    if (tied) {
+      rhead = (fk_qmatrix){ q, qe };
+      cr_expect(!gd.lm.lm_head && gd.lm.lm_head_q.format == q && gd.lm.lm_head_q.blocks &&
+                !memcmp(gd.lm.lm_head_q.blocks, qe, bytes), "tied: lm_head_q (format %d) is not token_embd's blocks",
+                gd.lm.lm_head_q.format);
+    } else {
+      void *qh = qb[nq++] = q_blocks(q, sd.lm.lm_head, V, H);
+      const ggr_tensor *to = ggr_tensor_named(g, "output.weight");
+      cr_assert_not_null(to);
+      cr_expect(!gd.lm.lm_head && gd.lm.lm_head_q.format == q && gd.lm.lm_head_q.blocks &&
+                !memcmp(gd.lm.lm_head_q.blocks, qh, bytes) && !memcmp(img + to->data, qh, bytes),
+                "output.weight: lm_head_q (format %d) is not fk_q_quantize_bf16 of lm_head", gd.lm.lm_head_q.format);
+    }
+    /* a block matrix is the descriptor's only; the embedding is served bf16 */
+    fk_tensor_view v;
+    cr_expect_eq(fk_model_tensor(f.m, "model.layers.0.feed_forward.w1.weight", &v, &e), FK_EUNSUPPORTED);
+    cr_expect(strstr(e.message, q == FK_Q4K ? "Q4_K" : q == FK_Q8 ? "Q8_0" : "Q4_0"), "%s", e.message);
+  }
+  if (q == FK_QNONE) {
+    cr_expect(gd.lm.lm_head_q.format == FK_QNONE, "BF16: lm_head_q format %d", gd.lm.lm_head_q.format);
+    cr_expect(tied ? !gd.lm.lm_head : gd.lm.lm_head && !memcmp(gd.lm.lm_head, sd.lm.lm_head, (size_t)(V * H) * 2),
+              "BF16: the head is not the directory's");
+  }
+  cr_expect(gd.lm.embed && !memcmp(gd.lm.embed, emb, (size_t)(V * H) * 2), "the embedding is not %s",
+            q == FK_QNONE ? "the directory's" : "bf16 RNE of token_embd's dequantized blocks");
+  fk_tensor_view ev;
+  cr_assert_eq(fk_model_tensor(f.m, "model.embed_tokens.weight", &ev, &e), FK_OK, "%s", e.message);
+  cr_expect(ev.dtype == FK_DTYPE_BF16 && ev.ndim == 2 && ev.shape[0] == V && ev.shape[1] == H &&
+            !memcmp(ev.data, emb, (size_t)(V * H) * 2), "fk_model_tensor(model.embed_tokens.weight)");
+
+  /* the plans: the file's, the reference (the directory's, quantized alike), the plain bf16 one */
+  fk_plan_desc rd = sd;
+  rd.quantize = q;
+  rd.lm.embed = emb;
+  if (rhead.format != FK_QNONE) rd.lm.lm_head_q = rhead;
+  fk_plan *gp = NULL, *rp = NULL, *bp = NULL;
+  cr_assert_eq(fk_plan_create(&gd, &gp, &e), FK_OK, "fk_plan_create(%s): %s", fname, e.message);
+  cr_assert_eq(fk_plan_create(&rd, &rp, &e), FK_OK, "fk_plan_create(the reference): %s", e.message);
+  if (q != FK_QNONE) cr_assert_eq(fk_plan_create(&sd, &bp, &e), FK_OK, "fk_plan_create(bf16): %s", e.message);
+  fk_model_close(sm);
+  fk_model_close(f.m);
+  f.m = NULL;
+  for (int i = 0; i < nq; i++) free(qb[i]);
+  free(emb);
+
+  float *gl = malloc((size_t)V * 4), *rl = malloc((size_t)V * 4), *bl = malloc((size_t)V * 4);
+  cr_assert(gl && rl && bl);
+  int32_t ids[GG_PROMPT];
+  memcpy(ids, gg_prompt, sizeof ids);
+  char greedy[128] = "";
+  int differ = 0;
+  double maxd = 0;
+  for (int k = 0; k <= GG_DECODES; k++) {
+    const int prog = k ? FK_PROG_LM_DECODE : FK_PROG_LM_PREFILL;
+    const int64_t rows = k ? 1 : GG_PROMPT;
+    fk_io gio = { .rows = rows, .tokens = ids, .logits = gl }, rio = { .rows = rows, .tokens = ids, .logits = rl },
+          bio = { .rows = rows, .tokens = ids, .logits = bl };
+    cr_assert_eq(fk_run(gp, prog, &gio, &e), FK_OK, "%s call %d: %s", fname, k, e.message);
+    cr_assert_eq(fk_run(rp, prog, &rio, &e), FK_OK, "the reference, call %d: %s", k, e.message);
+    int64_t d = -1;
+    for (int64_t v = 0; v < V && d < 0; v++)
+      if (memcmp(&gl[v], &rl[v], 4)) d = v;
+    cr_assert(d < 0, "%s call %d (%s): logit %lld is %a, the reference plan's %a", fname, k, k ? "decode" : "prefill",
+              (long long)d, d < 0 ? 0.0 : (double)gl[d], d < 0 ? 0.0 : (double)rl[d]);
+    cr_assert_eq(gio.next, rio.next, "call %d: greedy %d, the reference's %d", k, (int)gio.next, (int)rio.next);
+    if (bp) {
+      cr_assert_eq(fk_run(bp, prog, &bio, &e), FK_OK, "bf16 call %d: %s", k, e.message);
+      int same = !memcmp(gl, bl, (size_t)V * 4);
+      differ += !same;
+      if (k == 0) {
+        cr_assert(!same, "%s: the prefill's logits are the bf16 plan's: the %s blocks did not reach the plan", fname, fname);
+        for (int64_t v = 0; v < V; v++) maxd = fmax(maxd, fabs((double)gl[v] - (double)bl[v]));
+      }
+    }
+    snprintf(greedy + strlen(greedy), sizeof greedy - strlen(greedy), "%s%d", k ? " " : "", (int)gio.next);
+    ids[0] = gio.next;
+  }
+  cr_log_info("%s (%s): prefill of %d + %d decodes bit for bit the reference plan's (greedy %s)%s; %d calls differ "
+              "from bf16 (prefill max |diff| %g)", fname, tied ? "tied" : "untied", GG_PROMPT, GG_DECODES, greedy,
+              q == FK_QNONE ? ", the directory's bf16 plan" : "", differ, maxd);
+  free(gl), free(rl), free(bl);
+  fk_plan_destroy(gp);
+  fk_plan_destroy(rp);
+  fk_plan_destroy(bp);
+  free(g);
+  free(img);
+  fkw_rmdir(gdir);
+  teardown(&f);
+}
+
+/* Q4_K (ggml type 12): the layers' matrices and the tied head as super-blocks, the embedding dequantized. The
+ * untied output tensor takes the same path as the layers' matrices (USE_W): it is covered in Q8_0, whose
+ * quantizer is ~100 times faster than Q4_K's (ggml's search over scales). */
+Test(ckpt, gguf_q4k_written, .timeout = 120) { gguf_written(FK_Q4K, 1, 12, "lm-q4_k.gguf"); }
+Test(ckpt, gguf_q8_0_written_untied, .timeout = 120) { gguf_written(FK_Q8, 0, GGR_Q8_0, "lm-q8_0.gguf"); }
+Test(ckpt, gguf_q4_0_written, .timeout = 120) { gguf_written(FK_Q4, 1, GGR_Q4_0, "lm-q4_0.gguf"); }
+Test(ckpt, gguf_bf16_written, .timeout = 120) { gguf_written(FK_QNONE, 0, GGR_BF16, "lm-bf16.gguf"); }
 
 /* ---- the detokenizer ------------------------------------------------------------------------------ */
 

@@ -749,7 +749,7 @@ Test(ckpt_fixtures, flashkern_run_refusals) {
     { "--help", 0, "usage: flashkern-run" },
     { "", 2, "--model DIR is required" },
     { "--model D --tokens 1,2 --tier bogus", 2, "--tier 'bogus'" },
-    { "--model D --tokens 1,2 --quantize q5", 2, "--quantize 'q5': q8 or q4" },
+    { "--model D --tokens 1,2 --quantize q5", 2, "--quantize 'q5': q8, q4 or q4k" },
     { "--model D --tokens 1 --quantize q8 --quantize q4", 2, "--quantize given twice" },
     { "--model D --tokens 1,x", 2, "'x' is not a token id" },
     { "--model D --tokens 1 --codes c --wav w", 2, "either a prompt" },
@@ -757,6 +757,8 @@ Test(ckpt_fixtures, flashkern_run_refusals) {
     { "--model D --tokens 1 --threads 0", 2, "--threads '0'" },
     { "--model /nonexistent --tokens 1", 1, "/nonexistent" },
     { "--model D --tokens 99999", 1, "outside the vocabulary" },
+    /* q4k's super-blocks of 256 do not tile the fixture's hidden 128: the matrix and k named */
+    { "--model D --tokens 1,2 --quantize q4k", 1, "k = 128 is not a multiple of 256, a q4k super-block (desc.quantize)" },
   };
   char dir[512];
   snprintf(dir, sizeof dir, "%s/ckpt/lfm2_bf16", FKT_FIXTURE_DIR);

@@ -15,11 +15,13 @@
  *       54 rows) in one call against frame by frame; FORBID: FK_CPU_* bits in hex the plan must
  *       not use (desc.forbid_features), to reach the other variants; FLIP_ROW: the perturbation
  *       (-1: none). Exits 1 when a run differs.
- *   fk_model_scenario THREADS quant [desc|blocks|mixed] [q8|q4|both] [exact|fast]: the LM and
- *       detokenizer sessions with every GEMV matrix quantized, q8 then q4 (or the one format named):
+ *   fk_model_scenario THREADS quant [desc|blocks|mixed] [q8|q4|q4k|both] [exact|fast] [lm]: the LM and
+ *       detokenizer sessions with every GEMV matrix quantized, q8 then q4 (both), or the one format named
+ *       (q4k's GEMVs run in the exact tier in a fast plan too):
  *       by desc.quantize (desc), or (blocks) given as GGUF blocks per matrix (fk_lfm2_layer.q,
  *       lm_head_q: the same bits are expected), or (mixed) only layers 0..2 as GGUF blocks and the
- *       rest bf16 (two formats); in the exact tier (default) or the fast one (desc.tier). */
+ *       rest bf16 (two formats); in the exact tier (default) or the fast one (desc.tier); lm: the LM
+ *       session alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +53,11 @@ int main(int argc, char **argv) {
   if (strcmp(which, "quant") == 0) {
     const char *how = argc > 3 ? argv[3] : "desc", *only = argc > 4 ? argv[4] : "both";
     const fk_tier tier = argc > 5 && strcmp(argv[5], "fast") == 0 ? FK_TIER_FAST : FK_TIER_EXACT;
-    for (fk_qformat f = FK_Q8; f <= FK_Q4; f++) {
-      if (strcmp(only, "both") != 0 && strcmp(only, f == FK_Q8 ? "q8" : "q4") != 0) continue;
-      printf("quantize %s%s\n", f == FK_Q8 ? "q8" : "q4", tier == FK_TIER_FAST ? " fast" : "");
+    const int lm_only = argc > 6 && strcmp(argv[6], "lm") == 0;
+    for (fk_qformat f = FK_Q8; f <= FK_Q4K; f++) {
+      const char *name = f == FK_Q8 ? "q8" : f == FK_Q4 ? "q4" : "q4k";
+      if (strcmp(only, "both") == 0 ? f == FK_Q4K : strcmp(only, name) != 0) continue;
+      printf("quantize %s%s\n", name, tier == FK_TIER_FAST ? " fast" : "");
       fk_plan_desc l = fkt_models_desc(&m, FK_PROGRAMS_LM, threads), d = fkt_models_desc(&m, FK_PROGRAMS_DETOK, threads);
       l.tier = d.tier = tier;
       if (strcmp(how, "desc") == 0) {
@@ -69,7 +73,7 @@ int main(int argc, char **argv) {
           d.quantize = f; /* the spectral head has no per-matrix blocks: quantized by desc.quantize */
         }
       }
-      if (fkt_session_lm(&l, stdout) != 0 || fkt_session_detok(&d, stdout) != 0) return 1;
+      if (fkt_session_lm(&l, stdout) != 0 || (!lm_only && fkt_session_detok(&d, stdout) != 0)) return 1;
     }
     fkt_models_free(&m);
     return 0;

@@ -18,6 +18,7 @@
  *   quantized_faithful: desc.quantize q8 / q4 against the quantized traces (the float64 model over
  *     the same dequantized weights; the traces' block digests checked); quantized_same_everywhere:
  *     1..3 members, desc.quantize == GGUF blocks per matrix, a mixed-format plan, qemu-aarch64;
+ *     quantized_q4k_same_everywhere: q4k's sessions likewise, a fast plan's == the exact one's;
  *     quantized_perturb_other_format: a plan of another format fails (q4) or is farther (q8). */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -317,8 +318,8 @@ Test(model, quantized_faithful, .init = setup, .fini = teardown, .timeout = 600)
   }
 }
 
-/* The quantized sessions (fk_model_scenario quant: LM and detokenizer, q8 then q4) give the same bits
- * for 1, 2 and 3 members, by desc.quantize or by GGUF blocks per matrix, and under qemu-aarch64 (q8
+/* The quantized sessions (fk_model_scenario quant: LM and detokenizer, q8 then q4) give the same
+ * bits for 1, 2 and 3 members, by desc.quantize or by GGUF blocks per matrix, and under qemu-aarch64 (q8
  * on -cpu max: the bfcvt stamps; q4 on neoverse-n1: neon; one format each, qemu runs the byte
  * widening slowly; both stamps of both formats are compared with the contract in tests/leaves); a
  * plan mixing formats (layers 0..2 q, the rest bf16) gives other bits than the all-quantized one (on
@@ -351,6 +352,45 @@ Test(model, quantized_same_everywhere, .timeout = 1200) {
   }
   cr_log_info("quantized sessions, the same bits on 1..3 members, desc.quantize == GGUF blocks, aarch64 == x86_64:\n%s",
               host);
+  free(host);
+}
+
+/* q4k's sessions likewise: the same bits for 1, 2 and 3 members, by desc.quantize or by GGUF blocks, in
+ * a fast plan as in an exact one (q4k's GEMVs run in the exact tier in both; every other phase of these
+ * programs is exact-tier), under qemu-aarch64 -cpu max (the bfcvt stamps; the LM session alone: qemu
+ * runs the detokenizer's q4k GEMMs for minutes; the leaf suite compares every q4k stamp, GEMM shapes
+ * included, with the contract), and not q4's bits. */
+static char *without_headers(char *o);
+Test(model, quantized_q4k_same_everywhere, .timeout = 1200) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s 2 quant desc q4k", FKT_MODEL_SCENARIO_HOST);
+  char *host = fkt_run_cmd(cmd);
+  static const char *native[] = { "1 quant blocks q4k", "3 quant desc q4k" };
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd, "%s %s", FKT_MODEL_SCENARIO_HOST, native[i]);
+    char *o = fkt_run_cmd(cmd);
+    cr_assert_str_eq(o, host, "%s:\n%s\n2 quant desc q4k:\n%s", native[i], o, host);
+    free(o);
+  }
+  snprintf(cmd, sizeof cmd, "%s 2 quant desc q4k fast", FKT_MODEL_SCENARIO_HOST);
+  char *fast = without_headers(fkt_run_cmd(cmd)), *exact = without_headers(strdup(host));
+  cr_assert_str_eq(fast, exact, "q4k in a fast plan:\n%s\nexact:\n%s", fast, exact);
+  free(fast);
+  snprintf(cmd, sizeof cmd, "%s 2 quant desc q4", FKT_MODEL_SCENARIO_HOST);
+  char *q4 = without_headers(fkt_run_cmd(cmd));
+  cr_assert(strcmp(q4, exact) != 0, "q4k gave q4's bits");
+  free(q4);
+  free(exact);
+  snprintf(cmd, sizeof cmd, "%s 2 quant desc q4k exact lm", FKT_MODEL_SCENARIO_HOST);
+  char *want = fkt_run_cmd(cmd);
+  cr_assert(strstr(host, want), "the LM session is not a part of the q4k run:\n%s", want);
+  snprintf(cmd, sizeof cmd, "%s -cpu max %s 2 quant desc q4k exact lm", FKH_QEMU, FKT_MODEL_SCENARIO_AARCH64);
+  char *got = fkt_run_cmd(cmd);
+  cr_assert_str_eq(got, want, "aarch64 (-cpu max) q4k:\n%s\nhost:\n%s", got, want);
+  free(got);
+  free(want);
+  cr_log_info("q4k sessions, the same bits on 1..3 members, desc.quantize == GGUF blocks, fast == exact, aarch64 == "
+              "x86_64:\n%s", host);
   free(host);
 }
 
