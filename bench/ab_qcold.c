@@ -4,7 +4,7 @@
  * and a check that its outputs equal build 0's. Not built by CMake: a tool for a before/after
  * question about a DRAM-bound stamp, as bench/ab_stamp.c is for a hot one.
  *
- *   S=fk_gemv_q8_f32__x86_64_avx512vnni_fast              (or a q4_f32 stamp, with -DQ4)
+ *   S=fk_gemv_q8_f32__x86_64_avx512vnni_fast              (or a q4_f32 stamp, with -DQ4; q4k_f32, -DQ4K)
  *   for i in 0 1; do                                       (DIR0 = before, DIR1 = after, ...)
  *     gcc -c -x assembler-with-cpp -I$DIRi/generated $DIRi/generated/x86_64/$S.S -o v$i.o
  *     objcopy --redefine-sym $S=ab_v$i v$i.o
@@ -34,7 +34,10 @@
 #include "flashkern.h"
 #include "fk_leaves.h"
 
-#ifdef Q4
+#if defined(Q4K)
+typedef fk_gemv_q4k_f32_args qargs;
+#define QFMT FK_Q4K
+#elif defined(Q4)
 typedef fk_gemv_q4_f32_args qargs;
 #define QFMT FK_Q4
 #else
@@ -101,8 +104,10 @@ int main(int argc, char **argv) {
   }
   int64_t n = atoll(argv[1]), k = atoll(argv[2]);
   int rounds = argc > 3 ? atoi(argv[3]) : 21, m = argc > 4 ? atoi(argv[4]) : 1;
-  if (n < 1 || k < 32 || k % 32 || rounds < 1 || rounds > ROUNDS_MAX || m < 1 || m > 4) {
-    fprintf(stderr, "ab_qcold: N >= 1, K a positive multiple of 32, ROUNDS 1..%d, M 1..4\n", ROUNDS_MAX);
+  const int64_t kq = QFMT == FK_Q4K ? 256 : 32;
+  if (n < 1 || k < kq || k % kq || rounds < 1 || rounds > ROUNDS_MAX || m < 1 || m > 4) {
+    fprintf(stderr, "ab_qcold: N >= 1, K a positive multiple of %lld, ROUNDS 1..%d, M 1..4\n", (long long)kq,
+            ROUNDS_MAX);
     return 2;
   }
   size_t gb = fk_q_gguf_bytes(QFMT, n, k), pb = fk_q_packed_bytes(QFMT, n, k), stride = (pb + 4095) / 4096 * 4096;
@@ -158,7 +163,7 @@ int main(int argc, char **argv) {
   }
   qsort(probe, (size_t)rounds, sizeof probe[0], ab_cmp);
   printf("%lldx%lld %s %s, M = %d, %d rounds: probe %.1f GB/s\n", (long long)n, (long long)k,
-         QFMT == FK_Q8 ? "q8" : "q4", copies == 1 ? "hot" : "cold", m, rounds, probe[rounds / 2]);
+         QFMT == FK_Q8 ? "q8" : QFMT == FK_Q4 ? "q4" : "q4k", copies == 1 ? "hot" : "cold", m, rounds, probe[rounds / 2]);
   int differ = 0;
   for (int v = 0; v < BUILDS; v++) {
     qsort(share[v], (size_t)rounds, sizeof share[v][0], ab_cmp);

@@ -23,8 +23,8 @@
  *            RTF = wall time / audio time (a code frame is 1920 samples at 24 kHz: 80 ms).
  *
  * Plans: threads 1 and 2 (desc.threads), tier exact and fast (the fast tier only where its stamps
- * resolve on this CPU; otherwise one "skipped" line says why), and with --quantize bf16,q8,q4 the
- * LM plans also with desc.quantize FK_Q8 and FK_Q4, in each tier (fast: the quantized fast tier,
+ * resolve on this CPU; otherwise one "skipped" line says why), and with --quantize bf16,q8,q4,q4k the
+ * LM plans also with desc.quantize FK_Q8, FK_Q4 and FK_Q4K, in each tier (fast: the quantized fast tier,
  * integer dot products; the detokenizer stays bf16). All plans are alive at once, unless --fresh-plans: then each sample makes its
  * configuration's plan (untimed readiness), runs, and destroys it, so one plan is alive at a time
  * (lm_1_2b's plans are 2.6 GB each in bf16). Weights: seeded uniform
@@ -35,7 +35,7 @@
  *
  * Decode is DRAM-bound: each LM configuration also prints bytes_per_token, the weight bytes one
  * decode step reads (the packed bytes of every GEMV matrix: fk_gemv_packed_elems * 2 in bf16,
- * fk_q_packed_bytes in q8 / q4, the LM head included, plus the one embedding row), and with --probe
+ * fk_q_packed_bytes in q8 / q4 / q4k, the LM head included, plus the one embedding row), and with --probe
  * the read-bandwidth probe (bw_probe.c: a streaming read of 1.125 GiB, one untimed pass then a timed
  * one) takes a turn per thread count in every repetition, interleaved with the configurations:
  * probe_gbps per thread count. GB/s of a configuration = bytes_per_token x decode_tok_s.
@@ -74,7 +74,7 @@ enum {
   MAX_PREFILLS = 4,      /* prompt lengths of the prefill measure */
   MAX_PREFILL = 4096,    /* the longest (the plans' max_pos is 4096) */
   MAX_MODELS = 4,
-  MAX_CFG = MAX_MODELS * 3 * 2 * 2 /* models x weight formats x tiers x threads (an upper bound) */
+  MAX_CFG = MAX_MODELS * 4 * 2 * 2 /* models x weight formats x tiers x threads (an upper bound) */
 };
 #define AUDIO_S_PER_CODE (1920.0 / 24000.0)
 
@@ -84,7 +84,7 @@ static struct {
   int tiers[2], ntiers;
   int do_lm, do_lm350, do_detok;
   int prefill[MAX_PREFILLS], nprefill;
-  fk_qformat quant[3]; /* --quantize: the LM plans' weight formats */
+  fk_qformat quant[4]; /* --quantize: the LM plans' weight formats */
   int nquant;
   int do_lm12, probe, fresh;
 } opt = { 7, 64, 32, { 1, 2 }, 2, { FK_TIER_EXACT, FK_TIER_FAST }, 2, 1, 0, 1, { 64, 512 }, 2, { FK_QNONE }, 1,
@@ -224,10 +224,11 @@ typedef struct config {
   fk_plan *plan; /* NULL between samples with --fresh-plans */
 } config;
 
-/* the CSV's dtype column: the tier for bf16 weights (the names before --quantize), else tier-q8, tier-q4 */
+/* the CSV's dtype column: the tier for bf16 weights (the names before --quantize), else tier-q8, tier-q4,
+ * tier-q4k (a fast plan's q4k GEMVs run in the exact tier) */
 static const char *cfg_dtype(const config *c) {
-  static const char *const q[2][2] = { { "exact-q8", "exact-q4" }, { "fast-q8", "fast-q4" } };
-  return c->q == FK_QNONE ? tier_name(c->tier) : q[c->tier == FK_TIER_FAST][c->q == FK_Q4];
+  static const char *const q[2][3] = { { "exact-q8", "exact-q4", "exact-q4k" }, { "fast-q8", "fast-q4", "fast-q4k" } };
+  return c->q == FK_QNONE ? tier_name(c->tier) : q[c->tier == FK_TIER_FAST][c->q == FK_Q4K ? 2 : c->q == FK_Q4];
 }
 
 /* Weight bytes one LM decode step reads: every GEMV matrix in the plan's packed layout (the layers'
@@ -445,8 +446,9 @@ int main(int argc, char **argv) {
       snprintf(list, sizeof list, "%s", argv[++i]);
       opt.nquant = 0;
       for (char *save, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int q = !strcmp(t, "bf16") ? FK_QNONE : !strcmp(t, "q8") ? FK_Q8 : !strcmp(t, "q4") ? FK_Q4 : -1;
-        if (q < 0 || opt.nquant == 3) die("--quantize: a list of bf16, q8, q4 (each once)");
+        int q = !strcmp(t, "bf16") ? FK_QNONE : !strcmp(t, "q8") ? FK_Q8 : !strcmp(t, "q4") ? FK_Q4
+              : !strcmp(t, "q4k") ? FK_Q4K : -1;
+        if (q < 0 || opt.nquant == 4) die("--quantize: a list of bf16, q8, q4, q4k (each once)");
         for (int k = 0; k < opt.nquant; k++)
           if ((int)opt.quant[k] == q) die("--quantize: %s twice", t);
         opt.quant[opt.nquant++] = (fk_qformat)q;
@@ -469,7 +471,7 @@ int main(int argc, char **argv) {
     else {
       const char *usage = "usage: fk_bench_model [--quick] [--reps N] [--steps N] [--stream-frames N] "
                           "[--threads 1,2] [--tiers exact,fast] [--only lm,lm_350m,lm_1_2b,detok] [--lm-350m] "
-                          "[--lm-1-2b] [--prefill 64,512|none] [--quantize bf16,q8,q4] [--probe] [--fresh-plans]";
+                          "[--lm-1-2b] [--prefill 64,512|none] [--quantize bf16,q8,q4,q4k] [--probe] [--fresh-plans]";
       if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
         puts(usage);
         return 0;

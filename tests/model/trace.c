@@ -211,8 +211,8 @@ int fkm_trace_check_weights_of(const fkm_trace *t, const char *prefix, const fkm
 
 int fkm_trace_check_qweights(const fkm_trace *t, const fkm_weights *w, fk_qformat *fmt, char *err, size_t errlen) {
   int64_t q = 0;
-  if (fkfix_scalar_i64(&t->fx, "quant", &q) || (q != FK_Q8 && q != FK_Q4))
-    return fkm_fail(err, errlen, "%s: no scalar quant (1: q8, 2: q4)", t->fx.path);
+  if (fkfix_scalar_i64(&t->fx, "quant", &q) || (q != FK_Q8 && q != FK_Q4 && q != FK_Q4K))
+    return fkm_fail(err, errlen, "%s: no scalar quant (1: q8, 2: q4, 3: q4k)", t->fx.path);
   *fmt = (fk_qformat)q;
   const fkfix_tensor *nt = fkfix_tensor_get(&t->fx, "qweight_names"), *dt = fkfix_tensor_get(&t->fx, "qweight_digests");
   if (!nt || !dt || nt->dtype != FKFIX_I64 || dt->dtype != FKFIX_I64 || nt->ndim != 1 || dt->ndim != 1 ||
