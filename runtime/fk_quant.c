@@ -368,10 +368,10 @@ static fk_status quantize(const char *fn, fk_qformat f, const float *w32, const 
     }
   unsigned char *o = (unsigned char *)out;
   if (f == FK_Q4K) {
-    /* the super-blocks' d and dmin (binary16) first, then the blocks (packed: each into a local
-     * buffer, then into its group's super-record; the padding rows zero) */
-    if (packed) memset(o, 0, fk_q_packed_bytes(f, n, k));
-    for (int pass = 0; pass < 2; pass++)
+    /* the super-blocks' d and dmin (binary16) first, nothing written, then the blocks (packed: the
+     * padding rows zero, each super-block into a local buffer, then into its group's super-record) */
+    for (int pass = 0; pass < 2; pass++) {
+      if (pass && packed) memset(o, 0, fk_q_packed_bytes(f, n, k));
       for (int64_t r = 0; r < n; r++)
         for (int64_t b = 0; b < k / QK; b++) {
           for (int j = 0; j < QK / QB; j++) block_values(w32, w16, ldw, r, b * (QK / QB) + j, x + QB * j);
@@ -386,6 +386,7 @@ static fk_status quantize(const char *fn, fk_qformat f, const float *w32, const 
                              (dd[0] & 0x7c00u) == 0x7c00u ? "scale d" : "minimum scale dmin",
                              (dd[0] & 0x7c00u) == 0x7c00u ? "scales" : "minimums");
         }
+    }
     return FK_OK;
   }
   if (packed) {
